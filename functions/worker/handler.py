@@ -1,0 +1,42 @@
+"""Worker Lambda: SQS batch -> Powertools partial-batch processing -> domain `work`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from shared import queue
+from shared.model import JobMessage
+from shared.work import Delivery, RetryLater, work
+
+logger = Logger(service="corral-worker")
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def record_handler(record: SQSRecord) -> str:
+    try:
+        message = JobMessage.from_dict(json.loads(record.body))
+    except (ValueError, TypeError) as error:
+        queue.bury(record.body, f"unreadable job message: {error}")
+        return "unreadable"
+    try:
+        outcome = work(message, Delivery(message_id=record.message_id, body=record.body))
+    except RetryLater as later:
+        queue.retry_later(record.receipt_handle, later.seconds)
+        raise
+    logger.debug("job handled", extra={"job_id": message.id, "outcome": outcome})
+    return outcome
+
+
+@logger.inject_lambda_context(clear_state=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    response = process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )
+    logger.info("batch", extra={"size": len(event.get("Records", [])), "failures": len(response["batchItemFailures"])})
+    return response

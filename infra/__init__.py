@@ -1,0 +1,1 @@
+"""The corral CDK app: one module per deployed component."""

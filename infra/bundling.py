@@ -1,0 +1,68 @@
+"""Lambda code and dependencies, built without Docker.
+
+Dependencies go into a layer built by `pip install --target` for the Lambda
+platform (manylinux x86_64, the runtime's CPython), rebuilt only when
+functions/requirements.txt changes. The function code asset is a copy of
+functions/ and shared/, staged on every synth (it is small).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / ".corral" / "build"
+REQUIREMENTS = ROOT / "functions" / "requirements.txt"
+PYTHON_VERSION = "3.11"  # must match the Lambda runtime in infra/functions.py
+_CODE_PACKAGES = ("functions", "shared")
+
+
+def dependencies_layer_dir() -> Path:
+    """A directory holding python/<packages>, as a Lambda layer wants it."""
+    target = BUILD / "layer"
+    stamp = target / ".requirements.sha256"
+    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == digest:
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    (target / "python").mkdir(parents=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--requirement",
+            str(REQUIREMENTS),
+            "--target",
+            str(target / "python"),
+            "--platform",
+            "manylinux2014_x86_64",
+            "--implementation",
+            "cp",
+            "--python-version",
+            PYTHON_VERSION,
+            "--only-binary=:all:",
+        ],
+        check=True,
+    )
+    stamp.write_text(digest)
+    return target
+
+
+def code_dir() -> Path:
+    target = BUILD / "code"
+    shutil.rmtree(target, ignore_errors=True)
+    for package in _CODE_PACKAGES:
+        shutil.copytree(
+            ROOT / package,
+            target / package,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt"),
+        )
+    return target

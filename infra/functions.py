@@ -1,0 +1,48 @@
+"""The Lambda functions' shared pieces: code asset, dependencies layer, environment."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import bundling
+
+RUNTIME = lambda_.Runtime.PYTHON_3_11  # matches bundling.PYTHON_VERSION
+
+
+class FunctionFactory(Construct):
+    """Builds functions that share one code asset, one dependencies layer and one environment."""
+
+    def __init__(self, scope: Construct, id: str, *, environment: dict[str, str]) -> None:
+        super().__init__(scope, id)
+        self.environment = environment
+        self.code = lambda_.Code.from_asset(str(bundling.code_dir()))
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            code=lambda_.Code.from_asset(str(bundling.dependencies_layer_dir())),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[lambda_.Architecture.X86_64],
+            description="corral's pinned Python dependencies (functions/requirements.txt)",
+        )
+
+    def function(
+        self, scope: Construct, id: str, *, name: str, handler: str, timeout_seconds: int, memory_mb: int, service: str
+    ) -> lambda_.Function:
+        log_group = logs.LogGroup(scope, f"{id}Logs", retention=logs.RetentionDays.ONE_MONTH)
+        return lambda_.Function(
+            scope,
+            id,
+            function_name=name,
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.X86_64,
+            code=self.code,
+            handler=handler,
+            layers=[self.layer],
+            timeout=Duration.seconds(timeout_seconds),
+            memory_size=memory_mb,
+            environment={**self.environment, "POWERTOOLS_SERVICE_NAME": service},
+            log_group=log_group,
+        )

@@ -1,0 +1,55 @@
+"""The corral stack: API, queue + DLQ, workers, jobs store (and, in later issues, scheduler and cache)."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import RemovalPolicy, Stack
+from constructs import Construct
+
+from infra.api import Api
+from infra.functions import FunctionFactory
+from infra.queue import JobQueue
+from infra.store import JobStore
+from infra.workers import Workers
+from shared import settings
+from shared.settings import Profile
+
+
+class CorralStack(Stack):
+    def __init__(
+        self, scope: Construct, id: str, *, profile: Profile, extra_function_env: dict[str, str], **kwargs: object
+    ) -> None:
+        super().__init__(scope, id, **kwargs)
+        store = JobStore(
+            self, "Store", removal_policy=RemovalPolicy.DESTROY if profile.name == "local" else RemovalPolicy.RETAIN
+        )
+        queue = JobQueue(self, "Queue", profile=profile)
+        functions = FunctionFactory(
+            self,
+            "Functions",
+            environment={
+                "CORRAL_TABLE": store.table.table_name,
+                "CORRAL_QUEUE_URL": queue.queue.queue_url,
+                "CORRAL_DLQ_URL": queue.dlq.queue_url,
+                "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
+                "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
+                **extra_function_env,
+            },
+        )
+        Api(self, "Api", functions=functions, store=store, queue=queue)
+        Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
+
+
+def function_env_from_context(raw: object) -> dict[str, str]:
+    """`-c corral:function_env='{"K": "V"}'`: extra function environment, e.g. local endpoint overrides."""
+    if not raw:
+        return {}
+    return {str(k): str(v) for k, v in (json.loads(raw) if isinstance(raw, str) else raw).items()}
+
+
+def profile_from_context(raw: object) -> Profile:
+    name = str(raw or "aws")
+    if name not in settings.PROFILES:
+        raise SystemExit(f"unknown corral:profile {name!r}; choose one of {sorted(settings.PROFILES)}")
+    return settings.PROFILES[name]

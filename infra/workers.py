@@ -1,0 +1,50 @@
+"""Job workers: a Lambda with an SQS event source reporting partial batch failures."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda_event_sources as event_sources
+from constructs import Construct
+
+from infra.functions import FunctionFactory
+from infra.queue import JobQueue
+from infra.store import JobStore
+from shared import settings
+from shared.settings import Profile
+
+WORKER_MEMORY_MB = 1024
+
+
+class Workers(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        profile: Profile,
+        functions: FunctionFactory,
+        store: JobStore,
+        queue: JobQueue,
+    ) -> None:
+        super().__init__(scope, id)
+        self.function = functions.function(
+            self,
+            "Handler",
+            name=settings.WORKER_FUNCTION,
+            handler="functions.worker.handler.handler",
+            timeout_seconds=profile.worker_timeout_seconds,
+            memory_mb=WORKER_MEMORY_MB,
+            service="corral-worker",
+        )
+        store.table.grant_read_write_data(self.function)
+        queue.queue.grant_send_messages(self.function)  # not strictly: change visibility is granted by consume
+        queue.dlq.grant_send_messages(self.function)
+        self.function.add_event_source(
+            event_sources.SqsEventSource(
+                queue.queue,
+                batch_size=settings.WORKER_BATCH_SIZE,
+                max_batching_window=Duration.seconds(settings.WORKER_BATCHING_WINDOW_SECONDS),
+                report_batch_item_failures=True,
+                max_concurrency=settings.WORKER_MAX_CONCURRENCY,
+            )
+        )

@@ -1,0 +1,105 @@
+"""Deploy the CDK app into an emulator (or any endpoint) and write .corral/endpoint.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+
+from shared import settings, tenants
+
+ROOT = Path(__file__).resolve().parent.parent
+CDK = ROOT / "node_modules" / ".bin" / "cdk"
+QUIET_CDK = {"CDK_DISABLE_CLI_TELEMETRY": "true", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+DEMO_TENANT = "demo"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    api_url: str
+    api_key: str
+    aws_endpoint: str
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            json.dumps({"api_url": self.api_url, "api_key": self.api_key, "aws_endpoint": self.aws_endpoint}, indent=2)
+            + "\n"
+        )
+
+
+def _cdk(args: list[str], env: dict[str, str], log: Path) -> None:
+    with log.open("ab") as out:
+        result = subprocess.run([str(CDK), *args], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"cdk {' '.join(args[:1])} failed (exit {result.returncode}); log {log}:\n{tail}")
+
+
+def api_base_url(aws_endpoint: str, api_id: str) -> str:
+    """The emulators' path form: no wildcard DNS needed (LocalStack and ministack both serve it)."""
+    return f"{aws_endpoint}/_aws/execute-api/{api_id}"
+
+
+def deploy(
+    aws_env: dict[str, str],
+    *,
+    profile: str = "local",
+    function_env: dict[str, str] | None = None,
+    state_dir: Path = ROOT / ".corral",
+) -> Endpoint:
+    env = {**os.environ, **QUIET_CDK, **aws_env}
+    log = state_dir / "deploy.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    outputs = state_dir / "outputs.json"
+    account, region = aws_env["CDK_DEFAULT_ACCOUNT"], aws_env["AWS_DEFAULT_REGION"]
+    _cdk(["bootstrap", f"aws://{account}/{region}"], env, log)
+    context = ["-c", f"corral:profile={profile}"]
+    if function_env:
+        context += ["-c", f"corral:function_env={json.dumps(function_env)}"]
+    _cdk(["deploy", "--require-approval", "never", "--outputs-file", str(outputs), *context], env, log)
+    api_url = json.loads(outputs.read_text())[settings.STACK_NAME]["ApiUrl"]
+    aws_endpoint = aws_env["AWS_ENDPOINT_URL"]
+    _after_deploy(aws_env)
+    api_id = api_url.split("//", 1)[1].split(".", 1)[0]
+    return Endpoint(api_url=api_base_url(aws_endpoint, api_id), api_key=_demo_key(aws_env), aws_endpoint=aws_endpoint)
+
+
+def _client(service: str, aws_env: dict[str, str]):  # noqa: ANN202 - a boto3 client
+    return boto3.client(
+        service,
+        endpoint_url=aws_env["AWS_ENDPOINT_URL"],
+        region_name=aws_env["AWS_DEFAULT_REGION"],
+        aws_access_key_id=aws_env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=aws_env["AWS_SECRET_ACCESS_KEY"],
+    )
+
+
+def _after_deploy(aws_env: dict[str, str]) -> None:
+    """Emulator gaps, filled after deploy: ministack ignores TTL from CloudFormation."""
+    dynamodb = _client("dynamodb", aws_env)
+    ttl = dynamodb.describe_time_to_live(TableName=settings.TABLE_NAME)["TimeToLiveDescription"]
+    if ttl.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+        dynamodb.update_time_to_live(
+            TableName=settings.TABLE_NAME, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
+        )
+
+
+def _demo_key(aws_env: dict[str, str]) -> str:
+    return create_api_key(aws_env, DEMO_TENANT, label=f"demo key {time.strftime('%Y-%m-%d %H:%M:%S')}")
+
+
+def create_api_key(aws_env: dict[str, str], tenant: str, label: str) -> str:
+    saved = os.environ.copy()
+    os.environ.update(aws_env)  # pynamodb resolves endpoint and credentials from the environment
+    try:
+        return tenants.create_key(tenant, label=label)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)

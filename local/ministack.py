@@ -1,0 +1,106 @@
+"""The embedded AWS: ministack in its own virtual environment, bound to 127.0.0.1."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+STATE = ROOT / ".corral"
+VENV = STATE / "ministack-venv"
+REQUIREMENTS = Path(__file__).with_name("requirements-ministack.txt")
+DEFAULT_PORT = 4566
+
+# What every AWS client pointed at the emulator needs.
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "test",
+    "AWS_SECRET_ACCESS_KEY": "test",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+ACCOUNT = "000000000000"
+
+
+def ensure_installed() -> Path:
+    """Create the emulator's venv once; reinstall only when its requirements change."""
+    stamp = VENV / ".requirements"
+    wanted = REQUIREMENTS.read_text()
+    if stamp.exists() and stamp.read_text() == wanted:
+        return VENV
+    subprocess.run(["python3", "-m", "venv", str(VENV)], check=True)
+    subprocess.run(
+        [str(VENV / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", "-r", str(REQUIREMENTS)],
+        check=True,
+    )
+    stamp.write_text(wanted)
+    return VENV
+
+
+@dataclass
+class Ministack:
+    port: int = DEFAULT_PORT
+    log_path: Path = field(default_factory=lambda: STATE / "ministack.log")
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        """Environment for boto3/CDK clients that talk to this emulator."""
+        return {**CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint, "CDK_DEFAULT_ACCOUNT": ACCOUNT}
+
+    def healthy(self) -> bool:
+        try:
+            return requests.get(f"{self.endpoint}/_ministack/health", timeout=1).ok
+        except requests.RequestException:
+            return False
+
+    def start(self, timeout: float = 30) -> None:
+        if self.healthy():
+            raise RuntimeError(f"something already answers on {self.endpoint}; stop it or choose another port")
+        ensure_installed()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [str(VENV / "bin" / "ministack")],
+            env={
+                **os.environ,
+                **CREDENTIALS,
+                "BIND_HOST": "127.0.0.1",
+                "GATEWAY_PORT": str(self.port),
+                "LOG_LEVEL": "WARNING",
+            },
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its Lambda subprocesses die with its process group
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"ministack exited with {self.process.returncode}; see {self.log_path}")
+            if self.healthy():
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"ministack did not become healthy in {timeout:.0f}s; see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        group = os.getpgid(self.process.pid)
+        os.killpg(group, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(group, signal.SIGKILL)
+            self.process.wait(timeout=5)
+        with contextlib.suppress(ProcessLookupError):  # Lambda subprocesses left in the group
+            os.killpg(group, signal.SIGKILL)

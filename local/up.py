@@ -1,0 +1,49 @@
+"""`make up`: start the embedded AWS on 127.0.0.1, deploy corral into it, serve until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+
+from local.deploy import deploy
+from local.ministack import DEFAULT_PORT, STATE, Ministack
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="emulator port (default %(default)s)")
+    args = parser.parse_args()
+    emulator = Ministack(port=args.port)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        print(f"starting ministack on {emulator.endpoint} ...", flush=True)
+        emulator.start()
+        print("deploying the corral stack (cdk bootstrap + deploy) ...", flush=True)
+        started = time.monotonic()
+        endpoint = deploy(emulator.env())
+        endpoint.write(STATE / "endpoint.json")
+        print(f"deployed in {time.monotonic() - started:.0f}s\n")
+        print(f"  API URL : {endpoint.api_url}")
+        print(f"  API key : {endpoint.api_key}")
+        print(f"  (both in {STATE / 'endpoint.json'})\n")
+        print(f"  try: curl -s -X POST {endpoint.api_url}/v1/jobs -H 'Authorization: Bearer {endpoint.api_key}' \\")
+        print('         -H \'content-type: application/json\' -d \'{"type": "echo", "payload": {"hello": "world"}}\'')
+        print("\nCtrl-C stops everything.", flush=True)
+        while emulator.process and emulator.process.poll() is None:
+            time.sleep(1)
+        print("ministack exited; see .corral/ministack.log", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        emulator.stop()
+        print("stopped.", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

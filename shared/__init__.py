@@ -1,0 +1,1 @@
+"""Code the corral Lambda functions share: job model, store, queue, ids, settings."""

@@ -1,0 +1,85 @@
+"""Job ids that prove, without a store lookup, which tenant minted them and when.
+
+Enqueue writes nothing to the store, so a job no worker has seen yet has no record.
+Its id carries an HMAC over (tenant, id core): GET verifies the tag and answers
+`queued` for a well-formed id of the caller's tenant, 404 otherwise, so another
+tenant's id and a made-up one look the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class IdKind(StrEnum):
+    TIMED = "t"  # random, with the enqueue time in its first 6 bytes
+    KEYED = "k"  # derived from the tenant's idempotency key
+    SCHEDULED = "s"  # derived from schedule name + scheduled time
+
+
+_PREFIX = "j"
+_CORE_BYTES = 16
+_TAG_BYTES = 8
+
+
+@dataclass(frozen=True)
+class IdInfo:
+    kind: IdKind
+    minted_at: float | None  # epoch seconds, TIMED ids only
+
+
+def _b32(raw: bytes) -> str:
+    return base64.b32encode(raw).decode().rstrip("=").lower()
+
+
+def _unb32(text: str) -> bytes:
+    return base64.b32decode(text.upper() + "=" * (-len(text) % 8))
+
+
+def _tag(secret: bytes, tenant: str, kind: IdKind, core: bytes) -> bytes:
+    return hmac.new(secret, f"{tenant}\0{kind}\0".encode() + core, hashlib.sha256).digest()[:_TAG_BYTES]
+
+
+def _mint(secret: bytes, tenant: str, kind: IdKind, core: bytes) -> str:
+    return f"{_PREFIX}{kind}{_b32(core + _tag(secret, tenant, kind, core))}"
+
+
+def timed_id(secret: bytes, tenant: str, now: float | None = None) -> str:
+    millis = int((time.time() if now is None else now) * 1000)
+    return _mint(secret, tenant, IdKind.TIMED, millis.to_bytes(6, "big") + os.urandom(_CORE_BYTES - 6))
+
+
+def _derived_core(*parts: str) -> bytes:
+    return hashlib.sha256("\0".join(parts).encode()).digest()[:_CORE_BYTES]
+
+
+def keyed_id(secret: bytes, tenant: str, idempotency_key: str) -> str:
+    return _mint(secret, tenant, IdKind.KEYED, _derived_core("key", idempotency_key))
+
+
+def scheduled_id(secret: bytes, tenant: str, schedule: str, scheduled_for: str) -> str:
+    return _mint(secret, tenant, IdKind.SCHEDULED, _derived_core("schedule", schedule, scheduled_for))
+
+
+def verify(secret: bytes, tenant: str, job_id: str) -> IdInfo | None:
+    """IdInfo if `job_id` was minted for `tenant` with `secret`, else None."""
+    if len(job_id) < 3 or not job_id.startswith(_PREFIX):
+        return None
+    try:
+        kind = IdKind(job_id[1])
+        raw = _unb32(job_id[2:])
+    except ValueError:
+        return None
+    if len(raw) != _CORE_BYTES + _TAG_BYTES:
+        return None
+    core, tag = raw[:_CORE_BYTES], raw[_CORE_BYTES:]
+    if not hmac.compare_digest(tag, _tag(secret, tenant, kind, core)):
+        return None
+    minted_at = int.from_bytes(core[:6], "big") / 1000 if kind is IdKind.TIMED else None
+    return IdInfo(kind=kind, minted_at=minted_at)

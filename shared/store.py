@@ -1,0 +1,250 @@
+"""Job records in DynamoDB, written only with conditional writes.
+
+Every status write names the attempt that makes it (a random token set at claim),
+so a duplicate delivery, or an attempt whose lease expired and was taken over,
+cannot record a second outcome. Job items are read and written through a
+low-level client (DAX speaks only that dialect; see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared import settings
+from shared.model import JobMessage, JobRecord, Status
+
+_DAY = 86_400
+
+
+def _table() -> str:
+    return settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+
+
+def _key(job_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"job#{job_id}"}}
+
+
+def _jobs_client() -> Any:
+    """The client job items go through: the status cache where there is one."""
+    from shared.status_cache import jobs_client
+
+    return jobs_client()
+
+
+@dataclass(frozen=True)
+class Claimed:
+    attempt: int
+    token: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Succeeded or dead already: a duplicate delivery."""
+
+
+@dataclass(frozen=True)
+class HeldElsewhere:
+    """Another delivery holds a live lease on the job."""
+
+    by_this_message: bool
+    lease_left_seconds: float
+
+
+@dataclass(frozen=True)
+class Exhausted:
+    """Earlier attempts died without recording an outcome, and none are left."""
+
+    attempts: int
+
+
+ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted
+
+
+def _n(value: float | int) -> dict[str, str]:
+    return {"N": repr(value) if isinstance(value, float) else str(value)}
+
+
+def _as_float(item: dict[str, Any], name: str) -> float | None:
+    return float(item[name]["N"]) if name in item else None
+
+
+def _as_str(item: dict[str, Any], name: str) -> str | None:
+    return item[name]["S"] if name in item else None
+
+
+def record_from_item(item: dict[str, Any]) -> JobRecord:
+    result_json = _as_str(item, "result_json")
+    return JobRecord(
+        id=item["pk"]["S"].removeprefix("job#"),
+        status=Status(item["status"]["S"]),
+        type=_as_str(item, "job_type"),
+        attempts=int(item.get("attempts", {"N": "0"})["N"]),
+        result=json.loads(result_json) if result_json is not None else None,
+        error=_as_str(item, "last_error"),
+        enqueued_at=_as_float(item, "enqueued_at"),
+        started_at=_as_float(item, "started_at"),
+        finished_at=_as_float(item, "finished_at"),
+        schedule=_as_str(item, "schedule_name"),
+        scheduled_for=_as_str(item, "scheduled_for"),
+        extra={"tenant": _as_str(item, "tenant")},
+    )
+
+
+def get(job_id: str) -> tuple[JobRecord, str] | None:
+    """The record and its tenant, or None if no worker has seen the job."""
+    item = _jobs_client().get_item(TableName=_table(), Key=_key(job_id)).get("Item")
+    if not item:
+        return None
+    record = record_from_item(item)
+    return record, record.extra["tenant"] or ""
+
+
+def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) -> ClaimResult:
+    """Start an attempt: the job is new, failed (retry due) or its holder's lease expired."""
+    token = secrets.token_hex(8)
+    values: dict[str, Any] = {
+        ":running": {"S": Status.RUNNING},
+        ":failed": {"S": Status.FAILED},
+        ":zero": _n(0),
+        ":one": _n(1),
+        ":now": _n(now),
+        ":lease": _n(now + lease_seconds),
+        ":token": {"S": token},
+        ":message": {"S": message_id},
+        ":tenant": {"S": message.tenant},
+        ":type": {"S": message.type},
+        ":max": _n(message.max_attempts),
+        ":enqueued": _n(message.enqueued_at),
+    }
+    sets = [
+        "#status = :running",
+        "attempts = if_not_exists(attempts, :zero) + :one",
+        "lease_until = :lease",
+        "attempt_token = :token",
+        "claimed_by = :message",
+        "started_at = :now",
+        "#tenant = :tenant",
+        "job_type = :type",
+        "max_attempts = :max",
+        "enqueued_at = if_not_exists(enqueued_at, :enqueued)",
+    ]
+    if message.schedule:
+        values |= {
+            ":schedule": {"S": message.schedule},
+            ":scheduled_for": {"S": message.scheduled_for or ""},
+            ":runs_key": {"S": f"runs#{message.tenant}#{message.schedule}"},
+        }
+        sets += [
+            "schedule_name = :schedule",
+            "scheduled_for = :scheduled_for",
+            "gsi1pk = :runs_key",
+            "gsi1sk = :scheduled_for",
+        ]
+    try:
+        item = _jobs_client().update_item(
+            TableName=_table(),
+            Key=_key(message.id),
+            UpdateExpression="SET " + ", ".join(sets),
+            ConditionExpression=(
+                "attribute_not_exists(pk) OR "
+                "(#status = :failed AND attempts < :max) OR "
+                "(#status = :running AND lease_until < :now AND attempts < :max)"
+            ),
+            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )["Attributes"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
+        old = error.response.get("Item") or _read_item(message.id)
+        return _why_not_claimed(old, message_id, now)
+    return Claimed(attempt=int(item["attempts"]["N"]), token=token)
+
+
+def _read_item(job_id: str) -> dict[str, Any]:
+    # Only for stores that do not return ALL_OLD on a failed condition.
+    return _jobs_client().get_item(TableName=_table(), Key=_key(job_id), ConsistentRead=True).get("Item") or {}
+
+
+def _why_not_claimed(old: dict[str, Any], message_id: str, now: float) -> ClaimResult:
+    status = Status(old["status"]["S"])
+    attempts = int(old["attempts"]["N"])
+    if status.finished:
+        return Finished()
+    lease_left = (_as_float(old, "lease_until") or 0) - now
+    if status is Status.RUNNING and lease_left >= 0:
+        return HeldElsewhere(by_this_message=_as_str(old, "claimed_by") == message_id, lease_left_seconds=lease_left)
+    return Exhausted(attempts=attempts)
+
+
+def _finish(job_id: str, token: str, sets: list[str], values: dict[str, Any]) -> bool:
+    """Apply an attempt's outcome if that attempt still holds the job. False if it lost it."""
+    try:
+        _jobs_client().update_item(
+            TableName=_table(),
+            Key=_key(job_id),
+            UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+            ConditionExpression="attempt_token = :token AND #status = :running",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
+def _expires_at(now: float) -> int:
+    return int(now) + settings.FINISHED_JOB_TTL_DAYS * _DAY
+
+
+def complete(job_id: str, token: str, result: Any, now: float) -> bool:
+    return _finish(
+        job_id,
+        token,
+        ["#status = :succeeded", "result_json = :result", "finished_at = :now", "expires_at = :ttl"],
+        {
+            ":succeeded": {"S": Status.SUCCEEDED},
+            ":result": {"S": json.dumps(result, default=str)},
+            ":now": _n(now),
+            ":ttl": _n(_expires_at(now)),
+        },
+    )
+
+
+def fail(job_id: str, token: str, error: str, now: float, *, dead: bool) -> bool:
+    sets = ["#status = :outcome", "last_error = :error"]
+    values: dict[str, Any] = {":outcome": {"S": Status.DEAD if dead else Status.FAILED}, ":error": {"S": error[:2000]}}
+    if dead:
+        sets += ["finished_at = :now", "expires_at = :ttl"]
+        values |= {":now": _n(now), ":ttl": _n(_expires_at(now))}
+    return _finish(job_id, token, sets, values)
+
+
+def bury(message: JobMessage, error: str, now: float) -> None:
+    """Mark dead a job whose attempts all died without an outcome (worker crashes)."""
+    _jobs_client().update_item(
+        TableName=_table(),
+        Key=_key(message.id),
+        UpdateExpression=(
+            "SET #status = :dead, last_error = :error, finished_at = :now, expires_at = :ttl REMOVE lease_until"
+        ),
+        ConditionExpression="#status IN (:running, :failed)",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={
+            ":dead": {"S": Status.DEAD},
+            ":running": {"S": Status.RUNNING},
+            ":failed": {"S": Status.FAILED},
+            ":error": {"S": error},
+            ":now": _n(now),
+            ":ttl": _n(_expires_at(now)),
+        },
+    )

@@ -1,0 +1,76 @@
+"""Work: claim a delivered job, run it, record its outcome exactly once.
+
+Delivery is at least once. The claim is a conditional write, so of several
+deliveries of one job only one runs at a time, and only the attempt that holds
+the claim can record an outcome.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from shared import job_types, queue, settings, store
+from shared.model import JobMessage
+
+
+class RetryLater(Exception):
+    """Leave the message on the queue; it comes back after `seconds`."""
+
+    def __init__(self, seconds: float, reason: str) -> None:
+        super().__init__(f"retry in {seconds:.0f}s: {reason}")
+        self.seconds = seconds
+
+
+@dataclass(frozen=True)
+class Delivery:
+    message_id: str
+    body: str
+
+
+def _lease_seconds() -> int:
+    return int(settings.env("CORRAL_LEASE_SECONDS"))
+
+
+def work(message: JobMessage, delivery: Delivery) -> str:
+    """Handle one delivery; returns what happened. Raises RetryLater to redeliver."""
+    claim = store.claim(message, delivery.message_id, time.time(), _lease_seconds())
+    match claim:
+        case store.Finished():
+            return "duplicate"
+        case store.HeldElsewhere(by_this_message=True, lease_left_seconds=left):
+            # Our own earlier attempt may still be running (or died recording its outcome):
+            # come back when its lease has run out.
+            raise RetryLater(left + 1, "an earlier delivery of this message still holds the job")
+        case store.HeldElsewhere():
+            # Another message for the same job holds it; that message stays on the queue
+            # until the holder records an outcome, so it will come back if the holder dies.
+            return "duplicate"
+        case store.Exhausted(attempts=attempts):
+            reason = f"gave up after {attempts} attempts that ended without an outcome (worker crash or timeout)"
+            queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
+            store.bury(message, reason, time.time())
+            return "dead"
+        case store.Claimed(attempt=attempt, token=token):
+            return _run(message, delivery, attempt, token)
+    raise AssertionError(f"unexpected claim result {claim!r}")
+
+
+def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str) -> str:
+    job_type = job_types.lookup(message.type)
+    context = job_types.JobContext(job_id=message.id, attempt=attempt, max_attempts=message.max_attempts)
+    try:
+        if job_type is None:
+            raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
+        result = job_type.run(message.payload, context)
+    except Exception as error:  # a job's failure is data, whatever it raised
+        reason = f"{type(error).__name__}: {error}"
+        if attempt >= message.max_attempts:
+            queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
+            store.fail(message.id, token, reason, time.time(), dead=True)
+            return "dead"
+        if store.fail(message.id, token, reason, time.time(), dead=False):
+            raise RetryLater(queue.backoff_seconds(attempt), reason) from error
+        return "lost-claim"
+    store.complete(message.id, token, result, time.time())
+    return "succeeded"

@@ -1,0 +1,60 @@
+"""The platform the end-to-end tests drive: the embedded stack started for the session, or a deployed API.
+
+Set CORRAL_API_URL and CORRAL_API_KEY (and AWS credentials/endpoint for the queue
+checks) to run the same tests against LocalStack or AWS: `make smoke`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+
+from client import Corral
+from local.deploy import deploy
+from local.ministack import STATE, Ministack
+from shared import settings
+
+TEST_PORT = int(os.environ.get("CORRAL_TEST_PORT", "4599"))  # apart from `make up`'s 4566
+
+
+@dataclass(frozen=True)
+class Platform:
+    api_url: str
+    api_key: str
+    aws_env: dict[str, str]
+    emulated: bool
+
+    def client(self, api_key: str | None = None) -> Corral:
+        return Corral(self.api_url, api_key or self.api_key)
+
+    def aws(self, service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=self.aws_env.get("AWS_ENDPOINT_URL"),
+            region_name=self.aws_env.get("AWS_DEFAULT_REGION"),
+            aws_access_key_id=self.aws_env.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=self.aws_env.get("AWS_SECRET_ACCESS_KEY"),
+        )
+
+    def queue_url(self, name: str = settings.QUEUE_NAME) -> str:
+        return self.aws("sqs").get_queue_url(QueueName=name)["QueueUrl"]
+
+
+@contextmanager
+def platform() -> Iterator[Platform]:
+    if os.environ.get("CORRAL_API_URL"):
+        aws_env = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+        yield Platform(os.environ["CORRAL_API_URL"], os.environ["CORRAL_API_KEY"], aws_env, emulated=False)
+        return
+    emulator = Ministack(port=TEST_PORT, log_path=STATE / "test" / "ministack.log")
+    emulator.start()
+    try:
+        endpoint = deploy(emulator.env(), state_dir=STATE / "test")
+        yield Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
+    finally:
+        emulator.stop()

@@ -1,0 +1,59 @@
+"""In-process AWS (moto) for unit tests of the domain and handlers: fast, no emulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from shared import settings
+from shared.aws import client
+from shared.signing import id_secret
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """A moto account with the corral table and queues; the functions' environment pointed at it."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    client.cache_clear()
+    id_secret.cache_clear()
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb")
+        dynamodb.create_table(
+            TableName=settings.TABLE_NAME,
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "gsi1pk", "AttributeType": "S"},
+                {"AttributeName": "gsi1sk", "AttributeType": "S"},
+            ],
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": "gsi1",
+                    "KeySchema": [
+                        {"AttributeName": "gsi1pk", "KeyType": "HASH"},
+                        {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        sqs = boto3.client("sqs")
+        dlq_url = sqs.create_queue(QueueName=settings.DLQ_NAME)["QueueUrl"]
+        queue_url = sqs.create_queue(QueueName=settings.QUEUE_NAME)["QueueUrl"]
+        monkeypatch.setenv("CORRAL_TABLE", settings.TABLE_NAME)
+        monkeypatch.setenv("CORRAL_QUEUE_URL", queue_url)
+        monkeypatch.setenv("CORRAL_DLQ_URL", dlq_url)
+        monkeypatch.setenv("CORRAL_LEASE_SECONDS", "10")
+        monkeypatch.setenv("CORRAL_CHAOS_JOB_TYPES", "0")
+        yield {"queue_url": queue_url, "dlq_url": dlq_url, "sqs": sqs, "dynamodb": dynamodb}
+    client.cache_clear()
+    id_secret.cache_clear()

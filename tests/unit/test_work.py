@@ -1,0 +1,94 @@
+"""The worker's domain against moto: claims, duplicates, leases, retries, dead jobs."""
+
+import json
+import time
+
+import pytest
+
+from shared import store
+from shared.model import JobMessage, Status
+from shared.work import Delivery, RetryLater, work
+
+
+def _message(job_type="echo", payload=None, max_attempts=3, job_id="jt-unit-1"):
+    return JobMessage(
+        id=job_id, tenant="acme", type=job_type, payload=payload, max_attempts=max_attempts, enqueued_at=time.time()
+    )
+
+
+def _deliver(message, message_id="m1"):
+    return work(message, Delivery(message_id=message_id, body=message.to_json()))
+
+
+def _record(job_id):
+    record, _tenant = store.get(job_id)
+    return record
+
+
+def test_a_job_runs_and_records_its_result(aws):
+    assert _deliver(_message(payload={"a": 1})) == "succeeded"
+
+    record = _record("jt-unit-1")
+    assert record.status is Status.SUCCEEDED
+    assert record.result == {"a": 1}
+    assert record.attempts == 1
+
+
+def test_a_second_delivery_of_a_finished_job_does_not_run_it_again(aws):
+    message = _message()
+    _deliver(message, "m1")
+
+    assert _deliver(message, "m2") == "duplicate"
+    assert _record(message.id).attempts == 1
+
+
+def test_a_delivery_while_another_message_holds_the_job_is_acked(aws):
+    message = _message()
+    store.claim(message, "holder", time.time(), lease_seconds=60)
+
+    assert _deliver(message, "other") == "duplicate"
+
+
+def test_a_redelivery_of_the_holding_message_waits_for_the_lease(aws):
+    message = _message()
+    store.claim(message, "m1", time.time(), lease_seconds=60)
+
+    with pytest.raises(RetryLater) as later:
+        _deliver(message, "m1")
+    assert 55 < later.value.seconds <= 61
+
+
+def test_an_expired_lease_is_taken_over_and_the_old_attempt_cannot_complete(aws):
+    message = _message()
+    stale = store.claim(message, "m1", time.time() - 100, lease_seconds=10)
+
+    assert _deliver(message, "m1") == "succeeded"
+    assert store.complete(message.id, stale.token, "late", time.time()) is False
+    assert _record(message.id).attempts == 2
+
+
+def test_a_failure_with_attempts_left_is_recorded_failed_and_retried_later(aws):
+    with pytest.raises(RetryLater) as later:
+        _deliver(_message("fail", {"times": 1}))
+
+    assert 1 <= later.value.seconds <= 3
+    assert _record("jt-unit-1").status is Status.FAILED
+
+
+def test_the_last_failure_is_dead_and_in_the_dlq(aws):
+    message = _message("fail", {"times": 5}, max_attempts=1)
+
+    assert _deliver(message) == "dead"
+
+    assert _record(message.id).status is Status.DEAD
+    dead = aws["sqs"].receive_message(QueueUrl=aws["dlq_url"], MessageAttributeNames=["All"])["Messages"]
+    assert json.loads(dead[0]["Body"])["id"] == message.id
+
+
+def test_attempts_that_died_without_an_outcome_end_dead(aws):
+    message = _message(max_attempts=2)
+    for started_ago in (200, 100):  # two attempts whose workers died: claimed, leases long expired
+        assert isinstance(store.claim(message, "m1", time.time() - started_ago, lease_seconds=10), store.Claimed)
+
+    assert _deliver(message, "m1") == "dead"
+    assert _record(message.id).status is Status.DEAD

@@ -1,0 +1,49 @@
+"""The status cache (DAX's local stand-in) in front of the store: polls do not load the store.
+
+Store reads are counted by the fault proxy every DynamoDB request of the functions
+passes through (tests/platform.py wires them), so they are the store's real load.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from local.chaos import Chaos
+
+
+def _store_reads(chaos: Chaos, job_id: str) -> int:
+    return sum(1 for request in chaos.store_requests(job_id) if request["operation"] == "GetItem")
+
+
+@pytest.fixture
+def chaos(deployed) -> Chaos:
+    if deployed.chaos is None:
+        pytest.skip("store reads are counted only on the embedded stack")
+    return deployed.chaos
+
+
+def test_a_thousand_polls_of_a_finished_job_cost_a_handful_of_store_reads(api, chaos):
+    job_id = api.enqueue("echo", {"polled": True})
+    api.wait(job_id)
+    reads_before = _store_reads(chaos, job_id)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        statuses = list(pool.map(lambda _: api.job(job_id)["status"], range(1000)))
+
+    assert statuses == ["succeeded"] * 1000
+    assert _store_reads(chaos, job_id) - reads_before <= 3
+
+
+def test_a_job_polled_before_it_ran_shows_its_outcome_at_once_write_through(api, chaos):
+    # The first poll finds no record and the cache keeps that "not found" for its TTL (5 min);
+    # the worker's writes go through the cache, so they replace it, and polls never go stale.
+    job_id = api.enqueue("echo", {"early": True}, delay_seconds=2)
+    assert api.job(job_id)["status"] == "queued"
+
+    job = api.wait(job_id, timeout=30)
+
+    assert job["status"] == "succeeded"
+    eventually_consistent_reads = [
+        r for r in chaos.store_requests(job_id) if r["operation"] == "GetItem" and not r["consistent"]
+    ]
+    assert len(eventually_consistent_reads) <= 1  # the first poll's miss; every later poll was a hit

@@ -20,16 +20,19 @@ DAX_ENDPOINT_ENV = "CORRAL_DAX_ENDPOINT"
 LOCAL_CACHE_ENDPOINT_ENV = "CORRAL_STATUS_CACHE_ENDPOINT"
 
 
-@cache
 def jobs_client() -> Any:
     """A boto3-compatible low-level DynamoDB client: DAX, the local stand-in, or DynamoDB itself."""
     dax_endpoint = os.environ.get(DAX_ENDPOINT_ENV)
     if dax_endpoint:
-        # Imported here so functions without DAX (the API's cold start, local runs) don't pay for it.
-        from amazondax import AmazonDaxClient
-
-        return AmazonDaxClient(endpoint_url=dax_endpoint, region_name=os.environ.get("AWS_REGION"))
+        return _dax_client(dax_endpoint)
     local_endpoint = os.environ.get(LOCAL_CACHE_ENDPOINT_ENV)
-    if local_endpoint:
-        return client("dynamodb", local_endpoint)
-    return client("dynamodb")
+    return client("dynamodb", local_endpoint) if local_endpoint else client("dynamodb")
+
+
+@cache
+def _dax_client(endpoint: str) -> Any:
+    # Imported here so functions without DAX (the API's cold start, local runs) don't pay for it.
+    # The client discovers the cluster's nodes when created, so it is created once per process.
+    from amazondax import AmazonDaxClient
+
+    return AmazonDaxClient(endpoint_url=endpoint, region_name=os.environ.get("AWS_REGION"))

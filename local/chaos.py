@@ -9,6 +9,7 @@ faults the same way:
     python -m local.chaos blip --seconds 5 [--service dynamodb|sqs] [--mode mixed|throttle|error|latency]
     python -m local.chaos kill-worker          # SIGKILL every corral-worker process of this emulator
     python -m local.chaos stats                # requests, injected faults, cache hits
+    python -m local.chaos measure              # rough GetItem rate: emulator, fault proxy, status cache
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import boto3
 import requests
 
-from local.ministack import STATE
+from local.ministack import CREDENTIALS, STATE
 from shared import settings
 from shared.status_cache import LOCAL_CACHE_ENDPOINT_ENV
 
@@ -171,6 +174,23 @@ def worker_pids(emulator: str, function: str) -> list[int]:
     return pids
 
 
+def measure_get_item(endpoint: str, total: int = 1500, threads: int = 4) -> float:
+    """GetItem of one key `total` times from `threads` threads through `endpoint`; requests per second."""
+    dynamodb = boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name=CREDENTIALS["AWS_DEFAULT_REGION"],
+        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    )
+    key = {"pk": {"S": "measure#status-cache"}}
+    dynamodb.get_item(TableName=settings.TABLE_NAME, Key=key)  # warm the connection (and the cache entry)
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(lambda _: dynamodb.get_item(TableName=settings.TABLE_NAME, Key=key), range(total)))
+    return total / (time.monotonic() - started)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--state", type=Path, default=STATE, help="the stack's state dir (default .corral)")
@@ -183,6 +203,7 @@ def main() -> int:
     commands.add_parser("clear", help="close every fault window")
     commands.add_parser("kill-worker", help="SIGKILL the worker function's processes")
     commands.add_parser("stats", help="requests, injected faults, status cache hits")
+    commands.add_parser("measure", help="rough GetItem rate direct, through the fault proxy, through the cache")
     args = parser.parse_args()
     chaos = Chaos.of(args.state)
     match args.command:
@@ -195,6 +216,13 @@ def main() -> int:
             print(f"killed {chaos.kill_worker() or 'nothing (no worker process running)'}")
         case "stats":
             print(json.dumps(chaos.stats(), indent=2))
+        case "measure":
+            for name, url in (
+                ("emulator", chaos.emulator),
+                ("fault proxy", chaos.proxy_url),
+                ("status cache", chaos.cache_url),
+            ):
+                print(f"{name:>12}: {measure_get_item(url):6.0f} GetItem/s (1,500 requests, 4 threads)", flush=True)
     return 0
 
 

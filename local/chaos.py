@@ -95,13 +95,14 @@ class Sidecars:
             json.dumps({"proxy_url": self.proxy_url, "cache_url": self.cache_url, "emulator": self.emulator_endpoint})
         )
 
-    def function_env(self) -> dict[str, str]:
-        """Service-specific endpoints win over the AWS_ENDPOINT_URL the emulator injects."""
-        return {
-            "AWS_ENDPOINT_URL_DYNAMODB": self.proxy_url,
-            "AWS_ENDPOINT_URL_SQS": self.proxy_url,
-            LOCAL_CACHE_ENDPOINT_ENV: self.cache_url,
-        }
+    def function_env(self, sqs_through_proxy: bool = True) -> dict[str, str]:
+        """Service-specific endpoints win over the AWS_ENDPOINT_URL the emulator injects.
+
+        `sqs_through_proxy=False` keeps the enqueue path (the API's SendMessage) off the proxy,
+        for load runs where the extra hop would be measured instead of the platform.
+        """
+        env = {"AWS_ENDPOINT_URL_DYNAMODB": self.proxy_url, LOCAL_CACHE_ENDPOINT_ENV: self.cache_url}
+        return env | ({"AWS_ENDPOINT_URL_SQS": self.proxy_url} if sqs_through_proxy else {})
 
     def stop(self) -> None:
         for process in self.processes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import threading
 import zlib
 from dataclasses import dataclass
@@ -92,6 +93,11 @@ class ProxyServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: the functions' boto3 pools reuse connections
     server: ProxyServer
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in two writes; without this, Nagle + delayed ACK stall each reply ~40 ms.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

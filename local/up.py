@@ -15,6 +15,9 @@ from local.ministack import DEFAULT_PORT, STATE, Ministack
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="emulator port (default %(default)s)")
+    parser.add_argument(
+        "--direct-sqs", action="store_true", help="functions call SQS directly, not through the fault proxy (load runs)"
+    )
     args = parser.parse_args()
     emulator = Ministack(port=args.port)
     sidecars = Sidecars(emulator.endpoint)
@@ -25,7 +28,7 @@ def main() -> int:
         sidecars.start()  # fault proxy + status cache (DAX's stand-in); `python -m local.chaos` drives faults
         print("deploying the corral stack (cdk bootstrap + deploy) ...", flush=True)
         started = time.monotonic()
-        endpoint = deploy(emulator.env(), function_env=sidecars.function_env())
+        endpoint = deploy(emulator.env(), function_env=sidecars.function_env(sqs_through_proxy=not args.direct_sqs))
         endpoint.write(STATE / "endpoint.json")
         print(f"deployed in {time.monotonic() - started:.0f}s\n")
         print(f"  API URL : {endpoint.api_url}")

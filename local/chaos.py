@@ -44,13 +44,14 @@ def _free_port() -> int:
 
 
 def _start(module: str, port: int, upstream: str, log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", module, "--port", str(port), "--upstream", upstream],
-        cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with log.open("ab") as out:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", module, "--port", str(port), "--upstream", upstream],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def _wait_listening(url: str, path: str, process: subprocess.Popen[bytes], timeout: float = 10) -> None:

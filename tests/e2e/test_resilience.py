@@ -70,6 +70,21 @@ def test_a_store_blip_loses_nothing_and_records_nothing_twice(api, chaos, poison
     assert [_outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1] * len(jobs)
 
 
+def test_an_sqs_blip_never_loses_an_accepted_job(api, chaos, poison_job):
+    chaos.blip(seconds=3, service="sqs", mode="error")
+    started, answers = time.monotonic(), []
+    while time.monotonic() - started < 4:
+        answers.append(api.request("POST", "/v1/jobs", json={"type": "echo", "payload": {"during": "sqs blip"}}))
+
+    # botocore retries the send; if the blip outlasts its retries the API says so (503, retry), never 202.
+    assert {answer.status_code for answer in answers} <= {202, 503}
+    assert all(answer.json()["error"] == "unavailable" for answer in answers if answer.status_code == 503)
+    accepted = [answer.json()["id"] for answer in answers if answer.status_code == 202]
+    assert accepted
+    assert [api.wait(job_id, timeout=90)["status"] for job_id in accepted] == ["succeeded"] * len(accepted)
+    assert chaos.stats()["proxy"].get("sqs.SendMessage.injected", 0) > 0, "the blip did not hit SQS"
+
+
 def test_a_worker_killed_mid_job_is_taken_over_and_completes_once(api, chaos, poison_job):
     jobs = [api.enqueue("sleep", {"seconds": 2}) for _ in range(2)]
     running = _wait_status(api, jobs, "running", timeout=20)

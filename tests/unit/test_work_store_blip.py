@@ -39,3 +39,15 @@ def test_an_outcome_the_store_would_not_take_is_retried_when_the_holders_lease_e
             _deliver(message)
     assert 9 <= later.value.seconds <= 11  # CORRAL_LEASE_SECONDS=10: the holder's lease must run out first
     assert store.get(message.id)[0].status is Status.RUNNING
+
+
+def test_an_outcome_write_whose_answer_was_lost_can_be_applied_again_by_the_same_attempt(aws):
+    # botocore retries a write that timed out; if DynamoDB had applied it, the retry must still
+    # succeed (and so pass through the status cache) rather than fail its condition.
+    message = _message()
+    claim = store.claim(message, "m1", time.time(), lease_seconds=10)
+
+    assert store.complete(message.id, claim.token, "result", time.time()) is True
+    assert store.complete(message.id, claim.token, "result", time.time()) is True
+    assert store.fail(message.id, claim.token, "late failure", time.time(), dead=False) is False
+    assert store.get(message.id)[0].status is Status.SUCCEEDED

@@ -1,4 +1,4 @@
-"""The corral stack: API, queue + DLQ, workers, jobs store (and, in later issues, scheduler and cache)."""
+"""The corral stack: API, queue + DLQ, workers, jobs store, alarms; on AWS also the VPC and the DAX cache."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import json
 from aws_cdk import RemovalPolicy, Stack
 from constructs import Construct
 
+from infra.alarms import Alarms
 from infra.api import Api
+from infra.cache import StatusCache
 from infra.functions import FunctionFactory
+from infra.network import Network
 from infra.queue import JobQueue
 from infra.store import JobStore
 from infra.workers import Workers
@@ -25,20 +28,29 @@ class CorralStack(Stack):
             self, "Store", removal_policy=RemovalPolicy.DESTROY if profile.name == "local" else RemovalPolicy.RETAIN
         )
         queue = JobQueue(self, "Queue", profile=profile)
+        # DAX lives only in a VPC; the emulator has neither, so the local profile has no network and no cache.
+        network = Network(self, "Network") if profile.dax else None
+        cache = StatusCache(self, "StatusCache", network=network, store=store) if network else None
         functions = FunctionFactory(
             self,
             "Functions",
+            network=network,
             environment={
                 "CORRAL_TABLE": store.table.table_name,
                 "CORRAL_QUEUE_URL": queue.queue.queue_url,
                 "CORRAL_DLQ_URL": queue.dlq.queue_url,
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
+                **({"CORRAL_DAX_ENDPOINT": cache.endpoint_url} if cache else {}),
                 **extra_function_env,
             },
         )
-        Api(self, "Api", functions=functions, store=store, queue=queue)
-        Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
+        api = Api(self, "Api", functions=functions, store=store, queue=queue)
+        workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
+        if cache:
+            cache.grant_data_access(api.function)
+            cache.grant_data_access(workers.function)
+        Alarms(self, "Alarms", queue=queue, worker=workers.function)
 
 
 def function_env_from_context(raw: object) -> dict[str, str]:

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared import queue
+from shared.metrics import job_outcome, job_retried, job_started, metrics
 from shared.model import JobMessage
 from shared.work import Delivery, RetryLater, work
 
@@ -23,16 +24,22 @@ def record_handler(record: SQSRecord) -> str:
         message = JobMessage.from_dict(json.loads(record.body))
     except (ValueError, TypeError) as error:
         queue.bury(record.body, f"unreadable job message: {error}")
+        job_outcome("unreadable")
         return "unreadable"
+    if record.attributes.approximate_receive_count == "1":
+        job_started(message.enqueued_at)
     try:
         outcome = work(message, Delivery(message_id=record.message_id, body=record.body))
     except RetryLater as later:
         queue.retry_later(record.receipt_handle, later.seconds)
+        job_retried()
         raise
+    job_outcome(outcome)
     logger.debug("job handled", extra={"job_id": message.id, "outcome": outcome})
     return outcome
 
 
+@metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     response = process_partial_response(

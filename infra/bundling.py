@@ -19,6 +19,9 @@ BUILD = ROOT / ".corral" / "build"
 REQUIREMENTS = ROOT / "functions" / "requirements.txt"
 PYTHON_VERSION = "3.11"  # must match the Lambda runtime in infra/functions.py
 _CODE_PACKAGES = ("functions", "shared")
+# Pure-Python requirements published only as source: pip cannot build a source distribution
+# for another platform, so they are built into (platform-independent) wheels first.
+_SOURCE_ONLY = ("amazon-dax-client",)
 
 
 def dependencies_layer_dir() -> Path:
@@ -30,6 +33,7 @@ def dependencies_layer_dir() -> Path:
         return target
     shutil.rmtree(target, ignore_errors=True)
     (target / "python").mkdir(parents=True)
+    wheels = _source_only_wheels()
     subprocess.run(
         [
             sys.executable,
@@ -49,11 +53,26 @@ def dependencies_layer_dir() -> Path:
             "--python-version",
             PYTHON_VERSION,
             "--only-binary=:all:",
+            "--find-links",
+            str(wheels),
         ],
         check=True,
     )
     stamp.write_text(digest)
     return target
+
+
+def _source_only_wheels() -> Path:
+    wheels = BUILD / "wheels"
+    pins = [
+        line.strip()
+        for line in REQUIREMENTS.read_text().splitlines()
+        if line.split("==", 1)[0].strip().lower() in _SOURCE_ONLY
+    ]
+    if pins:
+        build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"]
+        subprocess.run([*build, "--wheel-dir", str(wheels), *pins], check=True)
+    return wheels
 
 
 def code_dir() -> Path:

@@ -7,6 +7,7 @@ import signal
 import sys
 import time
 
+from local.chaos import Sidecars
 from local.deploy import deploy
 from local.ministack import DEFAULT_PORT, STATE, Ministack
 
@@ -14,15 +15,20 @@ from local.ministack import DEFAULT_PORT, STATE, Ministack
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="emulator port (default %(default)s)")
+    parser.add_argument(
+        "--direct-sqs", action="store_true", help="functions call SQS directly, not through the fault proxy (load runs)"
+    )
     args = parser.parse_args()
     emulator = Ministack(port=args.port)
+    sidecars = Sidecars(emulator.endpoint)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         print(f"starting ministack on {emulator.endpoint} ...", flush=True)
         emulator.start()
+        sidecars.start()  # fault proxy + status cache (DAX's stand-in); `python -m local.chaos` drives faults
         print("deploying the corral stack (cdk bootstrap + deploy) ...", flush=True)
         started = time.monotonic()
-        endpoint = deploy(emulator.env())
+        endpoint = deploy(emulator.env(), function_env=sidecars.function_env(sqs_through_proxy=not args.direct_sqs))
         endpoint.write(STATE / "endpoint.json")
         print(f"deployed in {time.monotonic() - started:.0f}s\n")
         print(f"  API URL : {endpoint.api_url}")
@@ -41,6 +47,7 @@ def main() -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     finally:
+        sidecars.stop()
         emulator.stop()
         print("stopped.", flush=True)
 

@@ -23,5 +23,6 @@ _CONFIG = Config(
 
 
 @cache
-def client(service: str) -> Any:
-    return boto3.session.Session().client(service, config=_CONFIG)
+def client(service: str, endpoint_url: str | None = None) -> Any:
+    """`endpoint_url` overrides the environment's (e.g. the local status cache in front of DynamoDB)."""
+    return boto3.session.Session().client(service, config=_CONFIG, endpoint_url=endpoint_url)

@@ -76,8 +76,8 @@ def verify(secret: bytes, tenant: str, job_id: str) -> IdInfo | None:
         raw = _unb32(job_id[2:])
     except ValueError:
         return None
-    if len(raw) != _CORE_BYTES + _TAG_BYTES:
-        return None
+    if len(raw) != _CORE_BYTES + _TAG_BYTES or _b32(raw) != job_id[2:]:
+        return None  # the last character's unused bits must be zero: one job, one id
     core, tag = raw[:_CORE_BYTES], raw[_CORE_BYTES:]
     if not hmac.compare_digest(tag, _tag(secret, tenant, kind, core)):
         return None

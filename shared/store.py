@@ -184,14 +184,19 @@ def _why_not_claimed(old: dict[str, Any], message_id: str, now: float) -> ClaimR
     return Exhausted(attempts=attempts)
 
 
-def _finish(job_id: str, token: str, sets: list[str], values: dict[str, Any]) -> bool:
-    """Apply an attempt's outcome if that attempt still holds the job. False if it lost it."""
+def _finish(job_id: str, token: str, outcome: str, sets: list[str], values: dict[str, Any]) -> bool:
+    """Apply an attempt's outcome if that attempt still holds the job. False if it lost it.
+
+    The same attempt may apply the same outcome again: a write DynamoDB applied but whose answer
+    was lost is retried by botocore, and must succeed (not fail its condition) so that it passes
+    through the status cache and leaves the cache holding the outcome, not the stale `running`.
+    """
     try:
         _jobs_client().update_item(
             TableName=_table(),
             Key=_key(job_id),
             UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
-            ConditionExpression="attempt_token = :token AND #status = :running",
+            ConditionExpression="attempt_token = :token AND #status IN (:running, " + outcome + ")",
             ExpressionAttributeNames={"#status": "status"},
             ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
         )
@@ -210,6 +215,7 @@ def complete(job_id: str, token: str, result: Any, now: float) -> bool:
     return _finish(
         job_id,
         token,
+        ":succeeded",
         ["#status = :succeeded", "result_json = :result", "finished_at = :now", "expires_at = :ttl"],
         {
             ":succeeded": {"S": Status.SUCCEEDED},
@@ -226,7 +232,7 @@ def fail(job_id: str, token: str, error: str, now: float, *, dead: bool) -> bool
     if dead:
         sets += ["finished_at = :now", "expires_at = :ttl"]
         values |= {":now": _n(now), ":ttl": _n(_expires_at(now))}
-    return _finish(job_id, token, sets, values)
+    return _finish(job_id, token, ":outcome", sets, values)
 
 
 def bury(message: JobMessage, error: str, now: float) -> None:

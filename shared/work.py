@@ -10,8 +10,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from shared import job_types, queue, settings, store
 from shared.model import JobMessage
+
+# A store (or queue) call that failed after botocore's own retries (throttling, 5xx, timeouts): a blip.
+_AWS_ERRORS = (ClientError, BotoCoreError)
 
 
 class RetryLater(Exception):
@@ -34,7 +39,12 @@ def _lease_seconds() -> int:
 
 def work(message: JobMessage, delivery: Delivery) -> str:
     """Handle one delivery; returns what happened. Raises RetryLater to redeliver."""
-    claim = store.claim(message, delivery.message_id, time.time(), _lease_seconds())
+    claimed_at = time.time()
+    try:
+        claim = store.claim(message, delivery.message_id, claimed_at, _lease_seconds())
+    except _AWS_ERRORS as error:
+        # Nothing happened yet: come back soon rather than after the whole visibility timeout.
+        raise RetryLater(queue.backoff_seconds(1), f"store unavailable for the claim: {error}") from error
     match claim:
         case store.Finished():
             return "duplicate"
@@ -52,7 +62,13 @@ def work(message: JobMessage, delivery: Delivery) -> str:
             store.bury(message, reason, time.time())
             return "dead"
         case store.Claimed(attempt=attempt, token=token):
-            return _run(message, delivery, attempt, token)
+            try:
+                return _run(message, delivery, attempt, token)
+            except _AWS_ERRORS as error:
+                # The job ran but its outcome is not recorded, and this message holds the lease: come back
+                # when the lease has run out, and the claim starts a new attempt (the job runs again).
+                lease_left = claimed_at + _lease_seconds() - time.time()
+                raise RetryLater(max(lease_left, 0) + 1, f"store unavailable recording the outcome: {error}") from error
     raise AssertionError(f"unexpected claim result {claim!r}")
 
 

@@ -16,6 +16,7 @@ import boto3
 import pytest
 
 from client import Corral
+from local.chaos import Chaos, Sidecars
 from local.deploy import deploy
 from local.ministack import STATE, Ministack
 from shared import settings
@@ -29,6 +30,7 @@ class Platform:
     api_key: str
     aws_env: dict[str, str]
     emulated: bool
+    chaos: Chaos | None = None  # fault injection; only on the embedded stack
 
     def client(self, api_key: str | None = None) -> Corral:
         return Corral(self.api_url, api_key or self.api_key)
@@ -58,10 +60,15 @@ def platform() -> Iterator[Platform]:
         aws_env = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
         yield Platform(os.environ["CORRAL_API_URL"], os.environ["CORRAL_API_KEY"], aws_env, emulated=False)
         return
-    emulator = Ministack(port=TEST_PORT, log_path=STATE / "test" / "ministack.log")
+    state_dir = STATE / "test"
+    emulator = Ministack(port=TEST_PORT, log_path=state_dir / "ministack.log")
+    sidecars = Sidecars(emulator.endpoint, state_dir=state_dir)
     emulator.start()
     try:
-        endpoint = deploy(emulator.env(), state_dir=STATE / "test")
-        yield Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
+        sidecars.start()
+        endpoint = deploy(emulator.env(), function_env=sidecars.function_env(), state_dir=state_dir)
+        chaos = Chaos(sidecars.proxy_url, sidecars.cache_url, emulator.endpoint)
+        yield Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True, chaos=chaos)
     finally:
+        sidecars.stop()
         emulator.stop()

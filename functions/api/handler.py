@@ -54,7 +54,7 @@ def invalid_job(error: InvalidJob) -> Response:
     return error_response(422, "invalid_request", str(error), fields=[{"field": error.field, "message": error.message}])
 
 
-@app.exception_handler((ClientError, BotoCoreError))
+@app.exception_handler([ClientError, BotoCoreError])  # a list: Powertools keys a tuple as one type
 def aws_unavailable(error: Exception) -> Response:
     logger.exception("AWS call failed")
     return error_response(503, "unavailable", "the job service is briefly unavailable; retry with backoff")

@@ -17,6 +17,10 @@ def test_a_duplicated_message_runs_once(api, deployed):
     sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "a", "MessageBody": body}, {"Id": "b", "MessageBody": body}])
     sqs.send_message(QueueUrl=url, MessageBody=body)
 
+    # The id is not one the API minted, so it answers 404 until a worker has recorded the job.
+    deadline = time.monotonic() + 30
+    while api.request("GET", f"/v1/jobs/{job_id}").status_code == 404 and time.monotonic() < deadline:
+        time.sleep(0.25)
     job = api.wait(job_id)
     time.sleep(2)  # let every copy be delivered and acked
 

@@ -34,3 +34,14 @@ def test_keyed_and_scheduled_ids_are_deterministic_per_tenant():
     assert ids.keyed_id(SECRET, "acme", "k1") != ids.keyed_id(SECRET, "acme", "k2")
     scheduled = ids.scheduled_id(SECRET, "acme", "nightly", "2026-12-03T00:00:00Z")
     assert ids.verify(SECRET, "acme", scheduled).kind is ids.IdKind.SCHEDULED
+
+
+def test_an_id_altered_only_in_its_last_characters_padding_bits_does_not_verify():
+    # 24 bytes are 39 base32 characters; the last one carries 2 data bits and 3 unused ones.
+    # Accepting the variants would give one job several ids (and several store keys).
+    job_id = ids.timed_id(SECRET, "acme")
+    alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+    last = alphabet.index(job_id[-1])
+    variants = [job_id[:-1] + alphabet[(last & 0b11000) | low] for low in range(8) if (last & 0b00111) != low]
+
+    assert all(ids.verify(SECRET, "acme", variant) is None for variant in variants)

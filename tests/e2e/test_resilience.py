@@ -1,0 +1,111 @@
+"""Faults injected into the embedded stack (local/chaos.py): a store blip, a killed worker, a poison job.
+
+Nothing is lost and nothing is recorded twice: each job ends with exactly one
+successful outcome write reaching the store (counted at the fault proxy).
+The local profile's worker timeout is 5 s and its visibility timeout 30 s, so a
+killed attempt comes back after ~30 s; the poison job is enqueued first (module
+fixture) so its two 30 s waits overlap the other tests.
+"""
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from local.chaos import Chaos
+from tests.e2e.test_retry import _dlq_bodies
+
+
+@pytest.fixture(scope="module")
+def chaos(deployed) -> Chaos:
+    if deployed.chaos is None:
+        pytest.skip("faults are injected only into the embedded stack")
+    return deployed.chaos
+
+
+@pytest.fixture(scope="module")
+def poison_job(api, chaos) -> Iterator[tuple[str, str]]:
+    """A job that SIGKILLs its worker on every attempt, and an innocent job enqueued right after it."""
+    yield api.enqueue("crash", {"times": 99}, max_attempts=2), api.enqueue("echo", {"innocent": True})
+
+
+def _outcome_writes(chaos: Chaos, job_id: str, status: str) -> int:
+    return sum(
+        1
+        for r in chaos.store_requests(job_id)
+        if r["operation"] == "UpdateItem" and r["sets_status"] == status and r["http_status"] == 200
+    )
+
+
+def _wait_status(api, job_ids: list[str], status: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for job_id in job_ids:
+            if api.job(job_id)["status"] == status:
+                return job_id
+        time.sleep(0.1)
+    raise AssertionError(f"none of {job_ids} reached {status!r} in {timeout:.0f}s")
+
+
+def test_a_store_blip_loses_nothing_and_records_nothing_twice(api, chaos, poison_job):
+    cached_job = api.enqueue("echo", {"before": "blip"})
+    api.wait(cached_job)
+    finishing_in_blip = [api.enqueue("sleep", {"seconds": 1}) for _ in range(3)]
+
+    chaos.blip(seconds=5, service="dynamodb", mode="mixed")
+    blip_started = time.monotonic()
+    enqueued_in_blip, polls_in_blip = [], []
+    while time.monotonic() - blip_started < 4:
+        enqueued_in_blip.append(api.enqueue("echo", {"during": "blip"}))  # raises on anything but 202
+        polls_in_blip.append(api.job(cached_job)["status"])  # a cache hit: answered without the store
+        time.sleep(0.2)
+    injected = {name: n for name, n in chaos.stats()["proxy"].items() if name.endswith(".injected")}
+
+    jobs = finishing_in_blip + enqueued_in_blip
+    finished = [api.wait(job_id, timeout=90) for job_id in jobs]
+
+    assert injected, "the blip did not hit the store"
+    assert set(polls_in_blip) == {"succeeded"}
+    assert [job["status"] for job in finished] == ["succeeded"] * len(jobs)
+    assert [_outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1] * len(jobs)
+
+
+def test_an_sqs_blip_never_loses_an_accepted_job(api, chaos, poison_job):
+    chaos.blip(seconds=3, service="sqs", mode="error")
+    started, answers = time.monotonic(), []
+    while time.monotonic() - started < 4:
+        answers.append(api.request("POST", "/v1/jobs", json={"type": "echo", "payload": {"during": "sqs blip"}}))
+
+    # botocore retries the send; if the blip outlasts its retries the API says so (503, retry), never 202.
+    assert {answer.status_code for answer in answers} <= {202, 503}
+    assert all(answer.json()["error"] == "unavailable" for answer in answers if answer.status_code == 503)
+    accepted = [answer.json()["id"] for answer in answers if answer.status_code == 202]
+    assert accepted
+    assert [api.wait(job_id, timeout=90)["status"] for job_id in accepted] == ["succeeded"] * len(accepted)
+    assert chaos.stats()["proxy"].get("sqs.SendMessage.injected", 0) > 0, "the blip did not hit SQS"
+
+
+def test_a_worker_killed_mid_job_is_taken_over_and_completes_once(api, chaos, poison_job):
+    jobs = [api.enqueue("sleep", {"seconds": 2}) for _ in range(2)]
+    running = _wait_status(api, jobs, "running", timeout=20)
+
+    killed = chaos.kill_worker()
+
+    assert killed, "no worker process found to kill"
+    finished = {job_id: api.wait(job_id, timeout=90) for job_id in jobs}  # visibility timeout: 30 s
+    assert [job["status"] for job in finished.values()] == ["succeeded", "succeeded"]
+    assert finished[running]["attempts"] == 2  # the killed attempt's lease expired and was taken over
+    assert [_outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1, 1]
+
+
+def test_a_poison_job_ends_dead_in_the_dlq_without_blocking_others(api, deployed, chaos, poison_job):
+    poison, innocent = poison_job
+
+    assert api.wait(innocent, timeout=90)["status"] == "succeeded"
+    dead = api.wait(poison, timeout=150)
+
+    assert dead["status"] == "dead"
+    assert dead["attempts"] == 2
+    assert "ended without an outcome" in dead["error"]
+    assert len(_dlq_bodies(deployed, poison)) == 1
+    assert _outcome_writes(chaos, poison, "dead") == 1

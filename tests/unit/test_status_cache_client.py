@@ -1,0 +1,38 @@
+"""Which client job items go through: DAX, the local stand-in, or DynamoDB."""
+
+import pytest
+from amazondax.DaxError import DaxClientError
+
+from shared.aws import client
+from shared.status_cache import DAX_ENDPOINT_ENV, LOCAL_CACHE_ENDPOINT_ENV, jobs_client
+
+
+@pytest.fixture(autouse=True)
+def _no_endpoints(monkeypatch):
+    for name in (DAX_ENDPOINT_ENV, LOCAL_CACHE_ENDPOINT_ENV, "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    client.cache_clear()
+    yield
+    client.cache_clear()
+
+
+def test_without_a_cache_job_items_go_to_dynamodb():
+    assert jobs_client().meta.endpoint_url == "https://dynamodb.us-east-1.amazonaws.com"
+
+
+def test_the_local_stand_in_is_used_when_its_endpoint_is_set(monkeypatch):
+    monkeypatch.setenv(LOCAL_CACHE_ENDPOINT_ENV, "http://127.0.0.1:4999")
+
+    assert jobs_client().meta.endpoint_url == "http://127.0.0.1:4999"
+
+
+def test_dax_is_used_when_its_endpoint_is_set(monkeypatch):
+    # The DAX client discovers the cluster when created; nothing listens here, so it says so.
+    monkeypatch.setenv(DAX_ENDPOINT_ENV, "dax://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+
+    with pytest.raises(DaxClientError, match="NoRouteException"):
+        jobs_client()

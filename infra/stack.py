@@ -1,4 +1,4 @@
-"""The corral stack: API, queue + DLQ, workers, jobs store (and, in later issues, scheduler and cache)."""
+"""The corral stack: API, queue + DLQ, workers, jobs store, schedules (and, in a later issue, cache)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from constructs import Construct
 from infra.api import Api
 from infra.functions import FunctionFactory
 from infra.queue import JobQueue
+from infra.scheduler import Schedules
 from infra.store import JobStore
 from infra.workers import Workers
 from shared import settings
@@ -25,6 +26,7 @@ class CorralStack(Stack):
             self, "Store", removal_policy=RemovalPolicy.DESTROY if profile.name == "local" else RemovalPolicy.RETAIN
         )
         queue = JobQueue(self, "Queue", profile=profile)
+        schedules = Schedules(self, "Schedules", queue=queue)
         functions = FunctionFactory(
             self,
             "Functions",
@@ -34,10 +36,12 @@ class CorralStack(Stack):
                 "CORRAL_DLQ_URL": queue.dlq.queue_url,
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
+                **schedules.environment(),
                 **extra_function_env,
             },
         )
-        Api(self, "Api", functions=functions, store=store, queue=queue)
+        api = Api(self, "Api", functions=functions, store=store, queue=queue)
+        schedules.grant_manage(api.function)
         Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
 
 

@@ -52,6 +52,8 @@ class Sample:
 @dataclass
 class Report:
     schedules: int
+    api_rate_per_second: float
+    worker_concurrency: int
     created_per_second: float
     due_at: str
     fired: int
@@ -146,7 +148,7 @@ class EnqueueStream:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)  # requests not yet sent are not samples
 
     def _one(self) -> None:
         if not hasattr(self._local, "api"):
@@ -208,6 +210,13 @@ def dead_letters(aws: Aws) -> int:
     )
 
 
+def limit_worker_concurrency(aws: Aws, limit: int) -> None:
+    """Each concurrent batch is a Python process in the emulator: cap them to what the machine runs."""
+    lambda_ = aws.client("lambda")
+    for mapping in lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]:
+        lambda_.update_event_source_mapping(UUID=mapping["UUID"], ScalingConfig={"MaximumConcurrency": limit})
+
+
 def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
     prefix = f"herd-{uuid.uuid4().hex[:6]}"
     due_epoch = int(time.time() + args.lead)
@@ -240,6 +249,8 @@ def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
     before_p99, during_p99 = _percentile(before, 99), _percentile(during, 99)
     return Report(
         schedules=args.schedules,
+        api_rate_per_second=args.rate,
+        worker_concurrency=args.worker_concurrency,
         created_per_second=round(created_per_second, 1),
         due_at=due.isoformat(),
         fired=len(per_schedule),
@@ -267,6 +278,12 @@ def main() -> None:
     parser.add_argument("--lead", type=float, default=0, help="seconds from start to the due second (0: derived)")
     parser.add_argument("--threads", type=int, default=8, help="threads creating schedules")
     parser.add_argument("--timeout", type=float, default=300, help="give up waiting this long after the due second")
+    parser.add_argument(
+        "--worker-concurrency",
+        type=int,
+        default=4,
+        help="the worker mapping's MaximumConcurrency here (the stack's is for AWS; 2 cores cannot cold-start 50)",
+    )
     parser.add_argument("--port", type=int, default=4570, help="port of the herd's own emulator")
     args = parser.parse_args()
     if not args.lead:
@@ -282,6 +299,7 @@ def main() -> None:
         endpoint = deploy(emulator.env(), state_dir=STATE / "herd")
         aws = Aws(emulator.env())
         api = Corral(endpoint.api_url, endpoint.api_key)
+        limit_worker_concurrency(aws, args.worker_concurrency)
         api.enqueue("echo", {"warm": True})  # cold start outside the baseline
         report = measure(aws, api, args)
     finally:

@@ -106,7 +106,7 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage:
     if delay <= settings.MAX_SQS_DELAY_SECONDS:
         queue.send(message, math.ceil(delay))
         return message
-    due = datetime.fromtimestamp(now + delay, UTC)
+    due = datetime.fromtimestamp(math.ceil(now + delay), UTC)  # at() has whole seconds: never early
     # AlreadyExists: the same idempotency key enqueued again, so one job, already scheduled.
     with contextlib.suppress(scheduler.AlreadyExists):
         scheduler.create(

@@ -102,7 +102,8 @@ def test_a_job_due_later_becomes_a_one_time_schedule(scheduler_env):
     message = enqueue("acme", JobRequest(type="echo", run_at=run_at))
 
     entry = scheduler_env["scheduler"].get_schedule(Name=f"d-{message.id}", GroupName=settings.SCHEDULE_GROUP)
-    assert entry["ScheduleExpression"] == f"at({run_at:%Y-%m-%dT%H:%M:%S})"
+    due = run_at.replace(microsecond=0) + timedelta(seconds=1 if run_at.microsecond else 0)
+    assert entry["ScheduleExpression"] == f"at({due:%Y-%m-%dT%H:%M:%S})"
     assert entry["ActionAfterCompletion"] == "DELETE"
     assert json.loads(entry["Target"]["Input"])["id"] == message.id
 

@@ -8,7 +8,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install up test lint unit synth clean
+.PHONY: install up test lint unit synth footprint smoke clean
 
 install: $(STAMP)/venv $(STAMP)/npm
 
@@ -34,8 +34,20 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# PROFILE=local synthesizes the emulator's variant (no DAX, no VPC).
+PROFILE ?= aws
 synth: install
-	npx cdk synth -q
+	npx cdk synth -q -c corral:profile=$(PROFILE)
+
+# Component kinds each profile deploys, against the seed's budget of 9 (exit 1 if over).
+footprint: install
+	$(PY) -m infra.footprint $(ARGS)
+
+# The end-to-end tests against any deployed API: make smoke URL=https://... KEY=...
+# Queue/table checks also need AWS credentials (and AWS_ENDPOINT_URL for LocalStack); without them they skip.
+smoke: install
+	@test -n "$(URL)" -a -n "$(KEY)" || { echo "usage: make smoke URL=<api base url> KEY=<api key>" >&2; exit 2; }
+	CORRAL_API_URL="$(URL)" CORRAL_API_KEY="$(KEY)" $(PY) -m pytest tests/e2e -p no:cacheprovider $(ARGS)
 
 clean:
 	rm -rf cdk.out .corral/build

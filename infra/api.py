@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput
+import json
+
+from aws_cdk import CfnOutput, RemovalPolicy
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra import acknowledgements
 from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
@@ -14,6 +18,21 @@ from shared import settings
 
 API_TIMEOUT_SECONDS = 10
 API_MEMORY_MB = 1024  # CPU scales with memory; cold starts and p99 enqueue latency are the SLO
+# One JSON line per request (HTTP API $context variables): who, what, how it ended and how long it took.
+ACCESS_LOG_FORMAT = json.dumps(
+    {
+        "requestId": "$context.requestId",
+        "ip": "$context.identity.sourceIp",
+        "time": "$context.requestTimeEpoch",
+        "route": "$context.routeKey",
+        "status": "$context.status",
+        "length": "$context.responseLength",
+        "latencyMs": "$context.responseLatency",
+        "integrationLatencyMs": "$context.integrationLatency",
+        "integrationError": "$context.integrationErrorMessage",
+        "error": "$context.error.message",
+    }
+)
 
 
 class Api(Construct):
@@ -32,10 +51,31 @@ class Api(Construct):
         )
         queue.queue.grant_send_messages(self.function)
         store.table.grant_read_write_data(self.function)
+        acknowledgements.table_grantee(self.function, store.table)
         self.http_api = apigwv2.HttpApi(
             self,
             "HttpApi",
             api_name=settings.API_NAME,
             default_integration=integrations.HttpLambdaIntegration("Lambda", self.function),
+            create_default_stage=False,  # built below, with throttling and access logs
+        )
+        acknowledgements.http_api_default_route(self.http_api)
+        self.access_logs = logs.LogGroup(
+            self, "AccessLogs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.stage = apigwv2.HttpStage(
+            self,
+            "DefaultStage",
+            http_api=self.http_api,
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigwv2.ThrottleSettings(
+                rate_limit=settings.API_THROTTLE_RATE_PER_SECOND, burst_limit=settings.API_THROTTLE_BURST
+            ),
+        )
+        # Set on the L1 stage: the L2's IAccessLogSettings is an interface Python cannot pass as a dict.
+        cfn_stage: apigwv2.CfnStage = self.stage.node.default_child  # type: ignore[assignment]
+        cfn_stage.access_log_settings = apigwv2.CfnStage.AccessLogSettingsProperty(
+            destination_arn=self.access_logs.log_group_arn, format=ACCESS_LOG_FORMAT
         )
         CfnOutput(scope, "ApiUrl", value=self.http_api.api_endpoint, description="Base URL of the corral API")

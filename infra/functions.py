@@ -7,7 +7,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import bundling
+from infra import acknowledgements, bundling
+from infra.network import Network
 
 RUNTIME = lambda_.Runtime.PYTHON_3_11  # matches bundling.PYTHON_VERSION
 
@@ -15,9 +16,12 @@ RUNTIME = lambda_.Runtime.PYTHON_3_11  # matches bundling.PYTHON_VERSION
 class FunctionFactory(Construct):
     """Builds functions that share one code asset, one dependencies layer and one environment."""
 
-    def __init__(self, scope: Construct, id: str, *, environment: dict[str, str]) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, environment: dict[str, str], network: Network | None = None
+    ) -> None:
         super().__init__(scope, id)
         self.environment = environment
+        self.network = network  # functions join the VPC only when there is one (the DAX cache needs it)
         self.code = lambda_.Code.from_asset(str(bundling.code_dir()))
         self.layer = lambda_.LayerVersion(
             self,
@@ -32,7 +36,7 @@ class FunctionFactory(Construct):
         self, scope: Construct, id: str, *, name: str, handler: str, timeout_seconds: int, memory_mb: int, service: str
     ) -> lambda_.Function:
         log_group = logs.LogGroup(scope, f"{id}Logs", retention=logs.RetentionDays.ONE_MONTH)
-        return lambda_.Function(
+        function = lambda_.Function(
             scope,
             id,
             function_name=name,
@@ -45,4 +49,16 @@ class FunctionFactory(Construct):
             memory_size=memory_mb,
             environment={**self.environment, "POWERTOOLS_SERVICE_NAME": service},
             log_group=log_group,
+            **self._placement(),
         )
+        acknowledgements.lambda_function(function, in_vpc=self.network is not None)
+        return function
+
+    def _placement(self) -> dict[str, object]:
+        if self.network is None:
+            return {}
+        return {
+            "vpc": self.network.vpc,
+            "vpc_subnets": self.network.subnets,
+            "security_groups": [self.network.functions_security_group],
+        }

@@ -9,6 +9,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
+from infra import acknowledgements
 from infra.queue import JobQueue
 from shared import settings
 
@@ -56,6 +57,6 @@ class Schedules(Construct):
                 resources=[self.schedules_arn],
             )
         )
-        # ListSchedules is not resource-scoped in IAM.
-        function.add_to_role_policy(iam.PolicyStatement(actions=["scheduler:ListSchedules"], resources=["*"]))
+        # No ListSchedules: the API lists a tenant's schedules from the table, not from Scheduler.
         self.role.grant_pass_role(function.grant_principal)
+        acknowledgements.schedule_manager(function, settings.SCHEDULE_GROUP)

@@ -1,4 +1,4 @@
-"""The corral stack: API, queue + DLQ, workers, jobs store, schedules (and, in a later issue, cache)."""
+"""The corral stack: API, queue + DLQ, workers, jobs store, schedules, alarms; on AWS also the VPC and the DAX cache."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import json
 from aws_cdk import RemovalPolicy, Stack
 from constructs import Construct
 
+from infra.alarms import Alarms
 from infra.api import Api
+from infra.cache import StatusCache
 from infra.functions import FunctionFactory
+from infra.network import Network
 from infra.queue import JobQueue
 from infra.scheduler import Schedules
 from infra.store import JobStore
@@ -27,9 +30,13 @@ class CorralStack(Stack):
         )
         queue = JobQueue(self, "Queue", profile=profile)
         schedules = Schedules(self, "Schedules", queue=queue)
+        # DAX lives only in a VPC; the emulator has neither, so the local profile has no network and no cache.
+        network = Network(self, "Network") if profile.dax else None
+        cache = StatusCache(self, "StatusCache", network=network, store=store) if network else None
         functions = FunctionFactory(
             self,
             "Functions",
+            network=network,
             environment={
                 "CORRAL_TABLE": store.table.table_name,
                 "CORRAL_QUEUE_URL": queue.queue.queue_url,
@@ -37,12 +44,17 @@ class CorralStack(Stack):
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
                 **schedules.environment(),
+                **({"CORRAL_DAX_ENDPOINT": cache.endpoint_url} if cache else {}),
                 **extra_function_env,
             },
         )
         api = Api(self, "Api", functions=functions, store=store, queue=queue)
         schedules.grant_manage(api.function)
-        Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
+        workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
+        if cache:
+            cache.grant_data_access(api.function)
+            cache.grant_data_access(workers.function)
+        Alarms(self, "Alarms", queue=queue, worker=workers.function)
 
 
 def function_env_from_context(raw: object) -> dict[str, str]:

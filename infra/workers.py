@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
+from infra import acknowledgements
 from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
@@ -13,6 +15,21 @@ from shared import settings
 from shared.settings import Profile
 
 WORKER_MEMORY_MB = 1024
+
+
+def scaling(profile: Profile) -> dict[str, object]:
+    """How the event source scales: provisioned pollers on AWS, MaximumConcurrency in the emulator.
+
+    The two are mutually exclusive on AWS; the emulator knows only MaximumConcurrency.
+    Why provisioned mode for the midnight herd: docs/architecture.md "The production stack".
+    """
+    if profile.provisioned_pollers:
+        return {
+            "provisioned_poller_config": lambda_.ProvisionedPollerConfig(
+                minimum_pollers=settings.WORKER_MIN_POLLERS, maximum_pollers=settings.WORKER_MAX_POLLERS
+            )
+        }
+    return {"max_concurrency": settings.WORKER_MAX_CONCURRENCY}
 
 
 class Workers(Construct):
@@ -37,6 +54,7 @@ class Workers(Construct):
             service="corral-worker",
         )
         store.table.grant_read_write_data(self.function)
+        acknowledgements.table_grantee(self.function, store.table)
         queue.queue.grant_send_messages(self.function)  # not strictly: change visibility is granted by consume
         queue.dlq.grant_send_messages(self.function)
         self.function.add_event_source(
@@ -45,6 +63,6 @@ class Workers(Construct):
                 batch_size=settings.WORKER_BATCH_SIZE,
                 max_batching_window=Duration.seconds(settings.WORKER_BATCHING_WINDOW_SECONDS),
                 report_batch_item_failures=True,
-                max_concurrency=settings.WORKER_MAX_CONCURRENCY,
+                **scaling(profile),
             )
         )

@@ -24,7 +24,12 @@ WORKER_FUNCTION = "corral-worker"
 # Worker and queue tuning. See docs/architecture.md "Queue and worker numbers".
 WORKER_BATCH_SIZE = 10
 WORKER_BATCHING_WINDOW_SECONDS = 0  # latency first: enqueue-to-run p99 is an SLO
-WORKER_MAX_CONCURRENCY = 50  # ESM MaximumConcurrency on AWS (2-1000)
+WORKER_MAX_CONCURRENCY = 50  # ESM MaximumConcurrency (2-1000): the emulator's scaling (profile local)
+# ESM provisioned mode on AWS (profile aws); see docs/architecture.md "The production stack".
+# Each SQS event poller drives up to 10 concurrent invokes; the minimum keeps the 3x midnight
+# herd's worth of pollers warm, the maximum caps worker concurrency below the account's 1,000.
+WORKER_MIN_POLLERS = 21
+WORKER_MAX_POLLERS = 60
 # Throttled receives count toward maxReceiveCount; the app counts attempts itself and
 # moves dead jobs to the DLQ, so this is only a backstop for messages that never reach
 # our code (a worker that dies before claiming): high enough that a herd cannot DLQ
@@ -32,6 +37,22 @@ WORKER_MAX_CONCURRENCY = 50  # ESM MaximumConcurrency on AWS (2-1000)
 MAX_RECEIVE_COUNT = 100
 MESSAGE_RETENTION_DAYS = 14
 FINISHED_JOB_TTL_DAYS = 30  # > retention, so a record outlives any message for its job
+
+# HTTP API default stage throttling (requests/s); the Regional account quota is 10,000 rps.
+API_THROTTLE_RATE_PER_SECOND = 10_000
+API_THROTTLE_BURST = 5_000
+
+# DAX status cache (profile aws): three nodes, one per AZ the VPC spans and a spare, for failover.
+DAX_CLUSTER_NAME = "corral-status"  # at most 20 characters
+DAX_NODE_TYPE = "dax.r5.large"
+DAX_NODES = 3
+
+# Alarms and metrics.
+METRICS_NAMESPACE = "corral"
+ALARM_TOPIC_NAME = "corral-alarms"
+ALARM_OLDEST_MESSAGE_AGE_SECONDS = 300  # a backlog nobody drains, not a herd being absorbed
+ALARM_WORKER_ERRORS_PER_5_MIN = 1  # handler failures report per item: an Error is a crash or a timeout
+ALARM_WORKER_THROTTLES_PER_5_MIN = 1  # each throttled receive also counts toward maxReceiveCount
 
 # Job limits.
 DEFAULT_MAX_ATTEMPTS = 3
@@ -63,6 +84,7 @@ class Profile:
     worker_timeout_seconds: int
     dax: bool  # DAX cluster + VPC; the emulator has neither
     chaos_job_types: bool  # job types that kill their worker, for fault tests
+    provisioned_pollers: bool = False  # ESM provisioned mode (AWS), else MaximumConcurrency (all the emulator has)
 
     @property
     def visibility_timeout_seconds(self) -> int:
@@ -77,9 +99,11 @@ class Profile:
 
 
 PROFILES = {
-    "aws": Profile(name="aws", worker_timeout_seconds=30, dax=True, chaos_job_types=False),
+    "aws": Profile(name="aws", worker_timeout_seconds=30, dax=True, chaos_job_types=False, provisioned_pollers=True),
     # Short timeouts so crash-recovery tests wait seconds, not minutes.
-    "local": Profile(name="local", worker_timeout_seconds=5, dax=False, chaos_job_types=True),
+    "local": Profile(
+        name="local", worker_timeout_seconds=5, dax=False, chaos_job_types=True, provisioned_pollers=False
+    ),
 }
 
 

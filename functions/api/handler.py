@@ -14,6 +14,7 @@ from functions.api import jobs, schedules
 from functions.api.auth import authenticate
 from functions.api.responses import error_response
 from shared.enqueue import InvalidJob, PayloadTooLarge
+from shared.metrics import metrics
 
 logger = Logger(service="corral-api")
 app = APIGatewayHttpResolver(enable_validation=True)
@@ -71,6 +72,7 @@ def not_found(error: Exception) -> Response:
     return error_response(404, "not_found", f"no route {app.current_event.http_method} {app.current_event.path}")
 
 
+@metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     response = app.resolve(event, context)

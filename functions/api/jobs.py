@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.api.responses import error_response, json_response
 from shared import settings
 from shared.enqueue import JobRequest, enqueue
+from shared.metrics import jobs_enqueued
 from shared.status import job_status
 
 router = APIGatewayHttpRouter()
@@ -38,6 +39,7 @@ def _tenant() -> str:
 @router.post("/v1/jobs", summary="Enqueue a job", responses={202: {"description": "Accepted and queued"}})
 def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     message = enqueue(_tenant(), JobRequest(**job.model_dump()))
+    jobs_enqueued()
     return json_response(202, {"id": message.id, "status": "queued"})
 
 

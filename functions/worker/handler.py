@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared import queue
 from shared.firings import job_message
+from shared.metrics import job_outcome, job_retried, job_started, metrics
 from shared.work import Delivery, RetryLater, work
 
 logger = Logger(service="corral-worker")
@@ -23,16 +24,22 @@ def record_handler(record: SQSRecord) -> str:
         message = job_message(json.loads(record.body), sent_at=int(record.attributes.sent_timestamp) / 1000)
     except (ValueError, TypeError, AttributeError) as error:
         queue.bury(record.body, f"unreadable job message: {error}")
+        job_outcome("unreadable")
         return "unreadable"
+    if record.attributes.approximate_receive_count == "1":
+        job_started(message.enqueued_at)
     try:
         outcome = work(message, Delivery(message_id=record.message_id, body=record.body))
     except RetryLater as later:
         queue.retry_later(record.receipt_handle, later.seconds)
+        job_retried()
         raise
+    job_outcome(outcome)
     logger.debug("job handled", extra={"job_id": message.id, "outcome": outcome})
     return outcome
 
 
+@metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     response = process_partial_response(

@@ -1,0 +1,79 @@
+"""Status cache (profile aws only): a DAX cluster in front of the jobs table.
+
+The functions find it through CORRAL_DAX_ENDPOINT (its TLS discovery URL); the client
+side lives in shared/status_cache.py.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import aws_dax as dax
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra import acknowledgements
+from infra.network import Network
+from infra.store import JobStore
+from shared import settings
+
+DAX_TLS_PORT = 9111
+# What the functions may do through DAX: the item and query calls the status path uses.
+DAX_DATA_ACTIONS = [
+    "dax:GetItem",
+    "dax:BatchGetItem",
+    "dax:Query",
+    "dax:Scan",
+    "dax:PutItem",
+    "dax:UpdateItem",
+    "dax:DeleteItem",
+    "dax:BatchWriteItem",
+    "dax:ConditionCheckItem",
+]
+
+
+class StatusCache(Construct):
+    def __init__(self, scope: Construct, id: str, *, network: Network, store: JobStore) -> None:
+        super().__init__(scope, id)
+        # DAX reads and writes the table with this role, on the callers' behalf.
+        self.role = iam.Role(
+            self, "Role", assumed_by=iam.ServicePrincipal("dax.amazonaws.com"), description="DAX -> jobs table"
+        )
+        store.table.grant_read_write_data(self.role)
+        acknowledgements.table_grantee(self.role, store.table)
+        self.security_group = ec2.SecurityGroup(
+            self, "SecurityGroup", vpc=network.vpc, description="corral DAX cluster", allow_all_outbound=False
+        )
+        self.security_group.add_ingress_rule(
+            network.functions_security_group, ec2.Port.tcp(DAX_TLS_PORT), "corral functions -> DAX (TLS)"
+        )
+        subnet_group = dax.CfnSubnetGroup(
+            self,
+            "Subnets",
+            subnet_group_name=f"{settings.DAX_CLUSTER_NAME}-subnets",
+            subnet_ids=network.vpc.select_subnets(subnet_type=network.subnet_type).subnet_ids,
+            description="corral status cache",
+        )
+        self.cluster = dax.CfnCluster(
+            self,
+            "Cluster",
+            cluster_name=settings.DAX_CLUSTER_NAME,
+            node_type=settings.DAX_NODE_TYPE,
+            replication_factor=settings.DAX_NODES,
+            iam_role_arn=self.role.role_arn,
+            subnet_group_name=subnet_group.ref,
+            security_group_ids=[self.security_group.security_group_id],
+            sse_specification=dax.CfnCluster.SSESpecificationProperty(sse_enabled=True),
+            cluster_endpoint_encryption_type="TLS",
+            description="corral job-status cache",
+        )
+        # The role's policy must exist before DAX first uses the role (the Ref/GetAtt order only the role).
+        self.cluster.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
+
+    @property
+    def endpoint_url(self) -> str:
+        """daxs://<cluster discovery endpoint>:9111, what amazon-dax-client takes as endpoint_url."""
+        return self.cluster.attr_cluster_discovery_endpoint_url
+
+    def grant_data_access(self, function: lambda_.IFunction) -> None:
+        function.add_to_role_policy(iam.PolicyStatement(actions=DAX_DATA_ACTIONS, resources=[self.cluster.attr_arn]))

@@ -1,0 +1,43 @@
+"""Business metrics as CloudWatch embedded-metric-format log lines (Powertools Metrics).
+
+EMF costs no API call and no dependency beyond Powertools: CloudWatch Logs turns the
+line each invocation prints into metrics in the `corral` namespace. Handlers decorate
+with `metrics.log_metrics`; the helpers below name what is counted.
+"""
+
+from __future__ import annotations
+
+import time
+
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from shared import settings
+
+metrics = Metrics(namespace=settings.METRICS_NAMESPACE)
+
+_OUTCOMES = {
+    "succeeded": "JobsSucceeded",
+    "dead": "JobsDead",
+    "duplicate": "DuplicateDeliveries",
+    "lost-claim": "LostClaims",
+    "unreadable": "UnreadableMessages",
+}
+
+
+def jobs_enqueued(count: int = 1) -> None:
+    metrics.add_metric(name="JobsEnqueued", unit=MetricUnit.Count, value=count)
+
+
+def job_outcome(outcome: str) -> None:
+    metrics.add_metric(name=_OUTCOMES.get(outcome, "JobsOtherOutcome"), unit=MetricUnit.Count, value=1)
+
+
+def job_retried() -> None:
+    metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)
+
+
+def job_started(enqueued_at: float) -> None:
+    """Enqueue-to-start of a first delivery (includes any delay the job asked for)."""
+    latency_ms = max(0.0, (time.time() - enqueued_at) * 1000)
+    metrics.add_metric(name="EnqueueToStartLatency", unit=MetricUnit.Milliseconds, value=latency_ms)

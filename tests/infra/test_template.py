@@ -1,0 +1,237 @@
+"""Template assertions: every property the production stack promises, per profile."""
+
+from __future__ import annotations
+
+from aws_cdk.assertions import Match, Template
+
+from infra.cache import DAX_DATA_ACTIONS
+from shared import settings
+
+AWS = settings.PROFILES["aws"]
+LOCAL = settings.PROFILES["local"]
+
+
+def _functions(template: Template) -> dict[str, dict]:
+    return template.find_resources("AWS::Lambda::Function", {"Properties": {"Layers": Match.any_value()}})
+
+
+def _only(template: Template, type_: str, props: dict | None = None) -> dict:
+    found = template.find_resources(type_, {"Properties": props} if props else None)
+    assert len(found) == 1, (type_, list(found))
+    return next(iter(found.values()))
+
+
+# HTTP API -------------------------------------------------------------------------------------------
+
+
+def test_default_stage_is_throttled_and_writes_access_logs(aws: Template, local: Template):
+    for template in (aws, local):
+        template.has_resource_properties(
+            "AWS::ApiGatewayV2::Stage",
+            {
+                "StageName": "$default",
+                "AutoDeploy": True,
+                "DefaultRouteSettings": {
+                    "ThrottlingRateLimit": settings.API_THROTTLE_RATE_PER_SECOND,
+                    "ThrottlingBurstLimit": settings.API_THROTTLE_BURST,
+                },
+                "AccessLogSettings": {
+                    "DestinationArn": {"Fn::GetAtt": [Match.string_like_regexp("AccessLogs"), "Arn"]},
+                    "Format": Match.string_like_regexp(r"\$context\.requestId"),
+                },
+            },
+        )
+
+
+# Queue ----------------------------------------------------------------------------------------------
+
+
+def test_queue_visibility_covers_six_worker_timeouts_plus_the_batching_window(aws: Template, local: Template):
+    for template, profile in ((aws, AWS), (local, LOCAL)):
+        queue = _only(template, "AWS::SQS::Queue", {"QueueName": settings.QUEUE_NAME})["Properties"]
+        worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
+        assert worker["Timeout"] == profile.worker_timeout_seconds
+        assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"] + settings.WORKER_BATCHING_WINDOW_SECONDS
+
+
+def test_queues_are_encrypted_tls_only_and_redrive_after_max_receive_count(aws: Template):
+    for name in (settings.QUEUE_NAME, settings.DLQ_NAME):
+        aws.has_resource_properties(
+            "AWS::SQS::Queue",
+            {"QueueName": name, "SqsManagedSseEnabled": True, "MessageRetentionPeriod": 14 * 24 * 3600},
+        )
+    aws.has_resource_properties(
+        "AWS::SQS::Queue",
+        {
+            "QueueName": settings.QUEUE_NAME,
+            "RedrivePolicy": {"deadLetterTargetArn": Match.any_value(), "maxReceiveCount": settings.MAX_RECEIVE_COUNT},
+        },
+    )
+    policies = aws.find_resources("AWS::SQS::QueuePolicy")
+    assert len(policies) == 2
+    for policy in policies.values():
+        (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Effect"] == "Deny"
+        assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+# Worker event source ----------------------------------------------------------------------------------
+
+
+def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile(aws: Template, local: Template):
+    common = {
+        "BatchSize": settings.WORKER_BATCH_SIZE,
+        "FunctionResponseTypes": ["ReportBatchItemFailures"],
+    }
+    aws.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            **common,
+            "ProvisionedPollerConfig": {
+                "MinimumPollers": settings.WORKER_MIN_POLLERS,
+                "MaximumPollers": settings.WORKER_MAX_POLLERS,
+            },
+            "ScalingConfig": Match.absent(),  # AWS rejects MaximumConcurrency together with provisioned mode
+        },
+    )
+    local.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            **common,
+            "ScalingConfig": {"MaximumConcurrency": settings.WORKER_MAX_CONCURRENCY},
+            "ProvisionedPollerConfig": Match.absent(),
+        },
+    )
+    window = _only(aws, "AWS::Lambda::EventSourceMapping")["Properties"].get("MaximumBatchingWindowInSeconds", 0)
+    assert window == settings.WORKER_BATCHING_WINDOW_SECONDS
+    assert 2 <= settings.WORKER_MIN_POLLERS <= 200 and settings.WORKER_MIN_POLLERS <= settings.WORKER_MAX_POLLERS
+
+
+# Store ----------------------------------------------------------------------------------------------
+
+
+def test_table_is_on_demand_with_pitr_ttl_and_the_runs_index(aws: Template, local: Template):
+    for template in (aws, local):
+        template.has_resource_properties(
+            "AWS::DynamoDB::GlobalTable",
+            {
+                "TableName": settings.TABLE_NAME,
+                "BillingMode": "PAY_PER_REQUEST",
+                "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+                "Replicas": [
+                    Match.object_like({"PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}})
+                ],
+                "GlobalSecondaryIndexes": [
+                    Match.object_like(
+                        {
+                            "IndexName": "gsi1",
+                            "KeySchema": [
+                                {"AttributeName": "gsi1pk", "KeyType": "HASH"},
+                                {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
+                            ],
+                        }
+                    )
+                ],
+            },
+        )
+    aws.has_resource("AWS::DynamoDB::GlobalTable", {"DeletionPolicy": "Retain"})
+
+
+# Functions ------------------------------------------------------------------------------------------
+
+
+def test_both_functions_share_one_dependencies_layer_built_without_docker(aws: Template):
+    layers = aws.find_resources("AWS::Lambda::LayerVersion")
+    assert len(layers) == 1
+    (layer_id,) = layers
+    functions = _functions(aws)
+    assert {f["Properties"]["FunctionName"] for f in functions.values()} == {
+        settings.API_FUNCTION,
+        settings.WORKER_FUNCTION,
+    }
+    for function in functions.values():
+        assert function["Properties"]["Layers"] == [{"Ref": layer_id}]
+        assert function["Properties"]["Runtime"] == "python3.11"
+
+
+# DAX and the network (aws only) ---------------------------------------------------------------------
+
+
+def test_dax_cluster_is_encrypted_at_rest_and_in_transit_inside_the_vpc(aws: Template):
+    aws.has_resource_properties(
+        "AWS::DAX::Cluster",
+        {
+            "ClusterName": settings.DAX_CLUSTER_NAME,
+            "NodeType": settings.DAX_NODE_TYPE,
+            "ReplicationFactor": settings.DAX_NODES,
+            "SSESpecification": {"SSEEnabled": True},
+            "ClusterEndpointEncryptionType": "TLS",
+            "SubnetGroupName": {"Ref": Match.string_like_regexp("StatusCacheSubnets")},
+            "SecurityGroupIds": Match.any_value(),
+        },
+    )
+    aws.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {"IpProtocol": "tcp", "FromPort": 9111, "ToPort": 9111, "SourceSecurityGroupId": Match.any_value()},
+    )
+
+
+def test_both_functions_get_the_dax_endpoint_run_in_the_vpc_and_may_use_the_cluster(aws: Template):
+    cluster_id = next(iter(aws.find_resources("AWS::DAX::Cluster")))
+    for function in _functions(aws).values():
+        properties = function["Properties"]
+        assert properties["Environment"]["Variables"]["CORRAL_DAX_ENDPOINT"] == {
+            "Fn::GetAtt": [cluster_id, "ClusterDiscoveryEndpointURL"]
+        }
+        assert properties["VpcConfig"]["SubnetIds"] and properties["VpcConfig"]["SecurityGroupIds"]
+    granted = [
+        policy
+        for policy in aws.find_resources("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Resource"] == {"Fn::GetAtt": [cluster_id, "Arn"]}
+        and sorted(statement["Action"]) == sorted(DAX_DATA_ACTIONS)
+    ]
+    assert len(granted) == 2  # the API's and the worker's role
+
+
+def test_vpc_has_no_nat_and_the_endpoints_the_functions_need(aws: Template):
+    aws.resource_count_is("AWS::EC2::NatGateway", 0)
+    aws.resource_count_is("AWS::EC2::InternetGateway", 0)
+    endpoints = aws.find_resources("AWS::EC2::VPCEndpoint")
+    kinds = {
+        (str(e["Properties"]["ServiceName"]), e["Properties"].get("VpcEndpointType", "Gateway"))
+        for e in endpoints.values()
+    }
+    services = sorted(name.rsplit(".", 1)[-1].strip("'\"]}") + "/" + kind for name, kind in kinds)
+    assert services == ["dynamodb/Gateway", "scheduler/Interface", "sqs/Interface"], services
+    aws.resource_count_is("AWS::EC2::FlowLog", 1)
+
+
+def test_local_profile_has_no_dax_and_no_vpc(local: Template):
+    for type_ in ("AWS::DAX::Cluster", "AWS::EC2::VPC", "AWS::EC2::VPCEndpoint"):
+        local.resource_count_is(type_, 0)
+    for function in _functions(local).values():
+        assert "VpcConfig" not in function["Properties"]
+        assert "CORRAL_DAX_ENDPOINT" not in function["Properties"]["Environment"]["Variables"]
+
+
+# Alarms ---------------------------------------------------------------------------------------------
+
+
+def test_alarms_watch_the_dlq_queue_age_and_worker_errors_and_throttles(aws: Template, local: Template):
+    topic_id = next(iter(aws.find_resources("AWS::SNS::Topic")))
+    expected = {
+        ("AWS/SQS", "ApproximateNumberOfMessagesVisible", 1),
+        ("AWS/SQS", "ApproximateAgeOfOldestMessage", settings.ALARM_OLDEST_MESSAGE_AGE_SECONDS),
+        ("AWS/Lambda", "Errors", settings.ALARM_WORKER_ERRORS_PER_5_MIN),
+        ("AWS/Lambda", "Throttles", settings.ALARM_WORKER_THROTTLES_PER_5_MIN),
+    }
+    for template in (aws, local):
+        alarms = template.find_resources("AWS::CloudWatch::Alarm")
+        found = {
+            (a["Properties"]["Namespace"], a["Properties"]["MetricName"], a["Properties"]["Threshold"])
+            for a in alarms.values()
+        }
+        assert found == expected
+    for alarm in aws.find_resources("AWS::CloudWatch::Alarm").values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]

@@ -51,3 +51,8 @@ smoke: install
 
 clean:
 	rm -rf cdk.out .corral/build
+
+# The midnight herd, measured (bench/herd.py): make herd ARGS="--schedules 1000"
+.PHONY: herd
+herd: install
+	$(PY) -m bench.herd $(ARGS)

@@ -56,3 +56,14 @@ def http_api_default_route(api: apigwv2.HttpApi) -> None:
         "cached per instance (functions/api/auth.py). A Lambda authorizer would add an invocation to every "
         "enqueue (the latency SLO) for the same check; Cognito/IAM do not fit customer API keys.",
     )
+
+
+def schedule_manager(grantee: IConstruct, group: str) -> None:
+    """The API creates and deletes customers' schedules: one Scheduler schedule per schedule, named at run time."""
+    _acknowledge(
+        grantee,
+        "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:"
+        f"schedule/{group}/*]",
+        f"Schedules are created at run time, one per customer schedule or delayed job, so their names are not "
+        f"known at deploy time; the wildcard is limited to corral's own schedule group '{group}'.",
+    )

@@ -1,4 +1,4 @@
-"""The corral stack: API, queue + DLQ, workers, jobs store, alarms; on AWS also the VPC and the DAX cache."""
+"""The corral stack: API, queue + DLQ, workers, jobs store, schedules, alarms; on AWS also the VPC and the DAX cache."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from infra.cache import StatusCache
 from infra.functions import FunctionFactory
 from infra.network import Network
 from infra.queue import JobQueue
+from infra.scheduler import Schedules
 from infra.store import JobStore
 from infra.workers import Workers
 from shared import settings
@@ -28,6 +29,7 @@ class CorralStack(Stack):
             self, "Store", removal_policy=RemovalPolicy.DESTROY if profile.name == "local" else RemovalPolicy.RETAIN
         )
         queue = JobQueue(self, "Queue", profile=profile)
+        schedules = Schedules(self, "Schedules", queue=queue)
         # DAX lives only in a VPC; the emulator has neither, so the local profile has no network and no cache.
         network = Network(self, "Network") if profile.dax else None
         cache = StatusCache(self, "StatusCache", network=network, store=store) if network else None
@@ -41,11 +43,13 @@ class CorralStack(Stack):
                 "CORRAL_DLQ_URL": queue.dlq.queue_url,
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
+                **schedules.environment(),
                 **({"CORRAL_DAX_ENDPOINT": cache.endpoint_url} if cache else {}),
                 **extra_function_env,
             },
         )
         api = Api(self, "Api", functions=functions, store=store, queue=queue)
+        schedules.grant_manage(api.function)
         workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
         if cache:
             cache.grant_data_access(api.function)

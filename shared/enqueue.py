@@ -1,14 +1,24 @@
-"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write."""
+"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write.
+
+A job due more than 15 minutes ahead (beyond SQS's longest delay) becomes a
+one-time EventBridge Scheduler at() schedule that puts it on the queue when it
+is due and then deletes itself: still one AWS call, CreateSchedule instead of
+SendMessage.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from shared import ids, job_types, queue, settings
+from shared import ids, job_types, queue, scheduler, settings
 from shared.model import JobMessage
+from shared.schedule_expressions import at_expression
 from shared.signing import id_secret
 
 
@@ -30,21 +40,45 @@ class JobRequest:
     type: str
     payload: Any = None
     idempotency_key: str | None = None
-    delay_seconds: int = 0
+    delay_seconds: int | None = None
+    run_at: datetime | None = None
     max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
+
+
+def check_job(job_type: str, payload: Any, max_attempts: int, field_prefix: str = "") -> None:
+    """What every job must satisfy, enqueued now or by a schedule later."""
+    if job_types.lookup(job_type) is None:
+        known = ", ".join(job_types.names())
+        raise InvalidJob(f"{field_prefix}type", f"unknown job type {job_type!r}; known types: {known}")
+    size = len(json.dumps(payload, separators=(",", ":")).encode())
+    if size > settings.MAX_PAYLOAD_BYTES:
+        raise PayloadTooLarge(
+            f"{field_prefix}payload", f"{size} bytes is over the limit of {settings.MAX_PAYLOAD_BYTES} bytes"
+        )
+    if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
+        raise InvalidJob(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
+
+
+def delay_of(request: JobRequest, now: float) -> float:
+    """Seconds until the job is due (0: now). A run_at in the past means now."""
+    if request.delay_seconds is not None and request.run_at is not None:
+        raise InvalidJob("run_at", "give either delay_seconds or run_at, not both")
+    horizon = settings.MAX_RUN_AT_DAYS * 86_400
+    if request.run_at is not None:
+        due = request.run_at if request.run_at.tzinfo else request.run_at.replace(tzinfo=UTC)
+        delay = max(0.0, due.timestamp() - now)
+        if delay > horizon:
+            raise InvalidJob("run_at", f"must be at most {settings.MAX_RUN_AT_DAYS} days ahead")
+        return delay
+    delay = request.delay_seconds or 0
+    if not 0 <= delay <= horizon:
+        raise InvalidJob("delay_seconds", f"must be between 0 and {horizon} ({settings.MAX_RUN_AT_DAYS} days)")
+    return float(delay)
 
 
 def build_message(tenant: str, request: JobRequest, now: float) -> JobMessage:
     """Validate a request and turn it into the message the queue carries."""
-    if job_types.lookup(request.type) is None:
-        raise InvalidJob("type", f"unknown job type {request.type!r}; known types: {', '.join(job_types.names())}")
-    size = len(json.dumps(request.payload, separators=(",", ":")).encode())
-    if size > settings.MAX_PAYLOAD_BYTES:
-        raise PayloadTooLarge("payload", f"{size} bytes is over the limit of {settings.MAX_PAYLOAD_BYTES} bytes")
-    if not 1 <= request.max_attempts <= settings.MAX_MAX_ATTEMPTS:
-        raise InvalidJob("max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
-    if not 0 <= request.delay_seconds <= settings.MAX_SQS_DELAY_SECONDS:
-        raise InvalidJob("delay_seconds", f"must be between 0 and {settings.MAX_SQS_DELAY_SECONDS}")
+    check_job(request.type, request.payload, request.max_attempts)
     secret = id_secret()
     job_id = (
         ids.keyed_id(secret, tenant, request.idempotency_key)
@@ -61,7 +95,21 @@ def build_message(tenant: str, request: JobRequest, now: float) -> JobMessage:
     )
 
 
+def delayed_schedule_name(job_id: str) -> str:
+    return f"d-{job_id}"
+
+
 def enqueue(tenant: str, request: JobRequest) -> JobMessage:
-    message = build_message(tenant, request, time.time())
-    queue.send(message, request.delay_seconds)
+    now = time.time()
+    delay = delay_of(request, now)
+    message = build_message(tenant, request, now)
+    if delay <= settings.MAX_SQS_DELAY_SECONDS:
+        queue.send(message, math.ceil(delay))
+        return message
+    due = datetime.fromtimestamp(math.ceil(now + delay), UTC)  # at() has whole seconds: never early
+    # AlreadyExists: the same idempotency key enqueued again, so one job, already scheduled.
+    with contextlib.suppress(scheduler.AlreadyExists):
+        scheduler.create(
+            delayed_schedule_name(message.id), at_expression(due), message.to_json(), delete_after_completion=True
+        )
     return message

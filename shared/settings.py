@@ -62,6 +62,16 @@ MAX_SQS_DELAY_SECONDS = 15 * 60
 RETRY_BACKOFF_BASE_SECONDS = 2
 RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h; we cap lower
 
+# Schedules (EventBridge Scheduler). See docs/architecture.md "Schedules and the midnight herd".
+SCHEDULER_ROLE_NAME = "corral-scheduler"  # the role Scheduler assumes to send to the job queue
+SCHEDULE_NAME_MAX_LENGTH = 47  # Scheduler's 64, less a 16-character tenant prefix and a dash
+SCHEDULE_RUNS_SHOWN = 20  # GET /v1/schedules/{name}: this many recent runs
+MAX_FLEXIBLE_WINDOW_MINUTES = 1440  # Scheduler's limit
+MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due
+# A firing Scheduler cannot deliver is retried this long, then goes to the DLQ: never dropped silently.
+SCHEDULER_RETRY_ATTEMPTS = 185  # Scheduler's maximum
+SCHEDULER_MAX_EVENT_AGE_SECONDS = 86_400  # Scheduler's maximum
+
 # API-key cache in each API instance: a revoked key keeps working this long.
 API_KEY_CACHE_SECONDS = 300
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -24,7 +25,10 @@ class JobIn(BaseModel):
     type: str = Field(min_length=1, max_length=64, description="A registered job type, e.g. echo")
     payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
-    delay_seconds: int = Field(default=0, ge=0, le=settings.MAX_SQS_DELAY_SECONDS)
+    delay_seconds: int | None = Field(
+        default=None, ge=0, le=settings.MAX_RUN_AT_DAYS * 86_400, description="Run this many seconds from now"
+    )
+    run_at: datetime | None = Field(default=None, description="Run at this time (ISO 8601; UTC if no offset)")
     max_attempts: int = Field(default=settings.DEFAULT_MAX_ATTEMPTS, ge=1, le=settings.MAX_MAX_ATTEMPTS)
 
 

@@ -11,8 +11,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared import queue
+from shared.firings import job_message
 from shared.metrics import job_outcome, job_retried, job_started, metrics
-from shared.model import JobMessage
 from shared.work import Delivery, RetryLater, work
 
 logger = Logger(service="corral-worker")
@@ -21,8 +21,8 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 def record_handler(record: SQSRecord) -> str:
     try:
-        message = JobMessage.from_dict(json.loads(record.body))
-    except (ValueError, TypeError) as error:
+        message = job_message(json.loads(record.body), sent_at=int(record.attributes.sent_timestamp) / 1000)
+    except (ValueError, TypeError, AttributeError) as error:
         queue.bury(record.body, f"unreadable job message: {error}")
         job_outcome("unreadable")
         return "unreadable"

@@ -1,0 +1,316 @@
+"""The midnight herd, measured: S schedules all due at the same second, while API enqueues keep coming.
+
+    make herd ARGS="--schedules 1000"
+
+Starts its own embedded stack (ministack + cdk deploy) on --port, creates S one-time
+at() schedules in the corral schedule group (boto3, straight to Scheduler: creation
+speed is not what is measured), all due at one second T, each firing a job message
+exactly as a customer's schedule would. From --baseline seconds before T until the
+herd has run, a steady stream of POST /v1/jobs goes at --rate per second. Reports:
+- when the last fired job was in the queue (its SQS SentTimestamp) and when it had run, from T;
+- enqueue-to-run of the fired jobs, from when each entered the queue;
+- API enqueue latency p50/p99 before T vs during the herd (goal: p99 during <= 1.5x before);
+- jobs fired vs expected, and schedules that fired more than once (goal: all, each once).
+Figures go to stdout and .corral/herd.json. Keep S small on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from client import Corral
+from local.deploy import DEMO_TENANT, deploy
+from local.ministack import STATE, Ministack
+from shared import settings
+from shared.firings import firing_input
+
+RESULT = STATE / "herd.json"
+
+
+@dataclass(frozen=True)
+class Sample:
+    sent_at: float
+    latency_ms: float
+    ok: bool
+
+
+@dataclass
+class Report:
+    schedules: int
+    api_rate_per_second: float
+    worker_concurrency: int
+    created_per_second: float
+    due_at: str
+    fired: int
+    fired_more_than_once: int
+    dead_letters: int
+    last_in_queue_after_due_s: float | None
+    last_run_after_due_s: float | None
+    enqueue_to_run_p50_ms: float | None
+    enqueue_to_run_p99_ms: float | None
+    api_before_p50_ms: float | None
+    api_before_p99_ms: float | None
+    api_during_p50_ms: float | None
+    api_during_p99_ms: float | None
+    api_p99_ratio: float | None
+    api_requests: int
+    api_errors: int
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return round(values[0], 1)
+    return round(statistics.quantiles(values, n=100, method="inclusive")[q - 1], 1)
+
+
+class Aws:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def client(self, service: str) -> Any:
+        return boto3.client(
+            service,
+            endpoint_url=self.env["AWS_ENDPOINT_URL"],
+            region_name=self.env["AWS_DEFAULT_REGION"],
+            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
+        )
+
+
+def create_herd(aws: Aws, prefix: str, count: int, due: datetime, threads: int) -> float:
+    """Create `count` at() schedules due at `due`; returns schedules created per second."""
+    sqs = aws.client("sqs")
+
+    def arn(name: str) -> str:
+        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+    queue_arn, dlq_arn = arn(settings.QUEUE_NAME), arn(settings.DLQ_NAME)
+    role_arn = aws.client("iam").get_role(RoleName=settings.SCHEDULER_ROLE_NAME)["Role"]["Arn"]
+    local = threading.local()
+
+    def create(index: int) -> None:
+        if not hasattr(local, "scheduler"):
+            local.scheduler = aws.client("scheduler")
+        name = f"{prefix}-{index:05d}"
+        local.scheduler.create_schedule(
+            Name=name,
+            GroupName=settings.SCHEDULE_GROUP,
+            ScheduleExpression=f"at({due:%Y-%m-%dT%H:%M:%S})",
+            ScheduleExpressionTimezone="UTC",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            Target={
+                "Arn": queue_arn,
+                "RoleArn": role_arn,
+                "Input": firing_input(DEMO_TENANT, name, "echo", {"herd": index}, 3),
+                "DeadLetterConfig": {"Arn": dlq_arn},
+            },
+        )
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(create, range(count)))
+    return count / (time.monotonic() - started)
+
+
+class EnqueueStream:
+    """POST /v1/jobs at a steady rate (open loop: a slow answer does not slow the stream)."""
+
+    def __init__(self, api: Corral, rate: float, workers: int = 8) -> None:
+        self.api = api
+        self.rate = rate
+        self.samples: list[Sample] = []
+        self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(workers)
+        self._local = threading.local()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._pool.shutdown(wait=True, cancel_futures=True)  # requests not yet sent are not samples
+
+    def _one(self) -> None:
+        if not hasattr(self._local, "api"):
+            self._local.api = Corral(self.api.api_url, self.api.api_key)
+        sent = time.time()
+        began = time.perf_counter()
+        try:
+            ok = self._local.api.request("POST", "/v1/jobs", json={"type": "echo", "payload": {}}).status_code == 202
+        except Exception:  # a timeout or refused connection is an error sample, not a crash
+            ok = False
+        self.samples.append(Sample(sent, (time.perf_counter() - began) * 1000, ok))
+
+    def _run(self) -> None:
+        interval = 1 / self.rate
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            self._pool.submit(self._one)
+            next_at += interval
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+
+
+def herd_records(aws: Aws, prefix: str) -> list[dict[str, Any]]:
+    """Every job record a herd firing became."""
+    dynamodb = aws.client("dynamodb")
+    records: list[dict[str, Any]] = []
+    for page in dynamodb.get_paginator("scan").paginate(
+        TableName=settings.TABLE_NAME,
+        FilterExpression="begins_with(schedule_name, :prefix)",
+        ExpressionAttributeValues={":prefix": {"S": prefix}},
+    ):
+        records += page["Items"]
+    return records
+
+
+def wait_for_drain(aws: Aws, prefix: str, due: float, expected: int, timeout: float) -> None:
+    """Until the fired jobs have all run (the queue is empty some seconds after T), bounded."""
+    sqs = aws.client("sqs")
+    url = sqs.get_queue_url(QueueName=settings.QUEUE_NAME)["QueueUrl"]
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        time.sleep(2)
+        if time.time() < due + 15:  # the emulator's tick fires up to 10 s after T
+            continue
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        backlog = int(attributes["ApproximateNumberOfMessages"]) + int(
+            attributes["ApproximateNumberOfMessagesNotVisible"]
+        )
+        if backlog == 0 and len(herd_records(aws, prefix)) >= expected:
+            return
+
+
+def dead_letters(aws: Aws) -> int:
+    sqs = aws.client("sqs")
+    url = sqs.get_queue_url(QueueName=settings.DLQ_NAME)["QueueUrl"]
+    return int(
+        sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
+            "ApproximateNumberOfMessages"
+        ]
+    )
+
+
+def limit_worker_concurrency(aws: Aws, limit: int) -> None:
+    """Each concurrent batch is a Python process in the emulator: cap them to what the machine runs."""
+    lambda_ = aws.client("lambda")
+    for mapping in lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]:
+        lambda_.update_event_source_mapping(UUID=mapping["UUID"], ScalingConfig={"MaximumConcurrency": limit})
+
+
+def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
+    prefix = f"herd-{uuid.uuid4().hex[:6]}"
+    due_epoch = int(time.time() + args.lead)
+    due = datetime.fromtimestamp(due_epoch, UTC)
+    print(f"creating {args.schedules} schedules due at {due:%H:%M:%S} UTC ...", flush=True)
+    created_per_second = create_herd(aws, prefix, args.schedules, due, args.threads)
+    print(f"created at {created_per_second:.0f}/s; {due_epoch - time.time():.0f}s until due", flush=True)
+    if time.time() > due_epoch - args.baseline:
+        print("warning: creation ran into the baseline window; raise --lead", flush=True)
+
+    stream = EnqueueStream(api, args.rate)
+    stream.start()
+    try:
+        wait_for_drain(aws, prefix, due_epoch, args.schedules, timeout=max(0, due_epoch - time.time()) + args.timeout)
+    finally:
+        herd_over = time.time()
+        stream.stop()
+
+    items = herd_records(aws, prefix)
+    per_schedule = Counter(item["schedule_name"]["S"] for item in items)
+    in_queue = [float(item["enqueued_at"]["N"]) for item in items]
+    finished = [float(item["finished_at"]["N"]) for item in items if "finished_at" in item]
+    to_run = [
+        (float(item["started_at"]["N"]) - float(item["enqueued_at"]["N"])) * 1000
+        for item in items
+        if "started_at" in item
+    ]
+    before = [s.latency_ms for s in stream.samples if due_epoch - args.baseline <= s.sent_at < due_epoch and s.ok]
+    during = [s.latency_ms for s in stream.samples if due_epoch <= s.sent_at <= herd_over and s.ok]
+    before_p99, during_p99 = _percentile(before, 99), _percentile(during, 99)
+    return Report(
+        schedules=args.schedules,
+        api_rate_per_second=args.rate,
+        worker_concurrency=args.worker_concurrency,
+        created_per_second=round(created_per_second, 1),
+        due_at=due.isoformat(),
+        fired=len(per_schedule),
+        fired_more_than_once=sum(1 for n in per_schedule.values() if n > 1),
+        dead_letters=dead_letters(aws),
+        last_in_queue_after_due_s=round(max(in_queue) - due_epoch, 2) if in_queue else None,
+        last_run_after_due_s=round(max(finished) - due_epoch, 2) if finished else None,
+        enqueue_to_run_p50_ms=_percentile(to_run, 50),
+        enqueue_to_run_p99_ms=_percentile(to_run, 99),
+        api_before_p50_ms=_percentile(before, 50),
+        api_before_p99_ms=before_p99,
+        api_during_p50_ms=_percentile(during, 50),
+        api_during_p99_ms=during_p99,
+        api_p99_ratio=round(during_p99 / before_p99, 2) if before_p99 and during_p99 else None,
+        api_requests=len(stream.samples),
+        api_errors=sum(not s.ok for s in stream.samples),
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--schedules", type=int, default=1000, help="S: schedules due at the same second")
+    parser.add_argument("--rate", type=float, default=20, help="API enqueues per second, before and during")
+    parser.add_argument("--baseline", type=float, default=20, help="seconds of enqueues before the due second")
+    parser.add_argument("--lead", type=float, default=0, help="seconds from start to the due second (0: derived)")
+    parser.add_argument("--threads", type=int, default=8, help="threads creating schedules")
+    parser.add_argument("--timeout", type=float, default=300, help="give up waiting this long after the due second")
+    parser.add_argument(
+        "--worker-concurrency",
+        type=int,
+        default=4,
+        help="the worker mapping's MaximumConcurrency here (the stack's is for AWS; 2 cores cannot cold-start 50)",
+    )
+    parser.add_argument("--port", type=int, default=4570, help="port of the herd's own emulator")
+    args = parser.parse_args()
+    if not args.lead:
+        # Creation runs at a few hundred per second here; leave it room, then the baseline.
+        args.lead = args.schedules / 150 + args.baseline + 10
+
+    # A SIGTERM (a timeout, Ctrl-C from make) still stops the emulator and its Lambda processes.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    emulator = Ministack(port=args.port, log_path=STATE / "herd" / "ministack.log")
+    emulator.start()
+    try:
+        print("deploying the stack ...", flush=True)
+        endpoint = deploy(emulator.env(), state_dir=STATE / "herd")
+        aws = Aws(emulator.env())
+        api = Corral(endpoint.api_url, endpoint.api_key)
+        limit_worker_concurrency(aws, args.worker_concurrency)
+        api.enqueue("echo", {"warm": True})  # cold start outside the baseline
+        report = measure(aws, api, args)
+    finally:
+        emulator.stop()
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(asdict(report), indent=2) + "\n")
+    width = max(len(key) for key in asdict(report))
+    for key, value in asdict(report).items():
+        print(f"{key:<{width}}  {value}")
+    print(f"(also in {RESULT.relative_to(Path.cwd()) if RESULT.is_relative_to(Path.cwd()) else RESULT})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""/v1/schedules routes: parse -> domain -> response."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from functions.api.responses import error_response, json_response
+from shared import schedules, settings
+
+router = APIGatewayHttpRouter()
+
+
+class ScheduledJobIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(min_length=1, max_length=64, description="A registered job type, e.g. echo")
+    payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
+    max_attempts: int = Field(default=settings.DEFAULT_MAX_ATTEMPTS, ge=1, le=settings.MAX_MAX_ATTEMPTS)
+
+
+class ScheduleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=settings.SCHEDULE_NAME_MAX_LENGTH, description="A-Z a-z 0-9 _ . -")
+    expression: str = Field(
+        min_length=1,
+        max_length=256,
+        description="EventBridge Scheduler syntax: cron(0 0 * * ? *), rate(5 minutes) or at(2026-12-31T23:59:00)",
+    )
+    timezone: str = Field(default="UTC", max_length=64, description="IANA name; cron() and at() are read in it")
+    job: ScheduledJobIn
+    flexible_window_minutes: int = Field(
+        default=0, ge=0, le=settings.MAX_FLEXIBLE_WINDOW_MINUTES, description="0: fire on time; n: within n minutes"
+    )
+    start: datetime | None = Field(default=None, description="No firing before this (ISO 8601; UTC if no offset)")
+    end: datetime | None = Field(default=None, description="No firing after this (ISO 8601; UTC if no offset)")
+
+
+def _tenant() -> str:
+    return router.context["tenant"]
+
+
+@router.post("/v1/schedules", summary="Create a schedule", responses={201: {"description": "Created"}})
+def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
+    request = schedules.ScheduleRequest(
+        name=schedule.name,
+        expression=schedule.expression,
+        job_type=schedule.job.type,
+        payload=schedule.job.payload,
+        max_attempts=schedule.job.max_attempts,
+        timezone=schedule.timezone,
+        flexible_window_minutes=schedule.flexible_window_minutes,
+        start=schedule.start,
+        end=schedule.end,
+    )
+    try:
+        created = schedules.create(_tenant(), request)
+    except schedules.ScheduleExists:
+        return error_response(409, "conflict", f"a schedule named {schedule.name!r} exists; delete it first")
+    return json_response(201, created.public())
+
+
+@router.get("/v1/schedules", summary="This tenant's schedules")
+def list_schedules() -> Response[dict[str, Any]]:
+    return json_response(200, {"schedules": [item.public() for item in schedules.list_for(_tenant())]})
+
+
+@router.get("/v1/schedules/<name>", summary="A schedule and its recent runs, newest first")
+def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
+    item = schedules.get(_tenant(), name)
+    if item is None:
+        return error_response(404, "not_found", f"no schedule {name!r}")
+    return json_response(200, {**item.public(), "runs": schedules.recent_runs(_tenant(), name)})
+
+
+@router.delete("/v1/schedules/<name>", summary="Delete a schedule (its runs stay)")
+def delete_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
+    if not schedules.delete(_tenant(), name):
+        return error_response(404, "not_found", f"no schedule {name!r}")
+    return json_response(200, {"name": name, "deleted": True})

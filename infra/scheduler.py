@@ -1,0 +1,62 @@
+"""Schedules: the EventBridge Scheduler group customers' schedules live in, and the role Scheduler
+assumes to put a firing straight onto the job queue (no Lambda between the clock and the queue)."""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_scheduler as scheduler
+from constructs import Construct
+
+from infra import acknowledgements
+from infra.queue import JobQueue
+from shared import settings
+
+
+class Schedules(Construct):
+    def __init__(self, scope: Construct, id: str, *, queue: JobQueue) -> None:
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        self.queue = queue
+        self.group = scheduler.CfnScheduleGroup(self, "Group", name=settings.SCHEDULE_GROUP)
+        self.role = iam.Role(
+            self,
+            "Role",
+            role_name=settings.SCHEDULER_ROLE_NAME,
+            # Only Scheduler acting for this account may assume it (confused-deputy guard).
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
+            ),
+            description="EventBridge Scheduler sends corral schedule firings to the job queue",
+        )
+        # SQS-managed encryption on the queues: no KMS grant needed.
+        queue.queue.grant_send_messages(self.role)
+        queue.dlq.grant_send_messages(self.role)  # firings Scheduler could not deliver, after its retries
+        self.schedules_arn = stack.format_arn(
+            service="scheduler",
+            resource="schedule",
+            resource_name=f"{settings.SCHEDULE_GROUP}/*",
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+
+    def environment(self) -> dict[str, str]:
+        """What a function that creates schedules needs to know."""
+        return {
+            "CORRAL_SCHEDULE_GROUP": settings.SCHEDULE_GROUP,
+            "CORRAL_SCHEDULER_ROLE_ARN": self.role.role_arn,
+            "CORRAL_QUEUE_ARN": self.queue.queue.queue_arn,
+            "CORRAL_DLQ_ARN": self.queue.dlq.queue_arn,
+        }
+
+    def grant_manage(self, function: lambda_.IFunction) -> None:
+        """Create, read and delete schedules in the group, handing them the role."""
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["scheduler:CreateSchedule", "scheduler:GetSchedule", "scheduler:DeleteSchedule"],
+                resources=[self.schedules_arn],
+            )
+        )
+        # No ListSchedules: the API lists a tenant's schedules from the table, not from Scheduler.
+        self.role.grant_pass_role(function.grant_principal)
+        acknowledgements.schedule_manager(function, settings.SCHEDULE_GROUP)

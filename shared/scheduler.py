@@ -1,0 +1,82 @@
+"""EventBridge Scheduler schedules whose target is the job queue itself.
+
+A firing puts the schedule's Input straight into SQS (Scheduler assumes the
+stack's scheduler role to send it): no API call and no Lambda between the
+clock and the queue, so a midnight herd costs the API nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared import settings
+from shared.aws import client
+
+
+class AlreadyExists(Exception):
+    pass
+
+
+def _group() -> str:
+    return settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
+
+
+def create(
+    name: str,
+    expression: str,
+    input_json: str,
+    *,
+    timezone: str = "UTC",
+    start: datetime | None = None,
+    end: datetime | None = None,
+    flexible_window_minutes: int = 0,
+    delete_after_completion: bool = False,
+) -> None:
+    """Create the schedule; AlreadyExists if one of that name is in the group."""
+    window: dict[str, Any] = (
+        {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": flexible_window_minutes}
+        if flexible_window_minutes
+        else {"Mode": "OFF"}
+    )
+    params: dict[str, Any] = {
+        "Name": name,
+        "GroupName": _group(),
+        "ScheduleExpression": expression,
+        "ScheduleExpressionTimezone": timezone,
+        "FlexibleTimeWindow": window,
+        "State": "ENABLED",
+        "ActionAfterCompletion": "DELETE" if delete_after_completion else "NONE",
+        "Target": {
+            "Arn": settings.env("CORRAL_QUEUE_ARN"),
+            "RoleArn": settings.env("CORRAL_SCHEDULER_ROLE_ARN"),
+            "Input": input_json,
+            # Throttled or failed deliveries are retried, then land in the DLQ: never dropped.
+            "RetryPolicy": {
+                "MaximumRetryAttempts": settings.SCHEDULER_RETRY_ATTEMPTS,
+                "MaximumEventAgeInSeconds": settings.SCHEDULER_MAX_EVENT_AGE_SECONDS,
+            },
+            "DeadLetterConfig": {"Arn": settings.env("CORRAL_DLQ_ARN")},
+        },
+    }
+    if start is not None:
+        params["StartDate"] = start
+    if end is not None:
+        params["EndDate"] = end
+    try:
+        client("scheduler").create_schedule(**params)
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ConflictException":
+            raise AlreadyExists(name) from error
+        raise
+
+
+def delete(name: str) -> None:
+    """Delete the schedule; already gone is fine."""
+    try:
+        client("scheduler").delete_schedule(Name=name, GroupName=_group())
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ResourceNotFoundException":
+            raise

@@ -1,0 +1,214 @@
+"""Customers' schedules: a record per schedule in the jobs table, an EventBridge Scheduler schedule that fires it.
+
+The record (what the API lists and shows) is written first, conditionally, so a
+name is taken once per tenant; the Scheduler schedule is then created. A
+schedule left behind by a half-done earlier delete is replaced. Runs are the
+jobs the firings became, found on the gsi1 index newest first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.exceptions import PutError
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
+
+from shared import scheduler, settings, store
+from shared.aws import client
+from shared.enqueue import InvalidJob, check_job
+from shared.firings import firing_input
+from shared.schedule_expressions import InvalidExpression, parse, timezone
+
+_NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
+
+
+class ScheduleExists(Exception):
+    pass
+
+
+class ByTenant(GlobalSecondaryIndex["ScheduleItem"]):
+    class Meta:
+        index_name = "gsi1"
+        projection = AllProjection()
+
+    gsi1pk = UnicodeAttribute(hash_key=True)  # "schedules#<tenant>"
+    gsi1sk = UnicodeAttribute(range_key=True)  # the schedule's name
+
+
+class ScheduleItem(Model):
+    class Meta:
+        table_name = settings.TABLE_NAME
+
+    pk = UnicodeAttribute(hash_key=True)  # "schedule#<tenant>#<name>"
+    gsi1pk = UnicodeAttribute()
+    gsi1sk = UnicodeAttribute()
+    tenant = UnicodeAttribute()
+    name = UnicodeAttribute()
+    expression = UnicodeAttribute()
+    timezone = UnicodeAttribute()
+    job = JSONAttribute()
+    flexible_window_minutes = NumberAttribute(default=0)
+    start = UTCDateTimeAttribute(null=True)
+    end = UTCDateTimeAttribute(null=True)
+    created_at = UTCDateTimeAttribute()
+    by_tenant = ByTenant()
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "expression": self.expression,
+            "timezone": self.timezone,
+            "job": self.job,
+            "flexible_window_minutes": int(self.flexible_window_minutes),
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+            "created_at": _iso(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
+class ScheduleRequest:
+    name: str
+    expression: str
+    job_type: str
+    payload: Any = None
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
+    timezone: str = "UTC"
+    flexible_window_minutes: int = 0
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+def _pk(tenant: str, name: str) -> str:
+    return f"schedule#{tenant}#{name}"
+
+
+def scheduler_name(tenant: str, name: str) -> str:
+    """Unique in the one schedule group across tenants; the prefix lists a tenant's schedules in the console."""
+    return f"{hashlib.sha256(tenant.encode()).hexdigest()[:16]}-{name}"
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, datetime | None]:
+    if not _NAME.fullmatch(request.name):
+        raise InvalidJob("name", f"use 1-{settings.SCHEDULE_NAME_MAX_LENGTH} of A-Z a-z 0-9 _ . -")
+    try:
+        zone = timezone(request.timezone)
+    except InvalidExpression as error:
+        raise InvalidJob("timezone", str(error)) from error
+    try:
+        expression = parse(request.expression)
+    except InvalidExpression as error:
+        raise InvalidJob("expression", str(error)) from error
+    if expression.at is not None and expression.at.replace(tzinfo=zone) <= now:
+        raise InvalidJob("expression", f"{request.expression} ({request.timezone}) is in the past")
+    check_job(request.job_type, request.payload, request.max_attempts, field_prefix="job.")
+    if not 0 <= request.flexible_window_minutes <= settings.MAX_FLEXIBLE_WINDOW_MINUTES:
+        raise InvalidJob(
+            "flexible_window_minutes", f"must be between 0 (off) and {settings.MAX_FLEXIBLE_WINDOW_MINUTES}"
+        )
+    start, end = _aware(request.start), _aware(request.end)
+    if end is not None and end <= now:
+        raise InvalidJob("end", "must be in the future")
+    if start is not None and end is not None and end <= start:
+        raise InvalidJob("end", "must be after start")
+    return start, end
+
+
+def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
+    now = datetime.now(UTC)
+    start, end = _check(request, now)
+    job = {"type": request.job_type, "payload": request.payload, "max_attempts": request.max_attempts}
+    item = ScheduleItem(
+        _pk(tenant, request.name),
+        gsi1pk=f"schedules#{tenant}",
+        gsi1sk=request.name,
+        tenant=tenant,
+        name=request.name,
+        expression=request.expression.strip(),
+        timezone=request.timezone,
+        job=job,
+        flexible_window_minutes=request.flexible_window_minutes,
+        start=start,
+        end=end,
+        created_at=now,
+    )
+    try:
+        item.save(condition=ScheduleItem.pk.does_not_exist())
+    except PutError as error:
+        if error.cause_response_code == "ConditionalCheckFailedException":
+            raise ScheduleExists(request.name) from error
+        raise
+    firing = firing_input(tenant, request.name, request.job_type, request.payload, request.max_attempts)
+    name = scheduler_name(tenant, request.name)
+
+    def create_in_scheduler() -> None:
+        scheduler.create(
+            name,
+            item.expression,
+            firing,
+            timezone=request.timezone,
+            start=start,
+            end=end,
+            flexible_window_minutes=request.flexible_window_minutes,
+        )
+
+    try:
+        try:
+            create_in_scheduler()
+        except scheduler.AlreadyExists:  # left by a delete that removed the record but not the schedule
+            scheduler.delete(name)
+            create_in_scheduler()
+    except Exception:
+        item.delete()  # no record without a schedule: the name stays free to retry
+        raise
+    return item
+
+
+def get(tenant: str, name: str) -> ScheduleItem | None:
+    try:
+        return ScheduleItem.get(_pk(tenant, name))
+    except ScheduleItem.DoesNotExist:
+        return None
+
+
+def list_for(tenant: str) -> list[ScheduleItem]:
+    return list(ScheduleItem.by_tenant.query(f"schedules#{tenant}"))
+
+
+def delete(tenant: str, name: str) -> bool:
+    """Stop the schedule, then forget it. False if there was none. Its runs stay (they expire with their jobs)."""
+    item = get(tenant, name)
+    if item is None:
+        return False
+    scheduler.delete(scheduler_name(tenant, name))
+    item.delete()
+    return True
+
+
+def recent_runs(tenant: str, name: str, limit: int = settings.SCHEDULE_RUNS_SHOWN) -> list[dict[str, Any]]:
+    """The jobs this schedule's firings became (once a worker has seen them), newest first."""
+    # Straight to DynamoDB, not through the status cache: a cached query would hide new runs.
+    items = client("dynamodb").query(
+        TableName=settings.env("CORRAL_TABLE", settings.TABLE_NAME),
+        IndexName="gsi1",
+        KeyConditionExpression="gsi1pk = :runs",
+        ExpressionAttributeValues={":runs": {"S": f"runs#{tenant}#{name}"}},
+        ScanIndexForward=False,
+        Limit=limit,
+    )["Items"]
+    runs = [store.record_from_item(item) for item in items]
+    return [{"id": run.id, "status": str(run.status), "scheduled_for": run.scheduled_for} for run in runs]

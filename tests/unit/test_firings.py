@@ -1,0 +1,46 @@
+"""A schedule's firing becomes one job per occurrence, whatever Scheduler delivers twice."""
+
+import json
+
+from shared import ids
+from shared.firings import SCHEDULED_TIME, firing_input, job_message, scheduled_time
+from shared.signing import id_secret
+
+SENT_AT = 1_796_083_207.5  # 2026-12-01T00:00:07.5Z
+
+
+def _firing(scheduled_for: str) -> dict:
+    body = json.loads(firing_input("acme", "nightly", "echo", {"n": 1}, 3))
+    assert body["scheduled_for"] == SCHEDULED_TIME
+    return {**body, "scheduled_for": scheduled_for}
+
+
+def test_a_firing_gets_an_id_from_schedule_and_scheduled_time(aws):
+    message = job_message(_firing("2026-12-01T00:00:00Z"), sent_at=SENT_AT)
+
+    assert message.id == ids.scheduled_id(id_secret(), "acme", "nightly", "2026-12-01T00:00:00Z")
+    assert ids.verify(id_secret(), "acme", message.id).kind is ids.IdKind.SCHEDULED
+    assert (message.schedule, message.scheduled_for, message.enqueued_at) == (
+        "nightly",
+        "2026-12-01T00:00:00Z",
+        SENT_AT,
+    )
+
+
+def test_two_firings_of_one_occurrence_are_one_job_and_the_next_occurrence_another(aws):
+    first = job_message(_firing("2026-12-01T00:00:00Z"), sent_at=SENT_AT)
+    again = job_message(_firing("2026-12-01T00:00:00+00:00"), sent_at=SENT_AT + 30)
+    tomorrow = job_message(_firing("2026-12-02T00:00:00Z"), sent_at=SENT_AT + 86_400)
+
+    assert first.id == again.id
+    assert tomorrow.id != first.id
+
+
+def test_an_unsubstituted_placeholder_falls_back_to_the_minute_sent(aws):
+    # The embedded emulator passes the Input verbatim.
+    assert scheduled_time(SCHEDULED_TIME, SENT_AT) == "2026-12-01T00:00:00Z"
+
+
+def test_a_message_with_an_id_is_taken_as_it_is(aws):
+    body = {"id": "jt-x", "tenant": "acme", "type": "echo", "payload": None, "max_attempts": 3, "enqueued_at": 1.0}
+    assert job_message(body, sent_at=SENT_AT).id == "jt-x"

@@ -1,0 +1,115 @@
+"""Schedules and delayed jobs against moto: the record, the Scheduler schedule, tenant scoping."""
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+
+from shared import schedules, settings
+from shared.enqueue import InvalidJob, JobRequest, enqueue
+
+
+@pytest.fixture
+def scheduler_env(aws, monkeypatch):
+    iam = boto3.client("iam")
+    role = iam.create_role(RoleName=settings.SCHEDULER_ROLE_NAME, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    sqs = aws["sqs"]
+
+    def arn(url: str) -> str:
+        return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+    monkeypatch.setenv("CORRAL_SCHEDULER_ROLE_ARN", role)
+    monkeypatch.setenv("CORRAL_QUEUE_ARN", arn(aws["queue_url"]))
+    monkeypatch.setenv("CORRAL_DLQ_ARN", arn(aws["dlq_url"]))
+    client = boto3.client("scheduler")
+    client.create_schedule_group(Name=settings.SCHEDULE_GROUP)
+    return {**aws, "scheduler": client}
+
+
+def _request(name="nightly", **changes):
+    return schedules.ScheduleRequest(
+        **{"name": name, "expression": "cron(0 0 * * ? *)", "job_type": "echo", "payload": {"n": 1}, **changes}
+    )
+
+
+def test_a_schedule_targets_the_queue_with_a_firing_input(scheduler_env):
+    schedules.create("acme", _request(timezone="Europe/Paris", flexible_window_minutes=15))
+
+    entry = scheduler_env["scheduler"].get_schedule(
+        Name=schedules.scheduler_name("acme", "nightly"), GroupName=settings.SCHEDULE_GROUP
+    )
+    assert entry["ScheduleExpression"] == "cron(0 0 * * ? *)"
+    assert entry["ScheduleExpressionTimezone"] == "Europe/Paris"
+    assert entry["FlexibleTimeWindow"] == {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 15}
+    assert entry["Target"]["Arn"].endswith(settings.QUEUE_NAME)
+    firing = json.loads(entry["Target"]["Input"])
+    assert firing["scheduled_for"] == "<aws.scheduler.scheduled-time>"
+    assert (firing["tenant"], firing["schedule"], firing["type"]) == ("acme", "nightly", "echo")
+
+
+def test_a_name_is_taken_once_per_tenant(scheduler_env):
+    schedules.create("acme", _request())
+    with pytest.raises(schedules.ScheduleExists):
+        schedules.create("acme", _request())
+    schedules.create("globex", _request())  # another tenant's namesake
+
+    assert [item.name for item in schedules.list_for("acme")] == ["nightly"]
+    assert schedules.get("initech", "nightly") is None
+
+
+def test_delete_removes_the_record_and_the_schedule(scheduler_env):
+    schedules.create("acme", _request())
+
+    assert schedules.delete("acme", "nightly") is True
+    assert schedules.get("acme", "nightly") is None
+    assert scheduler_env["scheduler"].list_schedules(GroupName=settings.SCHEDULE_GROUP)["Schedules"] == []
+    assert schedules.delete("acme", "nightly") is False
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"expression": "cron(0 0 * * *)"}, "expression"),
+        ({"timezone": "Nowhere/Special"}, "timezone"),
+        ({"job_type": "nope"}, "job.type"),
+        ({"max_attempts": 0}, "job.max_attempts"),
+        ({"name": "a/b"}, "name"),
+        ({"end": datetime.now(UTC) - timedelta(minutes=1)}, "end"),
+        ({"start": datetime.now(UTC) + timedelta(days=2), "end": datetime.now(UTC) + timedelta(days=1)}, "end"),
+    ],
+)
+def test_an_invalid_schedule_names_the_field_and_creates_nothing(scheduler_env, changes, field):
+    with pytest.raises(InvalidJob) as refused:
+        schedules.create("acme", _request(**changes))
+    assert refused.value.field == field
+    assert schedules.list_for("acme") == []
+
+
+def test_a_job_due_within_15_minutes_rides_the_sqs_delay(scheduler_env):
+    enqueue("acme", JobRequest(type="echo", delay_seconds=600))
+
+    attributes = scheduler_env["sqs"].get_queue_attributes(
+        QueueUrl=scheduler_env["queue_url"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
+    assert scheduler_env["scheduler"].list_schedules()["Schedules"] == []
+
+
+def test_a_job_due_later_becomes_a_one_time_schedule(scheduler_env):
+    run_at = datetime.now(UTC) + timedelta(hours=2)
+    message = enqueue("acme", JobRequest(type="echo", run_at=run_at))
+
+    entry = scheduler_env["scheduler"].get_schedule(Name=f"d-{message.id}", GroupName=settings.SCHEDULE_GROUP)
+    due = run_at.replace(microsecond=0) + timedelta(seconds=1 if run_at.microsecond else 0)
+    assert entry["ScheduleExpression"] == f"at({due:%Y-%m-%dT%H:%M:%S})"
+    assert entry["ActionAfterCompletion"] == "DELETE"
+    assert json.loads(entry["Target"]["Input"])["id"] == message.id
+
+
+def test_a_run_at_in_the_past_runs_now(scheduler_env):
+    enqueue("acme", JobRequest(type="echo", run_at=datetime.fromtimestamp(time.time() - 60, UTC)))
+
+    received = scheduler_env["sqs"].receive_message(QueueUrl=scheduler_env["queue_url"])
+    assert len(received["Messages"]) == 1

@@ -235,3 +235,63 @@ def test_alarms_watch_the_dlq_queue_age_and_worker_errors_and_throttles(aws: Tem
         assert found == expected
     for alarm in aws.find_resources("AWS::CloudWatch::Alarm").values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
+
+
+# Scheduler ------------------------------------------------------------------------------------------
+
+
+def _statements_of_role(template: Template, role_id: str) -> list[dict]:
+    policies = template.find_resources(
+        "AWS::IAM::Policy", {"Properties": {"Roles": Match.array_with([{"Ref": role_id}])}}
+    )
+    return [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def _policy_statements_of_role(template: Template, role_name: str) -> list[dict]:
+    roles = template.find_resources("AWS::IAM::Role", {"Properties": {"RoleName": role_name}})
+    assert len(roles) == 1, roles
+    (role_id,) = roles
+    return _statements_of_role(template, role_id)
+
+
+def _actions(statement: dict) -> list[str]:
+    actions = statement["Action"]
+    return [actions] if isinstance(actions, str) else actions
+
+
+def test_schedules_live_in_their_group_and_scheduler_may_only_send_to_the_queues(aws: Template, local: Template):
+    for template in (aws, local):
+        template.has_resource_properties("AWS::Scheduler::ScheduleGroup", {"Name": settings.SCHEDULE_GROUP})
+        template.has_resource_properties(
+            "AWS::IAM::Role",
+            {
+                "RoleName": settings.SCHEDULER_ROLE_NAME,
+                "AssumeRolePolicyDocument": {
+                    "Statement": Match.array_with(
+                        [Match.object_like({"Principal": {"Service": "scheduler.amazonaws.com"}})]
+                    )
+                },
+            },
+        )
+        statements = _policy_statements_of_role(template, settings.SCHEDULER_ROLE_NAME)
+        assert statements, "the scheduler role has no policy"
+        for statement in statements:
+            assert set(_actions(statement)) <= {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+
+
+def test_only_the_api_may_create_schedules_and_pass_the_scheduler_role(aws: Template):
+    api_statements = _policy_statements_of_role_of_function(aws, settings.API_FUNCTION)
+    worker_statements = _policy_statements_of_role_of_function(aws, settings.WORKER_FUNCTION)
+
+    def grants(statements: list[dict], action: str) -> bool:
+        return any(action in _actions(s) for s in statements)
+
+    assert grants(api_statements, "scheduler:CreateSchedule")
+    assert grants(api_statements, "iam:PassRole")
+    assert not grants(worker_statements, "scheduler:CreateSchedule")
+    assert not grants(worker_statements, "iam:PassRole")
+
+
+def _policy_statements_of_role_of_function(template: Template, function_name: str) -> list[dict]:
+    function = _only(template, "AWS::Lambda::Function", {"FunctionName": function_name})
+    return _statements_of_role(template, function["Properties"]["Role"]["Fn::GetAtt"][0])

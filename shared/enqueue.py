@@ -1,9 +1,14 @@
-"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write."""
+"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write.
+
+In bulk, up to settings.MAX_BATCH_JOBS jobs go out in SendMessageBatch calls (10 per call);
+each job is accepted or rejected on its own.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,3 +70,30 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage:
     message = build_message(tenant, request, time.time())
     queue.send(message, request.delay_seconds)
     return message
+
+
+@dataclass(frozen=True)
+class NotSent:
+    """A valid job the queue did not take (briefly unavailable): nothing was enqueued; retry it."""
+
+    reason: str
+
+
+BulkOutcome = JobMessage | InvalidJob | NotSent
+
+
+def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcome]:
+    """Enqueue each request; the outcome per request, in order. One bad job loses none of the others."""
+    now = time.time()
+    outcomes: list[BulkOutcome] = []
+    for request in requests:
+        try:
+            outcomes.append(build_message(tenant, request, now))
+        except InvalidJob as error:
+            outcomes.append(error)
+    valid = [(index, outcome) for index, outcome in enumerate(outcomes) if isinstance(outcome, JobMessage)]
+    not_sent = queue.send_batch([(message, requests[index].delay_seconds) for index, message in valid])
+    for (index, _), reason in zip(valid, not_sent, strict=True):
+        if reason is not None:
+            outcomes[index] = NotSent(reason)
+    return outcomes

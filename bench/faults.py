@@ -9,31 +9,47 @@ and the report shows them as not wired.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from shared import settings
 
 
+def _pids_with_environment(entry: str) -> Iterator[int]:
+    """Pids whose environment holds `entry` (NAME=value); processes we cannot read are skipped."""
+    wanted = entry.encode()
+    for path in Path("/proc").iterdir():
+        if not path.name.isdigit():
+            continue
+        try:
+            if wanted in (path / "environ").read_bytes().split(b"\0"):
+                yield int(path.name)
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+
+
 def worker_processes(emulator_pgid: int) -> list[int]:
     """Pids of the worker function's execution environments started by our emulator (and no one else's)."""
-    wanted = f"AWS_LAMBDA_FUNCTION_NAME={settings.WORKER_FUNCTION}".encode()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
-        try:
-            if os.getpgid(pid) != emulator_pgid:
-                continue
-            if wanted in (entry / "environ").read_bytes().split(b"\0"):
+    for pid in _pids_with_environment(f"AWS_LAMBDA_FUNCTION_NAME={settings.WORKER_FUNCTION}"):
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(pid) == emulator_pgid:
                 found.append(pid)
-        except (OSError, ProcessLookupError):
-            continue  # gone meanwhile, or not ours to read
     return found
+
+
+def emulator_pgid(port: int) -> int:
+    """The process group of the ministack serving `port` (a stack started by `make up`)."""
+    for pid in _pids_with_environment(f"GATEWAY_PORT={port}"):
+        with contextlib.suppress(OSError):
+            if b"ministack" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return os.getpgid(pid)
+    raise RuntimeError(f"no ministack process serves port {port}")
 
 
 def kill_worker(context: Any) -> str:

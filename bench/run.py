@@ -9,6 +9,7 @@ own code, and writes bench-results/<run>/slo.json + slo.png and prints a table.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -26,7 +27,7 @@ from bench.bulk import bulk_rate
 from bench.load import EnqueueLoad, Sample
 from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
 from local.deploy import deploy
-from local.ministack import STATE, Ministack
+from local.ministack import CREDENTIALS, STATE, Ministack
 from shared import settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="set the worker mapping's MaximumConcurrency after deploy (to compare local settings)",
     )
+    parser.add_argument(
+        "--running",
+        action="store_true",
+        help="use the stack `make up` is serving (.corral/endpoint.json) instead of starting one",
+    )
     parser.add_argument("--port", type=int, default=BENCH_PORT)
     parser.add_argument("--out", type=Path, help="results folder (default bench-results/<UTC time>)")
     args = parser.parse_args(argv)
@@ -190,23 +196,33 @@ def main(argv: list[str] | None = None) -> int:
     run_name = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + ("-quick" if args.quick else "")
     out = args.out or ROOT / "bench-results" / run_name
     out.mkdir(parents=True, exist_ok=True)
-    emulator = Ministack(port=args.port, log_path=STATE / "bench" / "ministack.log")
     wall = time.monotonic()
-    print(f"starting ministack on {emulator.endpoint} and deploying the stack ...", flush=True)
-    emulator.start()
-    try:
-        endpoint = deploy(emulator.env(), state_dir=STATE / "bench")
-        assert emulator.process is not None
-        context = RunContext(
-            endpoint.api_url, endpoint.api_key, emulator.env(), os.getpgid(emulator.process.pid), DEFAULT_RATE
-        )
-        results = _measure(context, args, out)
-    finally:
-        emulator.stop()
+    if args.running:
+        results = _measure(_running_context(), args, out)
+    else:
+        emulator = Ministack(port=args.port, log_path=STATE / "bench" / "ministack.log")
+        print(f"starting ministack on {emulator.endpoint} and deploying the stack ...", flush=True)
+        emulator.start()
+        try:
+            endpoint = deploy(emulator.env(), state_dir=STATE / "bench")
+            assert emulator.process is not None
+            context = RunContext(
+                endpoint.api_url, endpoint.api_key, emulator.env(), os.getpgid(emulator.process.pid), DEFAULT_RATE
+            )
+            results = _measure(context, args, out)
+        finally:
+            emulator.stop()
     results["run"]["wall_seconds"] = round(time.monotonic() - wall, 1)
     report.write_json(out / "slo.json", results)
     print(f"\nwritten: {out / 'slo.json'}, {out / 'slo.png'} (wall {results['run']['wall_seconds']:.0f} s)")
     return 0
+
+
+def _running_context() -> RunContext:
+    endpoint = json.loads((STATE / "endpoint.json").read_text())
+    port = int(endpoint["aws_endpoint"].rsplit(":", 1)[1])
+    aws_env = {**CREDENTIALS, "AWS_ENDPOINT_URL": endpoint["aws_endpoint"]}
+    return RunContext(endpoint["api_url"], endpoint["api_key"], aws_env, faults.emulator_pgid(port), DEFAULT_RATE)
 
 
 def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -234,12 +250,16 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
     mapping = _worker_mapping(context)
 
     # Bulk and cost measurements with the workers paused, so they measure enqueue alone.
-    context.aws("lambda").update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
-    bulk = bulk_rate(context.api_url, context.api_key, seconds=5 if args.quick else 10, clients=4)
-    function_env = {"CORRAL_QUEUE_URL": queue_url, "CORRAL_TABLE": settings.TABLE_NAME, "CORRAL_CHAOS_JOB_TYPES": "0"}
-    enqueue_cost = cost.enqueue_cost(context.aws_env, function_env, context.api_key, 200 if args.quick else 600)
-    cold = cost.cold_start()
-    context.aws("sqs").purge_queue(QueueUrl=queue_url)
+    lambda_ = context.aws("lambda")
+    lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+    try:
+        bulk = bulk_rate(context.api_url, context.api_key, seconds=5 if args.quick else 10, clients=4)
+        function_env = {"CORRAL_QUEUE_URL": queue_url, "CORRAL_TABLE": settings.TABLE_NAME}
+        enqueue_cost = cost.enqueue_cost(context.aws_env, function_env, context.api_key, 200 if args.quick else 600)
+        cold = cost.cold_start()
+    finally:
+        context.aws("sqs").purge_queue(QueueUrl=queue_url)
+        lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=True)
     return _results(context, args, scenario, run, rows, batches, mapping, ramp, bulk, enqueue_cost, cold, out)
 
 

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import boto3
 from tqdm import tqdm
 
 from bench import cost, faults, measure, report, slo
@@ -29,6 +28,7 @@ from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
 from local.deploy import deploy
 from local.ministack import CREDENTIALS, STATE, Ministack
 from shared import settings
+from tests.platform import Platform
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_PORT = int(os.environ.get("CORRAL_BENCH_PORT", "4616"))
@@ -45,20 +45,20 @@ WARM_UP_SECONDS = 10
 class RunContext:
     """What event actions get: the platform and the emulator's process group (for the worker kill)."""
 
-    api_url: str
-    api_key: str
-    aws_env: dict[str, str]
+    platform: Platform
     emulator_pgid: int
     base_rate: float
 
+    @property
+    def api_url(self) -> str:
+        return self.platform.api_url
+
+    @property
+    def api_key(self) -> str:
+        return self.platform.api_key
+
     def aws(self, service: str) -> Any:
-        return boto3.client(
-            service,
-            endpoint_url=self.aws_env["AWS_ENDPOINT_URL"],
-            region_name=self.aws_env["AWS_DEFAULT_REGION"],
-            aws_access_key_id=self.aws_env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=self.aws_env["AWS_SECRET_ACCESS_KEY"],
-        )
+        return self.platform.aws(service)
 
 
 def _client_threads(rate: float) -> int:
@@ -205,9 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             endpoint = deploy(emulator.env(), state_dir=STATE / "bench")
             assert emulator.process is not None
-            context = RunContext(
-                endpoint.api_url, endpoint.api_key, emulator.env(), os.getpgid(emulator.process.pid), DEFAULT_RATE
-            )
+            running = Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
+            context = RunContext(running, os.getpgid(emulator.process.pid), DEFAULT_RATE)
             results = _measure(context, args, out)
         finally:
             emulator.stop()
@@ -221,7 +220,8 @@ def _running_context() -> RunContext:
     endpoint = json.loads((STATE / "endpoint.json").read_text())
     port = int(endpoint["aws_endpoint"].rsplit(":", 1)[1])
     aws_env = {**CREDENTIALS, "AWS_ENDPOINT_URL": endpoint["aws_endpoint"]}
-    return RunContext(endpoint["api_url"], endpoint["api_key"], aws_env, faults.emulator_pgid(port), DEFAULT_RATE)
+    running = Platform(endpoint["api_url"], endpoint["api_key"], aws_env, emulated=True)
+    return RunContext(running, faults.emulator_pgid(port), DEFAULT_RATE)
 
 
 def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -256,7 +256,9 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
     try:
         bulk = bulk_rate(context.api_url, context.api_key, seconds=5 if args.quick else 10, clients=4)
         function_env = {"CORRAL_QUEUE_URL": queue_url, "CORRAL_TABLE": settings.TABLE_NAME}
-        enqueue_cost = cost.enqueue_cost(context.aws_env, function_env, context.api_key, 200 if args.quick else 600)
+        enqueue_cost = cost.enqueue_cost(
+            context.platform.aws_env, function_env, context.api_key, 200 if args.quick else 600
+        )
         cold = cost.cold_start()
     finally:
         context.aws("sqs").purge_queue(QueueUrl=queue_url)

@@ -10,6 +10,7 @@ import pytest
 from moto import mock_aws
 
 from shared import settings
+from shared.api_key_model import ApiKey
 from shared.aws import client
 from shared.signing import id_secret
 
@@ -24,6 +25,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     client.cache_clear()
     id_secret.cache_clear()
+    ApiKey._connection = None  # pynamodb keeps its connection (and endpoint) per model class
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
         dynamodb.create_table(

@@ -241,6 +241,7 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
         context.base_rate, ramp = find_rate(context, queue_url)
         if context.base_rate <= 0:
             raise SystemExit(f"no rate held the targets: {ramp}")
+        _drain(context, queue_url, 180, "post-search drain")  # the failed step's backlog is not the timeline's
     print(f"base rate R = {context.base_rate:g} enqueues/s (herd: {context.base_rate * HERD_FACTOR:g}/s)", flush=True)
     scenario = midnight_herd(quick=args.quick, herd=faults.herd_crons, kill=faults.kill_worker, blip=faults.store_blip)
     run = run_scenario(context, scenario, queue_url, drain_timeout=60 if args.quick else 120)

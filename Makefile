@@ -8,7 +8,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install up test lint unit synth footprint smoke clean
+.PHONY: install up test lint unit synth footprint smoke clean bench capacity
 
 install: $(STAMP)/venv $(STAMP)/npm
 
@@ -33,6 +33,12 @@ test: install
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+
+bench: install
+	$(PY) -m bench $(ARGS)
+
+capacity: install
+	$(PY) -m bench.capacity $(ARGS)
 
 # PROFILE=local synthesizes the emulator's variant (no DAX, no VPC).
 PROFILE ?= aws

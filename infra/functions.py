@@ -47,7 +47,10 @@ class FunctionFactory(Construct):
             layers=[self.layer],
             timeout=Duration.seconds(timeout_seconds),
             memory_size=memory_mb,
-            environment={**self.environment, "POWERTOOLS_SERVICE_NAME": service},
+            # The log level is explicit: otherwise Powertools falls back to LOG_LEVEL, which the
+            # embedded emulator leaks from its own environment (WARNING), silencing the one line
+            # per invocation (and a silent function waits 50 ms per invoke there).
+            environment={**self.environment, "POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_LOG_LEVEL": "INFO"},
             log_group=log_group,
             **self._placement(),
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -53,6 +54,12 @@ class Ministack:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def tmp_dir(self) -> Path:
+        """Where its Lambda subprocesses unpack code and layers (~60 MB each). ministack leaves them
+        behind when a worker dies or is killed, so each emulator gets its own, removed at stop."""
+        return self.log_path.parent / f"tmp-{self.port}"
+
     def env(self) -> dict[str, str]:
         """Environment for boto3/CDK clients that talk to this emulator."""
         return {**CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint, "CDK_DEFAULT_ACCOUNT": ACCOUNT}
@@ -69,6 +76,7 @@ class Ministack:
         ensure_installed()
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
             [str(VENV / "bin" / "ministack")],
             env={
@@ -77,6 +85,7 @@ class Ministack:
                 "BIND_HOST": "127.0.0.1",
                 "GATEWAY_PORT": str(self.port),
                 "LOG_LEVEL": "WARNING",
+                "TMPDIR": str(self.tmp_dir),
             },
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -104,3 +113,4 @@ class Ministack:
             self.process.wait(timeout=5)
         with contextlib.suppress(ProcessLookupError):  # Lambda subprocesses left in the group
             os.killpg(group, signal.SIGKILL)
+        shutil.rmtree(self.tmp_dir, ignore_errors=True)

@@ -4,6 +4,9 @@ A job due more than 15 minutes ahead (beyond SQS's longest delay) becomes a
 one-time EventBridge Scheduler at() schedule that puts it on the queue when it
 is due and then deletes itself: still one AWS call, CreateSchedule instead of
 SendMessage.
+
+In bulk, up to settings.MAX_BATCH_JOBS jobs go out in SendMessageBatch calls (10 per call);
+each job is accepted or rejected on its own.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ import contextlib
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import ids, job_types, queue, scheduler, settings
 from shared.model import JobMessage
@@ -99,17 +105,63 @@ def delayed_schedule_name(job_id: str) -> str:
     return f"d-{job_id}"
 
 
-def enqueue(tenant: str, request: JobRequest) -> JobMessage:
-    now = time.time()
+def _prepare(tenant: str, request: JobRequest, now: float) -> tuple[JobMessage, float]:
+    """The message and its delay in seconds, or InvalidJob naming the field."""
     delay = delay_of(request, now)
-    message = build_message(tenant, request, now)
-    if delay <= settings.MAX_SQS_DELAY_SECONDS:
-        queue.send(message, math.ceil(delay))
-        return message
+    return build_message(tenant, request, now), delay
+
+
+def _schedule_later(message: JobMessage, now: float, delay: float) -> None:
+    """A job due beyond SQS's longest delay: a one-time at() schedule puts it on the queue when due."""
     due = datetime.fromtimestamp(math.ceil(now + delay), UTC)  # at() has whole seconds: never early
     # AlreadyExists: the same idempotency key enqueued again, so one job, already scheduled.
     with contextlib.suppress(scheduler.AlreadyExists):
         scheduler.create(
             delayed_schedule_name(message.id), at_expression(due), message.to_json(), delete_after_completion=True
         )
+
+
+def enqueue(tenant: str, request: JobRequest) -> JobMessage:
+    now = time.time()
+    message, delay = _prepare(tenant, request, now)
+    if delay <= settings.MAX_SQS_DELAY_SECONDS:
+        queue.send(message, math.ceil(delay))
+    else:
+        _schedule_later(message, now, delay)
     return message
+
+
+@dataclass(frozen=True)
+class NotSent:
+    """A valid job the queue did not take (briefly unavailable): nothing was enqueued; retry it."""
+
+    reason: str
+
+
+BulkOutcome = JobMessage | InvalidJob | NotSent
+
+
+def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcome]:
+    """Enqueue each request; the outcome per request, in order. One bad job loses none of the others."""
+    now = time.time()
+    outcomes: list[BulkOutcome] = []
+    to_queue: list[tuple[int, JobMessage, int]] = []  # (index, message, SQS delay): the jobs sent in batches
+    for index, request in enumerate(requests):
+        try:
+            message, delay = _prepare(tenant, request, now)
+        except InvalidJob as error:
+            outcomes.append(error)
+            continue
+        outcomes.append(message)
+        if delay <= settings.MAX_SQS_DELAY_SECONDS:
+            to_queue.append((index, message, math.ceil(delay)))
+            continue
+        try:  # rare in bulk: one CreateSchedule per far-future job
+            _schedule_later(message, now, delay)
+        except (ClientError, BotoCoreError) as error:
+            outcomes[index] = NotSent(f"{type(error).__name__}: {error}")
+    not_sent = queue.send_batch([(message, delay) for _, message, delay in to_queue])
+    for (index, _, _), reason in zip(to_queue, not_sent, strict=True):
+        if reason is not None:
+            outcomes[index] = NotSent(reason)
+    return outcomes

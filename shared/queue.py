@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import settings
 from shared.aws import client
 from shared.model import JobMessage
+
+# SendMessageBatch limits (SQS quotas): 10 entries, and the whole request's bodies within 256 KiB.
+BATCH_MAX_ENTRIES = 10
+BATCH_MAX_BYTES = 256 * 1024
+# A full bulk request is 10 SendMessageBatch calls: sent side by side, it costs about one round trip.
+_senders = ThreadPoolExecutor(max_workers=10, thread_name_prefix="sqs-batch")
 
 
 def _queue_url() -> str:
@@ -15,6 +25,58 @@ def _queue_url() -> str:
 
 def send(message: JobMessage, delay_seconds: int = 0) -> None:
     client("sqs").send_message(QueueUrl=_queue_url(), MessageBody=message.to_json(), DelaySeconds=delay_seconds)
+
+
+def send_batch(messages: Sequence[tuple[JobMessage, int]]) -> list[str | None]:
+    """Send (message, delay seconds) pairs with SendMessageBatch, as few calls as SQS's limits allow.
+
+    Returns, for each message in order, None if SQS took it, or why it did not: a call
+    that fails, or an entry SQS rejects, fails only its own messages, never the others.
+    """
+    bodies = [message.to_json() for message, _ in messages]
+    calls = [
+        [{"Id": str(i), "MessageBody": bodies[i], "DelaySeconds": messages[i][1]} for i in chunk]
+        for chunk in _chunks([len(body.encode()) for body in bodies])
+    ]
+    failures: list[str | None] = [None] * len(messages)
+    for not_sent in _senders.map(_send_entries, calls):
+        for index, reason in not_sent.items():
+            failures[index] = reason
+    return failures
+
+
+def _chunks(sizes: list[int]) -> list[list[int]]:
+    """Indexes grouped into SendMessageBatch calls: <= 10 entries and <= 256 KiB of bodies each."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    current_bytes = 0
+    for index, size in enumerate(sizes):
+        if current and (len(current) == BATCH_MAX_ENTRIES or current_bytes + size > BATCH_MAX_BYTES):
+            chunks.append(current)
+            current, current_bytes = [], 0
+        current.append(index)
+        current_bytes += size
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _send_entries(entries: list[dict[str, object]]) -> dict[int, str]:
+    """One SendMessageBatch call (botocore retries throttling and 5xx); entries that failed on
+    SQS's side are sent once more. Returns index -> reason for the entries not sent."""
+    not_sent: dict[int, str] = {}
+    for attempt in (1, 2):
+        try:
+            response = client("sqs").send_message_batch(QueueUrl=_queue_url(), Entries=entries)
+        except (BotoCoreError, ClientError) as error:
+            return not_sent | {int(str(entry["Id"])): f"queue unavailable: {error}" for entry in entries}
+        failures = response.get("Failed", [])
+        retryable = {f["Id"] for f in failures if not f.get("SenderFault")} if attempt == 1 else set()
+        not_sent |= {int(f["Id"]): f"{f['Code']}: {f.get('Message', '')}" for f in failures if f["Id"] not in retryable}
+        entries = [entry for entry in entries if entry["Id"] in retryable]
+        if not entries:
+            break
+    return not_sent
 
 
 def backoff_seconds(attempt: int) -> int:

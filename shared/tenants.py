@@ -1,4 +1,9 @@
-"""API keys and the tenants they belong to. Only a SHA-256 of each key is stored."""
+"""API keys and the tenants they belong to. Only a SHA-256 of each key is stored.
+
+Looking a key up (every API request, cached) is one GetItem through the low-level client the
+API already holds; minting and revoking use the pynamodb model, imported only there, which
+keeps pynamodb out of the API's cold start (docs/benchmark.md, cold start).
+"""
 
 from __future__ import annotations
 
@@ -6,22 +11,10 @@ import hashlib
 import secrets
 import time
 
-from pynamodb.attributes import UnicodeAttribute, UTCDateTimeAttribute
-from pynamodb.models import Model
-
 from shared import settings
+from shared.aws import client
 
 KEY_PREFIX = "ck_"
-
-
-class ApiKey(Model):
-    class Meta:
-        table_name = settings.TABLE_NAME
-
-    pk = UnicodeAttribute(hash_key=True)  # "apikey#<sha256 of the key>"
-    tenant = UnicodeAttribute()
-    label = UnicodeAttribute(default="")
-    created_at = UTCDateTimeAttribute(null=True)
 
 
 def _pk(api_key: str) -> str:
@@ -32,6 +25,8 @@ def create_key(tenant: str, label: str = "") -> str:
     """Mint a key for `tenant`; the plaintext is returned once and never stored."""
     from datetime import UTC, datetime
 
+    from shared.api_key_model import ApiKey
+
     api_key = KEY_PREFIX + secrets.token_urlsafe(32)
     ApiKey(_pk(api_key), tenant=tenant, label=label, created_at=datetime.now(UTC)).save(
         condition=ApiKey.pk.does_not_exist()
@@ -40,6 +35,8 @@ def create_key(tenant: str, label: str = "") -> str:
 
 
 def revoke_key(api_key: str) -> None:
+    from shared.api_key_model import ApiKey
+
     ApiKey(_pk(api_key)).delete()
 
 
@@ -57,10 +54,12 @@ def tenant_for(api_key: str) -> str | None:
     cached = _cache.get(pk)
     if cached and cached[1] > now:
         return cached[0]
-    try:
-        tenant: str | None = ApiKey.get(pk).tenant
-    except ApiKey.DoesNotExist:
-        tenant = None
+    item = (
+        client("dynamodb")
+        .get_item(TableName=settings.env("CORRAL_TABLE", settings.TABLE_NAME), Key={"pk": {"S": pk}})
+        .get("Item")
+    )
+    tenant = item["tenant"]["S"] if item else None
     if len(_cache) > _CACHE_LIMIT:  # a flood of made-up keys must not grow memory without bound
         _cache.clear()
     # Unknown keys are remembered briefly, so a key created a moment ago starts working soon.

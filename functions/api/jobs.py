@@ -8,12 +8,13 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from functions.api.responses import error_response, json_response
 from shared import settings
-from shared.enqueue import JobRequest, enqueue
+from shared.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
 from shared.metrics import jobs_enqueued
+from shared.model import JobMessage
 from shared.status import job_status
 
 router = APIGatewayHttpRouter()
@@ -32,6 +33,15 @@ class JobIn(BaseModel):
     max_attempts: int = Field(default=settings.DEFAULT_MAX_ATTEMPTS, ge=1, le=settings.MAX_MAX_ATTEMPTS)
 
 
+class JobsBatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # Items are validated one by one (below), so one bad job is reported on its own.
+    jobs: list[Any] = Field(
+        min_length=1, max_length=settings.MAX_BATCH_JOBS, description="Jobs shaped like POST /v1/jobs bodies"
+    )
+
+
 def _tenant() -> str:
     return router.context["tenant"]
 
@@ -41,6 +51,42 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     message = enqueue(_tenant(), JobRequest(**job.model_dump()))
     jobs_enqueued()
     return json_response(202, {"id": message.id, "status": "queued"})
+
+
+@router.post(
+    "/v1/jobs:batch",
+    summary="Enqueue up to 100 jobs",
+    responses={
+        202: {"description": "Every job accepted and queued"},
+        207: {"description": "Some jobs rejected; each result says which and why"},
+    },
+)
+def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:
+    parsed = [_parse_item(item) for item in batch.jobs]
+    enqueued = iter(enqueue_many(_tenant(), [item for item in parsed if isinstance(item, JobRequest)]))
+    outcomes = [next(enqueued) if isinstance(item, JobRequest) else item for item in parsed]
+    results = [_item_result(index, outcome) for index, outcome in enumerate(outcomes)]
+    rejected = sum(1 for result in results if result["status"] == "rejected")
+    body = {"accepted": len(results) - rejected, "rejected": rejected, "results": results}
+    return json_response(207 if rejected else 202, body)
+
+
+def _parse_item(item: Any) -> JobRequest | InvalidJob:
+    try:
+        return JobRequest(**JobIn.model_validate(item).model_dump())
+    except ValidationError as error:
+        problem = error.errors()[0]
+        return InvalidJob(".".join(str(part) for part in problem.get("loc", ())), problem.get("msg", "invalid"))
+
+
+def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
+    if isinstance(outcome, JobMessage):
+        return {"index": index, "id": outcome.id, "status": "queued"}
+    if isinstance(outcome, NotSent):
+        return {"index": index, "status": "rejected", "error": "unavailable", "message": outcome.reason}
+    field = f"jobs[{index}]" + (f".{outcome.field}" if outcome.field else "")
+    code = "payload_too_large" if isinstance(outcome, PayloadTooLarge) else "invalid_request"
+    return {"index": index, "status": "rejected", "error": code, "message": outcome.message, "field": field}
 
 
 @router.get("/v1/jobs/<job_id>", summary="A job's status and result")

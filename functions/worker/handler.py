@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -42,8 +43,20 @@ def record_handler(record: SQSRecord) -> str:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    started_at = time.time()
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
-    logger.info("batch", extra={"size": len(event.get("Records", [])), "failures": len(response["batchItemFailures"])})
+    # started_at/busy_ms/environment (one log stream per execution environment on AWS)
+    # are what the benchmark's worker utilisation is computed from.
+    logger.info(
+        "batch",
+        extra={
+            "size": len(event.get("Records", [])),
+            "failures": len(response["batchItemFailures"]),
+            "started_at": started_at,
+            "busy_ms": round((time.time() - started_at) * 1000, 2),
+            "environment": context.log_stream_name,
+        },
+    )
     return response

@@ -10,6 +10,7 @@ import pytest
 from moto import mock_aws
 
 from shared import settings
+from shared.api_key_model import ApiKey
 from shared.aws import client
 from shared.signing import id_secret
 
@@ -24,6 +25,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     client.cache_clear()
     id_secret.cache_clear()
+    ApiKey._connection = None  # pynamodb keeps its connection (and endpoint) per model class
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
         dynamodb.create_table(
@@ -57,3 +59,21 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         yield {"queue_url": queue_url, "dlq_url": dlq_url, "sqs": sqs, "dynamodb": dynamodb}
     client.cache_clear()
     id_secret.cache_clear()
+
+
+@pytest.fixture
+def scheduler_env(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """`aws` plus the Scheduler group and role that schedules and far-future jobs use."""
+    iam = boto3.client("iam")
+    role = iam.create_role(RoleName=settings.SCHEDULER_ROLE_NAME, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    sqs = aws["sqs"]
+
+    def arn(url: str) -> str:
+        return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+    monkeypatch.setenv("CORRAL_SCHEDULER_ROLE_ARN", role)
+    monkeypatch.setenv("CORRAL_QUEUE_ARN", arn(aws["queue_url"]))
+    monkeypatch.setenv("CORRAL_DLQ_ARN", arn(aws["dlq_url"]))
+    client = boto3.client("scheduler")
+    client.create_schedule_group(Name=settings.SCHEDULE_GROUP)
+    return {**aws, "scheduler": client}

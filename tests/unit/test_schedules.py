@@ -4,28 +4,10 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 
-import boto3
 import pytest
 
 from shared import schedules, settings
 from shared.enqueue import InvalidJob, JobRequest, enqueue
-
-
-@pytest.fixture
-def scheduler_env(aws, monkeypatch):
-    iam = boto3.client("iam")
-    role = iam.create_role(RoleName=settings.SCHEDULER_ROLE_NAME, AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    sqs = aws["sqs"]
-
-    def arn(url: str) -> str:
-        return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-
-    monkeypatch.setenv("CORRAL_SCHEDULER_ROLE_ARN", role)
-    monkeypatch.setenv("CORRAL_QUEUE_ARN", arn(aws["queue_url"]))
-    monkeypatch.setenv("CORRAL_DLQ_ARN", arn(aws["dlq_url"]))
-    client = boto3.client("scheduler")
-    client.create_schedule_group(Name=settings.SCHEDULE_GROUP)
-    return {**aws, "scheduler": client}
 
 
 def _request(name="nightly", **changes):

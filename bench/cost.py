@@ -1,0 +1,114 @@
+"""Cost of our own code, as ratios measured in the same run.
+
+- Enqueue: the API handler called in-process with a synthetic HTTP API event (routing,
+  validation, auth from the key cache, id minting, the SendMessage, the access log line)
+  vs a bare boto3 `send_message` of the same body size to the same emulator queue.
+- Cold start: `import functions.api.handler` vs `import boto3`, each in fresh interpreters.
+
+`python -m bench.cost enqueue` is the child process the benchmark starts with the
+emulator's endpoint and the functions' environment, so nothing leaks into the runner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_IMPORT_TIMER = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+
+
+def import_seconds(module: str) -> float:
+    """Time to import `module` in a fresh interpreter (the interpreter's own startup excluded)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_TIMER.format(module=module)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def cold_start(runs: int = 7) -> dict[str, float]:
+    """Fastest of `runs` interleaved imports each: an import is fixed work, so on a shared
+    machine the minimum is the estimate least inflated by other processes' load."""
+    handler, boto3 = [], []
+    for _ in range(runs):
+        handler.append(import_seconds("functions.api.handler"))
+        boto3.append(import_seconds("boto3"))
+    fastest_handler, fastest_boto3 = min(handler), min(boto3)
+    return {
+        "import_handler_ms": fastest_handler * 1000,
+        "import_boto3_ms": fastest_boto3 * 1000,
+        "ratio": fastest_handler / fastest_boto3,
+    }
+
+
+def enqueue_cost(aws_env: dict[str, str], function_env: dict[str, str], api_key: str, rounds: int) -> dict[str, float]:
+    """Runs the child below; returns per-enqueue medians (ms) and their ratio."""
+    env = {**os.environ, **aws_env, **function_env, "POWERTOOLS_SERVICE_NAME": "corral-api"}
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.cost", "enqueue", api_key, str(rounds)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _child(api_key: str, rounds: int) -> None:
+    import contextlib
+    import io
+
+    import boto3
+
+    from bench.http_event import FakeLambdaContext, http_api_event
+    from functions.api.handler import handler
+
+    body = {"type": "echo", "payload": {"n": 1}}
+    event = http_api_event("POST", "/v1/jobs", body, api_key)
+    context = FakeLambdaContext()
+    sqs = boto3.client("sqs")
+    queue_url = os.environ["CORRAL_QUEUE_URL"]
+    bare_body = "x" * 180  # about the size of the message the handler sends
+
+    def timed_handler() -> float:
+        started = time.perf_counter()
+        response = handler(event, context)
+        elapsed = time.perf_counter() - started
+        assert response["statusCode"] == 202, response
+        return elapsed
+
+    def timed_send() -> float:
+        started = time.perf_counter()
+        sqs.send_message(QueueUrl=queue_url, MessageBody=bare_body)
+        return time.perf_counter() - started
+
+    handler_times: list[float] = []
+    send_times: list[float] = []
+    with contextlib.redirect_stdout(io.StringIO()):  # the access log lines; Lambda ships them, we drop them
+        for _ in range(10):  # warm both: key cache, id secret, connections
+            timed_handler()
+            timed_send()
+        for _ in range(rounds // 20):  # interleaved blocks, so a noisy moment hits both sides
+            handler_times += [timed_handler() for _ in range(20)]
+            send_times += [timed_send() for _ in range(20)]
+    handler_ms = statistics.median(handler_times) * 1000
+    send_ms = statistics.median(send_times) * 1000
+    print(json.dumps({"handler_ms": handler_ms, "send_message_ms": send_ms, "ratio": handler_ms / send_ms}))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["enqueue"]:
+        _child(sys.argv[2], int(sys.argv[3]))
+    else:
+        print(json.dumps(cold_start()))

@@ -1,0 +1,100 @@
+"""Open-loop API enqueue load: client threads take send slots from one shared schedule.
+
+The schedule follows the scenario's rate (R x the phase's factor); a thread sleeps until its
+slot, sends, and records the latency. A slot more than MAX_LAG_SECONDS late (every thread was
+busy) is skipped and counted, not sent late, so the load never outlasts its timeline; the
+achieved rate then falls below the target, which the report shows (the rate was not sustained).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import requests
+
+MAX_LAG_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: float  # seconds since the load started, when the request was sent
+    latency_ms: float
+    status: int  # HTTP status, 0 for a connection error or timeout
+    job_id: str | None
+    phase: str
+
+
+class EnqueueLoad:
+    def __init__(
+        self,
+        api_url: str,
+        api_key: str,
+        rate_at: Callable[[float], tuple[str, float] | None],
+        threads: int,
+        payload: Callable[[int], object] = lambda n: {"n": n},
+    ) -> None:
+        """`rate_at(elapsed)` -> (phase name, requests/s > 0), or None when the load is over."""
+        self._url = api_url + "/v1/jobs"
+        self._headers = {"Authorization": f"Bearer {api_key}"}
+        self._rate_at = rate_at
+        self._payload = payload
+        self._threads = [threading.Thread(target=self._client, daemon=True) for _ in range(threads)]
+        self._lock = threading.Lock()
+        self._next_slot = 0.0
+        self._count = 0
+        self.samples: list[Sample] = []
+        self.skipped: dict[str, int] = {}  # phase -> slots skipped because every client was busy
+        self.started = 0.0
+
+    def start(self) -> None:
+        self.started = time.monotonic()
+        for thread in self._threads:
+            thread.start()
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+    def _take_slot(self) -> tuple[float, str, int] | None:
+        with self._lock:
+            planned = self._rate_at(self._next_slot)
+            if planned is None:
+                return None
+            phase, rate = planned
+            slot = self._next_slot
+            self._next_slot += 1 / rate
+            self._count += 1
+            return slot, phase, self._count
+
+    def _client(self) -> None:
+        session = requests.Session()
+        while True:
+            taken = self._take_slot()
+            if taken is None:
+                return
+            slot, phase, number = taken
+            delay = self.started + slot - time.monotonic()
+            if delay < -MAX_LAG_SECONDS:
+                with self._lock:
+                    self.skipped[phase] = self.skipped.get(phase, 0) + 1
+                continue
+            if delay > 0:
+                time.sleep(delay)
+            self.samples.append(self._send(session, phase, number))
+
+    def _send(self, session: requests.Session, phase: str, number: int) -> Sample:
+        sent = time.monotonic()
+        job_id, status = None, 0
+        try:
+            response = session.post(
+                self._url, json={"type": "echo", "payload": self._payload(number)}, headers=self._headers, timeout=10
+            )
+            status = response.status_code
+            if status == 202:
+                job_id = response.json()["id"]
+        except requests.RequestException:
+            pass
+        return Sample(sent - self.started, (time.monotonic() - sent) * 1000, status, job_id, phase)

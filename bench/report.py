@@ -1,0 +1,97 @@
+"""The benchmark's outputs: slo.json, a PNG plot and a table on the terminal."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+
+from bench.load import Sample
+from bench.measure import DepthSample
+from bench.slo import TARGETS, meets, percentile
+
+
+@dataclass(frozen=True)
+class Marker:
+    at: float  # seconds since the load started
+    name: str
+    note: str
+    wired: bool
+
+
+def write_json(path: Path, results: dict[str, Any]) -> None:
+    path.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+
+
+def plot(
+    path: Path,
+    samples: list[Sample],
+    enqueue_to_run: list[tuple[float, float]],
+    depth: list[DepthSample],
+    markers: list[Marker],
+    phases: list[tuple[str, float, float]],
+    title: str,
+) -> None:
+    """Enqueue latency, enqueue-to-run and queue depth over the run, with the phases and events marked."""
+    figure, (top, middle, bottom) = plt.subplots(3, 1, figsize=(12, 10), sharex=True)
+    per_second: dict[int, list[float]] = defaultdict(list)
+    for sample in samples:
+        if sample.status == 202:
+            per_second[int(sample.at)].append(sample.latency_ms)
+    seconds = sorted(per_second)
+    top.plot(seconds, [percentile(per_second[s], 50) for s in seconds], label="p50")
+    top.plot(seconds, [percentile(per_second[s], 99) for s in seconds], label="p99")
+    errors = [s.at for s in samples if s.status != 202]
+    if errors:
+        top.plot(errors, [0] * len(errors), "rx", label=f"not accepted ({len(errors)})")
+    top.set_ylabel("API enqueue latency (ms)")
+    top.legend(loc="upper left")
+    if enqueue_to_run:
+        middle.scatter([at for at, _ in enqueue_to_run], [ms for _, ms in enqueue_to_run], s=2, alpha=0.4)
+        middle.set_yscale("log")
+    middle.axhline(260, color="red", linestyle=":", label="p99 target 260 ms")
+    middle.set_ylabel("enqueue-to-run (ms), per job")
+    middle.legend(loc="upper left")
+    bottom.plot([d.at for d in depth], [d.visible for d in depth], label="visible (waiting)")
+    bottom.plot([d.at for d in depth], [d.in_flight for d in depth], label="in flight")
+    bottom.set_ylabel("queue depth (messages)")
+    bottom.set_xlabel("seconds since the load started")
+    bottom.legend(loc="upper left")
+    for axis in (top, middle, bottom):
+        for name, start, end in phases:
+            if name == "herd":
+                axis.axvspan(start, end, color="orange", alpha=0.12)
+        for marker in markers:
+            axis.axvline(marker.at, color="black" if marker.wired else "grey", linestyle="--", linewidth=1)
+    for marker in markers:
+        label = marker.name if marker.wired else f"{marker.name} (not wired)"
+        top.annotate(label, (marker.at, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", fontsize=8)
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def _format(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
+    return str(value)
+
+
+def table(rows: list[tuple[str, Any, str]]) -> str:
+    """(figure, value, target key or text) -> an aligned text table with a pass/fail column."""
+    lines = [f"{'figure':<34} {'value':>14}  {'target':<12} ok", "-" * 66]
+    for name, value, key in rows:
+        target = f"{TARGETS[key][0]} {TARGETS[key][1]:g}" if key in TARGETS else key
+        verdict = {True: "yes", False: "NO", None: ""}[meets(key, value if isinstance(value, int | float) else None)]
+        lines.append(f"{name:<34} {_format(value):>14}  {target:<12} {verdict}")
+    return "\n".join(lines)

@@ -1,0 +1,123 @@
+"""From what was measured to the SLO figures. Definitions: docs/benchmark.md."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bench.load import Sample
+from bench.measure import Batch, JobRow
+
+TARGETS = {
+    "executed_pct": (">=", 96.0),
+    "enqueue_to_run_p99_ms": ("<=", 260.0),
+    "enqueue_p99_during_over_before": ("<=", 1.5),
+    "worker_utilisation_pct": ("<=", 88.0),
+    "footprint": ("<=", 9),
+    "bulk_enqueue_rps": (">=", 6000.0),
+    "sustained_enqueue_rps": (">=", 6000.0),
+    "handler_over_send_message": ("<=", 1.3),
+    "import_over_boto3": ("<=", 1.5),
+}
+
+
+def percentile(values: Iterable[float], pct: float) -> float | None:
+    """Nearest-rank percentile (no interpolation: p99 of 100 values is the 99th smallest)."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def meets(key: str, value: float | None) -> bool | None:
+    if key not in TARGETS or value is None:
+        return None
+    op, target = TARGETS[key]
+    return value >= target if op == ">=" else value <= target
+
+
+@dataclass(frozen=True)
+class Executed:
+    accepted: int
+    succeeded: int
+    succeeded_first_attempt: int
+    retried: int  # succeeded after more than one attempt (a killed worker's jobs)
+    unfinished: int  # accepted, but no finished record when the run ended
+    dead: int
+
+    @property
+    def pct(self) -> float:
+        return 100.0 * self.succeeded / self.accepted if self.accepted else 0.0
+
+
+def executed(accepted_ids: list[str], rows: dict[str, JobRow]) -> Executed:
+    found = [rows.get(job_id) for job_id in set(accepted_ids)]
+    succeeded = [row for row in found if row and row.status == "succeeded"]
+    return Executed(
+        accepted=len(set(accepted_ids)),
+        succeeded=len(succeeded),
+        succeeded_first_attempt=sum(1 for row in succeeded if row.attempts == 1),
+        retried=sum(1 for row in succeeded if row.attempts > 1),
+        unfinished=sum(1 for row in found if row is None or row.status not in ("succeeded", "dead")),
+        dead=sum(1 for row in found if row and row.status == "dead"),
+    )
+
+
+def enqueue_to_run_ms(accepted_ids: list[str], rows: dict[str, JobRow]) -> list[float]:
+    """started_at - enqueued_at per job (the last attempt's start: a claim records its own start)."""
+    values = []
+    for job_id in accepted_ids:
+        row = rows.get(job_id)
+        if row and row.started_at is not None and row.enqueued_at is not None:
+            values.append((row.started_at - row.enqueued_at) * 1000)
+    return values
+
+
+def phase_latencies(samples: list[Sample], phase: str) -> list[float]:
+    return [s.latency_ms for s in samples if s.phase == phase and s.status == 202]
+
+
+def accepted_rate(samples: list[Sample], phase: str, seconds: float) -> float:
+    return sum(1 for s in samples if s.phase == phase and s.status == 202) / seconds if seconds else 0.0
+
+
+@dataclass(frozen=True)
+class Utilisation:
+    overall_pct: float
+    peak_second_pct: float
+    per_worker_pct: dict[str, float]
+    capacity: int
+    window_seconds: float
+
+
+def utilisation(batches: list[Batch], capacity: int, window: tuple[float, float]) -> Utilisation:
+    """Busy time / capacity: the worker's batch durations over (ESM max concurrency x the window).
+
+    Per worker: its busy time over the window. Peak: the busiest 1-second bucket.
+    """
+    start, end = window
+    seconds = max(end - start, 1e-9)
+    per_worker: dict[str, float] = defaultdict(float)
+    buckets: dict[int, float] = defaultdict(float)
+    total = 0.0
+    for batch in batches:
+        begin = max(batch.started_at, start)
+        finish = min(batch.started_at + batch.busy_ms / 1000, end)
+        if finish <= begin:
+            continue
+        total += finish - begin
+        per_worker[batch.environment] += finish - begin
+        second = math.floor(begin)
+        while second < finish:
+            buckets[second] += min(finish, second + 1) - max(begin, second)
+            second += 1
+    return Utilisation(
+        overall_pct=100 * total / (capacity * seconds),
+        peak_second_pct=100 * max(buckets.values(), default=0.0) / capacity,
+        per_worker_pct={name: round(100 * busy / seconds, 1) for name, busy in sorted(per_worker.items())},
+        capacity=capacity,
+        window_seconds=seconds,
+    )

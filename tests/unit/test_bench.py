@@ -1,0 +1,60 @@
+"""The benchmark's arithmetic: percentiles, utilisation, the timeline, the capacity model."""
+
+import pytest
+
+from bench import capacity, slo
+from bench.measure import Batch
+from bench.scenario import midnight_herd
+
+
+def _never(context):
+    raise NotImplementedError("not wired")
+
+
+def test_nearest_rank_percentile():
+    values = list(range(1, 101))
+
+    assert slo.percentile(values, 99) == 99
+    assert slo.percentile(values, 50) == 50
+    assert slo.percentile([], 99) is None
+
+
+def test_utilisation_is_busy_time_over_concurrency_times_window():
+    batches = [Batch("env-a", 100.0, 1000, 10), Batch("env-a", 101.0, 1000, 10), Batch("env-b", 100.0, 500, 3)]
+
+    use = slo.utilisation(batches, capacity=2, window=(100.0, 102.0))
+
+    assert use.overall_pct == pytest.approx(100 * 2.5 / 4)
+    assert use.per_worker_pct == {"env-a": 100.0, "env-b": 25.0}
+    assert use.peak_second_pct == pytest.approx(75.0)
+
+
+def test_busy_time_outside_the_window_does_not_count():
+    use = slo.utilisation([Batch("env", 99.0, 2000, 1)], capacity=1, window=(100.0, 101.0))
+
+    assert use.overall_pct == pytest.approx(100.0)
+
+
+def test_the_herd_timeline_triples_the_rate_and_places_its_events_inside_the_herd():
+    scenario = midnight_herd(quick=True, herd=_never, kill=_never, blip=_never)
+    herd_start, herd_end = scenario.window("herd")
+
+    assert scenario.phase_at(herd_start + 0.1).rate_factor == 3 * scenario.phase_at(0).rate_factor
+    assert all(herd_start <= event.at < herd_end for event in scenario.events)
+    assert scenario.phase_at(scenario.load_seconds) is None
+
+
+def test_capacity_sees_the_standard_esm_ramp_back_up_a_burst_and_a_prewarmed_one_not():
+    plan = capacity.plan(capacity.Inputs())
+
+    assert plan["esm_standard"]["peak_backlog"] > 0
+    assert plan["esm_provisioned_prewarmed"]["peak_backlog"] == 0
+    assert plan["worker_concurrency"]["burst"] > plan["worker_concurrency"]["steady"]
+    assert any("Scheduler" in change for change in plan["design_changes"])
+
+
+def test_bulk_enqueue_lowers_the_cost_per_million_jobs():
+    single = capacity.cost_per_million_jobs(capacity.Inputs())["total"]
+    bulk = capacity.cost_per_million_jobs(capacity.Inputs(bulk_fraction=1.0))["total"]
+
+    assert bulk < single

@@ -1,60 +1,33 @@
 """The faults the scenario injects, each an event action: (context) -> note for the report.
 
-Killing a worker is small enough to do here: the embedded emulator runs each concurrent
-worker invocation as a subprocess in its own process group, so SIGKILL one of those. The store
-blip needs the fault proxy (issue 5) and the crons due at the herd second need the schedules
-herd (issue 4, bench/herd.py): until they are wired in, their actions raise NotImplementedError
-and the report shows them as not wired.
+They use the same mechanisms as the tests (local/chaos.py): the fault proxy in front of the
+emulator's DynamoDB for the store blip, the emulator's worker subprocesses for the kill, and
+EventBridge Scheduler at() schedules (bench/herd.py) for the crons due at the herd second.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import signal
-from collections.abc import Iterator
-from pathlib import Path
+import threading
+import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bench.herd import Aws, create_herd
+from local.chaos import worker_pids
 from shared import settings
 
-
-def _pids_with_environment(entry: str) -> Iterator[int]:
-    """Pids whose environment holds `entry` (NAME=value); processes we cannot read are skipped."""
-    wanted = entry.encode()
-    for path in Path("/proc").iterdir():
-        if not path.name.isdigit():
-            continue
-        try:
-            if wanted in (path / "environ").read_bytes().split(b"\0"):
-                yield int(path.name)
-        except OSError:
-            continue  # gone meanwhile, or not ours to read
-
-
-def worker_processes(emulator_pgid: int) -> list[int]:
-    """Pids of the worker function's execution environments started by our emulator (and no one else's)."""
-    found = []
-    for pid in _pids_with_environment(f"AWS_LAMBDA_FUNCTION_NAME={settings.WORKER_FUNCTION}"):
-        with contextlib.suppress(ProcessLookupError):
-            if os.getpgid(pid) == emulator_pgid:
-                found.append(pid)
-    return found
-
-
-def emulator_pgid(port: int) -> int:
-    """The process group of the ministack serving `port` (a stack started by `make up`)."""
-    for pid in _pids_with_environment(f"GATEWAY_PORT={port}"):
-        with contextlib.suppress(OSError):
-            if b"ministack" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return os.getpgid(pid)
-    raise RuntimeError(f"no ministack process serves port {port}")
+BLIP_SECONDS = 5
+# Crons due at the herd second: this many seconds' worth of the base rate, as at() schedules.
+CRON_HERD_SECONDS_OF_BASE = 10
+CRON_LEAD_SECONDS = 12  # creating the schedules must finish before they are due
 
 
 def kill_worker(context: Any) -> str:
     """SIGKILL one worker execution environment, mid-batch if one is busy (under load most are)."""
-    pids = worker_processes(context.emulator_pgid)
+    pids = worker_pids(context.chaos.emulator, settings.WORKER_FUNCTION)
     if not pids:
         return "no worker process alive to kill"
     victim = random.choice(pids)
@@ -63,12 +36,23 @@ def kill_worker(context: Any) -> str:
 
 
 def store_blip(context: Any) -> str:
-    raise NotImplementedError(
-        "store blip: wire issue 5's DynamoDB fault proxy here (a window of throttling/5xx answers to the functions)"
-    )
+    context.chaos.blip(BLIP_SECONDS, service="dynamodb", mode="mixed")
+    return f"DynamoDB answers throttling/5xx to the functions for {BLIP_SECONDS}s (fault proxy)"
 
 
 def herd_crons(context: Any) -> str:
-    raise NotImplementedError(
-        "crons due at the herd second: wire bench/herd.py (issue 4) here; the herd is API enqueues at 3x until then"
-    )
+    """Schedules all due at one second, created in the background so the other events keep their times."""
+    count = max(50, int(context.base_rate * CRON_HERD_SECONDS_OF_BASE))
+    prefix = f"herd{int(time.time())}"
+    due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=CRON_LEAD_SECONDS)
+    herd: dict[str, Any] = {"prefix": prefix, "expected": count, "due_epoch": due.timestamp()}
+    context.cron_herd = herd
+
+    def create() -> None:
+        try:
+            herd["created_per_second"] = round(create_herd(Aws(context.platform.aws_env), prefix, count, due, 8), 1)
+        except Exception as error:  # reported in slo.json, not lost with the thread
+            herd["error"] = f"{type(error).__name__}: {error}"
+
+    threading.Thread(target=create, daemon=True, name="cron-herd").start()
+    return f"{count} schedules due at {due:%H:%M:%S} UTC"

@@ -23,8 +23,10 @@ from tqdm import tqdm
 
 from bench import cost, faults, measure, report, slo
 from bench.bulk import bulk_rate
+from bench.herd import Aws, herd_records
 from bench.load import EnqueueLoad, Sample
 from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
+from local.chaos import Chaos, Sidecars
 from local.deploy import deploy
 from local.ministack import CREDENTIALS, STATE, Ministack
 from shared import settings
@@ -43,11 +45,12 @@ WARM_UP_SECONDS = 10
 
 @dataclass
 class RunContext:
-    """What event actions get: the platform and the emulator's process group (for the worker kill)."""
+    """What event actions get: the platform, its faults, and what the cron herd created."""
 
     platform: Platform
-    emulator_pgid: int
+    chaos: Chaos
     base_rate: float
+    cron_herd: dict[str, Any] | None = None
 
     @property
     def api_url(self) -> str:
@@ -199,16 +202,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.running:
         results = _measure(_running_context(), args, out)
     else:
-        emulator = Ministack(port=args.port, log_path=STATE / "bench" / "ministack.log")
+        state_dir = STATE / "bench"
+        emulator = Ministack(port=args.port, log_path=state_dir / "ministack.log")
+        sidecars = Sidecars(emulator.endpoint, state_dir=state_dir)
         print(f"starting ministack on {emulator.endpoint} and deploying the stack ...", flush=True)
         emulator.start()
         try:
-            endpoint = deploy(emulator.env(), state_dir=STATE / "bench")
-            assert emulator.process is not None
+            sidecars.start()
+            # The enqueue path stays off the fault proxy: the benchmark measures the platform, not the extra hop.
+            function_env = sidecars.function_env(sqs_through_proxy=False)
+            endpoint = deploy(emulator.env(), function_env=function_env, state_dir=state_dir)
             running = Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
-            context = RunContext(running, os.getpgid(emulator.process.pid), DEFAULT_RATE)
-            results = _measure(context, args, out)
+            chaos = Chaos(sidecars.proxy_url, sidecars.cache_url, emulator.endpoint)
+            results = _measure(RunContext(running, chaos, DEFAULT_RATE), args, out)
         finally:
+            sidecars.stop()
             emulator.stop()
     results["run"]["wall_seconds"] = round(time.monotonic() - wall, 1)
     report.write_json(out / "slo.json", results)
@@ -218,10 +226,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _running_context() -> RunContext:
     endpoint = json.loads((STATE / "endpoint.json").read_text())
-    port = int(endpoint["aws_endpoint"].rsplit(":", 1)[1])
     aws_env = {**CREDENTIALS, "AWS_ENDPOINT_URL": endpoint["aws_endpoint"]}
     running = Platform(endpoint["api_url"], endpoint["api_key"], aws_env, emulated=True)
-    return RunContext(running, faults.emulator_pgid(port), DEFAULT_RATE)
+    return RunContext(running, Chaos.of(STATE), DEFAULT_RATE)
 
 
 def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -283,8 +290,11 @@ def _results(
 ) -> dict[str, Any]:
     samples: list[Sample] = run["samples"]
     accepted = [s.job_id for s in samples if s.job_id]
-    done = slo.executed(accepted, rows)
-    e2r = slo.enqueue_to_run_ms(accepted, rows)
+    cron = _cron_herd(context)
+    done = slo.executed(accepted + cron["ids"], rows)
+    e2r = slo.enqueue_to_run_ms(accepted + cron["ids"], rows)
+    # Crons that never fired have no id to look up: they count as expected and not executed.
+    executed_pct = 100 * done.succeeded / max(1, done.accepted + cron["not_fired"])
     before = slo.phase_latencies(samples, "steady")
     during = slo.phase_latencies(samples, "herd")
     p99_before, p99_during = slo.percentile(before, 99), slo.percentile(during, 99)
@@ -297,7 +307,7 @@ def _results(
     herd_use = slo.utilisation(batches, capacity, (start_epoch + herd_start, start_epoch + herd_end))
     footprint = measure.footprint()
     results: dict[str, Any] = {
-        "executed_pct": round(done.pct, 3),
+        "executed_pct": round(executed_pct, 3),
         "enqueue_to_run_p99_ms": _round(slo.percentile(e2r, 99)),
         "enqueue_p99_ms_before": _round(p99_before),
         "enqueue_p99_ms_during": _round(p99_during),
@@ -312,6 +322,7 @@ def _results(
                 p.name: round(slo.accepted_rate(samples, p.name, p.seconds), 1) for p in scenario.phases
             },
             "jobs": asdict(done),
+            "cron_herd": {k: v for k, v in cron.items() if k != "ids"},
             "enqueue_not_accepted": sum(1 for s in samples if s.status != 202),
             "enqueue_slots_skipped_clients_busy": run["skipped"],
             "enqueue_to_run_ms": {p: _round(slo.percentile(e2r, p)) for p in (50, 90, 99, 100)},
@@ -402,3 +413,18 @@ def _print_and_plot(
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _cron_herd(context: RunContext) -> dict[str, Any]:
+    """The jobs the herd's schedules became (ids found by their schedule name), against how many were due."""
+    if not context.cron_herd:
+        return {"ids": [], "expected": 0, "fired": 0, "not_fired": 0}
+    records = herd_records(Aws(context.platform.aws_env), context.cron_herd["prefix"])
+    ids = [record["pk"]["S"].removeprefix("job#") for record in records]
+    expected = context.cron_herd["expected"]
+    return {
+        **{k: v for k, v in context.cron_herd.items() if k != "prefix"},
+        "ids": ids,
+        "fired": len(ids),
+        "not_fired": max(0, expected - len(ids)),
+    }

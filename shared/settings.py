@@ -24,7 +24,10 @@ WORKER_FUNCTION = "corral-worker"
 # Worker and queue tuning. See docs/architecture.md "Queue and worker numbers".
 WORKER_BATCH_SIZE = 10
 WORKER_BATCHING_WINDOW_SECONDS = 0  # latency first: enqueue-to-run p99 is an SLO
-WORKER_MAX_CONCURRENCY = 50  # ESM MaximumConcurrency (2-1000): the emulator's scaling (profile local)
+# ESM MaximumConcurrency (2-1000): the emulator's scaling (profile local). Each concurrent batch is a
+# Python subprocess there; on a 2-core machine 50 of them time out on cold start and stalled the
+# emulator under `make bench` (47 % executed), 8 executed 100 % (docs/benchmark.md).
+WORKER_MAX_CONCURRENCY = 8
 # ESM provisioned mode on AWS (profile aws); see docs/architecture.md "The production stack".
 # Each SQS event poller drives up to 10 concurrent invokes; the minimum keeps the 3x midnight
 # herd's worth of pollers warm, the maximum caps worker concurrency below the account's 1,000.

@@ -39,7 +39,7 @@ def test_a_batch_of_100_jobs_is_accepted_and_every_job_runs_once(api):
 
 def test_one_invalid_job_is_reported_by_field_and_the_others_run(api):
     jobs = [{"type": "echo", "payload": n} for n in range(5)]
-    jobs[2] = {"type": "echo", "delay_seconds": 10_000}
+    jobs[2] = {"type": "echo", "max_attempts": 0}
 
     response = api.request("POST", "/v1/jobs:batch", json={"jobs": jobs})
 
@@ -47,7 +47,7 @@ def test_one_invalid_job_is_reported_by_field_and_the_others_run(api):
     results = response.json()["results"]
     assert results[2]["status"] == "rejected"
     assert results[2]["error"] == "invalid_request"
-    assert results[2]["field"] == "jobs[2].delay_seconds"
+    assert results[2]["field"] == "jobs[2].max_attempts"
     accepted = [result["id"] for index, result in enumerate(results) if index != 2]
     done = _wait_all(api, accepted)
     assert sorted(job["result"] for job in done.values()) == [0, 1, 3, 4]

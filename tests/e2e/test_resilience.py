@@ -5,6 +5,10 @@ successful outcome write reaching the store (counted at the fault proxy).
 The local profile's worker timeout is 5 s and its visibility timeout 30 s, so a
 killed attempt comes back after ~30 s; the poison job is enqueued first (module
 fixture) so its two 30 s waits overlap the other tests.
+
+A job that shares a batch with the poison job waits one visibility timeout per crash (the
+crash takes the whole invocation down): up to 2 x 30 s here, so waits on jobs enqueued
+near it are bounded by POISON_NEIGHBOUR_WAIT rather than the default.
 """
 
 import time
@@ -14,6 +18,8 @@ import pytest
 
 from local.chaos import Chaos
 from tests.e2e.test_retry import _dlq_bodies
+
+POISON_NEIGHBOUR_WAIT = 2 * 30 + 40  # two crashes' visibility timeouts, plus a slow emulator's margin
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +55,7 @@ def _wait_status(api, job_ids: list[str], status: str, timeout: float) -> str:
 
 def test_a_store_blip_loses_nothing_and_records_nothing_twice(api, chaos, poison_job):
     cached_job = api.enqueue("echo", {"before": "blip"})
-    api.wait(cached_job)
+    api.wait(cached_job, timeout=POISON_NEIGHBOUR_WAIT)
     finishing_in_blip = [api.enqueue("sleep", {"seconds": 1}) for _ in range(3)]
 
     chaos.blip(seconds=5, service="dynamodb", mode="mixed")

@@ -18,6 +18,17 @@ from shared.model import JobMessage
 # A store (or queue) call that failed after botocore's own retries (throttling, 5xx, timeouts): a blip.
 _AWS_ERRORS = (ClientError, BotoCoreError)
 
+# After a store failure this worker process hands deliveries straight back for a short while instead
+# of spending botocore's retries on each: a batch of 10 that retried every record would outlast the
+# invocation's timeout, and a timed-out batch waits the whole visibility timeout (30 s local, 180 s AWS).
+STORE_COOLDOWN_SECONDS = 2.0
+_store_down_until = 0.0
+
+
+def _store_failed() -> None:
+    global _store_down_until
+    _store_down_until = time.monotonic() + STORE_COOLDOWN_SECONDS
+
 
 class RetryLater(Exception):
     """Leave the message on the queue; it comes back after `seconds`."""
@@ -39,11 +50,14 @@ def _lease_seconds() -> int:
 
 def work(message: JobMessage, delivery: Delivery) -> str:
     """Handle one delivery; returns what happened. Raises RetryLater to redeliver."""
+    if time.monotonic() < _store_down_until:
+        raise RetryLater(queue.backoff_seconds(1), "the store failed moments ago: not claiming now")
     claimed_at = time.time()
     try:
         claim = store.claim(message, delivery.message_id, claimed_at, _lease_seconds())
     except _AWS_ERRORS as error:
         # Nothing happened yet: come back soon rather than after the whole visibility timeout.
+        _store_failed()
         raise RetryLater(queue.backoff_seconds(1), f"store unavailable for the claim: {error}") from error
     match claim:
         case store.Finished():
@@ -67,6 +81,7 @@ def work(message: JobMessage, delivery: Delivery) -> str:
             except _AWS_ERRORS as error:
                 # The job ran but its outcome is not recorded, and this message holds the lease: come back
                 # when the lease has run out, and the claim starts a new attempt (the job runs again).
+                _store_failed()
                 lease_left = claimed_at + _lease_seconds() - time.time()
                 raise RetryLater(max(lease_left, 0) + 1, f"store unavailable recording the outcome: {error}") from error
     raise AssertionError(f"unexpected claim result {claim!r}")

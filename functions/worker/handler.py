@@ -20,7 +20,22 @@ logger = Logger(service="corral-worker")
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
+# A record is not started with less than this left of the invocation: handed back for a short
+# retry instead, so a slow batch ends before its timeout (which would hold every record of it
+# for the whole visibility timeout).
+MIN_SECONDS_LEFT_TO_START = 2.0
+_invocation: LambdaContext | None = None
+
+
+def _time_left_seconds() -> float:
+    return _invocation.get_remaining_time_in_millis() / 1000 if _invocation else float("inf")
+
+
 def record_handler(record: SQSRecord) -> str:
+    if _time_left_seconds() < MIN_SECONDS_LEFT_TO_START:
+        queue.retry_later(record.receipt_handle, 1)
+        job_retried()
+        raise RetryLater(1, "too little of the invocation left to start this job")
     try:
         message = job_message(json.loads(record.body), sent_at=int(record.attributes.sent_timestamp) / 1000)
     except (ValueError, TypeError, AttributeError) as error:
@@ -43,6 +58,8 @@ def record_handler(record: SQSRecord) -> str:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    global _invocation
+    _invocation = context
     started_at = time.time()
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

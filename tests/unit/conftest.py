@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from shared import settings
+from shared import settings, work
 from shared.api_key_model import ApiKey
 from shared.aws import client
 from shared.signing import id_secret

@@ -51,3 +51,19 @@ def test_an_outcome_write_whose_answer_was_lost_can_be_applied_again_by_the_same
     assert store.complete(message.id, claim.token, "result", time.time()) is True
     assert store.fail(message.id, claim.token, "late failure", time.time(), dead=False) is False
     assert store.get(message.id)[0].status is Status.SUCCEEDED
+
+
+def test_after_a_store_failure_the_worker_hands_deliveries_back_without_calling_the_store(aws, monkeypatch):
+    calls = []
+
+    def failing_claim(*args, **kwargs):
+        calls.append(args)
+        _throttled()
+
+    monkeypatch.setattr(store, "claim", failing_claim)
+    for _ in range(5):
+        with pytest.raises(RetryLater) as later:
+            _deliver(_message())
+        assert later.value.seconds <= 3
+
+    assert len(calls) == 1  # the other four came back without touching the store

@@ -25,6 +25,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     client.cache_clear()
     id_secret.cache_clear()
+    monkeypatch.setattr(work, "_store_down_until", 0.0)  # each test starts with a store that has not failed
     ApiKey._connection = None  # pynamodb keeps its connection (and endpoint) per model class
     with mock_aws():
         dynamodb = boto3.client("dynamodb")

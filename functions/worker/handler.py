@@ -32,19 +32,17 @@ def _time_left_seconds() -> float:
 
 
 def record_handler(record: SQSRecord) -> str:
-    if _time_left_seconds() < MIN_SECONDS_LEFT_TO_START:
-        queue.retry_later(record.receipt_handle, 1)
-        job_retried()
-        raise RetryLater(1, "too little of the invocation left to start this job")
     try:
         message = job_message(json.loads(record.body), sent_at=int(record.attributes.sent_timestamp) / 1000)
     except (ValueError, TypeError, AttributeError) as error:
         queue.bury(record.body, f"unreadable job message: {error}")
         job_outcome("unreadable")
         return "unreadable"
-    if record.attributes.approximate_receive_count == "1":
-        job_started(message.enqueued_at)
     try:
+        if _time_left_seconds() < MIN_SECONDS_LEFT_TO_START:
+            raise RetryLater(1, "too little of the invocation left to start this job")
+        if record.attributes.approximate_receive_count == "1":
+            job_started(message.enqueued_at)
         outcome = work(message, Delivery(message_id=record.message_id, body=record.body))
     except RetryLater as later:
         queue.retry_later(record.receipt_handle, later.seconds)

@@ -20,17 +20,22 @@ from shared.status import job_status
 router = APIGatewayHttpRouter()
 
 
-class JobIn(BaseModel):
+class JobSpecIn(BaseModel):
+    """What a job is: enqueued now (JobIn) or fired by a schedule (functions/api/schedules.py)."""
+
     model_config = ConfigDict(extra="forbid")
 
     type: str = Field(min_length=1, max_length=64, description="A registered job type, e.g. echo")
     payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
+    max_attempts: int = Field(default=settings.DEFAULT_MAX_ATTEMPTS, ge=1, le=settings.MAX_MAX_ATTEMPTS)
+
+
+class JobIn(JobSpecIn):
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
     delay_seconds: int | None = Field(
         default=None, ge=0, le=settings.MAX_RUN_AT_DAYS * 86_400, description="Run this many seconds from now"
     )
     run_at: datetime | None = Field(default=None, description="Run at this time (ISO 8601; UTC if no offset)")
-    max_attempts: int = Field(default=settings.DEFAULT_MAX_ATTEMPTS, ge=1, le=settings.MAX_MAX_ATTEMPTS)
 
 
 class JobsBatchIn(BaseModel):

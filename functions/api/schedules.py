@@ -10,18 +10,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.jobs import JobSpecIn
 from functions.api.responses import error_response, json_response
 from shared import schedules, settings
 
 router = APIGatewayHttpRouter()
-
-
-class ScheduledJobIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    type: str = Field(min_length=1, max_length=64, description="A registered job type, e.g. echo")
-    payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
-    max_attempts: int = Field(default=settings.DEFAULT_MAX_ATTEMPTS, ge=1, le=settings.MAX_MAX_ATTEMPTS)
 
 
 class ScheduleIn(BaseModel):
@@ -34,7 +27,7 @@ class ScheduleIn(BaseModel):
         description="EventBridge Scheduler syntax: cron(0 0 * * ? *), rate(5 minutes) or at(2026-12-31T23:59:00)",
     )
     timezone: str = Field(default="UTC", max_length=64, description="IANA name; cron() and at() are read in it")
-    job: ScheduledJobIn
+    job: JobSpecIn
     flexible_window_minutes: int = Field(
         default=0, ge=0, le=settings.MAX_FLEXIBLE_WINDOW_MINUTES, description="0: fire on time; n: within n minutes"
     )

@@ -26,3 +26,9 @@ _CONFIG = Config(
 def client(service: str, endpoint_url: str | None = None) -> Any:
     """`endpoint_url` overrides the environment's (e.g. the local status cache in front of DynamoDB)."""
     return boto3.session.Session().client(service, config=_CONFIG, endpoint_url=endpoint_url)
+
+
+def aws_error_code(error: Exception) -> str:
+    """The AWS error code of a failed call ("ConditionalCheckFailedException", ...); "" if it has none."""
+    response = getattr(error, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""

@@ -3,7 +3,7 @@
 A schedule's target Input is a job message without an id: Scheduler fills in
 `<aws.scheduler.scheduled-time>` at each firing, and the id is derived from
 (tenant, schedule, scheduled time), so a duplicate firing of one occurrence is
-the same job and the worker's claim runs it once.
+the same job and the worker's claim runs it once (`JobMessage.from_body` derives it).
 """
 
 from __future__ import annotations
@@ -11,10 +11,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from typing import Any
-
-from shared import ids
-from shared.model import JobMessage
-from shared.signing import id_secret
 
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # a Scheduler context attribute, substituted at each firing
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -34,20 +30,6 @@ def firing_input(tenant: str, schedule: str, job_type: str, payload: Any, max_at
         },
         separators=(",", ":"),
     )
-
-
-def job_message(body: dict[str, Any], sent_at: float) -> JobMessage:
-    """The job a queue message carries. `sent_at`: when it entered the queue (SQS SentTimestamp).
-
-    A firing's enqueued_at is when Scheduler put it in the queue, not its scheduled
-    time: enqueue-to-run then measures our platform, and Scheduler's own lateness
-    shows as enqueued_at - scheduled_for.
-    """
-    if "id" in body or not body.get("schedule"):
-        return JobMessage.from_dict(body)
-    scheduled_for = scheduled_time(body.get("scheduled_for"), sent_at)
-    job_id = ids.scheduled_id(id_secret(), str(body.get("tenant")), str(body["schedule"]), scheduled_for)
-    return JobMessage.from_dict({**body, "id": job_id, "scheduled_for": scheduled_for, "enqueued_at": sent_at})
 
 
 def scheduled_time(value: Any, sent_at: float) -> str:

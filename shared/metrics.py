@@ -13,15 +13,16 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shared import settings
+from shared.model import Outcome
 
 metrics = Metrics(namespace=settings.METRICS_NAMESPACE)
 
 _OUTCOMES = {
-    "succeeded": "JobsSucceeded",
-    "dead": "JobsDead",
-    "duplicate": "DuplicateDeliveries",
-    "lost-claim": "LostClaims",
-    "unreadable": "UnreadableMessages",
+    Outcome.SUCCEEDED: "JobsSucceeded",
+    Outcome.DEAD: "JobsDead",
+    Outcome.DUPLICATE: "DuplicateDeliveries",
+    Outcome.LOST_CLAIM: "LostClaims",
+    Outcome.UNREADABLE: "UnreadableMessages",
 }
 
 
@@ -29,7 +30,7 @@ def jobs_enqueued(count: int = 1) -> None:
     metrics.add_metric(name="JobsEnqueued", unit=MetricUnit.Count, value=count)
 
 
-def job_outcome(outcome: str) -> None:
+def job_outcome(outcome: Outcome) -> None:
     metrics.add_metric(name=_OUTCOMES.get(outcome, "JobsOtherOutcome"), unit=MetricUnit.Count, value=1)
 
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from shared import ids, settings
+from shared.firings import scheduled_time
 
 
 class Status(StrEnum):
@@ -20,6 +25,96 @@ class Status(StrEnum):
         return self in (Status.SUCCEEDED, Status.DEAD)
 
 
+class Outcome(StrEnum):
+    """What the worker did with one delivery of a queue message."""
+
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"
+    DUPLICATE = "duplicate"  # the job is finished, or another message of it holds it
+    LOST_CLAIM = "lost-claim"  # the attempt's lease was taken over before it recorded its outcome
+    UNREADABLE = "unreadable"  # the message cannot run: in the DLQ with its reason
+
+
+class UnreadableMessage(ValueError):
+    """A queue message that cannot run, and why.
+
+    `job` holds the fields read so far of a message whose id verified for its tenant (at least
+    `id` and `tenant`): such a job is recorded `dead` with the reason, so GET tells the truth.
+    None: nothing trustworthy to record (not JSON, no tenant, an id that does not verify).
+    """
+
+    def __init__(self, reason: str, job: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.job = job
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_between(low: int, high: int) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if _is_int(value) and low <= value <= high else f"must be an integer from {low} to {high}"
+
+    return check
+
+
+def _text(max_length: int) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        ok = isinstance(value, str) and 0 < len(value) <= max_length
+        return None if ok else f"must be a non-empty string of at most {max_length} characters"
+
+    return check
+
+
+def _optional(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    return lambda value: None if value is None else check(value)
+
+
+def _timestamp(value: Any) -> str | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return None if ok else "must be a positive number (epoch seconds)"
+
+
+def _payload(value: Any) -> str | None:
+    size = len(json.dumps(value, separators=(",", ":")).encode())
+    return None if size <= settings.MAX_PAYLOAD_BYTES else f"{size} bytes is over {settings.MAX_PAYLOAD_BYTES}"
+
+
+def _version(value: Any) -> str | None:
+    return None if _is_int(value) and value == 1 else "must be 1"
+
+
+_MAX_NAME_LENGTH = 256  # tenants, job types, schedule names, timestamps: far above any real one
+# Every field a job message may carry, and what it must be. `id`/`tenant` are checked first, apart.
+_FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "v": _version,
+    "type": _text(_MAX_NAME_LENGTH),
+    "payload": _payload,
+    "max_attempts": _int_between(1, settings.MAX_MAX_ATTEMPTS),
+    "enqueued_at": _timestamp,
+    "schedule": _optional(_text(_MAX_NAME_LENGTH)),
+    "scheduled_for": _optional(_text(_MAX_NAME_LENGTH)),
+    "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
+}
+_REQUIRED = ("type", "max_attempts", "enqueued_at")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_object(body: str) -> dict[str, Any]:
+    try:
+        data = json.loads(body, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
+        raise UnreadableMessage(f"unreadable job message: not JSON ({type(error).__name__})") from None
+    if not isinstance(data, dict):
+        raise UnreadableMessage(f"unreadable job message: a JSON {type(data).__name__}, not an object")
+    return data
+
+
 @dataclass(frozen=True)
 class JobMessage:
     """The SQS message body. Version 1."""
@@ -32,15 +127,76 @@ class JobMessage:
     enqueued_at: float  # epoch seconds, when the API accepted it
     schedule: str | None = None
     scheduled_for: str | None = None
+    timeout_seconds: int | None = None
     v: int = 1
 
+    def to_dict(self) -> dict[str, Any]:
+        """The body's fields. `payload` is always there (null too); optional fields only when set."""
+        body: dict[str, Any] = {
+            "v": self.v,
+            "id": self.id,
+            "tenant": self.tenant,
+            "type": self.type,
+            "payload": self.payload,
+            "max_attempts": self.max_attempts,
+            "enqueued_at": self.enqueued_at,
+        }
+        optional = {
+            "schedule": self.schedule,
+            "scheduled_for": self.scheduled_for,
+            "timeout_seconds": self.timeout_seconds,
+        }
+        return body | {name: value for name, value in optional.items() if value is not None}
+
     def to_json(self) -> str:
-        return json.dumps({k: v for k, v in asdict(self).items() if v is not None}, separators=(",", ":"))
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobMessage:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def from_body(cls, body: str, *, sent_at: float, secret: bytes) -> JobMessage:
+        """The job a queue message carries, checked field by field; UnreadableMessage says why not.
+
+        `sent_at`: when the message entered the queue (SQS SentTimestamp). A message without
+        an id is a schedule's firing (shared/firings.py): its id is derived from (tenant,
+        schedule, scheduled time), and its enqueued_at is when Scheduler put it in the queue,
+        not its scheduled time: enqueue-to-run then measures our platform, and Scheduler's
+        own lateness shows as enqueued_at - scheduled_for.
+        """
+        data = _json_object(body)
+        tenant = data.get("tenant")
+        if _text(_MAX_NAME_LENGTH)(tenant) is not None:
+            raise UnreadableMessage("unreadable job message: field 'tenant' must be a non-empty string")
+        if "id" in data:
+            job_id = data["id"]
+            if not isinstance(job_id, str) or ids.verify(secret, tenant, job_id) is None:
+                raise UnreadableMessage(f"forged job message: its id does not verify for tenant {tenant!r}")
+        else:
+            schedule = data.get("schedule")
+            if _text(_MAX_NAME_LENGTH)(schedule) is not None:
+                raise UnreadableMessage("unreadable job message: no id, and no schedule to derive one from")
+            scheduled_for = scheduled_time(data.get("scheduled_for"), sent_at)
+            job_id = ids.scheduled_id(secret, tenant, schedule, scheduled_for)
+            data = {**data, "scheduled_for": scheduled_for, "enqueued_at": sent_at}
+        fields = {name: value for name, value in data.items() if name not in ("id", "tenant")}
+        problems = [f"unknown field {name!r}" for name in fields if name not in _FIELD_CHECKS]
+        problems += [f"missing field {name!r}" for name in _REQUIRED if name not in fields]
+        valid: dict[str, Any] = {"id": job_id, "tenant": tenant}
+        for name, value in fields.items():
+            try:
+                problem = _FIELD_CHECKS[name](value) if name in _FIELD_CHECKS else None
+            except (ValueError, TypeError, RecursionError) as error:  # a payload json cannot write back
+                problem = f"cannot be serialised ({type(error).__name__})"
+            if problem:
+                problems.append(f"field {name!r} {problem}")
+            elif name in _FIELD_CHECKS:
+                valid[name] = value
+        if problems:
+            raise UnreadableMessage("unreadable job message: " + "; ".join(problems), job=valid)
+        return cls(**{"payload": None} | valid)  # no payload is a null payload, as the API accepts it
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -83,6 +84,40 @@ def backoff_seconds(attempt: int) -> int:
     """Exponential backoff with jitter for the retry after `attempt` (1-based)."""
     base = settings.RETRY_BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)
     return int(min(settings.RETRY_BACKOFF_CAP_SECONDS, base * random.uniform(0.8, 1.2)))
+
+
+def _hand_back_unit_seconds() -> float:
+    return float(settings.env("CORRAL_HAND_BACK_UNIT_SECONDS", str(settings.HAND_BACK_UNIT_SECONDS)))
+
+
+def _hand_back_max_seconds() -> float:
+    default = settings.PROFILES["aws"].visibility_timeout_seconds
+    return float(settings.env("CORRAL_HAND_BACK_MAX_SECONDS", str(default)))
+
+
+def hand_back_floor_seconds(receive_count: int, unit: float | None = None, cap: float | None = None) -> float:
+    """The least a delivery handed back without running stays away, after its `receive_count`-th receive.
+
+    It doubles every HAND_BACK_DOUBLING_RECEIVES receives, up to the cap (the visibility timeout):
+    each hand-back costs one receive of the queue's budget (maxReceiveCount), so the budget
+    must be spent over hours of a store outage, not minutes.
+    """
+    unit = _hand_back_unit_seconds() if unit is None else unit
+    cap = _hand_back_max_seconds() if cap is None else cap
+    return min(cap, unit * 2 ** ((max(receive_count, 1) - 1) / settings.HAND_BACK_DOUBLING_RECEIVES))
+
+
+def hand_back_seconds(receive_count: int) -> int:
+    """The delay of one hand-back: the floor, plus up to 20 % jitter (never less: the floor is what
+    the outage arithmetic counts), in whole seconds as ChangeMessageVisibility takes them."""
+    floor = hand_back_floor_seconds(receive_count)
+    return math.ceil(min(_hand_back_max_seconds(), floor * random.uniform(1.0, 1.2)))
+
+
+def survivable_outage_seconds(receive_budget: int, unit: float, cap: float) -> float:
+    """How long the store can be down before a never-run message reaches the DLQ: the hand-backs of
+    every receive but the last (the receive past the budget moves it to the DLQ)."""
+    return sum(hand_back_floor_seconds(n, unit, cap) for n in range(1, receive_budget))
 
 
 def retry_later(receipt_handle: str, delay_seconds: float) -> None:

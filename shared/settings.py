@@ -38,6 +38,12 @@ WORKER_MAX_POLLERS = 60
 # our code (a worker that dies before claiming): high enough that a herd cannot DLQ
 # unrun jobs.
 MAX_RECEIVE_COUNT = 100
+# A delivery handed back without running (the store is down, too little of the invocation is left)
+# comes back after HAND_BACK_UNIT_SECONDS * 2^((receives - 1) / HAND_BACK_DOUBLING_RECEIVES),
+# at most the queue's visibility timeout (CORRAL_HAND_BACK_MAX_SECONDS, set per profile): the
+# receive budget then lasts hours of outage, not minutes. See docs/architecture.md "Nothing vanishes".
+HAND_BACK_UNIT_SECONDS = 1.0
+HAND_BACK_DOUBLING_RECEIVES = 4
 MESSAGE_RETENTION_DAYS = 14
 FINISHED_JOB_TTL_DAYS = 30  # > retention, so a record outlives any message for its job
 
@@ -64,6 +70,9 @@ MAX_PAYLOAD_BYTES = 64 * 1024  # serialised payload; an SQS message holds 256 Ki
 MAX_BATCH_JOBS = 100  # POST /v1/jobs:batch; the whole request must stay under Lambda's 6 MB invoke payload
 MAX_SQS_DELAY_SECONDS = 15 * 60
 RETRY_BACKOFF_BASE_SECONDS = 2
+MAX_JOB_TIMEOUT_SECONDS = 900  # a job's own timeout_seconds: Lambda's longest invocation
+# A result is stored in the job's item beside its payload (<= 64 KiB) and error: DynamoDB items hold 400 KB.
+MAX_RESULT_BYTES = 256 * 1024  # serialised; a bigger result fails the job at once, without retries
 RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h; we cap lower
 
 # Schedules (EventBridge Scheduler). See docs/architecture.md "Schedules and the midnight herd".

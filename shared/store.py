@@ -16,6 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shared import settings
+from shared.aws import aws_error_code
 from shared.model import JobMessage, JobRecord, Status
 
 _DAY = 86_400
@@ -62,7 +63,18 @@ class Exhausted:
     attempts: int
 
 
-ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted
+@dataclass(frozen=True)
+class Contended:
+    """The job can run again, but another delivery changed it between our claim and its check
+    (e.g. two messages of one job: one recorded `failed` while the other tried to claim)."""
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """The job's record belongs to another tenant: a claim never changes a record's tenant."""
+
+
+ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign
 
 
 def _n(value: float | int) -> dict[str, str]:
@@ -104,8 +116,25 @@ def get(job_id: str) -> tuple[JobRecord, str] | None:
     return record, record.extra["tenant"] or ""
 
 
+def index_attributes(tenant: str, enqueued_at: float, job_id: str) -> dict[str, dict[str, str]]:
+    """The listing index (gsi2) attributes of a job: a tenant's jobs, oldest enqueued first.
+    Every write that creates a job record sets them."""
+    return {
+        "gsi2pk": {"S": f"tenant#{tenant}"},
+        "gsi2sk": {"S": f"{int(enqueued_at * 1000):013d}#{job_id}"},
+    }
+
+
+def _payload_json(payload: Any) -> dict[str, str]:
+    return {"S": json.dumps(payload, separators=(",", ":"))}
+
+
 def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) -> ClaimResult:
-    """Start an attempt: the job is new, failed (retry due) or its holder's lease expired."""
+    """Start an attempt: the job is new, failed (retry due) or its holder's lease expired.
+
+    The record keeps what rebuilds the message (payload_json, written once) and its tenant:
+    a claim never changes a record's tenant, so a message naming another tenant cannot take it over.
+    """
     token = secrets.token_hex(8)
     values: dict[str, Any] = {
         ":running": {"S": Status.RUNNING},
@@ -120,6 +149,7 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
         ":type": {"S": message.type},
         ":max": _n(message.max_attempts),
         ":enqueued": _n(message.enqueued_at),
+        ":payload": _payload_json(message.payload),
     }
     sets = [
         "#status = :running",
@@ -132,7 +162,14 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
         "job_type = :type",
         "max_attempts = :max",
         "enqueued_at = if_not_exists(enqueued_at, :enqueued)",
+        "payload_json = if_not_exists(payload_json, :payload)",
     ]
+    for name, value in index_attributes(message.tenant, message.enqueued_at, message.id).items():
+        values[f":{name}"] = value
+        sets.append(f"{name} = if_not_exists({name}, :{name})")
+    if message.timeout_seconds is not None:
+        values[":timeout"] = _n(message.timeout_seconds)
+        sets.append("timeout_seconds = :timeout")
     if message.schedule:
         values |= {
             ":schedule": {"S": message.schedule},
@@ -150,10 +187,11 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
             TableName=_table(),
             Key=_key(message.id),
             UpdateExpression="SET " + ", ".join(sets),
+            # An existing record's own max_attempts counts (the first message's, if a later one
+            # with the same idempotency key asks for fewer).
             ConditionExpression=(
-                "attribute_not_exists(pk) OR "
-                "(#status = :failed AND attempts < :max) OR "
-                "(#status = :running AND lease_until < :now AND attempts < :max)"
+                "attribute_not_exists(pk) OR (#tenant = :tenant AND attempts < max_attempts AND "
+                "(#status = :failed OR (#status = :running AND lease_until < :now)))"
             ),
             ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
             ExpressionAttributeValues=values,
@@ -161,10 +199,10 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )["Attributes"]
     except ClientError as error:
-        if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+        if aws_error_code(error) != "ConditionalCheckFailedException":
             raise
         old = error.response.get("Item") or _read_item(message.id)
-        return _why_not_claimed(old, message_id, now)
+        return _why_not_claimed(old, message, message_id, now)
     return Claimed(attempt=int(item["attempts"]["N"]), token=token)
 
 
@@ -173,15 +211,23 @@ def _read_item(job_id: str) -> dict[str, Any]:
     return _jobs_client().get_item(TableName=_table(), Key=_key(job_id), ConsistentRead=True).get("Item") or {}
 
 
-def _why_not_claimed(old: dict[str, Any], message_id: str, now: float) -> ClaimResult:
+def _why_not_claimed(old: dict[str, Any], message: JobMessage, message_id: str, now: float) -> ClaimResult:
+    """Why the claim's condition failed, from the record as it was then (or re-read)."""
+    if not old:
+        return Contended()  # the record was there for the condition, gone for the re-read
     status = Status(old["status"]["S"])
-    attempts = int(old["attempts"]["N"])
     if status.finished:
         return Finished()
+    if _as_str(old, "tenant") != message.tenant:
+        return Foreign()
     lease_left = (_as_float(old, "lease_until") or 0) - now
     if status is Status.RUNNING and lease_left >= 0:
         return HeldElsewhere(by_this_message=_as_str(old, "claimed_by") == message_id, lease_left_seconds=lease_left)
-    return Exhausted(attempts=attempts)
+    attempts = int(old.get("attempts", {"N": "0"})["N"])
+    max_attempts = int(old.get("max_attempts", {"N": str(message.max_attempts)})["N"])
+    if status in (Status.RUNNING, Status.FAILED) and attempts >= max_attempts:
+        return Exhausted(attempts=attempts)  # attempts used up: the last died without an outcome
+    return Contended()
 
 
 def _finish(job_id: str, token: str, outcome: str, sets: list[str], values: dict[str, Any]) -> bool:
@@ -201,7 +247,7 @@ def _finish(job_id: str, token: str, outcome: str, sets: list[str], values: dict
             ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
         )
     except ClientError as error:
-        if error.response["Error"]["Code"] == "ConditionalCheckFailedException":
+        if aws_error_code(error) == "ConditionalCheckFailedException":
             return False
         raise
     return True
@@ -209,6 +255,11 @@ def _finish(job_id: str, token: str, outcome: str, sets: list[str], values: dict
 
 def _expires_at(now: float) -> int:
     return int(now) + settings.FINISHED_JOB_TTL_DAYS * _DAY
+
+
+def result_json(result: Any) -> str:
+    """A job's result as stored (what GET shows): JSON, anything else as its str()."""
+    return json.dumps(result, default=str)
 
 
 def complete(job_id: str, token: str, result: Any, now: float) -> bool:
@@ -219,7 +270,7 @@ def complete(job_id: str, token: str, result: Any, now: float) -> bool:
         ["#status = :succeeded", "result_json = :result", "finished_at = :now", "expires_at = :ttl"],
         {
             ":succeeded": {"S": Status.SUCCEEDED},
-            ":result": {"S": json.dumps(result, default=str)},
+            ":result": {"S": result_json(result)},
             ":now": _n(now),
             ":ttl": _n(_expires_at(now)),
         },
@@ -254,3 +305,48 @@ def bury(message: JobMessage, error: str, now: float) -> None:
             ":ttl": _n(_expires_at(now)),
         },
     )
+
+
+def record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:
+    """Record `dead`, with the reason, a job whose message cannot run (no claim: nothing ran).
+
+    `job` holds the message's fields that were valid (at least a verified `id` and `tenant`).
+    Written only where there is no record yet: a job already known keeps its record (its
+    own message is still on its way), and only the bad message goes to the DLQ. False then.
+    """
+    job_id, tenant = job["id"], job["tenant"]
+    enqueued_at = job.get("enqueued_at", now)
+    item: dict[str, Any] = {
+        **_key(job_id),
+        "status": {"S": Status.DEAD},
+        "tenant": {"S": tenant},
+        "attempts": _n(0),
+        "last_error": {"S": reason[:2000]},
+        "enqueued_at": _n(enqueued_at),
+        "finished_at": _n(now),
+        "expires_at": _n(_expires_at(now)),
+        **index_attributes(tenant, enqueued_at, job_id),
+    }
+    if "type" in job:
+        item["job_type"] = {"S": job["type"]}
+    if "payload" in job:
+        item["payload_json"] = _payload_json(job["payload"])
+    if "max_attempts" in job:
+        item["max_attempts"] = _n(job["max_attempts"])
+    if job.get("timeout_seconds") is not None:
+        item["timeout_seconds"] = _n(job["timeout_seconds"])
+    if job.get("schedule"):
+        item["schedule_name"] = {"S": job["schedule"]}
+        if job.get("scheduled_for"):  # an index key is never empty
+            item |= {
+                "scheduled_for": {"S": job["scheduled_for"]},
+                "gsi1pk": {"S": f"runs#{tenant}#{job['schedule']}"},
+                "gsi1sk": {"S": job["scheduled_for"]},
+            }
+    try:
+        _jobs_client().put_item(TableName=_table(), Item=item, ConditionExpression="attribute_not_exists(pk)")
+    except ClientError as error:
+        if aws_error_code(error) == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True

@@ -1,8 +1,10 @@
-"""Work: claim a delivered job, run it, record its outcome exactly once.
+"""Work: read a delivered message, claim its job, run it, record its outcome exactly once.
 
 Delivery is at least once. The claim is a conditional write, so of several
 deliveries of one job only one runs at a time, and only the attempt that holds
-the claim can record an outcome.
+the claim can record an outcome. A message that cannot run is never retried:
+it goes to the DLQ with its reason, and its job (if its id verifies) is recorded
+`dead` with that reason.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from shared import job_types, queue, settings, store
-from shared.model import JobMessage
+from shared import job_types, metrics, queue, settings, store
+from shared.aws import aws_error_code
+from shared.model import JobMessage, Outcome, UnreadableMessage
+from shared.signing import id_secret
 
 # A store (or queue) call that failed after botocore's own retries (throttling, 5xx, timeouts): a blip.
 _AWS_ERRORS = (ClientError, BotoCoreError)
@@ -30,6 +34,14 @@ def _store_failed() -> None:
     _store_down_until = time.monotonic() + STORE_COOLDOWN_SECONDS
 
 
+def is_outage(error: Exception) -> bool:
+    """A failed AWS call worth retrying later. A request AWS (or botocore) rejects as invalid
+    fails the same way every time: retrying it is not waiting out a blip."""
+    if isinstance(error, ParamValidationError):
+        return False
+    return isinstance(error, _AWS_ERRORS) and aws_error_code(error) != "ValidationException"
+
+
 class RetryLater(Exception):
     """Leave the message on the queue; it comes back after `seconds`."""
 
@@ -42,26 +54,70 @@ class RetryLater(Exception):
 class Delivery:
     message_id: str
     body: str
+    receive_count: int = 1  # SQS ApproximateReceiveCount: this is the n-th receive of the message
+    sent_at: float = 0.0  # SQS SentTimestamp, epoch seconds
+
+    def hand_back(self, reason: str) -> RetryLater:
+        """Come back soon, later each time: every hand-back spends one receive of the queue's budget."""
+        return RetryLater(queue.hand_back_seconds(self.receive_count), reason)
 
 
 def _lease_seconds() -> int:
     return int(settings.env("CORRAL_LEASE_SECONDS"))
 
 
-def work(message: JobMessage, delivery: Delivery) -> str:
-    """Handle one delivery; returns what happened. Raises RetryLater to redeliver."""
+def receive(delivery: Delivery) -> Outcome:
+    """Handle one delivery of a queue message; returns what happened. Raises RetryLater to redeliver."""
+    try:
+        secret = id_secret()
+    except _AWS_ERRORS as error:
+        if not is_outage(error):
+            raise
+        _store_failed()
+        raise delivery.hand_back(f"store unavailable reading the id secret: {error}") from error
+    try:
+        message = JobMessage.from_body(delivery.body, sent_at=delivery.sent_at, secret=secret)
+        if job_types.lookup(message.type) is None:
+            raise UnreadableMessage(f"unknown job type {message.type!r} on this worker", job=message.to_dict())
+    except UnreadableMessage as unreadable:
+        return _reject(unreadable, delivery)
+    if delivery.receive_count == 1:
+        metrics.job_started(message.enqueued_at)
+    return work(message, delivery)
+
+
+def _reject(unreadable: UnreadableMessage, delivery: Delivery) -> Outcome:
+    """A message that cannot run: its job (if its id verified) recorded `dead` with the reason, the
+    message in the DLQ with it. The record first: it is written only where there is none, so a retry
+    after a failed DLQ send writes nothing twice."""
+    if unreadable.job is not None:
+        try:
+            store.record_unrunnable(unreadable.job, unreadable.reason, time.time())
+        except _AWS_ERRORS as error:
+            if is_outage(error):
+                _store_failed()
+                raise delivery.hand_back(f"store unavailable recording an unrunnable job: {error}") from error
+            # The store refuses the record itself: the DLQ keeps the message and its reason.
+    queue.bury(delivery.body, unreadable.reason)
+    return Outcome.UNREADABLE
+
+
+def work(message: JobMessage, delivery: Delivery) -> Outcome:
+    """Handle one delivery of a readable message whose id verified. Raises RetryLater to redeliver."""
     if time.monotonic() < _store_down_until:
-        raise RetryLater(queue.backoff_seconds(1), "the store failed moments ago: not claiming now")
+        raise delivery.hand_back("the store failed moments ago: not claiming now")
     claimed_at = time.time()
     try:
         claim = store.claim(message, delivery.message_id, claimed_at, _lease_seconds())
     except _AWS_ERRORS as error:
+        if not is_outage(error):
+            return _reject(UnreadableMessage(f"the store refuses this job: {error}"), delivery)
         # Nothing happened yet: come back soon rather than after the whole visibility timeout.
         _store_failed()
-        raise RetryLater(queue.backoff_seconds(1), f"store unavailable for the claim: {error}") from error
+        raise delivery.hand_back(f"store unavailable for the claim: {error}") from error
     match claim:
         case store.Finished():
-            return "duplicate"
+            return Outcome.DUPLICATE
         case store.HeldElsewhere(by_this_message=True, lease_left_seconds=left):
             # Our own earlier attempt may still be running (or died recording its outcome):
             # come back when its lease has run out.
@@ -69,16 +125,28 @@ def work(message: JobMessage, delivery: Delivery) -> str:
         case store.HeldElsewhere():
             # Another message for the same job holds it; that message stays on the queue
             # until the holder records an outcome, so it will come back if the holder dies.
-            return "duplicate"
+            return Outcome.DUPLICATE
+        case store.Contended():
+            raise delivery.hand_back("another delivery of this job changed it while this one claimed it")
+        case store.Foreign():
+            reason = "forged job message: the job's record belongs to another tenant"
+            return _reject(UnreadableMessage(reason), delivery)
         case store.Exhausted(attempts=attempts):
             reason = f"gave up after {attempts} attempts that ended without an outcome (worker crash or timeout)"
             queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
             store.bury(message, reason, time.time())
-            return "dead"
+            return Outcome.DEAD
         case store.Claimed(attempt=attempt, token=token):
             try:
                 return _run(message, delivery, attempt, token)
             except _AWS_ERRORS as error:
+                if not is_outage(error):
+                    # The store refuses this outcome (e.g. an item over its size limit): it would
+                    # refuse it on every attempt, so the job ends here, with the store's reason.
+                    reason = f"the store refused the job's outcome ({aws_error_code(error) or type(error).__name__})"
+                    queue.bury(delivery.body, reason)
+                    store.fail(message.id, token, reason, time.time(), dead=True)
+                    return Outcome.DEAD
                 # The job ran but its outcome is not recorded, and this message holds the lease: come back
                 # when the lease has run out, and the claim starts a new attempt (the job runs again).
                 _store_failed()
@@ -87,7 +155,18 @@ def work(message: JobMessage, delivery: Delivery) -> str:
     raise AssertionError(f"unexpected claim result {claim!r}")
 
 
-def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str) -> str:
+def _result_problem(result: object) -> str | None:
+    """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it."""
+    try:
+        size = len(store.result_json(result).encode())
+    except (ValueError, TypeError, RecursionError) as error:
+        return f"the job's result cannot be serialised as JSON ({type(error).__name__}: {error})"
+    if size > settings.MAX_RESULT_BYTES:
+        return f"the job's result is {size} bytes serialised, over the limit of {settings.MAX_RESULT_BYTES} bytes"
+    return None
+
+
+def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str) -> Outcome:
     job_type = job_types.lookup(message.type)
     context = job_types.JobContext(job_id=message.id, attempt=attempt, max_attempts=message.max_attempts)
     try:
@@ -99,9 +178,14 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str) -> s
         if attempt >= message.max_attempts:
             queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
             store.fail(message.id, token, reason, time.time(), dead=True)
-            return "dead"
+            return Outcome.DEAD
         if store.fail(message.id, token, reason, time.time(), dead=False):
             raise RetryLater(queue.backoff_seconds(attempt), reason) from error
-        return "lost-claim"
+        return Outcome.LOST_CLAIM
+    if (problem := _result_problem(result)) is not None:
+        # Not retried: the same job would most likely return the same result again.
+        queue.bury(delivery.body, problem)
+        store.fail(message.id, token, problem, time.time(), dead=True)
+        return Outcome.DEAD
     store.complete(message.id, token, result, time.time())
-    return "succeeded"
+    return Outcome.SUCCEEDED

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -12,12 +11,15 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from shared import queue
-from shared.firings import job_message
-from shared.metrics import job_outcome, job_retried, job_started, metrics
-from shared.work import Delivery, RetryLater, work
+from shared.metrics import job_outcome, job_retried, metrics
+from shared.model import Outcome
+from shared.work import Delivery, RetryLater, receive
 
 logger = Logger(service="corral-worker")
-processor = BatchProcessor(event_type=EventType.SQS)
+# A batch whose every record is handed back (a lone retried job, every batch of a store blip) is a
+# partial-batch answer like any other, not a Lambda error: an error would page the WorkerErrors
+# alarm and make Lambda back off the event source's concurrency just when it should drain.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 # A record is not started with less than this left of the invocation: handed back for a short
@@ -31,25 +33,27 @@ def _time_left_seconds() -> float:
     return _invocation.get_remaining_time_in_millis() / 1000 if _invocation else float("inf")
 
 
-def record_handler(record: SQSRecord) -> str:
-    try:
-        message = job_message(json.loads(record.body), sent_at=int(record.attributes.sent_timestamp) / 1000)
-    except (ValueError, TypeError, AttributeError) as error:
-        queue.bury(record.body, f"unreadable job message: {error}")
-        job_outcome("unreadable")
-        return "unreadable"
+def _delivery(record: SQSRecord) -> Delivery:
+    return Delivery(
+        message_id=record.message_id,
+        body=record.body or "",
+        receive_count=int(record.attributes.approximate_receive_count or 1),
+        sent_at=int(record.attributes.sent_timestamp or 0) / 1000,
+    )
+
+
+def record_handler(record: SQSRecord) -> Outcome:
+    delivery = _delivery(record)
     try:
         if _time_left_seconds() < MIN_SECONDS_LEFT_TO_START:
-            raise RetryLater(1, "too little of the invocation left to start this job")
-        if record.attributes.approximate_receive_count == "1":
-            job_started(message.enqueued_at)
-        outcome = work(message, Delivery(message_id=record.message_id, body=record.body))
+            raise delivery.hand_back("too little of the invocation left to start this job")
+        outcome = receive(delivery)
     except RetryLater as later:
         queue.retry_later(record.receipt_handle, later.seconds)
         job_retried()
         raise
     job_outcome(outcome)
-    logger.debug("job handled", extra={"job_id": message.id, "outcome": outcome})
+    logger.debug("message handled", extra={"message_id": record.message_id, "outcome": outcome})
     return outcome
 
 

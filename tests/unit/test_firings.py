@@ -3,16 +3,21 @@
 import json
 
 from shared import ids
-from shared.firings import SCHEDULED_TIME, firing_input, job_message, scheduled_time
+from shared.firings import SCHEDULED_TIME, firing_input, scheduled_time
+from shared.model import JobMessage
 from shared.signing import id_secret
 
 SENT_AT = 1_796_083_207.5  # 2026-12-01T00:00:07.5Z
 
 
-def _firing(scheduled_for: str) -> dict:
+def _firing(scheduled_for: str) -> str:
     body = json.loads(firing_input("acme", "nightly", "echo", {"n": 1}, 3))
     assert body["scheduled_for"] == SCHEDULED_TIME
-    return {**body, "scheduled_for": scheduled_for}
+    return json.dumps({**body, "scheduled_for": scheduled_for})
+
+
+def job_message(body: str, sent_at: float) -> JobMessage:
+    return JobMessage.from_body(body, sent_at=sent_at, secret=id_secret())
 
 
 def test_a_firing_gets_an_id_from_schedule_and_scheduled_time(aws):
@@ -42,5 +47,6 @@ def test_an_unsubstituted_placeholder_falls_back_to_the_minute_sent(aws):
 
 
 def test_a_message_with_an_id_is_taken_as_it_is(aws):
-    body = {"id": "jt-x", "tenant": "acme", "type": "echo", "payload": None, "max_attempts": 3, "enqueued_at": 1.0}
-    assert job_message(body, sent_at=SENT_AT).id == "jt-x"
+    job_id = ids.timed_id(id_secret(), "acme")
+    body = {"id": job_id, "tenant": "acme", "type": "echo", "payload": None, "max_attempts": 3, "enqueued_at": 1.0}
+    assert job_message(json.dumps(body), sent_at=SENT_AT).id == job_id

@@ -4,6 +4,7 @@ import json
 import time
 
 import pytest
+from botocore.exceptions import ClientError
 
 from shared import store
 from shared.model import JobMessage, Status
@@ -92,3 +93,70 @@ def test_attempts_that_died_without_an_outcome_end_dead(aws):
 
     assert _deliver(message, "m1") == "dead"
     assert _record(message.id).status is Status.DEAD
+
+
+class _NoOldItemOnConditionFailure:
+    """A store that returns no item with a failed condition (DAX), so the claim re-reads the record."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def update_item(self, **request):
+        try:
+            return self._inner.update_item(**request)
+        except ClientError as error:
+            error.response.pop("Item", None)
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def test_a_failed_job_with_attempts_left_is_retried_not_buried_when_a_second_message_races_it(aws, monkeypatch):
+    # Two messages of one job (an idempotency-key retry): m2's claim fails on m1's lease, and by the
+    # time m2 re-reads the record m1 has recorded `failed` (attempt 1 of 3). m2 must come back, not bury it.
+    message = _message("fail", {"times": 1})
+    first = store.claim(message, "m1", time.time(), lease_seconds=60)
+    client = store._jobs_client()
+    monkeypatch.setattr(store, "_jobs_client", lambda: _NoOldItemOnConditionFailure(client))
+    read_item = store._read_item
+
+    def m1_fails_first(job_id):
+        store.fail(message.id, first.token, "failing on purpose", time.time(), dead=False)
+        return read_item(job_id)
+
+    monkeypatch.setattr(store, "_read_item", m1_fails_first)
+
+    with pytest.raises(RetryLater) as later:
+        _deliver(message, "m2")
+
+    assert "changed it while this one claimed it" in str(later.value)
+    job = _record(message.id)
+    assert (job.status, job.attempts) == (Status.FAILED, 1)
+
+
+def test_only_a_running_job_whose_lease_expired_with_its_attempts_used_up_is_exhausted(aws):
+    message = _message(max_attempts=2)
+    now = time.time()
+    base = {"pk": {"S": f"job#{message.id}"}, "tenant": {"S": "acme"}, "max_attempts": {"N": "2"}}
+
+    def why(status: str, attempts: int, lease_until: float) -> object:
+        old = base | {"status": {"S": status}, "attempts": {"N": str(attempts)}, "lease_until": {"N": str(lease_until)}}
+        return store._why_not_claimed(old, message, "m9", now)
+
+    assert isinstance(why("running", 2, now - 1), store.Exhausted)
+    assert isinstance(why("running", 1, now - 1), store.Contended)  # the condition raced a takeover
+    assert isinstance(why("failed", 1, now - 1), store.Contended)
+    assert isinstance(why("running", 2, now + 30), store.HeldElsewhere)
+    assert isinstance(why("succeeded", 2, now - 1), store.Finished)
+
+
+def test_the_records_own_max_attempts_counts_when_a_later_message_asks_for_fewer(aws):
+    first = _message("fail", {"times": 1}, max_attempts=3)
+    with pytest.raises(RetryLater):
+        _deliver(first, "m1")  # attempt 1 of 3 failed
+
+    fewer = _message("fail", {"times": 1}, max_attempts=1)
+
+    assert _deliver(fewer, "m2") == "succeeded"  # attempt 2: the record allows 3
+    assert _record(first.id).attempts == 2

@@ -1,0 +1,117 @@
+"""A long store outage moves no unrun job to the DLQ: hand-back delays grow with the receive count.
+
+Time is virtual: moto's SQS reads the clock below, and each hand-back moves it on by the delay the
+worker asked for, so an hour of outage (and SQS's own redrive after maxReceiveCount) takes seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import moto.sqs.models
+import pytest
+from botocore.exceptions import ClientError
+
+from shared import queue, settings, store, work
+from shared.enqueue import JobRequest, build_message
+from shared.model import Status
+from tests.unit.worker_harness import poll, record, send
+
+AWS = settings.PROFILES["aws"]
+
+
+class VirtualClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def seconds(self) -> float:
+        return self.now
+
+    def millis(self) -> float:
+        return self.now * 1000
+
+
+def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int, list]:
+    """Enqueue one job, keep the store down for `seconds` of virtual time, and let the worker poll
+    until the job is done or SQS has moved it to the DLQ. Returns (where it ended, receives, delays)."""
+    sqs = aws["sqs"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=aws["dlq_url"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": budget})
+    url = sqs.create_queue(QueueName="corral-outage", Attributes={"RedrivePolicy": redrive})["QueueUrl"]
+    monkeypatch.setenv("CORRAL_QUEUE_URL", url)
+    clock = VirtualClock(time.time())
+    monkeypatch.setattr(moto.sqs.models, "unix_time", clock.seconds)
+    monkeypatch.setattr(moto.sqs.models, "unix_time_millis", clock.millis)
+    outage_ends = clock.now + seconds
+
+    claim = store.claim
+
+    def claim_while_the_store_is_down(*args, **kwargs):
+        if clock.now < outage_ends:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "down"}}, "UpdateItem")
+        return claim(*args, **kwargs)
+
+    monkeypatch.setattr(store, "claim", claim_while_the_store_is_down)
+    delays: list[float] = []
+    retry_later = queue.retry_later
+
+    def spy(receipt_handle: str, delay_seconds: float) -> None:
+        delays.append(delay_seconds)
+        retry_later(receipt_handle, delay_seconds)
+
+    monkeypatch.setattr(queue, "retry_later", spy)
+    message = build_message("acme", JobRequest(type="echo", payload="survived"), clock.now)
+    send({**aws, "queue_url": url}, message.to_json())
+
+    for receives in range(1, budget + 2):
+        # Each delivery is a fresh look at the store: the in-process cooldown (2 s of real time)
+        # hands back the same way, with the same receive-count delay, so skipping it changes nothing.
+        monkeypatch.setattr(work, "_store_down_until", 0.0)
+        batch = poll({**aws, "queue_url": url})
+        if batch is None:
+            assert sqs.receive_message(QueueUrl=aws["dlq_url"]).get("Messages"), "neither run nor dead-lettered"
+            return "dlq", receives - 1, delays
+        if not batch.failed:
+            assert record(message.id).status is Status.SUCCEEDED
+            return "ran", receives, delays
+        clock.now += delays[-1] + 0.001
+    raise AssertionError("still cycling after the whole receive budget")
+
+
+def test_an_hour_of_store_outage_on_the_aws_profile_moves_no_unrun_job_to_the_dlq(aws, monkeypatch):
+    monkeypatch.setenv("CORRAL_HAND_BACK_MAX_SECONDS", str(AWS.visibility_timeout_seconds))
+
+    ended, receives, delays = _outage_of(3600, budget=settings.MAX_RECEIVE_COUNT, aws=aws, monkeypatch=monkeypatch)
+
+    assert ended == "ran"
+    assert sum(delays) >= 3600
+    assert receives < settings.MAX_RECEIVE_COUNT * 0.6  # with room to spare
+    assert max(delays) <= AWS.visibility_timeout_seconds
+
+
+def test_the_aws_profile_survives_over_three_hours_of_outage_by_the_arithmetic():
+    survivable = queue.survivable_outage_seconds(settings.MAX_RECEIVE_COUNT, 1.0, AWS.visibility_timeout_seconds)
+    assert survivable > 3 * 3600  # docs/architecture.md "Nothing vanishes": 13,371 s
+
+
+@pytest.mark.parametrize("budget", [8, 12])
+def test_compressed_an_outage_within_the_budget_runs_the_job_and_one_beyond_it_is_redriven(aws, monkeypatch, budget):
+    # Small numbers: a 1 s unit and a 6 s cap, and a receive budget of 8 or 12.
+    monkeypatch.setenv("CORRAL_HAND_BACK_UNIT_SECONDS", "1")
+    monkeypatch.setenv("CORRAL_HAND_BACK_MAX_SECONDS", "6")
+    survivable = queue.survivable_outage_seconds(budget, 1.0, 6.0)
+
+    with monkeypatch.context() as inner:
+        assert _outage_of(survivable - 1, budget=budget, aws=aws, monkeypatch=inner)[0] == "ran"
+    aws["sqs"].delete_queue(QueueUrl=aws["sqs"].get_queue_url(QueueName="corral-outage")["QueueUrl"])
+    with monkeypatch.context() as inner:
+        assert _outage_of(survivable * 2, budget=budget, aws=aws, monkeypatch=inner)[0] == "dlq"
+
+
+def test_the_old_flat_hand_back_of_one_or_two_seconds_would_have_dead_lettered_the_job(aws, monkeypatch):
+    monkeypatch.setenv("CORRAL_HAND_BACK_MAX_SECONDS", "2")
+
+    ended, _, _ = _outage_of(3600, budget=settings.MAX_RECEIVE_COUNT, aws=aws, monkeypatch=monkeypatch)
+
+    assert ended == "dlq"

@@ -1,0 +1,69 @@
+"""The worker Lambda's handler in-process: hand-backs are partial-batch answers, never Lambda errors;
+results the store cannot hold, and outcomes the store rejects, end the job at once with a reason."""
+
+from __future__ import annotations
+
+import time
+
+from botocore.exceptions import ClientError
+
+from shared import job_types, settings, store
+from shared.enqueue import JobRequest, build_message
+from shared.model import Status
+from tests.unit.worker_harness import dead_letters, deliver, poll, record, send
+
+
+def test_a_batch_whose_every_record_is_handed_back_answers_batch_item_failures_and_does_not_raise(aws, monkeypatch):
+    messages = [build_message("acme", JobRequest(type="echo", payload=n), time.time()) for n in range(3)]
+    for message in messages:
+        send(aws, message.to_json())
+    monkeypatch.setenv("CORRAL_TABLE", "no-such-table")  # the store is down (the id secret is cached)
+
+    batch = poll(aws)
+
+    assert sorted(batch.failed) == sorted(batch.message_ids) and len(batch.failed) == 3
+    assert poll(aws) is None  # handed back with a delay, not left visible to spin
+
+
+def _register(monkeypatch, name, run):
+    monkeypatch.setitem(job_types._REGISTRY, name, job_types.JobType(name=name, run=run, chaos=False))
+
+
+def test_a_result_over_the_cap_fails_the_job_at_once_and_says_why(aws, monkeypatch):
+    runs = []
+    _register(monkeypatch, "huge", lambda payload, context: runs.append(1) or "x" * settings.MAX_RESULT_BYTES)
+    message = build_message("acme", JobRequest(type="huge", max_attempts=5), time.time())
+
+    batch = deliver(aws, message.to_json())
+
+    assert batch.failed == []
+    job = record(message.id)
+    assert (job.status, job.attempts, len(runs)) == (Status.DEAD, 1, 1)
+    assert f"over the limit of {settings.MAX_RESULT_BYTES} bytes" in job.error
+    ((_, why),) = dead_letters(aws)
+    assert "over the limit" in why
+
+
+def test_a_result_just_within_the_cap_is_stored(aws, monkeypatch):
+    _register(monkeypatch, "big", lambda payload, context: "x" * (settings.MAX_RESULT_BYTES - 2))  # + 2 quotes
+    message = build_message("acme", JobRequest(type="big"), time.time())
+
+    deliver(aws, message.to_json())
+
+    assert record(message.id).status is Status.SUCCEEDED
+
+
+def test_an_outcome_the_store_rejects_as_invalid_ends_the_job_instead_of_waiting_for_a_blip_to_pass(aws, monkeypatch):
+    def rejected(*args, **kwargs):
+        raise ClientError({"Error": {"Code": "ValidationException", "Message": "Item size too large"}}, "UpdateItem")
+
+    monkeypatch.setattr(store, "complete", rejected)
+    message = build_message("acme", JobRequest(type="echo", payload=1), time.time())
+
+    batch = deliver(aws, message.to_json())
+
+    assert batch.failed == []
+    job = record(message.id)
+    assert job.status is Status.DEAD
+    assert "the store refused the job's outcome (ValidationException)" in job.error
+    assert len(dead_letters(aws)) == 1

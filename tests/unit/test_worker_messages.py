@@ -1,0 +1,199 @@
+"""The worker Lambda against whatever arrives on the queue: every message runs, or ends in the DLQ with
+its reason, and a job whose id verifies is never left without a record that tells the truth."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from shared import ids, settings, store
+from shared.enqueue import JobRequest, build_message
+from shared.model import JobMessage, Status, UnreadableMessage
+from shared.signing import id_secret
+from tests.unit.worker_harness import body, dead_letters, deliver, record
+
+
+def _job(**fields) -> dict:
+    """A valid job message's fields for tenant acme, with `fields` on top."""
+    return {
+        "v": 1,
+        "id": ids.timed_id(id_secret(), "acme"),
+        "tenant": "acme",
+        "type": "echo",
+        "payload": {"n": 1},
+        "max_attempts": 3,
+        "enqueued_at": time.time(),
+    } | fields
+
+
+def test_a_job_enqueued_without_a_payload_runs_with_a_null_payload(aws):
+    message = build_message("acme", JobRequest(type="echo"), time.time())
+    assert json.loads(message.to_json())["payload"] is None  # the key is there: null, not missing
+
+    batch = deliver(aws, message.to_json())
+
+    assert batch.failed == []
+    job = record(message.id)
+    assert (job.status, job.result) == (Status.SUCCEEDED, None)
+
+
+def test_a_message_without_a_payload_key_is_a_null_payload(aws):
+    fields = _job()
+    del fields["payload"]
+
+    deliver(aws, body(**fields))
+
+    assert record(fields["id"]).status is Status.SUCCEEDED
+
+
+def test_deeply_nested_payloads_round_trip_without_recursion(aws):
+    payload: object = "leaf"
+    for _ in range(400):
+        payload = [payload]
+    message = build_message("acme", JobRequest(type="echo", payload=payload), time.time())
+
+    deliver(aws, message.to_json())
+
+    assert record(message.id).result == payload
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"type": ["echo"]}, "field 'type' must be a non-empty string"),
+        ({"max_attempts": "3"}, "field 'max_attempts' must be an integer from 1 to 25"),
+        ({"max_attempts": True}, "field 'max_attempts' must be an integer"),
+        ({"max_attempts": 0}, "field 'max_attempts' must be an integer"),
+        ({"enqueued_at": "yesterday"}, "field 'enqueued_at' must be a positive number"),
+        ({"timeout_seconds": 901}, "field 'timeout_seconds' must be an integer from 1 to 900"),
+        ({"timeout_seconds": 1.5}, "field 'timeout_seconds' must be an integer"),
+        ({"v": 2}, "field 'v' must be 1"),
+        ({"schedule": 7}, "field 'schedule' must be a non-empty string"),
+        ({"surprise": 1}, "unknown field 'surprise'"),
+        ({"type": "no-such-type"}, "unknown job type 'no-such-type'"),
+        ({"payload": "x" * settings.MAX_PAYLOAD_BYTES}, "field 'payload'"),
+    ],
+)
+def test_a_verified_message_that_cannot_run_is_recorded_dead_with_its_reason_and_buried(aws, fields, reason):
+    message = _job(**fields)
+
+    batch = deliver(aws, body(**message))
+
+    assert batch.failed == []  # not cycled through the queue as if the store were down
+    job = record(message["id"])
+    assert job.status is Status.DEAD
+    assert reason in job.error
+    assert job.attempts == 0
+    ((buried, why),) = dead_letters(aws)
+    assert json.loads(buried) == message
+    assert reason in why
+
+
+def test_a_dead_on_arrival_record_keeps_what_rebuilds_the_job_and_its_listing_index(aws):
+    message = _job(max_attempts=99)
+
+    deliver(aws, body(**message))
+
+    item = aws["dynamodb"].get_item(TableName=settings.TABLE_NAME, Key={"pk": {"S": f"job#{message['id']}"}})["Item"]
+    assert item["status"]["S"] == "dead"
+    assert item["tenant"]["S"] == "acme"
+    assert item["job_type"]["S"] == "echo"
+    assert json.loads(item["payload_json"]["S"]) == {"n": 1}
+    assert "max_attempts" not in item  # the invalid field is not recorded
+    assert item["gsi2pk"]["S"] == "tenant#acme"
+    assert item["gsi2sk"]["S"] == f"{int(message['enqueued_at'] * 1000):013d}#{message['id']}"
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("not json at all", "not JSON"),
+        ("[1, 2]", "a JSON list, not an object"),
+        ('{"tenant": "acme", "x": NaN}', "not JSON"),
+        ("[" * 5000 + "]" * 5000, "not JSON"),
+        (json.dumps({"type": "echo"}), "field 'tenant'"),
+        (json.dumps({"tenant": ["acme"], "id": "x"}), "field 'tenant'"),
+        (json.dumps({"tenant": "acme", "type": "echo", "payload": 1}), "no id, and no schedule"),
+        (json.dumps({"tenant": "acme", "id": 5}), "does not verify"),
+        (json.dumps({"tenant": "acme", "id": "jt-made-up", "type": "echo"}), "does not verify"),
+    ],
+)
+def test_a_message_without_a_verifiable_id_goes_to_the_dlq_with_its_reason_and_writes_nothing(aws, raw, reason):
+    batch = deliver(aws, raw)
+
+    assert batch.failed == []
+    ((buried, why),) = dead_letters(aws)
+    assert buried == raw
+    assert reason in why
+    assert aws["dynamodb"].scan(TableName=settings.TABLE_NAME, Select="COUNT")["Count"] == 1  # the id secret only
+
+
+def test_a_forged_tenant_cannot_take_over_another_tenants_job(aws):
+    victim = _job(type="fail", payload={"times": 5})
+    deliver(aws, body(**victim))  # attempt 1 fails: the job is `failed`, waiting for its retry
+    assert record(victim["id"]).status is Status.FAILED
+
+    deliver(aws, body(**(victim | {"tenant": "mallory", "type": "echo"})))
+
+    job, tenant = store.get(victim["id"])
+    assert tenant == "acme"
+    assert (job.status, job.attempts) == (Status.FAILED, 1)
+    assert any("does not verify for tenant 'mallory'" in why for _, why in dead_letters(aws))
+
+
+def test_a_claim_never_changes_a_records_tenant_even_for_a_message_that_got_past_verification(aws):
+    victim = JobMessage.from_dict(_job(type="fail", payload={"times": 5}))
+    claim = store.claim(victim, "m1", time.time(), lease_seconds=10)
+    store.fail(victim.id, claim.token, "failed", time.time(), dead=False)
+
+    forged = JobMessage.from_dict(victim.to_dict() | {"tenant": "mallory"})
+
+    assert isinstance(store.claim(forged, "m2", time.time(), lease_seconds=10), store.Foreign)
+    assert store.get(victim.id)[1] == "acme"
+
+
+def test_a_bad_message_for_a_job_that_already_has_a_record_leaves_the_record_alone(aws):
+    message = _job()
+    deliver(aws, body(**message))
+    assert record(message["id"]).status is Status.SUCCEEDED
+
+    deliver(aws, body(**(message | {"type": ["echo"]})))
+
+    job = record(message["id"])
+    assert (job.status, job.result) == (Status.SUCCEEDED, {"n": 1})
+    ((_, why),) = dead_letters(aws)
+    assert "field 'type'" in why
+
+
+def test_a_firing_without_an_id_runs_as_its_occurrence(aws):
+    firing = {"v": 1, "tenant": "acme", "type": "echo", "payload": 3, "max_attempts": 2, "schedule": "nightly"}
+    firing["scheduled_for"] = "2026-12-01T00:00:00Z"
+
+    deliver(aws, body(**firing))
+
+    job_id = ids.scheduled_id(id_secret(), "acme", "nightly", "2026-12-01T00:00:00Z")
+    job = record(job_id)
+    assert (job.status, job.result, job.schedule) == (Status.SUCCEEDED, 3, "nightly")
+
+
+def test_a_firing_with_a_bad_field_is_recorded_dead_as_its_occurrence(aws):
+    firing = {"v": 1, "tenant": "acme", "type": "echo", "max_attempts": "many", "schedule": "nightly"}
+    firing["scheduled_for"] = "2026-12-01T00:00:00Z"
+
+    deliver(aws, body(**firing))
+
+    job = record(ids.scheduled_id(id_secret(), "acme", "nightly", "2026-12-01T00:00:00Z"))
+    assert job.status is Status.DEAD
+    assert job.schedule == "nightly"
+    assert "max_attempts" in job.error
+
+
+def test_the_parser_names_every_bad_field_at_once(aws):
+    with pytest.raises(UnreadableMessage) as unreadable:
+        JobMessage.from_body(body(**_job(type=1, max_attempts=None)), sent_at=time.time(), secret=id_secret())
+
+    assert "field 'type'" in unreadable.value.reason
+    assert "field 'max_attempts'" in unreadable.value.reason
+    assert unreadable.value.job["tenant"] == "acme"

@@ -1,0 +1,99 @@
+"""The worker Lambda's handler driven in-process on moto, with the event source mapping's part played here:
+messages go through the (moto) queue, so receipt handles, receive counts and hand-backs are SQS's own."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from functions.worker.handler import handler
+from shared import store
+from shared.model import JobRecord
+
+
+class WorkerContext:
+    """The attributes Powertools reads from a Lambda context."""
+
+    function_name = "corral-worker"
+    function_version = "$LATEST"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:corral-worker"
+    memory_limit_in_mb = 1024
+    aws_request_id = "unit"
+    log_group_name = "/aws/lambda/corral-worker"
+    log_stream_name = "unit"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+@dataclass(frozen=True)
+class Batch:
+    message_ids: list[str]
+    failed: list[str]  # message ids handed back (batchItemFailures)
+
+
+def send(aws: dict[str, Any], body: str) -> str:
+    return aws["sqs"].send_message(QueueUrl=aws["queue_url"], MessageBody=body)["MessageId"]
+
+
+def _event_record(message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message["Attributes"],
+        "messageAttributes": {},
+        "md5OfBody": message["MD5OfBody"],
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:corral-jobs",
+        "awsRegion": "us-east-1",
+    }
+
+
+def poll(aws: dict[str, Any]) -> Batch | None:
+    """One poll of the event source mapping: receive up to 10 messages, invoke the handler, delete
+    what it did not hand back. None if nothing was visible."""
+    sqs, url = aws["sqs"], aws["queue_url"]
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", [])
+    if not messages:
+        return None
+    response = handler({"Records": [_event_record(m) for m in messages]}, WorkerContext())
+    failed = [item["itemIdentifier"] for item in response["batchItemFailures"]]
+    for message in messages:
+        if message["MessageId"] not in failed:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return Batch(message_ids=[m["MessageId"] for m in messages], failed=failed)
+
+
+def deliver(aws: dict[str, Any], body: str) -> Batch:
+    """Send one message and run it through the handler once."""
+    send(aws, body)
+    batch = poll(aws)
+    assert batch is not None
+    return batch
+
+
+def dead_letters(aws: dict[str, Any]) -> list[tuple[str, str]]:
+    """(body, reason) of every message in the DLQ."""
+    found: list[tuple[str, str]] = []
+    sqs, url = aws["sqs"], aws["dlq_url"]
+    while messages := sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"], VisibilityTimeout=60
+    ).get("Messages", []):
+        found += [(m["Body"], _reason(m)) for m in messages]
+    return found
+
+
+def record(job_id: str) -> JobRecord | None:
+    found = store.get(job_id)
+    return found[0] if found else None
+
+
+def body(**fields: Any) -> str:
+    return json.dumps(fields)
+
+
+def _reason(message: dict[str, Any]) -> str:
+    """The worker's reason; "" for a message SQS itself redrove (maxReceiveCount)."""
+    return message.get("MessageAttributes", {}).get("corral-reason", {}).get("StringValue", "")

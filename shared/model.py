@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -62,18 +61,30 @@ def _int_between(low: int, high: int) -> Callable[[Any], str | None]:
 
 def _text(max_length: int) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
-        ok = isinstance(value, str) and 0 < len(value) <= max_length
+        ok = isinstance(value, str) and 0 < len(value) <= max_length and _encodable(value)
         return None if ok else f"must be a non-empty string of at most {max_length} characters"
 
     return check
+
+
+def _encodable(text: str) -> bool:
+    """JSON can carry lone surrogates ("\\ud800") that no store or HMAC can take as text."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _optional(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
     return lambda value: None if value is None else check(value)
 
 
+_LAST_TIMESTAMP = 10**11  # epoch seconds in the year 5138: numbers the store and the listing index can hold
+
+
 def _timestamp(value: Any) -> str | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 1 <= value < _LAST_TIMESTAMP
     return None if ok else "must be a positive number (epoch seconds)"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -31,4 +32,28 @@ class JobQueue(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=settings.MAX_RECEIVE_COUNT),
+        )
+
+    def allow_only_senders(self, *senders: iam.IRole) -> None:
+        """Only these roles may put messages on the jobs queue (the API, Scheduler's role); any other
+        principal of the account is denied, whatever its own policies grant. A message on this queue
+        runs as its tenant's job, so who may write one is part of the tenant boundary."""
+        arns = [role.role_arn for role in senders]
+        self.queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="OnlyCorralSends",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["sqs:SendMessage"],
+                resources=[self.queue.queue_arn],
+                conditions={"ArnNotEquals": {"aws:PrincipalArn": arns}},
+            )
+        )
+        self.queue.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CorralSenders",
+                principals=[iam.ArnPrincipal(arn) for arn in arns],
+                actions=["sqs:SendMessage"],
+                resources=[self.queue.queue_arn],
+            )
         )

@@ -20,25 +20,37 @@ class Schedules(Construct):
         stack = Stack.of(self)
         self.queue = queue
         self.group = scheduler.CfnScheduleGroup(self, "Group", name=settings.SCHEDULE_GROUP)
-        self.role = iam.Role(
-            self,
-            "Role",
-            role_name=settings.SCHEDULER_ROLE_NAME,
-            # Only Scheduler acting for this account may assume it (confused-deputy guard).
-            assumed_by=iam.ServicePrincipal(
-                "scheduler.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
-            ),
-            description="EventBridge Scheduler sends corral schedule firings to the job queue",
-        )
-        # SQS-managed encryption on the queues: no KMS grant needed.
-        queue.queue.grant_send_messages(self.role)
-        queue.dlq.grant_send_messages(self.role)  # firings Scheduler could not deliver, after its retries
         self.schedules_arn = stack.format_arn(
             service="scheduler",
             resource="schedule",
             resource_name=f"{settings.SCHEDULE_GROUP}/*",
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
+        group_arn = stack.format_arn(
+            service="scheduler",
+            resource="schedule-group",
+            resource_name=settings.SCHEDULE_GROUP,
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+        self.role = iam.Role(
+            self,
+            "Role",
+            role_name=settings.SCHEDULER_ROLE_NAME,
+            # Only Scheduler running a schedule of corral's group in this account may assume it
+            # (confused-deputy guard). Scheduler's documented aws:SourceArn is the schedule group's
+            # ARN; the group's schedules are matched as well.
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {"aws:SourceArn": [group_arn, self.schedules_arn]},
+                },
+            ),
+            description="EventBridge Scheduler sends corral schedule firings to the job queue",
+        )
+        # SQS-managed encryption on the queues: no KMS grant needed.
+        queue.queue.grant_send_messages(self.role)
+        queue.dlq.grant_send_messages(self.role)  # firings Scheduler could not deliver, after its retries
 
     def environment(self) -> dict[str, str]:
         """What a function that creates schedules needs to know."""

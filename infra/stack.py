@@ -42,6 +42,7 @@ class CorralStack(Stack):
                 "CORRAL_QUEUE_URL": queue.queue.queue_url,
                 "CORRAL_DLQ_URL": queue.dlq.queue_url,
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
+                "CORRAL_HAND_BACK_MAX_SECONDS": str(profile.visibility_timeout_seconds),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
                 **schedules.environment(),
                 **({"CORRAL_DAX_ENDPOINT": cache.endpoint_url} if cache else {}),
@@ -50,6 +51,9 @@ class CorralStack(Stack):
         )
         api = Api(self, "Api", functions=functions, store=store, queue=queue)
         schedules.grant_manage(api.function)
+        api_role = api.function.role
+        assert api_role is not None  # every function built here has its own role
+        queue.allow_only_senders(api_role, schedules.role)
         workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
         if cache:
             cache.grant_data_access(api.function)

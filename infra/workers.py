@@ -55,7 +55,8 @@ class Workers(Construct):
         )
         store.table.grant_read_write_data(self.function)
         acknowledgements.table_grantee(self.function, store.table)
-        queue.queue.grant_send_messages(self.function)  # not strictly: change visibility is granted by consume
+        # No SendMessage on the jobs queue: the event source grants what the worker does there (receive,
+        # delete, ChangeMessageVisibility for hand-backs); it sends only to the DLQ.
         queue.dlq.grant_send_messages(self.function)
         self.function.add_event_source(
             event_sources.SqsEventSource(

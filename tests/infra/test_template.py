@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from aws_cdk.assertions import Match, Template
 
 from infra.cache import DAX_DATA_ACTIONS
@@ -54,6 +56,13 @@ def test_queue_visibility_covers_six_worker_timeouts_plus_the_batching_window(aw
         assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"] + settings.WORKER_BATCHING_WINDOW_SECONDS
 
 
+def test_hand_backs_grow_to_at_most_the_visibility_timeout(aws: Template, local: Template):
+    for template, profile in ((aws, AWS), (local, LOCAL)):
+        worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
+        hand_back_max = worker["Environment"]["Variables"]["CORRAL_HAND_BACK_MAX_SECONDS"]
+        assert hand_back_max == str(profile.visibility_timeout_seconds)
+
+
 def test_queues_are_encrypted_tls_only_and_redrive_after_max_receive_count(aws: Template):
     for name in (settings.QUEUE_NAME, settings.DLQ_NAME):
         aws.has_resource_properties(
@@ -70,9 +79,59 @@ def test_queues_are_encrypted_tls_only_and_redrive_after_max_receive_count(aws: 
     policies = aws.find_resources("AWS::SQS::QueuePolicy")
     assert len(policies) == 2
     for policy in policies.values():
-        (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
-        assert statement["Effect"] == "Deny"
-        assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        deny_conditions = [s.get("Condition") for s in statements if s["Effect"] == "Deny"]
+        assert {"Bool": {"aws:SecureTransport": "false"}} in deny_conditions
+
+
+def _role_arn(template: Template, logical_id_prefix: str) -> dict:
+    (role_id,) = [
+        logical_id
+        for logical_id in template.find_resources("AWS::IAM::Role")
+        if logical_id.startswith(logical_id_prefix)
+    ]
+    return {"Fn::GetAtt": [role_id, "Arn"]}
+
+
+def _queue_policy_statements(template: Template, queue_logical_prefix: str) -> list[dict]:
+    policies = [
+        p
+        for p in template.find_resources("AWS::SQS::QueuePolicy").values()
+        if p["Properties"]["Queues"][0]["Ref"].startswith(queue_logical_prefix)
+    ]
+    assert len(policies) == 1
+    return policies[0]["Properties"]["PolicyDocument"]["Statement"]
+
+
+def test_only_the_api_and_the_scheduler_role_may_send_to_the_jobs_queue(aws: Template, local: Template):
+    for template in (aws, local):
+        senders = [_role_arn(template, "ApiHandlerServiceRole"), _role_arn(template, "SchedulesRole")]
+        statements = {s.get("Sid"): s for s in _queue_policy_statements(template, "QueueJobs")}
+        deny = statements["OnlyCorralSends"]
+        assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", {"AWS": "*"}, "sqs:SendMessage")
+        assert deny["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": senders}}
+        allow = statements["CorralSenders"]
+        assert (allow["Effect"], allow["Action"]) == ("Allow", "sqs:SendMessage")
+        assert allow["Principal"] == {"AWS": senders}
+
+
+def _grants_on(statements: list[dict], action: str, resource: dict) -> bool:
+    def resources(statement: dict) -> list:
+        found = statement["Resource"]
+        return found if isinstance(found, list) else [found]
+
+    return any(action in _actions(s) and resource in resources(s) for s in statements if s["Effect"] == "Allow")
+
+
+def test_the_worker_may_not_send_to_the_jobs_queue_but_may_hand_back_and_bury(aws: Template, local: Template):
+    for template in (aws, local):
+        worker = _policy_statements_of_role_of_function(template, settings.WORKER_FUNCTION)
+        (jobs,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.QUEUE_NAME}})
+        (dlq,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.DLQ_NAME}})
+        jobs_arn, dlq_arn = {"Fn::GetAtt": [jobs, "Arn"]}, {"Fn::GetAtt": [dlq, "Arn"]}
+        assert not _grants_on(worker, "sqs:SendMessage", jobs_arn)
+        assert _grants_on(worker, "sqs:ChangeMessageVisibility", jobs_arn)
+        assert _grants_on(worker, "sqs:SendMessage", dlq_arn)
 
 
 # Worker event source ----------------------------------------------------------------------------------
@@ -277,6 +336,16 @@ def test_schedules_live_in_their_group_and_scheduler_may_only_send_to_the_queues
         assert statements, "the scheduler role has no policy"
         for statement in statements:
             assert set(_actions(statement)) <= {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+
+
+def test_scheduler_may_assume_its_role_only_for_corrals_schedule_group_in_this_account(aws: Template):
+    role = _only(aws, "AWS::IAM::Role", {"RoleName": settings.SCHEDULER_ROLE_NAME})
+    (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    condition = statement["Condition"]
+    assert condition["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    source_arns = json.dumps(condition["ArnLike"]["aws:SourceArn"])
+    assert f":schedule-group/{settings.SCHEDULE_GROUP}" in source_arns
+    assert f":schedule/{settings.SCHEDULE_GROUP}/*" in source_arns
 
 
 def test_only_the_api_may_create_schedules_and_pass_the_scheduler_role(aws: Template):

@@ -98,3 +98,9 @@ def crash(payload: Any, context: JobContext) -> dict[str, int]:
     if context.attempt <= _times(payload):
         os.kill(os.getpid(), signal.SIGKILL)
     return {"survived_on_attempt": context.attempt}
+
+
+@job_type("bloat", chaos=True)
+def bloat(payload: Any, context: JobContext) -> str:
+    """Returns a string of `bytes` characters: a result bigger than the store keeps (fault tests)."""
+    return "x" * int(payload.get("bytes", 0)) if isinstance(payload, dict) else ""

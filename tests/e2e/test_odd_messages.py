@@ -13,8 +13,15 @@ import time
 import uuid
 
 import pytest
+import requests
 
 from shared import ids, settings
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_api(deployed) -> None:
+    """The API function's first (cold) start can outlast the client's 10 s timeout on a busy machine."""
+    requests.get(f"{deployed.api_url}/v1/openapi.json", timeout=90)
 
 
 @pytest.fixture

@@ -197,3 +197,13 @@ def test_the_parser_names_every_bad_field_at_once(aws):
     assert "field 'type'" in unreadable.value.reason
     assert "field 'max_attempts'" in unreadable.value.reason
     assert unreadable.value.job["tenant"] == "acme"
+
+
+def test_a_message_is_written_without_copying_its_payload_recursively():
+    # dataclasses.asdict copied payloads level by level and hit the recursion limit near 600 levels.
+    payload: object = 0
+    for _ in range(900):
+        payload = [payload]
+    message = JobMessage(id="j", tenant="acme", type="echo", payload=payload, max_attempts=1, enqueued_at=1.0)
+
+    assert json.loads(message.to_json())["payload"] == payload

@@ -215,11 +215,11 @@ def _why_not_claimed(old: dict[str, Any], message: JobMessage, message_id: str, 
     """Why the claim's condition failed, from the record as it was then (or re-read)."""
     if not old:
         return Contended()  # the record was there for the condition, gone for the re-read
+    if _as_str(old, "tenant") != message.tenant:
+        return Foreign()
     status = Status(old["status"]["S"])
     if status.finished:
         return Finished()
-    if _as_str(old, "tenant") != message.tenant:
-        return Foreign()
     lease_left = (_as_float(old, "lease_until") or 0) - now
     if status is Status.RUNNING and lease_left >= 0:
         return HeldElsewhere(by_this_message=_as_str(old, "claimed_by") == message_id, lease_left_seconds=lease_left)

@@ -90,7 +90,8 @@ def _timestamp(value: Any) -> str | None:
 
 def _payload(value: Any) -> str | None:
     size = len(json.dumps(value, separators=(",", ":")).encode())
-    return None if size <= settings.MAX_PAYLOAD_BYTES else f"{size} bytes is over {settings.MAX_PAYLOAD_BYTES}"
+    limit = settings.MAX_PAYLOAD_BYTES
+    return None if size <= limit else f"is {size} bytes serialised, over the limit of {limit} bytes"
 
 
 def _version(value: Any) -> str | None:

@@ -41,6 +41,7 @@ def _jobs_client() -> Any:
 class Claimed:
     attempt: int
     token: str
+    max_attempts: int  # the record's: the first message of a job sets it (an idempotency key's first request)
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
         "started_at = :now",
         "#tenant = :tenant",
         "job_type = :type",
-        "max_attempts = :max",
+        "max_attempts = if_not_exists(max_attempts, :max)",
         "enqueued_at = if_not_exists(enqueued_at, :enqueued)",
         "payload_json = if_not_exists(payload_json, :payload)",
     ]
@@ -188,7 +189,7 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
             Key=_key(message.id),
             UpdateExpression="SET " + ", ".join(sets),
             # An existing record's own max_attempts counts (the first message's, if a later one
-            # with the same idempotency key asks for fewer).
+            # with the same idempotency key asks for another number).
             ConditionExpression=(
                 "attribute_not_exists(pk) OR (#tenant = :tenant AND attempts < max_attempts AND "
                 "(#status = :failed OR (#status = :running AND lease_until < :now)))"
@@ -203,7 +204,7 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
             raise
         old = error.response.get("Item") or _read_item(message.id)
         return _why_not_claimed(old, message, message_id, now)
-    return Claimed(attempt=int(item["attempts"]["N"]), token=token)
+    return Claimed(attempt=int(item["attempts"]["N"]), token=token, max_attempts=int(item["max_attempts"]["N"]))
 
 
 def _read_item(job_id: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ it goes to the DLQ with its reason, and its job (if its id verifies) is recorded
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
@@ -136,7 +136,8 @@ def work(message: JobMessage, delivery: Delivery) -> Outcome:
             queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
             store.bury(message, reason, time.time())
             return Outcome.DEAD
-        case store.Claimed(attempt=attempt, token=token):
+        case store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts):
+            message = replace(message, max_attempts=max_attempts)  # the record's number of attempts counts
             try:
                 return _run(message, delivery, attempt, token)
             except _AWS_ERRORS as error:

@@ -156,7 +156,9 @@ def test_the_records_own_max_attempts_counts_when_a_later_message_asks_for_fewer
     with pytest.raises(RetryLater):
         _deliver(first, "m1")  # attempt 1 of 3 failed
 
-    fewer = _message("fail", {"times": 1}, max_attempts=1)
+    fewer = _message("fail", {"times": 2}, max_attempts=1)
 
-    assert _deliver(fewer, "m2") == "succeeded"  # attempt 2: the record allows 3
-    assert _record(first.id).attempts == 2
+    with pytest.raises(RetryLater):
+        _deliver(fewer, "m2")  # attempt 2 of the record's 3 fails: retried, not dead
+    assert _deliver(fewer, "m3") == "succeeded"  # attempt 3
+    assert _record(first.id).attempts == 3

@@ -138,6 +138,7 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
     """
     token = secrets.token_hex(8)
     values: dict[str, Any] = {
+        ":queued": {"S": Status.QUEUED},  # a record written without a claim, to be run (e.g. a retry)
         ":running": {"S": Status.RUNNING},
         ":failed": {"S": Status.FAILED},
         ":zero": _n(0),
@@ -191,8 +192,9 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
             # An existing record's own max_attempts counts (the first message's, if a later one
             # with the same idempotency key asks for another number).
             ConditionExpression=(
-                "attribute_not_exists(pk) OR (#tenant = :tenant AND attempts < max_attempts AND "
-                "(#status = :failed OR (#status = :running AND lease_until < :now)))"
+                "attribute_not_exists(pk) OR (#tenant = :tenant "
+                "AND (attribute_not_exists(attempts) OR attempts < max_attempts) "
+                "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
             ),
             ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
             ExpressionAttributeValues=values,

@@ -162,3 +162,19 @@ def test_the_records_own_max_attempts_counts_when_a_later_message_asks_for_fewer
         _deliver(fewer, "m2")  # attempt 2 of the record's 3 fails: retried, not dead
     assert _deliver(fewer, "m3") == "succeeded"  # attempt 3
     assert _record(first.id).attempts == 3
+
+
+def test_a_queued_record_written_without_a_claim_is_claimed_and_run(aws):
+    message = _message(payload="again")
+    aws["dynamodb"].put_item(
+        TableName="corral-jobs",
+        Item={
+            "pk": {"S": f"job#{message.id}"},
+            "status": {"S": "queued"},
+            "tenant": {"S": "acme"},
+            "max_attempts": {"N": "3"},
+        },
+    )
+
+    assert _deliver(message) == "succeeded"
+    assert (_record(message.id).attempts, _record(message.id).result) == (1, "again")

@@ -36,13 +36,14 @@ def send(deployed):
     return send_body
 
 
-def _dead_letter(deployed, marker: str, timeout: float = 30) -> tuple[dict, str]:
-    """The DLQ message whose body contains `marker`, and its reason. Others are left visible."""
+def _dead_letter(deployed, marker: str, timeout: float = 60) -> tuple[dict, str]:
+    """The DLQ message whose body contains `marker`, and its reason. Messages looked at are hidden
+    for a few seconds only (so a DLQ of more than 10 is paged through) and left for other tests."""
     sqs, url = deployed.aws("sqs"), deployed.queue_url(settings.DLQ_NAME)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for message in sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0, MessageAttributeNames=["All"]
+            QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=3, MessageAttributeNames=["All"]
         ).get("Messages", []):
             if marker in message["Body"]:
                 reason = message.get("MessageAttributes", {}).get("corral-reason", {}).get("StringValue", "")
@@ -67,7 +68,7 @@ def test_a_job_enqueued_without_a_payload_runs_with_a_null_payload(api):
     response = api.request("POST", "/v1/jobs", json={"type": "echo"})
     assert response.status_code == 202, response.text
 
-    job = api.wait(response.json()["id"], timeout=30)
+    job = api.wait(response.json()["id"], timeout=60)
 
     assert (job["status"], job["result"]) == ("succeeded", None)
 
@@ -76,7 +77,7 @@ def test_a_wrong_typed_message_with_a_verifiable_id_ends_dead_with_its_reason(ap
     job_id = ids.timed_id(job_id_secret, "demo")
     send(_message(job_id, type=["echo"]))
 
-    job = api.wait(job_id, timeout=30)
+    job = api.wait(job_id, timeout=60)
 
     assert job["status"] == "dead"
     assert "field 'type' must be a non-empty string" in job["error"]
@@ -89,7 +90,7 @@ def test_a_message_of_an_unknown_type_ends_dead_instead_of_queued_forever(api, s
     job_id = ids.timed_id(job_id_secret, "demo")
     send(_message(job_id, type="no-such-type"))
 
-    job = api.wait(job_id, timeout=30)
+    job = api.wait(job_id, timeout=60)
 
     assert job["status"] == "dead"
     assert "unknown job type 'no-such-type'" in job["error"]
@@ -110,7 +111,7 @@ def test_a_message_whose_id_does_not_verify_is_buried_with_its_reason_and_leaves
 
 def test_a_forged_tenant_does_not_take_over_another_tenants_job(api, other_tenant_api, deployed, send):
     job_id = api.enqueue("fail", {"times": 10}, max_attempts=3)
-    api.wait(job_id, statuses=("failed", "dead"), timeout=30)  # attempt 1 failed: a retry is due
+    api.wait(job_id, statuses=("failed", "dead"), timeout=60)  # attempt 1 failed: a retry is due
 
     forged = _message(job_id, tenant="other-tenant")
     send(forged)
@@ -126,7 +127,7 @@ def test_a_forged_tenant_does_not_take_over_another_tenants_job(api, other_tenan
 def test_a_result_too_big_to_keep_fails_the_job_at_once_and_says_so(api):
     job_id = api.enqueue("bloat", {"bytes": settings.MAX_RESULT_BYTES + 1}, max_attempts=3)
 
-    job = api.wait(job_id, timeout=30)
+    job = api.wait(job_id, timeout=60)
 
     assert (job["status"], job["attempts"]) == ("dead", 1)
     assert f"over the limit of {settings.MAX_RESULT_BYTES} bytes" in job["error"]

@@ -5,18 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.api.responses import error_response, json_response
+from functions.api.responses import MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, cut, error_response, json_response
 from shared import settings
 from shared.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
 from shared.metrics import jobs_enqueued
 from shared.model import JobMessage
 from shared.status import job_status
 
+logger = Logger(service="corral-api", child=True)
 router = APIGatewayHttpRouter()
 
 
@@ -70,6 +72,9 @@ def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str,
     parsed = [_parse_item(item) for item in batch.jobs]
     enqueued = iter(enqueue_many(_tenant(), [item for item in parsed if isinstance(item, JobRequest)]))
     outcomes = [next(enqueued) if isinstance(item, JobRequest) else item for item in parsed]
+    not_sent = [outcome.detail for outcome in outcomes if isinstance(outcome, NotSent)]
+    if not_sent:  # AWS's words stay in the log: they can name the account and roles
+        logger.warning("bulk jobs not sent", extra={"count": len(not_sent), "details": sorted(set(not_sent))[:10]})
     results = [_item_result(index, outcome) for index, outcome in enumerate(outcomes)]
     rejected = sum(1 for result in results if result["status"] == "rejected")
     body = {"accepted": len(results) - rejected, "rejected": rejected, "results": results}
@@ -81,7 +86,8 @@ def _parse_item(item: Any) -> JobRequest | InvalidJob:
         return JobRequest(**JobIn.model_validate(item).model_dump())
     except ValidationError as error:
         problem = error.errors()[0]
-        return InvalidJob(".".join(str(part) for part in problem.get("loc", ())), problem.get("msg", "invalid"))
+        field = cut(".".join(str(part) for part in problem.get("loc", ())), MAX_FIELD_CHARS)
+        return InvalidJob(field, cut(problem.get("msg", "invalid"), MAX_MESSAGE_CHARS))
 
 
 def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:

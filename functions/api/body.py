@@ -22,6 +22,7 @@ from shared import payloads, settings
 # trouble, and deep enough that a payload a few levels over its limit (the deepest sits 3 levels in:
 # {"jobs": [{"payload": ...}]}) is reported by its own field, one batch item at a time.
 MAX_BODY_DEPTH = 2 * settings.MAX_PAYLOAD_DEPTH
+METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})  # other methods' bodies are ignored, as the routes do
 
 # A whole JSON string (escapes included) or one bracket; everything else is skipped by the regex engine.
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')

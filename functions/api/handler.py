@@ -11,6 +11,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -31,7 +32,10 @@ app.include_router(schedules.router)
 
 @app.get("/v1/openapi.json", include_in_schema=False)
 def openapi() -> Response[str]:
-    return Response(status_code=200, content_type="application/json", body=app.get_openapi_json_schema(title="corral"))
+    schema = app.get_openapi_json_schema(
+        title="corral", security_schemes={"apiKey": HTTPBearer(description="an API key")}, security=[{"apiKey": []}]
+    )
+    return Response(status_code=200, content_type="application/json", body=schema)
 
 
 def _field(location: tuple[Any, ...]) -> str:
@@ -88,7 +92,8 @@ def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if tenant is None:
             return error_result(401, "unauthorized", auth.UNAUTHORIZED_MESSAGE)
         app.append_context(tenant=tenant)
-    checked = body.check(event)
+    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
+    checked = body.check(event) if method in body.METHODS_WITH_BODY else event
     if isinstance(checked, body.BodyProblem):
         app.clear_context()
         return error_result(checked.status, checked.code, checked.message, field=checked.field)

@@ -11,7 +11,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.api.responses import MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, cut, error_response, json_response
+from functions.api.responses import (
+    MAX_FIELD_CHARS,
+    MAX_MESSAGE_CHARS,
+    cut,
+    documented,
+    error_response,
+    json_response,
+)
 from shared import settings
 from shared.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
 from shared.metrics import jobs_enqueued
@@ -53,7 +60,11 @@ def _tenant() -> str:
     return router.context["tenant"]
 
 
-@router.post("/v1/jobs", summary="Enqueue a job", responses={202: {"description": "Accepted and queued"}})
+@router.post(
+    "/v1/jobs",
+    summary="Enqueue a job",
+    responses=documented({202: {"description": "Accepted and queued"}}, 400, 413, 422),
+)
 def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     message = enqueue(_tenant(), JobRequest(**job.model_dump()))
     jobs_enqueued()
@@ -63,10 +74,15 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
 @router.post(
     "/v1/jobs:batch",
     summary="Enqueue up to 100 jobs",
-    responses={
-        202: {"description": "Every job accepted and queued"},
-        207: {"description": "Some jobs rejected; each result says which and why"},
-    },
+    responses=documented(
+        {
+            202: {"description": "Every job accepted and queued"},
+            207: {"description": "Some jobs rejected; each result says which and why"},
+        },
+        400,
+        413,
+        422,
+    ),
 )
 def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:
     parsed = [_parse_item(item) for item in batch.jobs]
@@ -100,7 +116,11 @@ def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
     return {"index": index, "status": "rejected", "error": code, "message": outcome.message, "field": field}
 
 
-@router.get("/v1/jobs/<job_id>", summary="A job's status and result")
+@router.get(
+    "/v1/jobs/<job_id>",
+    summary="A job's status and result",
+    responses=documented({200: {"description": "The job"}}, 404, 422),
+)
 def get_job(job_id: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
     record = job_status(_tenant(), job_id)
     if record is None:

@@ -102,8 +102,7 @@ def _parse_item(item: Any) -> JobRequest | InvalidJob:
         return JobRequest(**JobIn.model_validate(item).model_dump())
     except ValidationError as error:
         problem = error.errors()[0]
-        field = cut(".".join(str(part) for part in problem.get("loc", ())), MAX_FIELD_CHARS)
-        return InvalidJob(field, cut(problem.get("msg", "invalid"), MAX_MESSAGE_CHARS))
+        return InvalidJob(".".join(str(part) for part in problem.get("loc", ())), problem.get("msg", "invalid"))
 
 
 def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
@@ -111,9 +110,10 @@ def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
         return {"index": index, "id": outcome.id, "status": "queued"}
     if isinstance(outcome, NotSent):
         return {"index": index, "status": "rejected", "error": "unavailable", "message": outcome.reason}
-    field = f"jobs[{index}]" + (f".{outcome.field}" if outcome.field else "")
+    field = cut(f"jobs[{index}]" + (f".{outcome.field}" if outcome.field else ""), MAX_FIELD_CHARS)
     code = "payload_too_large" if isinstance(outcome, PayloadTooLarge) else "invalid_request"
-    return {"index": index, "status": "rejected", "error": code, "message": outcome.message, "field": field}
+    message = cut(outcome.message, MAX_MESSAGE_CHARS)
+    return {"index": index, "status": "rejected", "error": code, "message": message, "field": field}
 
 
 @router.get(

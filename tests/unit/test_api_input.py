@@ -198,9 +198,10 @@ def test_a_body_is_read_as_json_whatever_its_content_type(call, aws, content_typ
         {"type": "y" * 70_000},
         {"type": "echo", "run_at": "z" * 70_000},
         {"jobs": [{"type": "echo", "q" * 70_000: 1}]},
+        {"jobs": [{"type": "echo", "payload": {"q" * 70_000: "<aws.scheduler.x>"}, "delay_seconds": 86_400}]},
     ],
 )
-def test_an_error_never_echoes_the_body(call, payload):
+def test_an_error_never_echoes_the_body(call, payload, scheduler_env):
     path = "/v1/jobs:batch" if "jobs" in payload else "/v1/jobs"
 
     status, _, text = call("POST", path, payload)

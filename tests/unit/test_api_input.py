@@ -140,7 +140,7 @@ def test_depth_counting_skips_brackets_inside_strings():
         ('{"type":"echo","payload":{"x":[1,Infinity]}}', "payload.x[1]"),
         ('{"type":"echo","payload":-Infinity}', "payload"),
         ('{"type":"echo","payload":1e400}', "payload"),
-        ('{"type":"echo","payload":' + "9" * 5000 + "}", "payload"),
+        ('{"type":"echo","payload":' + "9" * 5000 + "}", "body"),  # too long to convert: no path
         ('{"jobs":[{"type":"echo","payload":{"n":NaN}}]}', "jobs[0].payload.n"),
     ],
 )

@@ -9,6 +9,12 @@ from client import FINISHED
 from shared import settings
 
 
+@pytest.fixture(scope="module", autouse=True)
+def warm_api(api):
+    """The first request may meet a cold API function; on a busy machine that alone can pass a 10 s timeout."""
+    api.session.get(api.api_url + "/v1/openapi.json", timeout=120)
+
+
 def _nested(levels: int, leaf="bottom"):
     value = leaf
     for _ in range(levels):

@@ -70,11 +70,11 @@ class _Numbers:
         self.rejected += 1
         return _NotANumber(value)
 
-    def float(self, text: str) -> float:
+    def parse_float(self, text: str) -> float:
         value = float(text)  # 1e400 is read as inf
         return value if math.isfinite(value) else self._mark(value)
 
-    def constant(self, name: str) -> float:  # NaN, Infinity, -Infinity: Python's json accepts them, JSON has none
+    def parse_constant(self, name: str) -> float:  # NaN, Infinity, -Infinity: Python's json accepts them, JSON has none
         return self._mark(float(name))
 
 
@@ -119,7 +119,7 @@ def check(event: dict[str, Any]) -> dict[str, Any] | BodyProblem:
         )
     numbers = _Numbers()
     try:
-        parsed = json.loads(text, parse_float=numbers.float, parse_constant=numbers.constant)
+        parsed = json.loads(text, parse_float=numbers.parse_float, parse_constant=numbers.parse_constant)
     except (json.JSONDecodeError, RecursionError):
         return BodyProblem(400, "malformed_json", "request body is not valid JSON")
     except ValueError:  # an integer too long to convert

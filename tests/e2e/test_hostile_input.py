@@ -52,7 +52,7 @@ def test_odd_but_valid_jobs_all_succeed_with_their_payload_as_result(api):
     ids = {"no payload": (no_payload.json()["id"], None)}
     ids |= {name: (api.enqueue("echo", payload), payload) for name, payload in ODD_BUT_VALID.items()}
 
-    outcomes = _wait_all(api, {name: job_id for name, (job_id, _) in ids.items()}, timeout=60)
+    outcomes = _wait_all(api, {name: job_id for name, (job_id, _) in ids.items()}, timeout=120)
 
     assert {name: job["status"] for name, job in outcomes.items()} == dict.fromkeys(ids, "succeeded")
     for name, (_, payload) in ids.items():

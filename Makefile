@@ -8,7 +8,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install up test lint unit synth footprint smoke clean bench capacity
+.PHONY: install up test lint unit synth footprint smoke clean bench capacity fuzz
 
 install: $(STAMP)/venv $(STAMP)/npm
 
@@ -33,6 +33,11 @@ test: install
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+
+# API fuzzing against a stack it deploys (tests/e2e/test_api_fuzz.py), many more examples than `make test`.
+FUZZ_EXAMPLES ?= 300
+fuzz: install
+	CORRAL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/e2e/test_api_fuzz.py -p no:cacheprovider $(ARGS)
 
 bench: install
 	$(PY) -m bench $(ARGS)

@@ -2,30 +2,85 @@
 
 Endpoints come from the environment (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS, ...),
 so the same code talks to AWS, LocalStack or the embedded emulator.
+
+A caller with a hard time limit (the API: API Gateway waits for the function's timeout at
+most) sets a `deadline`: an attempt, first or retry, starts only if its worst case (connect
+timeout + read timeout) ends before it, so no call is still in flight, maybe succeeding,
+when the caller has to answer. See docs/architecture.md "Input limits and honest answers".
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError
 
-# Standard mode retries throttling and 5xx with jittered backoff; short timeouts keep
-# an enqueue fast when one connection is slow, at the price of a retry.
-_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 4},
-    connect_timeout=2,
-    read_timeout=5,
-    max_pool_connections=50,
-)
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float = 2
+    read: float = 5
+
+    @property
+    def attempt_worst(self) -> float:
+        return self.connect + self.read
+
+
+_timeouts = Timeouts()
+_deadline: float | None = None  # time.monotonic() by which every AWS call must have ended
+
+
+def use_timeouts(timeouts: Timeouts) -> None:
+    """This process's timeouts per attempt (before its first client; clients made earlier are dropped)."""
+    global _timeouts
+    _timeouts = timeouts
+    client.cache_clear()
+
+
+def _config() -> Config:
+    # Standard mode retries throttling and 5xx with jittered backoff; short timeouts keep
+    # an enqueue fast when one connection is slow, at the price of a retry.
+    return Config(
+        retries={"mode": "standard", "max_attempts": 4},
+        connect_timeout=_timeouts.connect,
+        read_timeout=_timeouts.read,
+        max_pool_connections=50,
+    )
+
+
+class DeadlineExceeded(BotoCoreError):
+    fmt = "not enough time left for another AWS call attempt ({operation})"
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Within the block, refuse any AWS call attempt that might still run `seconds` from now."""
+    global _deadline
+    _deadline = time.monotonic() + seconds
+    try:
+        yield
+    finally:
+        _deadline = None
+
+
+def _refuse_late_attempt(event_name: str, **_: Any) -> None:
+    if _deadline is not None and time.monotonic() + _timeouts.attempt_worst > _deadline:
+        raise DeadlineExceeded(operation=event_name.rsplit(".", 1)[-1])
 
 
 @cache
 def client(service: str, endpoint_url: str | None = None) -> Any:
     """`endpoint_url` overrides the environment's (e.g. the local status cache in front of DynamoDB)."""
-    return boto3.session.Session().client(service, config=_CONFIG, endpoint_url=endpoint_url)
+    made = boto3.session.Session().client(service, config=_config(), endpoint_url=endpoint_url)
+    made.meta.events.register("before-send", _refuse_late_attempt)
+    return made
 
 
 def aws_error_code(error: Exception) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import ids, job_types, queue, scheduler, settings
+from shared import ids, job_types, payloads, queue, scheduler, settings
 from shared.model import JobMessage
 from shared.schedule_expressions import at_expression
 from shared.signing import id_secret
@@ -51,16 +51,40 @@ class JobRequest:
     max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
 
 
-def check_job(job_type: str, payload: Any, max_attempts: int, field_prefix: str = "") -> None:
-    """What every job must satisfy, enqueued now or by a schedule later."""
-    if job_types.lookup(job_type) is None:
+def check_job(
+    job_type: str, payload: Any, max_attempts: int, field_prefix: str = "", *, scheduler_input: bool = False
+) -> None:
+    """What every job must satisfy, enqueued now or by a schedule later.
+
+    `scheduler_input`: the job travels as an EventBridge Scheduler target Input (a schedule's
+    firings, a job due beyond SQS's longest delay), where Scheduler would rewrite its keywords.
+    """
+    found = job_types.lookup(job_type)
+    if found is None:
         known = ", ".join(job_types.names())
         raise InvalidJob(f"{field_prefix}type", f"unknown job type {job_type!r}; known types: {known}")
-    size = len(json.dumps(payload, separators=(",", ":")).encode())
+    field = f"{field_prefix}payload"
+    nesting = payloads.depth(payload)
+    if nesting > settings.MAX_PAYLOAD_DEPTH:
+        raise InvalidJob(field, f"nests {nesting} levels deep; the limit is {settings.MAX_PAYLOAD_DEPTH}")
+    try:
+        serialised = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+    except ValueError as error:
+        where = payloads.non_finite_number(payload, field) or field
+        raise InvalidJob(where, "NaN and Infinity are not JSON numbers") from error
+    size = len(serialised.encode())
     if size > settings.MAX_PAYLOAD_BYTES:
-        raise PayloadTooLarge(
-            f"{field_prefix}payload", f"{size} bytes is over the limit of {settings.MAX_PAYLOAD_BYTES} bytes"
+        raise PayloadTooLarge(field, f"{size} bytes is over the limit of {settings.MAX_PAYLOAD_BYTES} bytes")
+    if scheduler_input and payloads.SCHEDULER_KEYWORD in serialised.lower():
+        where = payloads.scheduler_keyword(payload, field) or field
+        raise InvalidJob(
+            where, f"may not contain {payloads.SCHEDULER_KEYWORD!r} (EventBridge Scheduler would rewrite it)"
         )
+    if found.check is not None:
+        try:
+            found.check(payload)
+        except job_types.InvalidPayload as error:
+            raise InvalidJob(f"{field}.{error.field}", error.message) from error
     if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
         raise InvalidJob(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
 
@@ -82,15 +106,18 @@ def delay_of(request: JobRequest, now: float) -> float:
     return float(delay)
 
 
-def build_message(tenant: str, request: JobRequest, now: float) -> JobMessage:
+def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0.0) -> JobMessage:
     """Validate a request and turn it into the message the queue carries."""
-    check_job(request.type, request.payload, request.max_attempts)
-    secret = id_secret()
-    job_id = (
-        ids.keyed_id(secret, tenant, request.idempotency_key)
-        if request.idempotency_key
-        else ids.timed_id(secret, tenant, now)
+    check_job(
+        request.type, request.payload, request.max_attempts, scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS
     )
+    secret = id_secret()
+    if request.idempotency_key:
+        job_id = ids.keyed_id(secret, tenant, request.idempotency_key)
+    elif delay > 0:
+        job_id = ids.delayed_id(secret, tenant, now, now + delay)  # GET answers `queued` until it is due
+    else:
+        job_id = ids.timed_id(secret, tenant, now)
     return JobMessage(
         id=job_id,
         tenant=tenant,
@@ -108,17 +135,21 @@ def delayed_schedule_name(job_id: str) -> str:
 def _prepare(tenant: str, request: JobRequest, now: float) -> tuple[JobMessage, float]:
     """The message and its delay in seconds, or InvalidJob naming the field."""
     delay = delay_of(request, now)
-    return build_message(tenant, request, now), delay
+    return build_message(tenant, request, now, delay), delay
 
 
-def _schedule_later(message: JobMessage, now: float, delay: float) -> None:
+def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay: float) -> None:
     """A job due beyond SQS's longest delay: a one-time at() schedule puts it on the queue when due."""
     due = datetime.fromtimestamp(math.ceil(now + delay), UTC)  # at() has whole seconds: never early
     # AlreadyExists: the same idempotency key enqueued again, so one job, already scheduled.
-    with contextlib.suppress(scheduler.AlreadyExists):
-        scheduler.create(
-            delayed_schedule_name(message.id), at_expression(due), message.to_json(), delete_after_completion=True
-        )
+    try:
+        with contextlib.suppress(scheduler.AlreadyExists):
+            scheduler.create(
+                delayed_schedule_name(message.id), at_expression(due), message.to_json(), delete_after_completion=True
+            )
+    except scheduler.Rejected as error:  # our input, not an outage: retrying it would not help
+        field = "run_at" if request.run_at is not None else "delay_seconds"
+        raise InvalidJob(field, "EventBridge Scheduler rejected this delayed job") from error
 
 
 def enqueue(tenant: str, request: JobRequest) -> JobMessage:
@@ -127,15 +158,23 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage:
     if delay <= settings.MAX_SQS_DELAY_SECONDS:
         queue.send(message, math.ceil(delay))
     else:
-        _schedule_later(message, now, delay)
+        _schedule_later(request, message, now, delay)
     return message
+
+
+NOT_SENT_REASON = "the job service is briefly unavailable; this job was not enqueued: retry it"
 
 
 @dataclass(frozen=True)
 class NotSent:
-    """A valid job the queue did not take (briefly unavailable): nothing was enqueued; retry it."""
+    """A valid job the queue did not take (briefly unavailable): nothing was enqueued; retry it.
 
-    reason: str
+    `reason` is what the client is told; `detail` (AWS's own words, which can name accounts and
+    roles) is for the operator's log only.
+    """
+
+    detail: str
+    reason: str = NOT_SENT_REASON
 
 
 BulkOutcome = JobMessage | InvalidJob | NotSent
@@ -157,11 +196,13 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
             to_queue.append((index, message, math.ceil(delay)))
             continue
         try:  # rare in bulk: one CreateSchedule per far-future job
-            _schedule_later(message, now, delay)
+            _schedule_later(request, message, now, delay)
+        except InvalidJob as error:
+            outcomes[index] = error
         except (ClientError, BotoCoreError) as error:
             outcomes[index] = NotSent(f"{type(error).__name__}: {error}")
     not_sent = queue.send_batch([(message, delay) for _, message, delay in to_queue])
-    for (index, _, _), reason in zip(to_queue, not_sent, strict=True):
-        if reason is not None:
-            outcomes[index] = NotSent(reason)
+    for (index, _, _), detail in zip(to_queue, not_sent, strict=True):
+        if detail is not None:
+            outcomes[index] = NotSent(detail)
     return outcomes

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -19,19 +20,22 @@ from enum import StrEnum
 
 class IdKind(StrEnum):
     TIMED = "t"  # random, with the enqueue time in its first 6 bytes
-    KEYED = "k"  # derived from the tenant's idempotency key
+    DELAYED = "d"  # like TIMED, plus the seconds from enqueue to due in the next 4 bytes
+    KEYED = "k"  # an HMAC of the tenant's idempotency key
     SCHEDULED = "s"  # derived from schedule name + scheduled time
 
 
 _PREFIX = "j"
 _CORE_BYTES = 16
 _TAG_BYTES = 8
+_MAX_DELAY_FIELD = 2**32 - 1  # seconds (136 years); delays are at most settings.MAX_RUN_AT_DAYS
 
 
 @dataclass(frozen=True)
 class IdInfo:
     kind: IdKind
-    minted_at: float | None  # epoch seconds, TIMED ids only
+    minted_at: float | None = None  # epoch seconds, TIMED and DELAYED ids only
+    due_at: float | None = None  # epoch seconds, DELAYED ids only (whole seconds after minted_at)
 
 
 def _b32(raw: bytes) -> str:
@@ -55,12 +59,22 @@ def timed_id(secret: bytes, tenant: str, now: float | None = None) -> str:
     return _mint(secret, tenant, IdKind.TIMED, millis.to_bytes(6, "big") + os.urandom(_CORE_BYTES - 6))
 
 
+def delayed_id(secret: bytes, tenant: str, now: float, due: float) -> str:
+    """A timed id that also carries when the job is due, so its age is counted from then."""
+    millis = int(now * 1000)
+    delay = min(max(0, math.ceil(due - now)), _MAX_DELAY_FIELD)
+    core = millis.to_bytes(6, "big") + delay.to_bytes(4, "big") + os.urandom(_CORE_BYTES - 10)
+    return _mint(secret, tenant, IdKind.DELAYED, core)
+
+
 def _derived_core(*parts: str) -> bytes:
     return hashlib.sha256("\0".join(parts).encode()).digest()[:_CORE_BYTES]
 
 
 def keyed_id(secret: bytes, tenant: str, idempotency_key: str) -> str:
-    return _mint(secret, tenant, IdKind.KEYED, _derived_core("key", idempotency_key))
+    # Keyed with the secret: an id reveals nothing of a short or guessable idempotency key.
+    core = hmac.new(secret, f"key\0{tenant}\0{idempotency_key}".encode(), hashlib.sha256).digest()[:_CORE_BYTES]
+    return _mint(secret, tenant, IdKind.KEYED, core)
 
 
 def scheduled_id(secret: bytes, tenant: str, schedule: str, scheduled_for: str) -> str:
@@ -81,5 +95,9 @@ def verify(secret: bytes, tenant: str, job_id: str) -> IdInfo | None:
     core, tag = raw[:_CORE_BYTES], raw[_CORE_BYTES:]
     if not hmac.compare_digest(tag, _tag(secret, tenant, kind, core)):
         return None
-    minted_at = int.from_bytes(core[:6], "big") / 1000 if kind is IdKind.TIMED else None
-    return IdInfo(kind=kind, minted_at=minted_at)
+    if kind is IdKind.TIMED:
+        return IdInfo(kind=kind, minted_at=int.from_bytes(core[:6], "big") / 1000)
+    if kind is IdKind.DELAYED:
+        minted_at = int.from_bytes(core[:6], "big") / 1000
+        return IdInfo(kind=kind, minted_at=minted_at, due_at=minted_at + int.from_bytes(core[6:10], "big"))
+    return IdInfo(kind=kind)

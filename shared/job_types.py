@@ -31,19 +31,34 @@ class JobContext:
 JobFunction = Callable[[Any, JobContext], Any]
 
 
+class InvalidPayload(ValueError):
+    """A payload this job type cannot run; `field` is the path inside the payload."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+PayloadCheck = Callable[[Any], None]  # raises InvalidPayload; the API runs it at enqueue (422)
+
+
 @dataclass(frozen=True)
 class JobType:
     name: str
     run: JobFunction
     chaos: bool  # only deployed where fault injection is allowed (the local profile)
+    check: PayloadCheck | None = None
 
 
 _REGISTRY: dict[str, JobType] = {}
 
 
-def job_type(name: str, *, chaos: bool = False) -> Callable[[JobFunction], JobFunction]:
+def job_type(
+    name: str, *, chaos: bool = False, check: PayloadCheck | None = None
+) -> Callable[[JobFunction], JobFunction]:
     def register(function: JobFunction) -> JobFunction:
-        _REGISTRY[name] = JobType(name=name, run=function, chaos=chaos)
+        _REGISTRY[name] = JobType(name=name, run=function, chaos=chaos, check=check)
         return function
 
     return register
@@ -77,10 +92,28 @@ def echo(payload: Any, context: JobContext) -> Any:
     return payload
 
 
-@job_type("sleep")
+def _sleep_seconds(payload: Any) -> float:
+    seconds = payload.get("seconds", 0) if isinstance(payload, dict) else 0
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 0 <= seconds <= settings.MAX_SLEEP_SECONDS
+    ):
+        raise InvalidPayload("seconds", f"must be a number from 0 to {settings.MAX_SLEEP_SECONDS}")
+    return float(seconds)
+
+
+def _check_sleep(payload: Any) -> None:
+    _sleep_seconds(payload)
+
+
+@job_type("sleep", check=_check_sleep)
 def sleep(payload: Any, context: JobContext) -> dict[str, float]:
-    seconds = float(payload.get("seconds", 0)) if isinstance(payload, dict) else 0.0
-    time.sleep(max(0.0, seconds))
+    try:
+        seconds = _sleep_seconds(payload)
+    except InvalidPayload as error:  # a message that did not come through the API's check
+        raise JobFailed(str(error)) from error
+    time.sleep(seconds)
     return {"slept": seconds}
 
 

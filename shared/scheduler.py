@@ -20,6 +20,37 @@ class AlreadyExists(Exception):
     pass
 
 
+class Rejected(Exception):
+    """Scheduler refused the request's contents (ValidationException): bad input, not an outage.
+
+    `parameter` names the API field it concerns, as best as Scheduler's message tells; `detail`
+    is Scheduler's own message, for the operator's log (it is not shown to clients).
+    """
+
+    def __init__(self, parameter: str, detail: str) -> None:
+        super().__init__(f"EventBridge Scheduler rejected the {parameter}")
+        self.parameter = parameter
+        self.detail = detail
+
+
+# Scheduler's parameter names, as its ValidationException messages use them -> the API's fields.
+# Longest first: "ScheduleExpressionTimezone" before "ScheduleExpression".
+_PARAMETER_FIELDS = (
+    ("ScheduleExpressionTimezone", "timezone"),
+    ("ScheduleExpression", "expression"),
+    ("StartDate", "start"),
+    ("EndDate", "end"),
+    ("FlexibleTimeWindow", "flexible_window_minutes"),
+    ("Input", "job"),
+)
+
+
+def _rejected(error: ClientError) -> Rejected:
+    detail = str(error.response["Error"].get("Message", ""))
+    field = next((field for name, field in _PARAMETER_FIELDS if name.lower() in detail.lower()), "schedule")
+    return Rejected(field, detail)
+
+
 def _group() -> str:
     return settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
 
@@ -68,8 +99,11 @@ def create(
     try:
         client("scheduler").create_schedule(**params)
     except ClientError as error:
-        if error.response["Error"]["Code"] == "ConflictException":
+        code = error.response["Error"]["Code"]
+        if code == "ConflictException":
             raise AlreadyExists(name) from error
+        if code == "ValidationException":
+            raise _rejected(error) from error
         raise
 
 

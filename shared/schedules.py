@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
@@ -115,12 +115,15 @@ def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, da
         raise InvalidJob("expression", str(error)) from error
     if expression.at is not None and expression.at.replace(tzinfo=zone) <= now:
         raise InvalidJob("expression", f"{request.expression} ({request.timezone}) is in the past")
-    check_job(request.job_type, request.payload, request.max_attempts, field_prefix="job.")
+    check_job(request.job_type, request.payload, request.max_attempts, field_prefix="job.", scheduler_input=True)
     if not 0 <= request.flexible_window_minutes <= settings.MAX_FLEXIBLE_WINDOW_MINUTES:
         raise InvalidJob(
             "flexible_window_minutes", f"must be between 0 (off) and {settings.MAX_FLEXIBLE_WINDOW_MINUTES}"
         )
     start, end = _aware(request.start), _aware(request.end)
+    if start is not None and start < now - timedelta(seconds=settings.SCHEDULE_START_GRACE_SECONDS):
+        grace = settings.SCHEDULE_START_GRACE_SECONDS // 60
+        raise InvalidJob("start", f"must be no earlier than {grace} minutes ago (leave it out to start now)")
     if end is not None and end <= now:
         raise InvalidJob("end", "must be in the future")
     if start is not None and end is not None and end <= start:
@@ -172,8 +175,10 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
         except scheduler.AlreadyExists:  # left by a delete that removed the record but not the schedule
             scheduler.delete(name)
             create_in_scheduler()
-    except Exception:
+    except Exception as error:
         item.delete()  # no record without a schedule: the name stays free to retry
+        if isinstance(error, scheduler.Rejected):  # the input, not an outage: a retry would fail the same way
+            raise InvalidJob(error.parameter, f"EventBridge Scheduler rejected the {error.parameter}") from error
         raise
     return item
 

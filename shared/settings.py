@@ -67,7 +67,12 @@ ALARM_WORKER_THROTTLES_PER_5_MIN = 1  # each throttled receive also counts towar
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_MAX_ATTEMPTS = 25
 MAX_PAYLOAD_BYTES = 64 * 1024  # serialised payload; an SQS message holds 256 KiB
-MAX_BATCH_JOBS = 100  # POST /v1/jobs:batch; the whole request must stay under Lambda's 6 MB invoke payload
+MAX_PAYLOAD_DEPTH = 32  # nested arrays/objects in a payload; 0 for a scalar. See docs/architecture.md "Input limits"
+MAX_BATCH_JOBS = 100  # POST /v1/jobs:batch
+# Any request body. Lambda refuses an invoke over 6 MB (6,291,456 bytes) before our code runs, and the
+# body travels inside the event JSON (escaped, or base64 for non-text content types: +33 %).
+MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
+MAX_SLEEP_SECONDS = 60  # the `sleep` job type; a worker timeout may still stop it earlier
 MAX_SQS_DELAY_SECONDS = 15 * 60
 RETRY_BACKOFF_BASE_SECONDS = 2
 MAX_JOB_TIMEOUT_SECONDS = 900  # a job's own timeout_seconds: Lambda's longest invocation
@@ -80,6 +85,7 @@ SCHEDULER_ROLE_NAME = "corral-scheduler"  # the role Scheduler assumes to send t
 SCHEDULE_NAME_MAX_LENGTH = 47  # Scheduler's 64, less a 16-character tenant prefix and a dash
 SCHEDULE_RUNS_SHOWN = 20  # GET /v1/schedules/{name}: this many recent runs
 MAX_FLEXIBLE_WINDOW_MINUTES = 1440  # Scheduler's limit
+SCHEDULE_START_GRACE_SECONDS = 5 * 60  # Scheduler rejects a StartDate earlier than 5 minutes ago
 MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due
 # A firing Scheduler cannot deliver is retried this long, then goes to the DLQ: never dropped silently.
 SCHEDULER_RETRY_ATTEMPTS = 185  # Scheduler's maximum
@@ -87,6 +93,13 @@ SCHEDULER_MAX_EVENT_AGE_SECONDS = 86_400  # Scheduler's maximum
 
 # API-key cache in each API instance: a revoked key keeps working this long.
 API_KEY_CACHE_SECONDS = 300
+
+# The API function's AWS calls must end before it has to answer (its timeout, infra/api.py): an
+# attempt starts only if connect + read timeouts fit in the time left less this margin.
+# See docs/architecture.md "Input limits and honest answers".
+API_AWS_CONNECT_TIMEOUT_SECONDS = 1
+API_AWS_READ_TIMEOUT_SECONDS = 3
+API_ANSWER_MARGIN_SECONDS = 0.5
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ def job_status(tenant: str, job_id: str) -> JobRecord | None:
     info = ids.verify(id_secret(), tenant, job_id)
     if info is None:
         return None
-    if info.minted_at is not None and time.time() - info.minted_at > settings.MESSAGE_RETENTION_DAYS * _DAY:
+    # A message lives MESSAGE_RETENTION_DAYS from when it enters the queue: at enqueue, or when due
+    # for a delayed job (a far-future one waits in Scheduler, not in the queue, until then).
+    entered_queue = info.due_at if info.due_at is not None else info.minted_at
+    if entered_queue is not None and time.time() - entered_queue > settings.MESSAGE_RETENTION_DAYS * _DAY:
         return None  # its message would have expired unrun long ago; nothing to report
     return JobRecord(id=job_id, status=Status.QUEUED, enqueued_at=info.minted_at)

@@ -1,24 +1,24 @@
-"""Bearer API keys -> tenant, as a middleware; the tenant lands in the resolver's context."""
+"""Bearer API keys -> tenant. Checked before anything reads the request body (functions/api/handler.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-
-from functions.api.responses import error_response
 from shared import tenants
 
-PUBLIC_PATHS = {"/v1/openapi.json"}
+# No key needed: the API's own description, and the dashboard's static page (its data calls need one).
+PUBLIC_PATHS = frozenset({"/v1/openapi.json", "/dashboard"})
+PUBLIC_PREFIXES = ("/dashboard/",)
+
+UNAUTHORIZED_MESSAGE = "missing or unknown API key; send 'Authorization: Bearer <key>'"
 
 
-def authenticate(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response]) -> Response:
-    if app.current_event.path in PUBLIC_PATHS:
-        return next_middleware(app)
-    header = app.current_event.headers.get("authorization", "")
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+
+
+def tenant_of(headers: Mapping[str, str] | None) -> str | None:
+    """The tenant whose key the request carries, or None (no key, another scheme, unknown key)."""
+    header = next((value for name, value in (headers or {}).items() if name.lower() == "authorization"), "")
     scheme, _, api_key = header.partition(" ")
-    tenant = tenants.tenant_for(api_key.strip()) if scheme.lower() == "bearer" else None
-    if tenant is None:
-        return error_response(401, "unauthorized", "missing or unknown API key; send 'Authorization: Bearer <key>'")
-    app.append_context(tenant=tenant)
-    return next_middleware(app)
+    return tenants.tenant_for(api_key.strip()) if scheme.lower() == "bearer" else None

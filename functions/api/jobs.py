@@ -5,18 +5,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from functions.api.responses import error_response, json_response
+from functions.api.responses import (
+    MAX_FIELD_CHARS,
+    MAX_MESSAGE_CHARS,
+    cut,
+    documented,
+    error_response,
+    json_response,
+)
 from shared import settings
 from shared.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
 from shared.metrics import jobs_enqueued
 from shared.model import JobMessage
 from shared.status import job_status
 
+logger = Logger(service="corral-api", child=True)
 router = APIGatewayHttpRouter()
 
 
@@ -51,7 +60,11 @@ def _tenant() -> str:
     return router.context["tenant"]
 
 
-@router.post("/v1/jobs", summary="Enqueue a job", responses={202: {"description": "Accepted and queued"}})
+@router.post(
+    "/v1/jobs",
+    summary="Enqueue a job",
+    responses=documented({202: {"description": "Accepted and queued"}}, 400, 413, 422),
+)
 def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     message = enqueue(_tenant(), JobRequest(**job.model_dump()))
     jobs_enqueued()
@@ -61,15 +74,23 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
 @router.post(
     "/v1/jobs:batch",
     summary="Enqueue up to 100 jobs",
-    responses={
-        202: {"description": "Every job accepted and queued"},
-        207: {"description": "Some jobs rejected; each result says which and why"},
-    },
+    responses=documented(
+        {
+            202: {"description": "Every job accepted and queued"},
+            207: {"description": "Some jobs rejected; each result says which and why"},
+        },
+        400,
+        413,
+        422,
+    ),
 )
 def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:
     parsed = [_parse_item(item) for item in batch.jobs]
     enqueued = iter(enqueue_many(_tenant(), [item for item in parsed if isinstance(item, JobRequest)]))
     outcomes = [next(enqueued) if isinstance(item, JobRequest) else item for item in parsed]
+    not_sent = [outcome.detail for outcome in outcomes if isinstance(outcome, NotSent)]
+    if not_sent:  # AWS's words stay in the log: they can name the account and roles
+        logger.warning("bulk jobs not sent", extra={"count": len(not_sent), "details": sorted(set(not_sent))[:10]})
     results = [_item_result(index, outcome) for index, outcome in enumerate(outcomes)]
     rejected = sum(1 for result in results if result["status"] == "rejected")
     body = {"accepted": len(results) - rejected, "rejected": rejected, "results": results}
@@ -89,12 +110,17 @@ def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
         return {"index": index, "id": outcome.id, "status": "queued"}
     if isinstance(outcome, NotSent):
         return {"index": index, "status": "rejected", "error": "unavailable", "message": outcome.reason}
-    field = f"jobs[{index}]" + (f".{outcome.field}" if outcome.field else "")
+    field = cut(f"jobs[{index}]" + (f".{outcome.field}" if outcome.field else ""), MAX_FIELD_CHARS)
     code = "payload_too_large" if isinstance(outcome, PayloadTooLarge) else "invalid_request"
-    return {"index": index, "status": "rejected", "error": code, "message": outcome.message, "field": field}
+    message = cut(outcome.message, MAX_MESSAGE_CHARS)
+    return {"index": index, "status": "rejected", "error": code, "message": message, "field": field}
 
 
-@router.get("/v1/jobs/<job_id>", summary="A job's status and result")
+@router.get(
+    "/v1/jobs/<job_id>",
+    summary="A job's status and result",
+    responses=documented({200: {"description": "The job"}}, 404, 422),
+)
 def get_job(job_id: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
     record = job_status(_tenant(), job_id)
     if record is None:

@@ -1,10 +1,23 @@
-"""JSON responses and the error shape every 4xx/5xx shares: {"error": code, "message": text}."""
+"""JSON responses and the error shape every 4xx/5xx shares: {"error": code, "message": text, "field"?, "fields"?}.
+
+An error never echoes the request: anything in it that came from the client (a field name, a
+path, an id) is cut to a few dozen characters here, whatever the caller passed.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from pydantic import BaseModel
+
+from shared import settings
+
+MAX_MESSAGE_CHARS = 300
+MAX_FIELD_CHARS = 100
+MAX_FIELDS = 20
 
 
 def json_response(status: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
@@ -12,5 +25,69 @@ def json_response(status: int, body: dict[str, Any]) -> Response[dict[str, Any]]
     return Response(status_code=status, content_type="application/json", body=body)
 
 
+def cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": code, "message": cut(message, MAX_MESSAGE_CHARS)}
+    if "field" in details:
+        body["field"] = cut(str(details.pop("field")), MAX_FIELD_CHARS)
+    if "fields" in details:
+        body["fields"] = [
+            {"field": cut(str(f.get("field", "")), MAX_FIELD_CHARS), "message": cut(str(f.get("message", "")), 200)}
+            for f in details.pop("fields")[:MAX_FIELDS]
+        ]
+    return body | details
+
+
 def error_response(status: int, code: str, message: str, **details: Any) -> Response:
-    return json_response(status, {"error": code, "message": message, **details})
+    return json_response(status, error_body(code, message, **details))
+
+
+def error_result(status: int, code: str, message: str, **details: Any) -> dict[str, Any]:
+    """An error as the Lambda's return value (API Gateway payload 2.0), for answers given before the resolver."""
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(error_body(code, message, **details), separators=(",", ":")),
+        "isBase64Encoded": False,
+    }
+
+
+class FieldProblemOut(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """Every 4xx/5xx body. `field`/`fields` name the input at fault, when one is."""
+
+    error: str
+    message: str
+    field: str | None = None
+    fields: list[FieldProblemOut] | None = None
+
+
+_ERRORS: dict[int, str] = {
+    400: "malformed_json: the body is not JSON (any Content-Type is read as JSON)",
+    401: "unauthorized: no key, or an unknown one (checked before the body is read)",
+    404: "not_found: no such job or schedule for this key's tenant, or no such route",
+    409: "conflict: the name is taken",
+    413: f"payload_too_large: a payload over {settings.MAX_PAYLOAD_BYTES} bytes serialised,"
+    f" or a body over {settings.MAX_REQUEST_BODY_BYTES} bytes",
+    422: "invalid_request: a field is invalid (named in field/fields), including a payload nested deeper than"
+    f" {settings.MAX_PAYLOAD_DEPTH} levels or holding NaN/Infinity",
+    500: "internal_error: a bug; it has been logged",
+    503: "unavailable: AWS briefly failed or was too slow; nothing was changed: retry with backoff"
+    " (with an idempotency_key, a retry is safe)",
+}
+
+
+def documented(success: dict[int, OpenAPIResponse], *errors: int) -> dict[int, OpenAPIResponse]:
+    """A route's OpenAPI responses: its successes, then the errors it can answer, shaped like ErrorOut."""
+    shared = (401, 422, 500, 503)  # every route: the key, validation, a bug, AWS
+    codes = sorted({*errors, *shared})
+    return success | {
+        code: {"description": _ERRORS[code], "content": {"application/json": {"model": ErrorOut}}} for code in codes
+    }

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.jobs import JobSpecIn
-from functions.api.responses import error_response, json_response
+from functions.api.responses import documented, error_response, json_response
 from shared import schedules, settings
 
 router = APIGatewayHttpRouter()
@@ -39,7 +39,11 @@ def _tenant() -> str:
     return router.context["tenant"]
 
 
-@router.post("/v1/schedules", summary="Create a schedule", responses={201: {"description": "Created"}})
+@router.post(
+    "/v1/schedules",
+    summary="Create a schedule",
+    responses=documented({201: {"description": "Created"}}, 400, 409, 413, 422),
+)
 def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
     request = schedules.ScheduleRequest(
         name=schedule.name,
@@ -59,12 +63,18 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
     return json_response(201, created.public())
 
 
-@router.get("/v1/schedules", summary="This tenant's schedules")
+@router.get(
+    "/v1/schedules", summary="This tenant's schedules", responses=documented({200: {"description": "The schedules"}})
+)
 def list_schedules() -> Response[dict[str, Any]]:
     return json_response(200, {"schedules": [item.public() for item in schedules.list_for(_tenant())]})
 
 
-@router.get("/v1/schedules/<name>", summary="A schedule and its recent runs, newest first")
+@router.get(
+    "/v1/schedules/<name>",
+    summary="A schedule and its recent runs, newest first",
+    responses=documented({200: {"description": "The schedule"}}, 404, 422),
+)
 def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
     item = schedules.get(_tenant(), name)
     if item is None:
@@ -72,7 +82,11 @@ def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[st
     return json_response(200, {**item.public(), "runs": schedules.recent_runs(_tenant(), name)})
 
 
-@router.delete("/v1/schedules/<name>", summary="Delete a schedule (its runs stay)")
+@router.delete(
+    "/v1/schedules/<name>",
+    summary="Delete a schedule (its runs stay)",
+    responses=documented({200: {"description": "Deleted"}}, 404, 422),
+)
 def delete_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
     if not schedules.delete(_tenant(), name):
         return error_response(404, "not_found", f"no schedule {name!r}")

@@ -1,4 +1,7 @@
+import hashlib
 import time
+
+import pytest
 
 from shared import ids
 
@@ -45,3 +48,25 @@ def test_an_id_altered_only_in_its_last_characters_padding_bits_does_not_verify(
     variants = [job_id[:-1] + alphabet[(last & 0b11000) | low] for low in range(8) if (last & 0b00111) != low]
 
     assert all(ids.verify(SECRET, "acme", variant) is None for variant in variants)
+
+
+def test_a_delayed_id_carries_its_accept_and_due_times():
+    now = time.time()
+    job_id = ids.delayed_id(SECRET, "acme", now, now + 30 * 86_400 + 0.4)
+
+    info = ids.verify(SECRET, "acme", job_id)
+
+    assert info.kind is ids.IdKind.DELAYED
+    assert abs(info.minted_at - now) < 0.002
+    assert info.due_at - info.minted_at == pytest.approx(30 * 86_400 + 1, abs=0.002)  # whole seconds, never early
+    assert ids.verify(SECRET, "globex", job_id) is None
+
+
+def test_a_keyed_ids_core_is_keyed_by_the_secret_not_a_bare_hash_of_the_key():
+    # An unsalted sha256 of the key would let anyone holding an id test guesses of a short key.
+    bare = hashlib.sha256(b"key\0order-1").digest()[:16]
+    job_id = ids.keyed_id(SECRET, "acme", "order-1")
+    core = ids._unb32(job_id[2:])[:16]
+
+    assert core != bare
+    assert ids.keyed_id(b"x" * 32, "acme", "order-1")[2:28] != job_id[2:28]

@@ -7,9 +7,11 @@ import time
 from urllib.parse import urlencode
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench.http_event import FakeLambdaContext, http_api_event
-from shared import enqueue, listing, settings, stats, tenants
+from shared import enqueue, listing, settings, stats, store, tenants
 from shared.enqueue import JobRequest
 from shared.model import JobMessage
 from shared.work import Delivery, RetryLater, work
@@ -122,6 +124,25 @@ def test_a_tampered_cursor_is_a_422_and_a_cursor_cannot_reach_another_tenant(cal
     status, body = call_api("GET", "/v1/jobs", query={"cursor": cursor}, tenant="other")
     assert status == 200
     assert all(job["id"] not in {m.id for m in mine} for job in body["jobs"])
+
+
+@given(st.text(max_size=200) | st.binary(max_size=150).map(lambda raw: base64.urlsafe_b64encode(raw).decode()))
+def test_any_cursor_decodes_into_the_callers_partition_or_is_refused(cursor):
+    try:
+        key = listing.decode_cursor("acme", cursor)
+    except listing.InvalidQuery as error:
+        assert error.field == "cursor"
+        return
+    assert key["gsi2pk"] == {"S": "tenant#acme"}
+    assert key["pk"]["S"] == "job#" + key["gsi2sk"]["S"].split("#", 1)[1]
+
+
+@given(st.floats(min_value=0, max_value=4e12 / 1000), st.from_regex(r"[A-Za-z0-9_-]{1,128}", fullmatch=True))
+def test_a_cursor_names_the_position_it_was_made_from(enqueued_at, job_id):
+    key = {"pk": {"S": f"job#{job_id}"}, "gsi2pk": {"S": "tenant#acme"}}
+    key["gsi2sk"] = {"S": store.index_sort_key(enqueued_at, job_id)}
+
+    assert listing.decode_cursor("acme", listing.encode_cursor(key)) == key
 
 
 @pytest.mark.parametrize(

@@ -141,9 +141,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     """Retry up to `limit` of the tenant's dead jobs (newest first), optionally of one type or enqueued since."""
     now = time.time()
     filters = {"status": str(Status.DEAD)} | ({"job_type": job_type} if job_type else {})
-    found = listing.read_index(
-        tenant, filters, since=since, until=now, start_after=None, want=limit, attributes=("pk",)
-    )
+    found = listing.read_index(tenant, filters, since=since, until=now, before=None, want=limit, attributes=("pk",))
     candidates = [item["pk"]["S"].removeprefix("job#") for item in found.items]
     outcomes = list(_writers.map(lambda job_id: store.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates))
     messages = [outcome for outcome in outcomes if isinstance(outcome, JobMessage)]
@@ -159,7 +157,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
         for message, reason in zip(messages, not_sent, strict=True)
         if reason is not None
     ]
-    return BulkRetry(ids=retried, more=found.next_key is not None, skipped=skipped)
+    return BulkRetry(ids=retried, more=found.next_before is not None, skipped=skipped)
 
 
 def _why_skipped(item: dict[str, Any]) -> str:

@@ -101,6 +101,19 @@ API_AWS_CONNECT_TIMEOUT_SECONDS = 1
 API_AWS_READ_TIMEOUT_SECONDS = 3
 API_ANSWER_MARGIN_SECONDS = 0.5
 
+# Seeing and steering jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats). See docs/architecture.md.
+# A tenant's jobs are spread over this many listing-index partitions (each takes <= 1,000 writes/s,
+# a job costs ~2: claim and outcome), so one tenant may run ~8,000 jobs/s. Only ever raise it:
+# lowering it would hide the jobs written to the partitions dropped.
+JOBS_INDEX_SHARDS = 16
+LIST_DEFAULT_LIMIT = 50
+LIST_MAX_LIMIT = 100
+LIST_READ_BUDGET = 1_000  # index entries one request reads at most (filters apply after reading)
+BULK_RETRY_MAX = 100  # dead jobs one POST /v1/jobs:retry starts over
+STATS_DEFAULT_WINDOW_SECONDS = 3_600
+STATS_MAX_WINDOW_SECONDS = 7 * 86_400
+STATS_MAX_RECORDS = 5_000  # records one GET /v1/stats reads at most; beyond it the figures are a sample
+
 
 @dataclass(frozen=True)
 class Profile:

@@ -105,8 +105,7 @@ def test_a_dead_on_arrival_record_keeps_what_rebuilds_the_job_and_its_listing_in
     assert item["job_type"]["S"] == "echo"
     assert json.loads(item["payload_json"]["S"]) == {"n": 1}
     assert "max_attempts" not in item  # the invalid field is not recorded
-    assert item["gsi2pk"]["S"] == "tenant#acme"
-    assert item["gsi2sk"]["S"] == f"{int(message['enqueued_at'] * 1000):013d}#{message['id']}"
+    assert item | store.index_attributes("acme", message["enqueued_at"], message["id"]) == item
 
 
 @pytest.mark.parametrize(

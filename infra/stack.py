@@ -43,6 +43,7 @@ class CorralStack(Stack):
                 "CORRAL_DLQ_URL": queue.dlq.queue_url,
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
+                "CORRAL_API_KEY_CACHE_SECONDS": str(profile.api_key_cache_seconds),
                 **schedules.environment(),
                 **({"CORRAL_DAX_ENDPOINT": cache.endpoint_url} if cache else {}),
                 **extra_function_env,

@@ -6,6 +6,7 @@ so the same code talks to AWS, LocalStack or the embedded emulator.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -22,7 +23,20 @@ _CONFIG = Config(
 )
 
 
+_factory: Callable[[str, Config], Any] | None = None
+
+
+def use_client_factory(factory: Callable[[str, Config], Any] | None) -> None:
+    """Build clients with `factory(service, config)` from now on (the operator CLI pointed at an
+    emulator builds them with localstack-client); None restores the default."""
+    global _factory
+    _factory = factory
+    client.cache_clear()
+
+
 @cache
 def client(service: str, endpoint_url: str | None = None) -> Any:
     """`endpoint_url` overrides the environment's (e.g. the local status cache in front of DynamoDB)."""
+    if _factory is not None and endpoint_url is None:
+        return _factory(service, _CONFIG)
     return boto3.session.Session().client(service, config=_CONFIG, endpoint_url=endpoint_url)

@@ -8,7 +8,6 @@ Items (one table, the `gsi1` index lists them; it projects every attribute):
 Looking a key up (every API request) is a checksum check, then a cache, then one GetItem through
 the low-level client the API already holds. Real keys live in their own cache, which only real keys
 enter; unknown keys in a bounded LRU beside it, so a flood of made-up keys never evicts a real one.
-The operator functions take the DynamoDB client to use (the CLI builds it for AWS or an emulator).
 """
 
 from __future__ import annotations
@@ -54,10 +53,6 @@ def _table() -> str:
     return settings.env("CORRAL_TABLE", settings.TABLE_NAME)
 
 
-def _dynamodb(dynamodb: Any | None) -> Any:
-    return dynamodb if dynamodb is not None else client("dynamodb")
-
-
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -73,11 +68,11 @@ def check_tenant_name(name: str) -> str:
 # Tenants ------------------------------------------------------------------------------------------
 
 
-def create_tenant(name: str, *, dynamodb: Any | None = None, exist_ok: bool = False) -> Tenant:
+def create_tenant(name: str, *, exist_ok: bool = False) -> Tenant:
     check_tenant_name(name)
     tenant = Tenant(name=name, created_at=_now_iso())
     try:
-        _dynamodb(dynamodb).put_item(
+        client("dynamodb").put_item(
             TableName=_table(),
             Item={
                 "pk": {"S": f"tenant#{name}"},
@@ -93,14 +88,14 @@ def create_tenant(name: str, *, dynamodb: Any | None = None, exist_ok: bool = Fa
             raise
         if not exist_ok:
             raise TenantError(f"tenant {name!r} exists already") from None
-        found = get_tenant(name, dynamodb=dynamodb)
+        found = get_tenant(name)
         return found or tenant
     return tenant
 
 
-def get_tenant(name: str, *, dynamodb: Any | None = None) -> Tenant | None:
+def get_tenant(name: str) -> Tenant | None:
     item = (
-        _dynamodb(dynamodb)
+        client("dynamodb")
         .get_item(TableName=_table(), Key={"pk": {"S": f"tenant#{name}"}}, ConsistentRead=True)
         .get("Item")
     )
@@ -124,8 +119,8 @@ def _query_index(dynamodb: Any, partition: str) -> list[dict[str, Any]]:
     return items
 
 
-def list_tenants(*, dynamodb: Any | None = None) -> list[Tenant]:
-    items = _query_index(_dynamodb(dynamodb), _TENANTS_INDEX_KEY)
+def list_tenants(*) -> list[Tenant]:
+    items = _query_index(client("dynamodb"), _TENANTS_INDEX_KEY)
     return [Tenant(name=item["tenant"]["S"], created_at=item["created_at"]["S"]) for item in items]
 
 
@@ -136,11 +131,11 @@ def _pk(api_key: str) -> str:
     return "apikey#" + api_keys.digest(api_key)
 
 
-def create_key(tenant: str, label: str = "", *, dynamodb: Any | None = None) -> str:
+def create_key(tenant: str, label: str = "") -> str:
     """Mint a key for `tenant` (creating the tenant if it has no record yet); the plaintext is
     returned once and never stored."""
-    ddb = _dynamodb(dynamodb)
-    create_tenant(tenant, dynamodb=ddb, exist_ok=True)
+    ddb = client("dynamodb")
+    create_tenant(tenant, exist_ok=True)
     api_key = api_keys.mint()
     created_at = _now_iso()
     key_id = api_keys.key_id(api_key)
@@ -161,7 +156,7 @@ def create_key(tenant: str, label: str = "", *, dynamodb: Any | None = None) -> 
     return api_key
 
 
-def list_keys(tenant: str, *, dynamodb: Any | None = None) -> list[KeyInfo]:
+def list_keys(tenant: str) -> list[KeyInfo]:
     """The tenant's keys, oldest first (keys minted before listing existed are not indexed)."""
     return [
         KeyInfo(
@@ -171,7 +166,7 @@ def list_keys(tenant: str, *, dynamodb: Any | None = None) -> list[KeyInfo]:
             created_at=item["created_at"]["S"],
             last4=item["last4"]["S"],
         )
-        for item in _query_index(_dynamodb(dynamodb), f"apikeys#{tenant}")
+        for item in _query_index(client("dynamodb"), f"apikeys#{tenant}")
     ]
 
 
@@ -182,12 +177,12 @@ class Revoked:
     keys_left: int  # the tenant's indexed keys after this one
 
 
-def revoke_key(key: str, *, tenant: str | None = None, dynamodb: Any | None = None) -> Revoked:
+def revoke_key(key: str, *, tenant: str | None = None) -> Revoked:
     """Delete a key, given the key itself or its key id (then `tenant` is needed to find it).
 
     It stops working once the API instances' caches expire it: within `API_KEY_CACHE_SECONDS`.
     """
-    ddb = _dynamodb(dynamodb)
+    ddb = client("dynamodb")
     if api_keys.shape(key) is not None:
         pk = _pk(key)
     else:
@@ -206,7 +201,7 @@ def revoke_key(key: str, *, tenant: str | None = None, dynamodb: Any | None = No
             raise
         raise TenantError("no such key (revoked already?)") from None
     owner = old["tenant"]["S"]
-    return Revoked(key_id=pk.removeprefix("apikey#")[:12], tenant=owner, keys_left=len(list_keys(owner, dynamodb=ddb)))
+    return Revoked(key_id=pk.removeprefix("apikey#")[:12], tenant=owner, keys_left=len(list_keys(owner)))
 
 
 def _full_digest(dynamodb: Any, tenant: str, key_id: str) -> str:

@@ -244,7 +244,7 @@ def _read_item(job_id: str) -> dict[str, Any]:
 
 def _why_not_claimed(old: dict[str, Any], message_id: str, now: float) -> ClaimResult:
     status = Status(old["status"]["S"])
-    attempts = int(old["attempts"]["N"])
+    attempts = _as_int(old, "attempts") or 0  # a job cancelled before any worker saw it has none
     if status.finished:
         return Finished()
     lease_left = (_as_float(old, "lease_until") or 0) - now
@@ -400,8 +400,11 @@ def reset_for_retry(
 ) -> JobMessage | Refused:
     """Start a dead or cancelled job over: status `queued`, a fresh attempt budget, `retries` + 1.
 
-    Returns the message to send (its content as recorded). The record keeps its place in the
-    listing and its first enqueue time; it expires like a finished one if its message never runs.
+    Attempts keep counting (the job's code sees attempt 3 after two that failed): the budget is
+    fresh because the message sent carries max_attempts = attempts so far + the job's own budget
+    (`attempt_budget`, its max_attempts when first retried). Returns that message. The record keeps
+    its place in the listing and its first enqueue time; it expires like a finished one if its
+    message never runs.
     """
     names = [f":s{i}" for i in range(len(statuses))]
     try:
@@ -409,8 +412,8 @@ def reset_for_retry(
             TableName=_table(),
             Key=_key(job_id),
             UpdateExpression=(
-                "SET #status = :queued, attempts = :zero, retries = if_not_exists(retries, :zero) + :one, "
-                "retried_at = :now, expires_at = :ttl "
+                "SET #status = :queued, retries = if_not_exists(retries, :zero) + :one, retried_at = :now, "
+                "attempt_budget = if_not_exists(attempt_budget, max_attempts), expires_at = :ttl "
                 "REMOVE finished_at, cancelled_at, last_error, result_json, lease_until, attempt_token, claimed_by"
             ),
             ConditionExpression=(
@@ -437,13 +440,14 @@ def reset_for_retry(
 
 
 def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
-    """The message that runs a recorded job again; `enqueued_at`: when this message is sent."""
+    """The message that runs a recorded job again, with its fresh budget; `enqueued_at`: when it is sent."""
+    budget = _as_int(item, "attempt_budget") or _as_int(item, "max_attempts") or settings.DEFAULT_MAX_ATTEMPTS
     fields: dict[str, Any] = {
         "id": item["pk"]["S"].removeprefix("job#"),
         "tenant": _as_str(item, "tenant"),
         "type": _as_str(item, "job_type"),
         "payload": json.loads(item["payload_json"]["S"]),
-        "max_attempts": _as_int(item, "max_attempts") or settings.DEFAULT_MAX_ATTEMPTS,
+        "max_attempts": (_as_int(item, "attempts") or 0) + budget,
         "enqueued_at": enqueued_at,
         "schedule": _as_str(item, "schedule_name"),
         "scheduled_for": _as_str(item, "scheduled_for"),
@@ -459,6 +463,7 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
 class IndexPage:
     items: list[dict[str, Any]]
     last_key: dict[str, Any] | None  # where DynamoDB stopped reading, if it did before the range's end
+    read: int  # index entries read (before filters)
 
 
 def query_jobs_index(
@@ -498,7 +503,9 @@ def query_jobs_index(
     if start_after:
         params["ExclusiveStartKey"] = start_after
     answer = client("dynamodb").query(**params)
-    return IndexPage(items=answer.get("Items", []), last_key=answer.get("LastEvaluatedKey"))
+    return IndexPage(
+        items=answer.get("Items", []), last_key=answer.get("LastEvaluatedKey"), read=answer.get("ScannedCount", 0)
+    )
 
 
 def index_key(item: dict[str, Any]) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def _table() -> str:
 
 
 def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")  # also orders keys in a listing
 
 
 def check_tenant_name(name: str) -> str:
@@ -119,7 +119,7 @@ def _query_index(dynamodb: Any, partition: str) -> list[dict[str, Any]]:
     return items
 
 
-def list_tenants(*) -> list[Tenant]:
+def list_tenants() -> list[Tenant]:
     items = _query_index(client("dynamodb"), _TENANTS_INDEX_KEY)
     return [Tenant(name=item["tenant"]["S"], created_at=item["created_at"]["S"]) for item in items]
 
@@ -257,3 +257,8 @@ def clear_caches() -> None:
     """Forget every cached lookup (tests)."""
     _known.clear()
     _unknown.clear()
+
+
+def schedule_count(tenant: str) -> int:
+    """The tenant's schedules: they keep firing whatever happens to its keys (docs/architecture.md)."""
+    return len(_query_index(client("dynamodb"), f"schedules#{tenant}"))

@@ -103,9 +103,9 @@ def count() -> int:
 
 
 def _receive(limit: int) -> Iterator[DeadLetter]:
-    """Up to `limit` messages, each held invisible for a while; stops after a few empty answers."""
+    """Up to `limit` messages, each held invisible for a while; stops after two empty answers."""
     received, empty = 0, 0
-    while received < limit and empty < 3:
+    while received < limit and empty < 2:
         messages = (
             client("sqs")
             .receive_message(

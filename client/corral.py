@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -63,6 +64,14 @@ class Corral:
         self.session = session or requests.Session()
         self._sleep = sleep
         self.schedules = Schedules(self)
+
+    @classmethod
+    def from_env(cls, **options: Any) -> Corral:
+        """A client for CORRAL_API_URL with CORRAL_API_KEY (options as the constructor's)."""
+        missing = [name for name in ("CORRAL_API_URL", "CORRAL_API_KEY") if not os.environ.get(name)]
+        if missing:
+            raise CorralError(f"set {' and '.join(missing)}", code="not_configured")
+        return cls(os.environ["CORRAL_API_URL"], os.environ["CORRAL_API_KEY"], **options)
 
     # Transport ------------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 
 Output:
 accepted 249, refused 1
-job 7 refused: max_attempts
+job 7 refused: jobs[7].max_attempts
 the last one: succeeded
 """
 

@@ -27,9 +27,9 @@ def register(app: typer.Typer) -> None:
     app.command("queue", rich_help_panel=PANEL)(queue)
 
 
-def _connect() -> target.Aws:
+def _connect(*, queues: bool = False) -> target.Aws:
     aws = target.aws_target()
-    target.use_aws(aws)
+    target.use_aws(aws, queues=queues)
     return aws
 
 
@@ -148,7 +148,7 @@ def dlq_list(
     as_json: JsonFlag = False,
 ) -> None:
     """Count the DLQ's messages and show them (tenant, job, reason). Looking leaves them in place."""
-    _connect()
+    _connect(queues=True)
     total = dead_letters.count()
     letters = dead_letters.inspect(tenant=tenant, limit=limit)
     if as_json:
@@ -175,7 +175,7 @@ def dlq_redrive(
     """Run the DLQ's jobs again: each dead job is reset (fresh attempts, same id), sent, then removed from the DLQ."""
     if (tenant is None) == (not all_tenants):
         raise CliError("say whose jobs: --tenant NAME, or --all", Exit.USAGE)
-    _connect()
+    _connect(queues=True)
     with render.err.status("redriving", spinner="dots") as spinner:
         if as_json or not render.err.is_terminal:
             spinner.stop()
@@ -202,7 +202,7 @@ def dlq_redrive(
 
 def queue(as_json: JsonFlag = False) -> None:
     """Queue health: depth, in flight, delayed, oldest message age; the jobs queue and its DLQ."""
-    aws = _connect()
+    aws = _connect(queues=True)
     found = queue_health.both()
     if as_json:
         render.emit_json({"where": aws.where, "queues": [q.public() for q in found]})

@@ -86,9 +86,9 @@ def aws_target() -> Aws:
     return Aws(where=endpoint or "AWS", endpoint=endpoint)
 
 
-def use_aws(target: Aws) -> None:
-    """Point every AWS client of this process at the target, and name the stack's queues and table
-    in the environment the domain code reads (as the functions' environment does)."""
+def use_aws(target: Aws, *, queues: bool = False) -> None:
+    """Point every AWS client of this process at the target, and name the stack's table (and, with
+    `queues`, its queues) in the environment the domain code reads, as the functions' environment does."""
     from shared import settings
 
     if target.endpoint:
@@ -105,8 +105,10 @@ def use_aws(target: Aws) -> None:
         aws.use_client_factory(lambda service, config: session.client(service, config=config))
     else:
         aws.use_client_factory(lambda service, config: boto3.session.Session().client(service, config=config))
-    sqs = aws.client("sqs")
     os.environ.setdefault("CORRAL_TABLE", settings.TABLE_NAME)
+    if not queues:
+        return
+    sqs = aws.client("sqs")
     for variable, name in (("CORRAL_QUEUE_URL", settings.QUEUE_NAME), ("CORRAL_DLQ_URL", settings.DLQ_NAME)):
         if variable not in os.environ:
             os.environ[variable] = sqs.get_queue_url(QueueName=name)["QueueUrl"]

@@ -110,10 +110,9 @@ def _bulk(api: Corral, jobs: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def _outcome_json(outcome: EnqueueOutcome) -> dict[str, Any]:
-    if outcome.ok:
-        return {"index": outcome.index, "id": outcome.id, "status": "queued"}
     error = outcome.error
-    assert error is not None
+    if error is None:
+        return {"index": outcome.index, "id": outcome.id, "status": "queued"}
     return {
         "index": outcome.index,
         "status": "rejected",

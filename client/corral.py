@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import time
 import uuid
@@ -82,26 +83,30 @@ class Corral:
 
     def call(self, method: str, path: str, *, idempotent: bool, expect: tuple[int, ...] = (200,), **kwargs: Any) -> Any:
         """A request with retries; the JSON answer, or a CorralError. `idempotent`: safe to send twice."""
-        for retry in range(self.policy.retries + 1):
-            last = retry == self.policy.retries
+        retries = 0
+        while True:
+            wait: float | None = None
             try:
                 response = self.request(method, path, **kwargs)
             except requests.RequestException as error:
-                if last or not retryable_exception(error, idempotent=idempotent):
+                if retries >= self.policy.retries or not retryable_exception(error, idempotent=idempotent):
                     raise errors.ConnectionFailed(
                         f"no answer from {self.api_url}: {type(error).__name__}", code="connection_error"
                     ) from error
-                self._sleep(self.policy.backoff(retry + 1))
-                continue
-            if response.status_code in expect:
-                return response.json() if response.content else None
-            wait = retry_after_seconds(response.headers.get("Retry-After"))
-            error = errors.from_answer(response.status_code, _json_or_none(response), wait)
-            too_long = wait is not None and wait > self.policy.max_retry_after_seconds
-            if last or too_long or not retryable_status(response.status_code, idempotent=idempotent):
-                raise error
-            self._sleep(self.policy.backoff(retry + 1, wait))
-        raise AssertionError("unreachable")  # the loop's last try returns or raises
+            else:
+                if response.status_code in expect:
+                    return response.json() if response.content else None
+                wait = retry_after_seconds(response.headers.get("Retry-After"))
+                refused = errors.from_answer(response.status_code, _json_or_none(response), wait)
+                too_long = wait is not None and wait > self.policy.max_retry_after_seconds
+                if (
+                    retries >= self.policy.retries
+                    or too_long
+                    or not retryable_status(response.status_code, idempotent=idempotent)
+                ):
+                    raise refused
+            retries += 1
+            self._sleep(self.policy.backoff(retries, wait))
 
     # Jobs -----------------------------------------------------------------------------------------
 
@@ -292,8 +297,8 @@ class Schedules:
             ),
         )
 
-    def list(self) -> list[Schedule]:
-        return cast(list[Schedule], self._corral.call("GET", "/v1/schedules", idempotent=True)["schedules"])
+    def list(self) -> builtins.list[Schedule]:
+        return cast(builtins.list[Schedule], self._corral.call("GET", "/v1/schedules", idempotent=True)["schedules"])
 
     def get(self, name: str) -> Schedule:
         """The schedule and its recent runs, newest first."""

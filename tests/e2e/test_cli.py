@@ -6,7 +6,18 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
+
 from tests.e2e.cli_runner import run_cli
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm(deployed):
+    """A first job through the stack, so cold starts (minutes on a loaded 2-core machine) are not
+    charged to the CLI's 60 s waits."""
+    api = deployed.client()
+    api.timeout = 30
+    api.wait(api.enqueue("echo", "warm-up"), timeout=300)
 
 
 def test_enqueue_wait_returns_the_finished_job_as_json(deployed):

@@ -10,12 +10,17 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install up test lint unit synth footprint smoke clean bench capacity fuzz
 
-install: $(STAMP)/venv $(STAMP)/npm
+install: $(STAMP)/venv $(STAMP)/npm $(STAMP)/cli
 
 $(STAMP)/venv: requirements.txt functions/requirements.txt
 	@mkdir -p $(STAMP)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+# The `corral` command: this project's console script, installed editable (the code stays here).
+$(STAMP)/cli: pyproject.toml $(STAMP)/venv
+	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $@
 
 $(STAMP)/npm: package.json package-lock.json

@@ -44,6 +44,7 @@ class CorralStack(Stack):
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
                 "CORRAL_HAND_BACK_MAX_SECONDS": str(profile.visibility_timeout_seconds),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
+                "CORRAL_API_KEY_CACHE_SECONDS": str(profile.api_key_cache_seconds),
                 **schedules.environment(),
                 **({"CORRAL_DAX_ENDPOINT": cache.endpoint_url} if cache else {}),
                 **extra_function_env,

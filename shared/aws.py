@@ -12,7 +12,7 @@ when the caller has to answer. See docs/architecture.md "Input limits and honest
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -75,10 +75,24 @@ def _refuse_late_attempt(event_name: str, **_: Any) -> None:
         raise DeadlineExceeded(operation=event_name.rsplit(".", 1)[-1])
 
 
+_factory: Callable[[str, Config], Any] | None = None
+
+
+def use_client_factory(factory: Callable[[str, Config], Any] | None) -> None:
+    """Build clients with `factory(service, config)` from now on (the operator CLI pointed at an
+    emulator builds them with localstack-client); None restores the default."""
+    global _factory
+    _factory = factory
+    client.cache_clear()
+
+
 @cache
 def client(service: str, endpoint_url: str | None = None) -> Any:
     """`endpoint_url` overrides the environment's (e.g. the local status cache in front of DynamoDB)."""
-    made = boto3.session.Session().client(service, config=_config(), endpoint_url=endpoint_url)
+    if _factory is not None and endpoint_url is None:
+        made = _factory(service, _config())
+    else:
+        made = boto3.session.Session().client(service, config=_config(), endpoint_url=endpoint_url)
     made.meta.events.register("before-send", _refuse_late_attempt)
     return made
 

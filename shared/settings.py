@@ -91,8 +91,9 @@ MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due
 SCHEDULER_RETRY_ATTEMPTS = 185  # Scheduler's maximum
 SCHEDULER_MAX_EVENT_AGE_SECONDS = 86_400  # Scheduler's maximum
 
-# API-key cache in each API instance: a revoked key keeps working this long.
-API_KEY_CACHE_SECONDS = 300
+# API-key cache in each API instance: a revoked key keeps working this long at most. One GetItem
+# per key per API instance per minute is negligible; the local profile uses its own, shorter bound.
+API_KEY_CACHE_SECONDS = 60
 
 # The API function's AWS calls must end before it has to answer (its timeout, infra/api.py): an
 # attempt starts only if connect + read timeouts fit in the time left less this margin.
@@ -124,6 +125,7 @@ class Profile:
     dax: bool  # DAX cluster + VPC; the emulator has neither
     chaos_job_types: bool  # job types that kill their worker, for fault tests
     provisioned_pollers: bool = False  # ESM provisioned mode (AWS), else MaximumConcurrency (all the emulator has)
+    api_key_cache_seconds: int = API_KEY_CACHE_SECONDS  # the revocation bound
 
     @property
     def visibility_timeout_seconds(self) -> int:
@@ -141,7 +143,12 @@ PROFILES = {
     "aws": Profile(name="aws", worker_timeout_seconds=30, dax=True, chaos_job_types=False, provisioned_pollers=True),
     # Short timeouts so crash-recovery tests wait seconds, not minutes.
     "local": Profile(
-        name="local", worker_timeout_seconds=5, dax=False, chaos_job_types=True, provisioned_pollers=False
+        name="local",
+        worker_timeout_seconds=5,
+        dax=False,
+        chaos_job_types=True,
+        provisioned_pollers=False,
+        api_key_cache_seconds=5,  # so the revocation test waits seconds
     ),
 }
 

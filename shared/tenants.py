@@ -1,67 +1,264 @@
-"""API keys and the tenants they belong to. Only a SHA-256 of each key is stored.
+"""Tenants and their API keys, in the jobs table. Only a SHA-256 of each key is stored.
 
-Looking a key up (every API request, cached) is one GetItem through the low-level client the
-API already holds; minting and revoking use the pynamodb model, imported only there, which
-keeps pynamodb out of the API's cold start (docs/benchmark.md, cold start).
+Items (one table, the `gsi1` index lists them; it projects every attribute):
+- `tenant#<name>`: a tenant (gsi1pk `tenants`, gsi1sk the name);
+- `apikey#<sha256>`: a key of `tenant`, with its label, creation time and last 4 characters
+  (gsi1pk `apikeys#<tenant>`, gsi1sk `<created_at>#<key id>`).
+
+Looking a key up (every API request) is a checksum check, then a cache, then one GetItem through
+the low-level client the API already holds. Real keys live in their own cache, which only real keys
+enter; unknown keys in a bounded LRU beside it, so a flood of made-up keys never evicts a real one.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
+import re
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
-from shared import settings
+from botocore.exceptions import ClientError
+
+from shared import api_keys, settings
 from shared.aws import client
 
-KEY_PREFIX = "ck_"
+TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_TENANTS_INDEX_KEY = "tenants"
+
+
+class TenantError(ValueError):
+    """An operator request that cannot be done (unknown tenant, name taken, unknown key)."""
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """What a listing shows of a key: never the key nor its hash."""
+
+    key_id: str
+    tenant: str
+    label: str
+    created_at: str
+    last4: str
+
+
+def _table() -> str:
+    return settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")  # also orders keys in a listing
+
+
+def check_tenant_name(name: str) -> str:
+    if not TENANT_NAME.fullmatch(name):
+        raise TenantError(
+            f"invalid tenant name {name!r}: 1-64 characters, letters, digits, '.', '_' or '-', not starting with a sign"
+        )
+    return name
+
+
+# Tenants ------------------------------------------------------------------------------------------
+
+
+def create_tenant(name: str, *, exist_ok: bool = False) -> Tenant:
+    check_tenant_name(name)
+    tenant = Tenant(name=name, created_at=_now_iso())
+    try:
+        client("dynamodb").put_item(
+            TableName=_table(),
+            Item={
+                "pk": {"S": f"tenant#{name}"},
+                "tenant": {"S": name},
+                "created_at": {"S": tenant.created_at},
+                "gsi1pk": {"S": _TENANTS_INDEX_KEY},
+                "gsi1sk": {"S": name},
+            },
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
+        if not exist_ok:
+            raise TenantError(f"tenant {name!r} exists already") from None
+        found = get_tenant(name)
+        return found or tenant
+    return tenant
+
+
+def get_tenant(name: str) -> Tenant | None:
+    item = (
+        client("dynamodb")
+        .get_item(TableName=_table(), Key={"pk": {"S": f"tenant#{name}"}}, ConsistentRead=True)
+        .get("Item")
+    )
+    return Tenant(name=item["tenant"]["S"], created_at=item["created_at"]["S"]) if item else None
+
+
+def _query_index(dynamodb: Any, partition: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {
+        "TableName": _table(),
+        "IndexName": "gsi1",
+        "KeyConditionExpression": "gsi1pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": partition}},
+    }
+    for _ in range(1000):  # pages of up to 1 MB: far more tenants or keys than anyone has
+        page = dynamodb.query(**params)
+        items += page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
+            break
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return items
+
+
+def list_tenants() -> list[Tenant]:
+    items = _query_index(client("dynamodb"), _TENANTS_INDEX_KEY)
+    return [Tenant(name=item["tenant"]["S"], created_at=item["created_at"]["S"]) for item in items]
+
+
+# Keys ---------------------------------------------------------------------------------------------
 
 
 def _pk(api_key: str) -> str:
-    return "apikey#" + hashlib.sha256(api_key.encode()).hexdigest()
+    return "apikey#" + api_keys.digest(api_key)
 
 
 def create_key(tenant: str, label: str = "") -> str:
-    """Mint a key for `tenant`; the plaintext is returned once and never stored."""
-    from datetime import UTC, datetime
-
-    from shared.api_key_model import ApiKey
-
-    api_key = KEY_PREFIX + secrets.token_urlsafe(32)
-    ApiKey(_pk(api_key), tenant=tenant, label=label, created_at=datetime.now(UTC)).save(
-        condition=ApiKey.pk.does_not_exist()
+    """Mint a key for `tenant` (creating the tenant if it has no record yet); the plaintext is
+    returned once and never stored."""
+    ddb = client("dynamodb")
+    create_tenant(tenant, exist_ok=True)
+    api_key = api_keys.mint()
+    created_at = _now_iso()
+    key_id = api_keys.key_id(api_key)
+    ddb.put_item(
+        TableName=_table(),
+        Item={
+            "pk": {"S": _pk(api_key)},
+            "tenant": {"S": tenant},
+            "label": {"S": label},
+            "created_at": {"S": created_at},
+            "last4": {"S": api_key[-4:]},
+            "key_id": {"S": key_id},
+            "gsi1pk": {"S": f"apikeys#{tenant}"},
+            "gsi1sk": {"S": f"{created_at}#{key_id}"},
+        },
+        ConditionExpression="attribute_not_exists(pk)",
     )
     return api_key
 
 
-def revoke_key(api_key: str) -> None:
-    from shared.api_key_model import ApiKey
+def list_keys(tenant: str) -> list[KeyInfo]:
+    """The tenant's keys, oldest first (keys minted before listing existed are not indexed)."""
+    return [
+        KeyInfo(
+            key_id=item["key_id"]["S"],
+            tenant=item["tenant"]["S"],
+            label=item.get("label", {}).get("S", ""),
+            created_at=item["created_at"]["S"],
+            last4=item["last4"]["S"],
+        )
+        for item in _query_index(client("dynamodb"), f"apikeys#{tenant}")
+    ]
 
-    ApiKey(_pk(api_key)).delete()
+
+@dataclass(frozen=True)
+class Revoked:
+    key_id: str
+    tenant: str
+    keys_left: int  # the tenant's indexed keys after this one
 
 
-# key hash -> (tenant or None, cached until). Keeps the enqueue path to one AWS call.
-_cache: dict[str, tuple[str | None, float]] = {}
-_CACHE_LIMIT = 10_000
-_UNKNOWN_KEY_CACHE_SECONDS = 10
+def revoke_key(key: str, *, tenant: str | None = None) -> Revoked:
+    """Delete a key, given the key itself or its key id (then `tenant` is needed to find it).
+
+    It stops working once the API instances' caches expire it: within `API_KEY_CACHE_SECONDS`.
+    """
+    ddb = client("dynamodb")
+    if api_keys.shape(key) is not None:
+        pk = _pk(key)
+    else:
+        if tenant is None:
+            raise TenantError("revoking by key id needs the tenant (--tenant)")
+        pk = "apikey#" + _full_digest(ddb, tenant, key)
+    try:
+        old = ddb.delete_item(
+            TableName=_table(),
+            Key={"pk": {"S": pk}},
+            ConditionExpression="attribute_exists(pk)",
+            ReturnValues="ALL_OLD",
+        )["Attributes"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
+        raise TenantError("no such key (revoked already?)") from None
+    owner = old["tenant"]["S"]
+    return Revoked(key_id=pk.removeprefix("apikey#")[:12], tenant=owner, keys_left=len(list_keys(owner)))
+
+
+def _full_digest(dynamodb: Any, tenant: str, key_id: str) -> str:
+    for item in _query_index(dynamodb, f"apikeys#{tenant}"):
+        if item["key_id"]["S"] == key_id:
+            return item["pk"]["S"].removeprefix("apikey#")
+    raise TenantError(f"tenant {tenant!r} has no key with id {key_id!r}")
+
+
+# Lookup (the API's request path) ------------------------------------------------------------------
+
+# Real keys: key hash -> (tenant, cached until). Only keys found in the store enter it, so its size
+# is bounded by the number of real keys; nothing a caller sends can evict one.
+_known: dict[str, tuple[str, float]] = {}
+# Unknown (well-formed) keys: key hash -> cached until, least recently used first, bounded.
+_unknown: OrderedDict[str, float] = OrderedDict()
+UNKNOWN_KEYS_CACHED = 10_000
+UNKNOWN_KEY_CACHE_SECONDS = 10  # a key created a moment ago starts working within this
+
+
+def _known_key_seconds() -> float:
+    return float(settings.env("CORRAL_API_KEY_CACHE_SECONDS", str(settings.API_KEY_CACHE_SECONDS)))
 
 
 def tenant_for(api_key: str) -> str | None:
-    if not api_key.startswith(KEY_PREFIX):
+    """The tenant a key belongs to, or None; malformed keys and bad checksums cost no I/O."""
+    if api_keys.shape(api_key) is None:
         return None
     pk = _pk(api_key)
     now = time.monotonic()
-    cached = _cache.get(pk)
-    if cached and cached[1] > now:
-        return cached[0]
-    item = (
-        client("dynamodb")
-        .get_item(TableName=settings.env("CORRAL_TABLE", settings.TABLE_NAME), Key={"pk": {"S": pk}})
-        .get("Item")
-    )
-    tenant = item["tenant"]["S"] if item else None
-    if len(_cache) > _CACHE_LIMIT:  # a flood of made-up keys must not grow memory without bound
-        _cache.clear()
-    # Unknown keys are remembered briefly, so a key created a moment ago starts working soon.
-    _cache[pk] = (tenant, now + (settings.API_KEY_CACHE_SECONDS if tenant else _UNKNOWN_KEY_CACHE_SECONDS))
-    return tenant
+    known = _known.get(pk)
+    if known and known[1] > now:
+        return known[0]
+    unknown_until = _unknown.get(pk)
+    if unknown_until is not None:
+        if unknown_until > now:
+            _unknown.move_to_end(pk)
+            return None
+        del _unknown[pk]
+    item = client("dynamodb").get_item(TableName=_table(), Key={"pk": {"S": pk}}).get("Item")
+    if item:
+        tenant = item["tenant"]["S"]
+        _known[pk] = (tenant, now + _known_key_seconds())
+        return tenant
+    _known.pop(pk, None)  # revoked
+    _unknown[pk] = now + UNKNOWN_KEY_CACHE_SECONDS
+    if len(_unknown) > UNKNOWN_KEYS_CACHED:
+        _unknown.popitem(last=False)
+    return None
+
+
+def clear_caches() -> None:
+    """Forget every cached lookup (tests)."""
+    _known.clear()
+    _unknown.clear()
+
+
+def schedule_count(tenant: str) -> int:
+    """The tenant's schedules: they keep firing whatever happens to its keys (docs/architecture.md)."""
+    return len(_query_index(client("dynamodb"), f"schedules#{tenant}"))

@@ -9,8 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from shared import settings, table_schema, work
-from shared.api_key_model import ApiKey
+from shared import settings, table_schema, tenants, work
 from shared.aws import client
 from shared.signing import id_secret
 
@@ -26,7 +25,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     client.cache_clear()
     id_secret.cache_clear()
     monkeypatch.setattr(work, "_store_down_until", 0.0)  # each test starts with a store that has not failed
-    ApiKey._connection = None  # pynamodb keeps its connection (and endpoint) per model class
+    tenants.clear_caches()
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
         dynamodb.create_table(**table_schema.create_table_params())  # the schema the stack deploys

@@ -1,0 +1,325 @@
+"""Job commands over the API: enqueue (one, or bulk from a file), get, list, wait, cancel, retry, stats."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cli import render
+from cli.common import CliError, Exit, JsonFlag, corral
+from client import FINISHED, Corral, EnqueueOutcome, Job
+
+PayloadOption = Annotated[
+    str | None, typer.Option("--payload", "-p", help="The job's payload: JSON, or @file to read JSON from a file.")
+]
+
+
+def register(app: typer.Typer) -> None:
+    for command in (enqueue, get, list_jobs, wait, cancel, retry, stats):
+        app.command(name=command.__name__.removesuffix("_jobs"), rich_help_panel="Jobs (API)")(command)
+
+
+def parse_payload(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    source = "--payload"
+    if raw.startswith("@"):
+        path = Path(raw[1:])
+        try:
+            raw = path.read_text()
+        except OSError as error:
+            raise CliError(f"cannot read payload file {path}: {error.strerror}", Exit.USAGE, "bad_payload") from error
+        source = str(path)
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise CliError(f"{source} is not valid JSON: {error}", Exit.USAGE, "bad_payload") from error
+
+
+def _read_jobs(path: Path, default_type: str | None) -> list[dict[str, Any]]:
+    """Jobs from JSON Lines (one job body per line) or a JSON array; '-' reads stdin."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror}", Exit.USAGE, "bad_file") from error
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            items = json.loads(stripped)
+        except ValueError as error:
+            raise CliError(f"{path} is not a valid JSON array: {error}", Exit.USAGE, "bad_file") from error
+        numbered = list(enumerate(items, start=1))
+    else:
+        numbered = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                numbered.append((number, json.loads(line)))
+            except ValueError as error:
+                raise CliError(f"{path}, line {number}: not JSON ({error})", Exit.USAGE, "bad_file") from error
+    jobs = []
+    for number, item in numbered:
+        if not isinstance(item, dict):
+            raise CliError(f'{path}, item {number}: a job is a JSON object like {{"type": ...}}', Exit.USAGE)
+        if default_type and "type" not in item:
+            item["type"] = default_type
+        jobs.append(item)
+    if not jobs:
+        raise CliError(f"{path} holds no jobs", Exit.USAGE, "bad_file")
+    return jobs
+
+
+def _bulk(api: Corral, jobs: list[dict[str, Any]], as_json: bool) -> None:
+    with Progress(
+        TextColumn("enqueueing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=render.err,
+        transient=True,
+        disable=as_json or not render.err.is_terminal,
+    ) as progress:
+        task = progress.add_task("enqueue", total=len(jobs))
+        outcomes = api.enqueue_many(jobs, on_chunk=lambda n: progress.advance(task, n))
+    refused = [outcome for outcome in outcomes if not outcome.ok]
+    if as_json:
+        render.emit_json(
+            {
+                "accepted": len(outcomes) - len(refused),
+                "rejected": len(refused),
+                "results": [_outcome_json(outcome) for outcome in outcomes],
+            }
+        )
+    else:
+        render.out.print(f"[green]{len(outcomes) - len(refused)} accepted[/], [red]{len(refused)} refused[/]")
+        if refused:
+            render.table(
+                "refused (first 20)",
+                ["#", "error", "field", "message"],
+                [[o.index, o.error.code, o.error.field, o.error.message] for o in refused[:20] if o.error],
+            )
+    if refused:
+        raise typer.Exit(Exit.PARTIAL if len(refused) < len(outcomes) else Exit.INVALID)
+
+
+def _outcome_json(outcome: EnqueueOutcome) -> dict[str, Any]:
+    error = outcome.error
+    if error is None:
+        return {"index": outcome.index, "id": outcome.id, "status": "queued"}
+    return {
+        "index": outcome.index,
+        "status": "rejected",
+        "error": error.code,
+        "message": error.message,
+        "field": error.field,
+    }
+
+
+def _wait_with_spinner(api: Corral, job_id: str, timeout: float, statuses: tuple[str, ...], as_json: bool) -> Job:
+    deadline = time.monotonic() + timeout
+    interval = 0.2
+    with render.err.status(f"waiting for {job_id}", spinner="dots") as spinner:
+        if as_json or not render.err.is_terminal:
+            spinner.stop()
+        while True:
+            job = api.get(job_id)
+            if job["status"] in statuses:
+                return job
+            if time.monotonic() >= deadline:
+                raise CliError(
+                    f"job {job_id} still {job['status']} after {timeout:g}s (not waiting longer)",
+                    Exit.TIMEOUT,
+                    "wait_timeout",
+                )
+            spinner.update(f"waiting for {job_id}: {render.status(job['status'])} (attempt {job.get('attempts', 0)})")
+            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+            interval = min(interval * 1.5, 2.0)
+
+
+def _show_finished(job: Job, as_json: bool) -> None:
+    if as_json:
+        render.emit_json(job)
+    else:
+        render.job_view(dict(job))
+    if job["status"] in ("dead", "cancelled"):
+        raise typer.Exit(Exit.JOB_FAILED)
+
+
+def enqueue(
+    job_type: Annotated[
+        str | None, typer.Argument(help="The job type, e.g. echo (with --from-file: the default)")
+    ] = None,
+    payload: PayloadOption = None,
+    delay: Annotated[int | None, typer.Option("--delay", help="Run it this many seconds from now.")] = None,
+    run_at: Annotated[str | None, typer.Option(help="Run it at this time (ISO 8601).")] = None,
+    max_attempts: Annotated[int | None, typer.Option(help="Attempts before it is dead (1-25, default 3).")] = None,
+    idempotency_key: Annotated[str | None, typer.Option(help="The same key enqueues the same job once.")] = None,
+    wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
+    timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
+    from_file: Annotated[
+        Path | None, typer.Option(help="Bulk: a JSON Lines file (or JSON array) of job bodies; '-' for stdin.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Enqueue a job (or many with --from-file); prints its id."""
+    api = corral()
+    if from_file is not None:
+        if payload is not None or wait_:
+            raise CliError("--from-file takes the payloads from the file; --payload/--wait do not apply", Exit.USAGE)
+        _bulk(api, _read_jobs(from_file, job_type), as_json)
+        return
+    if not job_type:
+        raise CliError("give a job type (e.g. `corral enqueue echo --payload '{\"a\": 1}'`) or --from-file", Exit.USAGE)
+    options = {
+        "delay_seconds": delay,
+        "run_at": run_at,
+        "max_attempts": max_attempts,
+        "idempotency_key": idempotency_key,
+    }
+    job_id = api.enqueue(job_type, parse_payload(payload), **{k: v for k, v in options.items() if v is not None})
+    if wait_:
+        _show_finished(_wait_with_spinner(api, job_id, timeout, FINISHED, as_json), as_json)
+        return
+    if as_json:
+        render.emit_json({"id": job_id, "status": "queued"})
+    else:
+        render.out.print(job_id)
+
+
+def get(job_id: Annotated[str, typer.Argument(help="The job's id.")], as_json: JsonFlag = False) -> None:
+    """Show a job: status, attempts, result or error, payload."""
+    job = corral().get(job_id)
+    if as_json:
+        render.emit_json(job)
+    else:
+        render.job_view(dict(job))
+
+
+def list_jobs(
+    status: Annotated[str | None, typer.Option(help="queued, running, succeeded, failed, dead or cancelled.")] = None,
+    job_type: Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")] = None,
+    schedule: Annotated[str | None, typer.Option(help="Only runs of this schedule.")] = None,
+    since: Annotated[str | None, typer.Option(help="Enqueued at or after (ISO 8601).")] = None,
+    until: Annotated[str | None, typer.Option(help="Enqueued at or before (ISO 8601).")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="Show at most this many (newest first).")] = 20,
+    as_json: JsonFlag = False,
+) -> None:
+    """List this tenant's jobs, newest first."""
+    api = corral()
+    jobs: list[Job] = []
+    next_cursor, note = None, ""
+    filters = {"status": status, "type": job_type, "schedule": schedule, "since": since, "until": until}
+    for page in api.pages(page_size=min(limit, 100), **filters):
+        note, next_cursor = page.note, page.next_cursor
+        jobs += page.jobs[: limit - len(jobs)]
+        if len(jobs) >= limit:
+            break
+    if as_json:
+        render.emit_json({"jobs": jobs, "next_cursor": next_cursor, "note": note})
+        return
+    rows = [
+        [
+            job["id"],
+            job.get("type"),
+            render.status(job.get("status")),
+            f"{job.get('attempts', 0)}/{job.get('max_attempts') or '-'}",
+            render.when(job.get("enqueued_at")),
+            render.when(job.get("finished_at")),
+            (job.get("error") or "")[:60],
+        ]
+        for job in jobs
+    ]
+    more = " (more: raise --limit)" if next_cursor else ""
+    render.table(None, ["id", "type", "status", "attempts", "enqueued", "finished", "error"], rows, caption=note + more)
+
+
+def wait(
+    job_id: Annotated[str, typer.Argument(help="The job's id.")],
+    timeout: Annotated[float, typer.Option(help="Give up after this many seconds (exit 8).")] = 60,
+    status: Annotated[
+        list[str] | None, typer.Option("--for", help="Wait for this status (repeatable); default: any finished one.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Wait for a job to finish (exit 0 succeeded, 1 dead or cancelled, 8 timed out)."""
+    wanted = tuple(status) if status else FINISHED
+    _show_finished(_wait_with_spinner(corral(), job_id, timeout, wanted, as_json), as_json)
+
+
+def cancel(job_id: Annotated[str, typer.Argument(help="The job's id.")], as_json: JsonFlag = False) -> None:
+    """Cancel a job that has not started (queued, delayed or waiting to retry); a running one answers exit 4."""
+    job = corral().cancel(job_id)
+    if as_json:
+        render.emit_json(job)
+    else:
+        render.out.print(f"{job['id']} {render.status(job['status'])}")
+
+
+def retry(
+    job_id: Annotated[str | None, typer.Argument(help="A dead or cancelled job's id.")] = None,
+    dead: Annotated[bool, typer.Option("--dead", help="Retry this tenant's dead jobs (filters below).")] = False,
+    job_type: Annotated[str | None, typer.Option("--type", help="With --dead: only this type.")] = None,
+    since: Annotated[str | None, typer.Option(help="With --dead: only jobs enqueued since (ISO 8601).")] = None,
+    max_jobs: Annotated[int, typer.Option("--max", min=1, help="With --dead: at most this many in all.")] = 1000,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a dead or cancelled job again (fresh attempts, same id), or with --dead many of them."""
+    api = corral()
+    if (job_id is None) == (not dead):
+        raise CliError("give a job id, or --dead for this tenant's dead jobs (not both)", Exit.USAGE)
+    if job_id is not None:
+        answer = api.retry(job_id)
+        if as_json:
+            render.emit_json(answer)
+        else:
+            render.out.print(f"{answer['id']} {render.status(answer['status'])}")
+        return
+    ids: list[str] = []
+    more = True
+    with render.err.status("retrying dead jobs", spinner="dots") as spinner:
+        if as_json or not render.err.is_terminal:
+            spinner.stop()
+        for _ in range(1000):  # bounded: each call retries up to the API's per-request bound
+            answer = api.retry_dead(type=job_type, since=since, limit=min(100, max_jobs - len(ids)))
+            ids += answer["ids"]
+            more = answer["more"]
+            spinner.update(f"retrying dead jobs: {len(ids)} so far")
+            if not more or not answer["ids"] or len(ids) >= max_jobs:
+                break
+    if as_json:
+        render.emit_json({"retried": len(ids), "ids": ids, "more": more})
+    else:
+        render.out.print(f"retried {len(ids)} dead job(s)" + (" (more remain: run it again)" if more else ""))
+
+
+def stats(
+    window: Annotated[int | None, typer.Option("--window", help="Counts over the last N seconds.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """This tenant's counts by status, throughput per minute and enqueue-to-run percentiles."""
+    answer = corral().stats(window)
+    if as_json:
+        render.emit_json(answer)
+        return
+    counts = answer.get("counts", {})
+    render.table(
+        f"jobs by status, last {answer.get('window_seconds')} s",
+        ["status", "jobs"],
+        [[render.status(name), count] for name, count in counts.items()],
+    )
+    latency = answer.get("enqueue_to_run_ms", {})
+    render.out.print(
+        f"enqueue-to-run: p50 {latency.get('p50')} ms, p99 {latency.get('p99')} ms over {latency.get('count')} jobs"
+    )
+    minutes = answer.get("per_minute", [])[-10:]
+    if minutes:
+        columns = ["minute", "enqueued", "succeeded", "failed", "dead"]
+        render.table("last minutes", columns, [[m.get(c) for c in columns] for m in minutes])
+    render.out.print(f"[dim]source: {answer.get('source')}[/]")

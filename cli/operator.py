@@ -1,0 +1,220 @@
+"""Operator commands, with AWS credentials rather than an API key: tenants, keys, the DLQ, the queue.
+
+They work against AWS, a LocalStack or the embedded stack (cli/target.py says which is chosen).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cli import render, target
+from cli.common import CliError, Exit, JsonFlag
+from shared import dead_letters, queue_health, tenants
+
+PANEL = "Operator (AWS credentials)"
+
+tenants_app = typer.Typer(no_args_is_help=True)
+keys_app = typer.Typer(no_args_is_help=True)
+dlq_app = typer.Typer(no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(tenants_app, name="tenants", help="Create and list tenants.", rich_help_panel=PANEL)
+    app.add_typer(keys_app, name="keys", help="Mint, list and revoke API keys.", rich_help_panel=PANEL)
+    app.add_typer(dlq_app, name="dlq", help="The dead-letter queue: list, redrive.", rich_help_panel=PANEL)
+    app.command("queue", rich_help_panel=PANEL)(queue)
+
+
+def _connect(*, queues: bool = False) -> target.Aws:
+    aws = target.aws_target()
+    target.use_aws(aws, queues=queues)
+    return aws
+
+
+def _operator_error(error: tenants.TenantError) -> CliError:
+    return CliError(str(error), Exit.INVALID, "invalid_request")
+
+
+TenantArgument = Annotated[str, typer.Argument(help="The tenant's name.")]
+
+
+@tenants_app.command("create")
+def create_tenant(name: TenantArgument, as_json: JsonFlag = False) -> None:
+    """Create a tenant (then `corral keys create <tenant>`)."""
+    _connect()
+    try:
+        tenant = tenants.create_tenant(name)
+    except tenants.TenantError as error:
+        raise _operator_error(error) from error
+    if as_json:
+        render.emit_json({"name": tenant.name, "created_at": tenant.created_at})
+    else:
+        render.out.print(f"created tenant {tenant.name}")
+
+
+@tenants_app.command("list")
+def list_tenants(as_json: JsonFlag = False) -> None:
+    """Every tenant, with its number of keys."""
+    _connect()
+    found = [(tenant, len(tenants.list_keys(tenant.name))) for tenant in tenants.list_tenants()]
+    if as_json:
+        render.emit_json({"tenants": [{"name": t.name, "created_at": t.created_at, "keys": n} for t, n in found]})
+        return
+    render.table(None, ["tenant", "created", "keys"], [[t.name, t.created_at[:19], n] for t, n in found])
+
+
+@keys_app.command("create")
+def create_key(
+    tenant: TenantArgument,
+    label: Annotated[str, typer.Option(help="What the key is for (shown in listings).")] = "",
+    new_tenant: Annotated[bool, typer.Option(help="Create the tenant if it does not exist.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Mint an API key for a tenant. The key is printed once: only its hash is stored."""
+    _connect()
+    try:
+        if tenants.get_tenant(tenant) is None and not new_tenant:
+            raise CliError(
+                f"no tenant {tenant!r}: create it with `corral tenants create {tenant}` (or pass --new-tenant)",
+                Exit.NOT_FOUND,
+                "not_found",
+            )
+        key = tenants.create_key(tenant, label=label)
+    except tenants.TenantError as error:
+        raise _operator_error(error) from error
+    from shared import api_keys
+
+    if as_json:
+        render.emit_json({"tenant": tenant, "key": key, "key_id": api_keys.key_id(key), "label": label})
+        return
+    render.out.print(key, highlight=False)
+    render.err.print(f"[dim]key id {api_keys.key_id(key)} for tenant {tenant}: store it now, it is not shown again[/]")
+
+
+@keys_app.command("list")
+def list_keys(tenant: TenantArgument, as_json: JsonFlag = False) -> None:
+    """A tenant's keys: id, label, created, last 4 characters (never the key)."""
+    _connect()
+    found = tenants.list_keys(tenant)
+    if as_json:
+        render.emit_json({"tenant": tenant, "keys": [vars(k) for k in found]})
+        return
+    render.table(
+        f"keys of {tenant}",
+        ["key id", "label", "created", "ends with"],
+        [[k.key_id, k.label, k.created_at[:19], "…" + k.last4] for k in found],
+    )
+
+
+@keys_app.command("revoke")
+def revoke_key(
+    key: Annotated[str, typer.Argument(help="The key itself, or its key id (then --tenant).")],
+    tenant: Annotated[str | None, typer.Option(help="The key's tenant (needed with a key id).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Revoke a key; it stops working within the API's key cache time. The tenant's schedules keep running."""
+    _connect()
+    try:
+        revoked = tenants.revoke_key(key, tenant=tenant)
+    except tenants.TenantError as error:
+        raise CliError(str(error), Exit.NOT_FOUND, "not_found") from error
+    bound = target.api_key_cache_seconds()
+    schedules = tenants.schedule_count(revoked.tenant) if revoked.keys_left == 0 else None
+    if as_json:
+        render.emit_json(
+            {
+                "key_id": revoked.key_id,
+                "tenant": revoked.tenant,
+                "keys_left": revoked.keys_left,
+                "effective_within_seconds": bound,
+                "schedules_still_firing": schedules,
+            }
+        )
+        return
+    render.out.print(f"revoked key {revoked.key_id} of {revoked.tenant}: it stops working within {bound} s")
+    if revoked.keys_left == 0:
+        render.err.print(
+            f"[yellow]{revoked.tenant} has no key left; its {schedules} schedule(s) keep firing "
+            "(delete them with the API, or mint a new key)[/]"
+        )
+
+
+@dlq_app.command("list")
+def dlq_list(
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant's messages.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="Look at this many messages at most.")] = 100,
+    as_json: JsonFlag = False,
+) -> None:
+    """Count the DLQ's messages and show them (tenant, job, reason). Looking leaves them in place."""
+    _connect(queues=True)
+    total = dead_letters.count()
+    letters = dead_letters.inspect(tenant=tenant, limit=limit)
+    if as_json:
+        render.emit_json({"count": total, "messages": [letter.public() for letter in letters]})
+        return
+    rows = [
+        [letter.tenant, letter.job_id, letter.job_type, render.when(letter.sent_at), letter.reason[:80]]
+        for letter in letters
+    ]
+    render.table(
+        f"DLQ: {total} message(s)" + (f", {len(letters)} of {tenant}" if tenant else ""),
+        ["tenant", "job id", "type", "dead-lettered", "reason"],
+        rows,
+    )
+
+
+@dlq_app.command("redrive")
+def dlq_redrive(
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant's jobs.")] = None,
+    all_tenants: Annotated[bool, typer.Option("--all", help="Every tenant's jobs.")] = False,
+    limit: Annotated[int, typer.Option(min=1, max=100_000, help="Receive this many messages at most.")] = 1000,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the DLQ's jobs again: each dead job is reset (fresh attempts, same id), sent, then removed from the DLQ."""
+    if (tenant is None) == (not all_tenants):
+        raise CliError("say whose jobs: --tenant NAME, or --all", Exit.USAGE)
+    _connect(queues=True)
+    with render.err.status("redriving", spinner="dots") as spinner:
+        if as_json or not render.err.is_terminal:
+            spinner.stop()
+        report = dead_letters.redrive(tenant=tenant, limit=limit)
+    if as_json:
+        render.emit_json(
+            {
+                "redriven": report.redriven,
+                "stale": report.stale,
+                "left": report.left,
+                "other_tenants": report.other_tenants,
+            }
+        )
+    else:
+        counts = f"redriven {len(report.redriven)}, stale (no longer dead, removed) {len(report.stale)}"
+        render.out.print(f"{counts}, left {len(report.left)}")
+        if report.left:
+            render.table(
+                "left in the DLQ", ["message id", "why"], [[e["message_id"], e["reason"]] for e in report.left]
+            )
+    if report.left:
+        raise typer.Exit(Exit.PARTIAL)
+
+
+def queue(as_json: JsonFlag = False) -> None:
+    """Queue health: depth, in flight, delayed, oldest message age; the jobs queue and its DLQ."""
+    aws = _connect(queues=True)
+    found = queue_health.both()
+    if as_json:
+        render.emit_json({"where": aws.where, "queues": [q.public() for q in found]})
+        return
+    rows = [
+        [
+            q.name,
+            q.depth,
+            q.in_flight,
+            q.delayed,
+            "n/a" if q.oldest_age_seconds is None else f"{q.oldest_age_seconds:.0f} s",
+        ]
+        for q in found
+    ]
+    render.table(f"queues ({aws.where})", ["queue", "depth", "in flight", "delayed", "oldest age"], rows)

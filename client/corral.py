@@ -1,0 +1,319 @@
+"""`Corral`: the API client. Every method either returns what the API answered or raises a `CorralError`."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any, cast
+from urllib.parse import quote
+
+import requests
+
+from . import errors
+from .errors import CorralError
+from .retrying import RetryPolicy, retry_after_seconds, retryable_exception, retryable_status
+from .types import FINISHED, Accepted, EnqueueOutcome, Job, JobPage, JobSpec, RetriedMany, Schedule, Stats
+
+BATCH_SIZE = 100  # POST /v1/jobs:batch takes at most this many jobs
+_JOB_OPTIONS = ("idempotency_key", "delay_seconds", "run_at", "max_attempts", "timeout_seconds")
+
+
+def _when(value: datetime | float | str | None) -> str | None:
+    """A time filter as the API takes it: ISO 8601 (a datetime or an epoch second is converted)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return datetime.fromtimestamp(float(value)).astimezone().isoformat()
+
+
+def _new_idempotency_key() -> str:
+    return f"sdk-{uuid.uuid4()}"
+
+
+class Corral:
+    """A client of one corral API with one API key.
+
+    >>> corral = Corral("https://api.example.com", "ck_...")
+    >>> job_id = corral.enqueue("echo", {"hello": "world"})
+    >>> corral.wait(job_id)["status"]
+    'succeeded'
+
+    Enqueues carry an idempotency key (one is generated when the caller gives none), so the SDK's
+    own retries (connection errors, 429, 503; `retries` of them, with backoff and `Retry-After`)
+    never enqueue a job twice.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        api_key: str,
+        *,
+        timeout: float = 10,
+        retries: int = 4,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+        self.policy = RetryPolicy(retries=retries)
+        self.session = session or requests.Session()
+        self._sleep = sleep
+        self.schedules = Schedules(self)
+
+    @classmethod
+    def from_env(cls, **options: Any) -> Corral:
+        """A client for CORRAL_API_URL with CORRAL_API_KEY (options as the constructor's)."""
+        missing = [name for name in ("CORRAL_API_URL", "CORRAL_API_KEY") if not os.environ.get(name)]
+        if missing:
+            raise CorralError(f"set {' and '.join(missing)}", code="not_configured")
+        return cls(os.environ["CORRAL_API_URL"], os.environ["CORRAL_API_KEY"], **options)
+
+    # Transport ------------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        """One raw HTTP request with the key, no retries, no error mapping (tests, odd calls)."""
+        headers = {"Authorization": f"Bearer {self.api_key}", **kwargs.pop("headers", {})}
+        return self.session.request(method, self.api_url + path, headers=headers, timeout=self.timeout, **kwargs)
+
+    def call(self, method: str, path: str, *, idempotent: bool, expect: tuple[int, ...] = (200,), **kwargs: Any) -> Any:
+        """A request with retries; the JSON answer, or a CorralError. `idempotent`: safe to send twice."""
+        retries = 0
+        while True:
+            wait: float | None = None
+            try:
+                response = self.request(method, path, **kwargs)
+            except requests.RequestException as error:
+                if retries >= self.policy.retries or not retryable_exception(error, idempotent=idempotent):
+                    raise errors.ConnectionFailed(
+                        f"no answer from {self.api_url}: {type(error).__name__}", code="connection_error"
+                    ) from error
+            else:
+                if response.status_code in expect:
+                    return response.json() if response.content else None
+                wait = retry_after_seconds(response.headers.get("Retry-After"))
+                refused = errors.from_answer(response.status_code, _json_or_none(response), wait)
+                too_long = wait is not None and wait > self.policy.max_retry_after_seconds
+                if (
+                    retries >= self.policy.retries
+                    or too_long
+                    or not retryable_status(response.status_code, idempotent=idempotent)
+                ):
+                    raise refused
+            retries += 1
+            self._sleep(self.policy.backoff(retries, wait))
+
+    # Jobs -----------------------------------------------------------------------------------------
+
+    def enqueue(self, job_type: str, payload: Any = None, **options: Any) -> str:
+        """Enqueue one job; its id. Options: idempotency_key, delay_seconds, run_at, max_attempts, timeout_seconds."""
+        return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
+
+    def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:
+        body = dict(spec)
+        if self.policy.retries and not body.get("idempotency_key"):
+            body["idempotency_key"] = _new_idempotency_key()
+        return cast(Accepted, self.call("POST", "/v1/jobs", idempotent=True, expect=(202,), json=body))
+
+    def enqueue_many(
+        self, jobs: Iterable[JobSpec | dict[str, Any]], *, on_chunk: Callable[[int], None] | None = None
+    ) -> list[EnqueueOutcome]:
+        """Enqueue any number of jobs, 100 per request; one outcome per job, in order.
+
+        A job the API refuses has its error in its outcome and costs the others nothing; jobs the
+        API could not queue for the moment ("unavailable") are sent again with the same key.
+        `on_chunk(n)` is called after each request with the number of jobs it settled (progress bars).
+        """
+        specs = [dict(job) for job in jobs]
+        for spec in specs:
+            if self.policy.retries and not spec.get("idempotency_key"):
+                spec["idempotency_key"] = _new_idempotency_key()
+        outcomes: list[EnqueueOutcome] = []
+        for start in range(0, len(specs), BATCH_SIZE):
+            chunk = specs[start : start + BATCH_SIZE]
+            outcomes += self._enqueue_chunk(chunk, first_index=start)
+            if on_chunk:
+                on_chunk(len(chunk))
+        return outcomes
+
+    def _enqueue_chunk(self, chunk: list[dict[str, Any]], first_index: int) -> list[EnqueueOutcome]:
+        settled: dict[int, EnqueueOutcome] = {}
+        pending = list(range(len(chunk)))
+        for retry in range(self.policy.retries + 1):
+            answer = self.call(
+                "POST", "/v1/jobs:batch", idempotent=True, expect=(202, 207), json={"jobs": [chunk[i] for i in pending]}
+            )
+            still_unavailable = []
+            for position, result in enumerate(answer["results"]):
+                index = pending[position]
+                if result.get("status") == "queued":
+                    settled[index] = EnqueueOutcome(first_index + index, result["id"])
+                    continue
+                error = errors.from_answer(
+                    503 if result.get("error") == "unavailable" else 422,
+                    {k: result.get(k) for k in ("error", "message", "field")},
+                )
+                settled[index] = EnqueueOutcome(first_index + index, None, error)
+                if result.get("error") == "unavailable":
+                    still_unavailable.append(index)
+            if not still_unavailable or retry == self.policy.retries:
+                break
+            pending = still_unavailable
+            self._sleep(self.policy.backoff(retry + 1))
+        return [settled[i] for i in range(len(chunk))]
+
+    def get(self, job_id: str) -> Job:
+        return cast(Job, self.call("GET", f"/v1/jobs/{quote(job_id, safe='')}", idempotent=True))
+
+    job = get  # the name the repository's tests know
+
+    def pages(
+        self,
+        *,
+        status: str | None = None,
+        type: str | None = None,
+        schedule: str | None = None,
+        since: datetime | float | str | None = None,
+        until: datetime | float | str | None = None,
+        page_size: int | None = None,
+        cursor: str | None = None,
+    ) -> Iterator[JobPage]:
+        """GET /v1/jobs page by page, newest first, following `next_cursor` until the last page."""
+        query = {
+            "status": status,
+            "type": type,
+            "schedule": schedule,
+            "since": _when(since),
+            "until": _when(until),
+            "limit": page_size,
+        }
+        params = {k: v for k, v in query.items() if v is not None}
+        while True:
+            answer = self.call(
+                "GET", "/v1/jobs", idempotent=True, params={**params, "cursor": cursor} if cursor else params
+            )
+            page = JobPage(jobs=answer["jobs"], next_cursor=answer.get("next_cursor"), note=answer.get("note", ""))
+            yield page
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def list(self, *, max_items: int | None = None, **filters: Any) -> Iterator[Job]:
+        """The tenant's jobs, newest first, across pages (filters as `pages`); stops after `max_items`."""
+        count = 0
+        for page in self.pages(**filters):
+            for job in page.jobs:
+                if max_items is not None and count >= max_items:
+                    return
+                count += 1
+                yield job
+
+    def wait(
+        self, job_id: str, statuses: Iterable[str] = FINISHED, timeout: float = 60, poll_seconds: float = 0.25
+    ) -> Job:
+        """Poll (growing gently to 2 s between polls) until the job reaches one of `statuses`;
+        raises WaitTimeout after `timeout` seconds."""
+        wanted = tuple(statuses)
+        deadline = time.monotonic() + timeout
+        interval = poll_seconds
+        while True:
+            job = self.get(job_id)
+            if job["status"] in wanted:
+                return job
+            if time.monotonic() > deadline:
+                raise errors.WaitTimeout(
+                    f"job {job_id} still {job['status']!r} after {timeout:.0f}s", job=cast(dict[str, Any], job)
+                )
+            self._sleep(min(interval, max(0.0, deadline - time.monotonic()) + 0.01))
+            interval = min(interval * 1.5, 2.0)
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job that has not started (queued, delayed or waiting to retry); repeating it is harmless.
+        A running or finished job raises Conflict."""
+        return cast(Job, self.call("POST", f"/v1/jobs/{quote(job_id, safe='')}/cancel", idempotent=True))
+
+    def retry(self, job_id: str) -> Accepted:
+        """Run a dead or cancelled job again with a fresh attempt budget (Conflict if it is neither)."""
+        return cast(
+            Accepted, self.call("POST", f"/v1/jobs/{quote(job_id, safe='')}/retry", idempotent=False, expect=(202,))
+        )
+
+    def retry_dead(
+        self, *, type: str | None = None, since: datetime | float | str | None = None, limit: int | None = None
+    ) -> RetriedMany:
+        """Retry the tenant's dead jobs matching the filter, up to the API's bound per call; `more`
+        says whether another call would find more."""
+        body = {k: v for k, v in {"type": type, "since": _when(since), "limit": limit}.items() if v is not None}
+        return cast(RetriedMany, self.call("POST", "/v1/jobs:retry", idempotent=False, json=body))
+
+    def stats(self, window_seconds: int | None = None) -> Stats:
+        params = {"window_seconds": window_seconds} if window_seconds is not None else {}
+        return cast(Stats, self.call("GET", "/v1/stats", idempotent=True, params=params))
+
+
+class Schedules:
+    """`corral.schedules`: recurring and one-time jobs (EventBridge Scheduler expressions)."""
+
+    def __init__(self, corral: Corral) -> None:
+        self._corral = corral
+
+    def create(
+        self,
+        name: str,
+        expression: str,
+        job_type: str,
+        payload: Any = None,
+        *,
+        timezone: str | None = None,
+        max_attempts: int | None = None,
+        flexible_window_minutes: int | None = None,
+        start: str | None = None,
+        end: str | None = None,
+    ) -> Schedule:
+        """E.g. `create("nightly", "cron(0 2 * * ? *)", "report", {"day": "yesterday"}, timezone="Europe/Paris")`."""
+        job = {"type": job_type, "payload": payload, "max_attempts": max_attempts}
+        body = {
+            "name": name,
+            "expression": expression,
+            "timezone": timezone,
+            "job": {k: v for k, v in job.items() if v is not None or k == "payload"},
+            "flexible_window_minutes": flexible_window_minutes,
+            "start": start,
+            "end": end,
+        }
+        return cast(
+            Schedule,
+            self._corral.call(
+                "POST",
+                "/v1/schedules",
+                idempotent=False,
+                expect=(201,),
+                json={k: v for k, v in body.items() if v is not None},
+            ),
+        )
+
+    def list(self) -> builtins.list[Schedule]:
+        return cast(builtins.list[Schedule], self._corral.call("GET", "/v1/schedules", idempotent=True)["schedules"])
+
+    def get(self, name: str) -> Schedule:
+        """The schedule and its recent runs, newest first."""
+        return cast(Schedule, self._corral.call("GET", f"/v1/schedules/{quote(name, safe='')}", idempotent=True))
+
+    def delete(self, name: str) -> None:
+        """Delete the schedule (its runs stay). NotFound if there is none."""
+        self._corral.call("DELETE", f"/v1/schedules/{quote(name, safe='')}", idempotent=True)
+
+
+def _json_or_none(response: requests.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+__all__ = ["Corral", "CorralError", "Schedules"]

@@ -1,0 +1,102 @@
+"""The shapes the API answers with, as typed dicts (plain dicts at run time, so `job["status"]` works)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, NotRequired, TypedDict
+
+from .errors import CorralError
+
+Status = Literal["queued", "running", "succeeded", "failed", "dead", "cancelled"]
+FINISHED: tuple[str, ...] = ("succeeded", "dead", "cancelled")
+
+
+class Job(TypedDict):
+    """GET /v1/jobs/{id}; list items leave out `result` and `payload`."""
+
+    id: str
+    type: str | None
+    status: Status
+    attempts: int
+    error: str | None
+    enqueued_at: float | None
+    started_at: float | None
+    finished_at: float | None
+    result: NotRequired[Any]
+    payload: NotRequired[Any]
+    max_attempts: NotRequired[int | None]
+    timeout_seconds: NotRequired[int]
+    schedule: NotRequired[str]
+    scheduled_for: NotRequired[str]
+    cancelled_at: NotRequired[float]
+    retries: NotRequired[int]
+
+
+class JobSpec(TypedDict, total=False):
+    """One job to enqueue (the body of POST /v1/jobs)."""
+
+    type: str
+    payload: Any
+    idempotency_key: str
+    delay_seconds: int
+    run_at: str
+    max_attempts: int
+    timeout_seconds: int
+
+
+class Accepted(TypedDict):
+    id: str
+    status: Status
+
+
+class RetriedMany(TypedDict):
+    retried: int
+    ids: list[str]
+    more: bool
+
+
+class Percentiles(TypedDict):
+    p50: float | None
+    p99: float | None
+    count: int
+
+
+class Stats(TypedDict):
+    window_seconds: int
+    counts: dict[str, int]
+    per_minute: list[dict[str, Any]]
+    enqueue_to_run_ms: Percentiles
+    source: str
+
+
+class Schedule(TypedDict, total=False):
+    name: str
+    expression: str
+    timezone: str
+    job: dict[str, Any]
+    flexible_window_minutes: int
+    start: str | None
+    end: str | None
+    runs: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of GET /v1/jobs. `note` says what the listing cannot show (jobs no worker has seen yet)."""
+
+    jobs: list[Job]
+    next_cursor: str | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class EnqueueOutcome:
+    """One job of `enqueue_many`, in the order given: its id, or the error that refused it."""
+
+    index: int
+    id: str | None
+    error: CorralError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None

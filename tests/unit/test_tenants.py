@@ -1,0 +1,122 @@
+"""API keys: the checksum rejects made-up keys before any I/O, the caches keep real keys through a
+flood, and operators list and revoke keys without ever seeing a secret."""
+
+from __future__ import annotations
+
+import secrets
+import string
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shared import api_keys, tenants
+from shared.aws import client
+
+
+def test_minted_keys_pass_their_checksum_and_one_changed_character_fails():
+    key = api_keys.mint()
+    assert api_keys.shape(key) is api_keys.KeyShape.CURRENT
+    for position in range(len(api_keys.PREFIX), len(key)):
+        other = "A" if key[position] != "A" else "B"
+        assert api_keys.shape(key[:position] + other + key[position + 1 :]) is None
+
+
+@given(st.text(alphabet=string.ascii_letters + string.digits, min_size=38, max_size=38))
+def test_made_up_keys_of_the_right_shape_almost_never_pass(body):
+    # CRC32 lets one in 2^32 through; hypothesis would need billions of tries to find one.
+    assert api_keys.shape("ck_" + body) is None
+
+
+def test_legacy_keys_are_recognised_by_shape():
+    assert api_keys.shape("ck_" + secrets.token_urlsafe(32)) is api_keys.KeyShape.LEGACY
+    assert api_keys.shape("ck_short") is None
+    assert api_keys.shape("") is None
+
+
+def test_a_bad_checksum_costs_no_lookup(aws, monkeypatch):
+    def no_io(*_args, **_kwargs):
+        raise AssertionError("a malformed key reached the store")
+
+    monkeypatch.setattr(tenants, "client", no_io)
+    key = api_keys.mint()
+    assert tenants.tenant_for(key[:-1] + ("x" if key[-1] != "x" else "y")) is None
+    assert tenants.tenant_for("ck_" + "A" * 38) is None
+    assert tenants.tenant_for("Bearer nonsense") is None
+
+
+def test_a_flood_of_unknown_keys_never_evicts_a_real_one(aws, monkeypatch):
+    real = tenants.create_key("acme", label="prod")
+    assert tenants.tenant_for(real) == "acme"
+    monkeypatch.setattr(tenants, "UNKNOWN_KEYS_CACHED", 50)
+    for _ in range(200):
+        assert tenants.tenant_for(api_keys.mint()) is None
+    assert len(tenants._unknown) == 50
+
+    def store_down(*_args, **_kwargs):
+        raise AssertionError("the real key was looked up again")
+
+    monkeypatch.setattr(tenants, "client", store_down)
+    assert tenants.tenant_for(real) == "acme"  # still cached
+
+
+def test_an_unknown_key_is_looked_up_once_within_its_cache_time(aws, monkeypatch):
+    calls = []
+    real_client = client("dynamodb")
+
+    class Counting:
+        def get_item(self, **kwargs):
+            calls.append(kwargs)
+            return real_client.get_item(**kwargs)
+
+    monkeypatch.setattr(tenants, "client", lambda _service: Counting())
+    unknown = api_keys.mint()
+    for _ in range(5):
+        assert tenants.tenant_for(unknown) is None
+    assert len(calls) == 1
+
+
+def test_legacy_keys_in_the_store_still_work(aws):
+    legacy = "ck_" + secrets.token_urlsafe(32)
+    client("dynamodb").put_item(
+        TableName="corral-jobs", Item={"pk": {"S": "apikey#" + api_keys.digest(legacy)}, "tenant": {"S": "old"}}
+    )
+    assert tenants.tenant_for(legacy) == "old"
+
+
+def test_keys_are_listed_without_secrets_and_revoked_by_id(aws):
+    first = tenants.create_key("acme", label="ci")
+    second = tenants.create_key("acme", label="prod")
+    tenants.create_key("other", label="x")
+    listed = tenants.list_keys("acme")
+    assert [k.label for k in listed] == ["ci", "prod"]
+    assert {k.last4 for k in listed} == {first[-4:], second[-4:]}
+    for info in listed:
+        assert first not in repr(info) and api_keys.digest(first) not in repr(info)
+    assert {t.name for t in tenants.list_tenants()} == {"acme", "other"}
+
+    revoked = tenants.revoke_key(api_keys.key_id(first), tenant="acme")
+    assert (revoked.tenant, revoked.keys_left) == ("acme", 1)
+    assert tenants.tenant_for(first) is None
+    assert tenants.revoke_key(second).keys_left == 0
+    with pytest.raises(tenants.TenantError):
+        tenants.revoke_key(second)
+    with pytest.raises(tenants.TenantError):
+        tenants.revoke_key("0123456789ab")  # a key id needs its tenant
+
+
+def test_revoked_keys_stop_working_when_the_cache_expires(aws, monkeypatch):
+    monkeypatch.setenv("CORRAL_API_KEY_CACHE_SECONDS", "0")
+    key = tenants.create_key("acme")
+    assert tenants.tenant_for(key) == "acme"
+    tenants.revoke_key(key)
+    assert tenants.tenant_for(key) is None
+
+
+def test_tenants_are_created_once_with_valid_names(aws):
+    tenants.create_tenant("acme")
+    with pytest.raises(tenants.TenantError, match="exists"):
+        tenants.create_tenant("acme")
+    for bad in ("", "-x", "a#b", "x" * 65, "with space"):
+        with pytest.raises(tenants.TenantError, match="invalid tenant name"):
+            tenants.create_tenant(bad)

@@ -123,7 +123,8 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     try:
         request = _parse(payload, policy)
     except InvalidPayload as invalid:  # enqueued before a policy change, or by a path that skipped validation
-        raise JobFailed(f"invalid payload: {invalid}", retry=False) from invalid
+        what = "refused" if isinstance(invalid.__cause__, Refused) else "invalid payload"
+        raise JobFailed(f"{what}: {invalid}; not contacted", retry=False) from invalid
     try:
         address = resolve(request.target, policy, resolver)
     except Refused as refused:

@@ -6,6 +6,7 @@ repeats) and reads back what arrived, so one server serves a whole session.
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 import uuid
@@ -34,13 +35,18 @@ class Received:
 
 
 class Receiver:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._answers: dict[str, list[Answer]] = defaultdict(list)
         self._received: dict[str, list[Received]] = defaultdict(list)
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
+        self.scheme = "https" if tls else "http"
+        self.server_names: list[str | None] = []  # the TLS server name (SNI) of each handshake
+        if tls is not None:
+            tls.sni_callback = lambda sock, name, context: self.server_names.append(name)  # type: ignore[assignment]
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
 
     def path(self, *answers: Answer) -> str:
         """A fresh path answering `answers` in turn (the last repeats; none: 200 {"ok": true})."""
@@ -49,7 +55,7 @@ class Receiver:
         return path
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{path}"
 
     def received(self, path: str) -> list[Received]:
         with self._lock:
@@ -105,8 +111,8 @@ class Receiver:
 
 
 @contextmanager
-def receiver() -> Iterator[Receiver]:
-    running = Receiver()
+def receiver(tls: ssl.SSLContext | None = None) -> Iterator[Receiver]:
+    running = Receiver(tls)
     thread = threading.Thread(target=running.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
     thread.start()
     try:

@@ -103,3 +103,47 @@ def test_any_body_signed_by_the_worker_verifies_and_any_flipped_byte_does_not():
             tampered = body[:index] + bytes([body[index] ^ 1]) + body[index + 1 :]
             with pytest.raises(SignatureVerificationError):
                 verify_signature(header, tampered, secret, now=1000)
+
+
+@pytest.fixture
+def call_api(aws, monkeypatch):
+    import json
+
+    from bench.http_event import FakeLambdaContext, http_api_event
+    from functions.api.handler import handler
+    from shared import tenants
+
+    monkeypatch.setenv("CORRAL_HTTP_ALLOW_PLAIN", "0")
+    monkeypatch.setenv("CORRAL_HTTP_ALLOW_LOOPBACK", "0")
+    api_key = tenants.create_key("acme")
+
+    def call(method, path, body=None):
+        response = handler(http_api_event(method, path, body, api_key), FakeLambdaContext())
+        return response["statusCode"], json.loads(response["body"])
+
+    return call
+
+
+def test_the_api_lists_and_rotates_the_tenants_secrets(call_api):
+    status, listed = call_api("GET", "/v1/signing-secrets")
+    assert status == 200
+    [current] = listed["secrets"]
+    assert current["secret"].startswith("whsec_") and current["expires_at"] is None
+
+    status, rotated = call_api("POST", "/v1/signing-secrets:rotate")
+
+    assert status == 201
+    assert [s["id"] for s in rotated["secrets"]][1:] == [current["id"]]
+    assert rotated["secrets"][1]["expires_at"] == pytest.approx(rotated["secrets"][0]["created_at"] + DAY)
+    assert call_api("GET", "/v1/signing-secrets")[1] == rotated
+
+
+def test_the_api_refuses_an_http_job_to_an_unsafe_url_naming_the_field(call_api):
+    status, body = call_api("POST", "/v1/jobs", {"type": "http", "payload": {"url": "https://169.254.169.254/"}})
+
+    assert status == 422
+    assert body["error"] == "invalid_request"
+    assert body["fields"] == [{"field": "payload.url", "message": body["fields"][0]["message"]}]
+    assert "link-local" in body["message"]
+    status, _ = call_api("POST", "/v1/jobs", {"type": "http", "payload": {"url": "https://hooks.example.com/x"}})
+    assert status == 202

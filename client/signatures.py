@@ -35,7 +35,8 @@ def compute_signature(secret: str, timestamp: int, body: bytes) -> str:
 
 
 def _header(headers: Mapping[str, str] | Iterable[tuple[str, str]], name: str) -> str | None:
-    items = headers.items() if isinstance(headers, Mapping) else headers
+    # Anything with .items() (a dict, http.server's Message, a framework's header object), or pairs.
+    items = headers.items() if hasattr(headers, "items") else headers
     for key, value in items:
         if key.lower() == name.lower():
             return value
@@ -53,7 +54,8 @@ def verify_signature(
     """Raise SignatureVerificationError unless a v1 signature matches one of `secrets` and the
     timestamp is within `tolerance` seconds of now. Returns the signed timestamp.
 
-    `headers` is any mapping (or list of pairs) of the request's headers; names match case-insensitively.
+    `headers` is the request's headers: a dict, http.server's `self.headers`, a framework's header
+    object, or a list of pairs; names match case-insensitively.
     """
     raw = body.encode() if isinstance(body, str) else bytes(body)
     candidates = [secrets] if isinstance(secrets, str) else list(secrets)

@@ -147,3 +147,31 @@ def test_the_api_refuses_an_http_job_to_an_unsafe_url_naming_the_field(call_api)
     assert "link-local" in body["message"]
     status, _ = call_api("POST", "/v1/jobs", {"type": "http", "payload": {"url": "https://hooks.example.com/x"}})
     assert status == 202
+
+
+def test_the_example_receiver_accepts_a_signed_request_and_refuses_a_forged_one():
+    import threading
+    import time
+
+    import requests
+
+    from examples.http_receiver import make_server
+
+    server = make_server(0, ["whsec_example"])
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/invoices"
+    body = b'{"invoice": 42}'
+    now = int(time.time())
+    try:
+        signed = {"Corral-Signature": signing_secrets.signature_header(["whsec_example"], now, body)}
+        forged = {"Corral-Signature": signing_secrets.signature_header(["whsec_guess"], now, body)}
+        job = {"Corral-Job-Id": "jt-1", "Corral-Attempt": "1"}
+
+        accepted = requests.post(url, data=body, headers=signed | job, timeout=5)
+        refused = requests.post(url, data=body, headers=forged | job, timeout=5)
+
+        assert (accepted.status_code, accepted.json()) == (200, {"handled": "jt-1", "attempt": 1})
+        assert refused.status_code == 400
+    finally:
+        server.shutdown()
+        server.server_close()

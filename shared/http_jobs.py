@@ -58,7 +58,7 @@ def _parse(payload: Any, policy: TargetPolicy) -> HttpRequest:
         raise InvalidPayload("", 'must be an object like {"url": "https://..."}')
     unknown = sorted(set(payload) - _PAYLOAD_KEYS)
     if unknown:
-        raise InvalidPayload(unknown[0], f"unknown field; allowed: {', '.join(sorted(_PAYLOAD_KEYS))}")
+        raise InvalidPayload(str(unknown[0])[:64], f"unknown field; allowed: {', '.join(sorted(_PAYLOAD_KEYS))}")
     url = payload.get("url")
     if not isinstance(url, str) or not url:
         raise InvalidPayload("url", "required: the URL to call (a string)")
@@ -88,8 +88,8 @@ def _headers(raw: Any) -> dict[str, str]:
         raise InvalidPayload("headers", f"at most {_MAX_HEADERS} headers")
     headers: dict[str, str] = {}
     for name, value in raw.items():
-        if not _TOKEN.match(name):
-            raise InvalidPayload(f"headers.{name}", "not a valid header name")
+        if not _TOKEN.match(name) or len(name) > 256:
+            raise InvalidPayload(f"headers.{name[:64]}", "not a valid header name")
         lowered = name.lower()
         if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIX):
             raise InvalidPayload(f"headers.{name}", "set by the platform; a job may not set it")

@@ -83,8 +83,8 @@ def check_job(
     if found.check is not None:
         try:
             found.check(payload)
-        except job_types.InvalidPayload as error:
-            raise InvalidJob(f"{field}.{error.field}", error.message) from error
+        except job_types.InvalidPayload as invalid:
+            raise InvalidJob(field + (f".{invalid.field}" if invalid.field else ""), invalid.message) from invalid
     if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
         raise InvalidJob(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
 

@@ -115,6 +115,18 @@ STATS_DEFAULT_WINDOW_SECONDS = 3_600
 STATS_MAX_WINDOW_SECONDS = 7 * 86_400
 STATS_MAX_RECORDS = 5_000  # records one GET /v1/stats reads at most; beyond it the figures are a sample
 
+# HTTP jobs (shared/http_jobs.py). See docs/architecture.md "HTTP jobs".
+HTTP_DEFAULT_TIMEOUT_SECONDS = 30  # per attempt; the stack lowers it below a shorter worker timeout
+HTTP_TIMEOUT_MARGIN_SECONDS = 2  # left of the worker's own timeout to record the outcome
+HTTP_CONNECT_TIMEOUT_SECONDS = 5
+HTTP_RESULT_BODY_MAX_BYTES = 64 * 1024  # the response body kept as the result; beyond it, truncated: true
+HTTP_ERROR_BODY_BYTES = 500  # how much of a failed answer's body the error quotes
+HTTP_RETRY_AFTER_CAP_SECONDS = RETRY_BACKOFF_CAP_SECONDS  # a Retry-After longer than this waits this long
+HTTP_URL_MAX_LENGTH = 2048
+SIGNING_SECRET_GRACE_SECONDS = 24 * 3600  # a rotated-out secret stays valid this long
+SIGNING_SECRETS_MAX = 5  # valid secrets kept per tenant (so at most 5 signatures per request)
+SIGNING_SECRETS_CACHE_SECONDS = 60  # a worker signs with a tenant's secrets read at most this long ago
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -126,6 +138,9 @@ class Profile:
     chaos_job_types: bool  # job types that kill their worker, for fault tests
     provisioned_pollers: bool = False  # ESM provisioned mode (AWS), else MaximumConcurrency (all the emulator has)
     api_key_cache_seconds: int = API_KEY_CACHE_SECONDS  # the revocation bound
+    # HTTP jobs may call loopback (127.0.0.1, ::1) and plain http: the local profile, so tests run real servers.
+    http_loopback_targets: bool = False
+    plain_http_targets: bool = False
 
     @property
     def visibility_timeout_seconds(self) -> int:
@@ -138,6 +153,10 @@ class Profile:
         # message comes back (visibility timeout), so a crashed attempt is taken over.
         return self.worker_timeout_seconds + 5
 
+    @property
+    def http_timeout_seconds(self) -> int:
+        return max(1, min(HTTP_DEFAULT_TIMEOUT_SECONDS, self.worker_timeout_seconds - HTTP_TIMEOUT_MARGIN_SECONDS))
+
 
 PROFILES = {
     "aws": Profile(name="aws", worker_timeout_seconds=30, dax=True, chaos_job_types=False, provisioned_pollers=True),
@@ -149,6 +168,8 @@ PROFILES = {
         chaos_job_types=True,
         provisioned_pollers=False,
         api_key_cache_seconds=5,  # so the revocation test waits seconds
+        http_loopback_targets=True,
+        plain_http_targets=True,
     ),
 }
 

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.api import auth, body, jobs, schedules, steering
+from functions.api import auth, body, jobs, schedules, signing_secrets, steering
 from functions.api.responses import MAX_FIELD_CHARS, cut, error_response, error_result
 from shared import aws, scheduler, settings
 from shared.enqueue import InvalidJob, PayloadTooLarge
@@ -29,6 +29,7 @@ app = APIGatewayHttpResolver(enable_validation=True)
 app.include_router(jobs.router)
 app.include_router(schedules.router)
 app.include_router(steering.router)
+app.include_router(signing_secrets.router)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from bench import capacity, slo
+from bench import capacity, report, slo
+from bench.load import Sample
 from bench.measure import Batch
 from bench.scenario import midnight_herd
 
@@ -74,3 +75,26 @@ def test_a_store_blip_that_blocks_claims_backs_up_the_burst_and_starting_without
     assert blocked.p99_wait_ms > 260 >= quiet.p99_wait_ms
     assert unclaimed.p99_wait_ms == quiet.p99_wait_ms
     assert blocked.max_wait_ms == unclaimed.max_wait_ms == 1000 * inputs.killed_batch_returns_s
+
+
+def test_a_slow_job_is_blamed_on_the_first_window_its_wait_overlapped():
+    windows = [slo.Window("kill", 10, 13), slo.Window("blip", 12, 17), slo.Window("herd", 5, 20)]
+
+    assert slo.cause_of_wait(9.0, 9.1, 100, windows) == "on time"
+    assert slo.cause_of_wait(9.0, 11.0, 2000, windows) == "kill"
+    assert slo.cause_of_wait(14.0, 17.5, 3500, windows) == "blip"
+    assert slo.cause_of_wait(18.0, 18.5, 500, windows) == "herd"
+    assert slo.cause_of_wait(30.0, 30.5, 500, windows) == "unexplained"
+
+
+def test_the_plot_colours_each_slow_job_by_its_cause(tmp_path):
+    samples = [
+        Sample(at=t / 10, latency_ms=20, status=202 if t % 7 else 0, job_id=None, phase="steady") for t in range(50)
+    ]
+    points = [report.Point(1.0, 50, "on time"), report.Point(2.0, 3000, "kill"), report.Point(3.0, 900, "unexplained")]
+    windows = [slo.Window("kill", 2.0, 5.0), slo.Window("herd", 1.0, 4.0)]
+    markers = [report.Marker(2.0, "kill", "SIGKILLed", True)]
+
+    report.plot(tmp_path / "slo.png", samples, points, [], markers, windows, [("herd", 1.0, 4.0)], "test")
+
+    assert (tmp_path / "slo.png").stat().st_size > 10_000

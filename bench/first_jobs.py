@@ -54,8 +54,8 @@ def run(port: int, jobs: int, rate: float, prewarmed: bool, timeout: float = 180
         deploy_seconds = time.monotonic() - started
         platform = Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
         load = EnqueueLoad(
-            endpoint.api_url, endpoint.api_key, lambda at: ("first", rate) if at < jobs / rate else None, 4
-        )
+            endpoint.api_url, endpoint.api_key, lambda at: ("first", rate) if at < jobs / rate else None, threads=jobs
+        )  # a client per job: a slow first answer delays no other job's enqueue
         load.start()
         load.join()
         ids = [sample.job_id for sample in load.samples if sample.job_id]

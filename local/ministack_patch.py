@@ -15,11 +15,13 @@ It runs in the emulator's own venv, so it imports only the standard library and 
    environments wait. Here dead entries are dropped (their process and files reaped in the
    background); when a live one serves the lease, each dropped one is re-warmed off the batch
    path, one at a time; when none does, the caller cold-starts a new one, as AWS would.
-3. Init is bounded: AWS fails an environment whose init takes longer than 10 s; ministack waits
-   for the init reply forever. Here the init (from process start to its "ready" line) gets
-   CORRAL_MINISTACK_INIT_TIMEOUT seconds (default 10), then the invocation fails with an init
-   error and only that environment is discarded (ministack invalidates the function's whole pool
-   when a spawn raises).
+3. Init is bounded. On AWS the init phase gets 10 s; if it does not finish, Lambda retries it
+   within the first invocation, bounded by the function's timeout (Lambda developer guide,
+   "Lambda execution environment", Init phase). ministack waits for the init reply forever.
+   Here the init (from process start to its "ready" line) gets 10 s + the function's timeout
+   (CORRAL_MINISTACK_INIT_TIMEOUT overrides), then the invocation fails with an init error and
+   only that environment is discarded (ministack invalidates the function's whole pool when a
+   spawn raises).
 
 Evidence and figures: docs/benchmark.md, "The emulator, corrected". Any other ministack version
 is refused: these replace private internals, checked by version and by the hash of each replaced
@@ -82,8 +84,10 @@ def check_supported() -> None:
         raise UnsupportedMinistack(f"ministack {installed}'s {', '.join(changed)} differ from what was patched")
 
 
-def init_timeout() -> float:
-    return float(os.environ.get(INIT_TIMEOUT_ENV) or AWS_INIT_LIMIT_SECONDS)
+def init_timeout(config: dict) -> float:
+    """AWS's 10 s init phase plus its retry inside the first invocation, bounded by the function's timeout."""
+    override = os.environ.get(INIT_TIMEOUT_ENV)
+    return float(override) if override else AWS_INIT_LIMIT_SECONDS + float(config.get("Timeout", 3))
 
 
 def _is_live(worker: Any) -> bool:
@@ -110,7 +114,7 @@ def apply() -> None:
     def bounded_spawn(self: Any) -> None:
         """The original spawn, with the init reply bounded at init_timeout() from the process's start."""
         previous, finished, timed_out = self._proc, threading.Event(), threading.Event()
-        limit = init_timeout()
+        limit = init_timeout(self.config)
 
         def watchdog() -> None:
             while not finished.is_set():  # unpacking code and layers is not init: wait for the process

@@ -96,10 +96,22 @@ def warm(aws_env: dict[str, str], function: str, event: dict[str, Any], count: i
 
 
 def prewarm(aws_env: dict[str, str], workers: int | None = None, apis: int | None = None) -> list[Warmed]:
-    """Warm N worker and N/2 API environments (N: the worker mapping's MaximumConcurrency), one function at a time."""
+    """Warm N worker and N/2 API environments (N: the worker mapping's MaximumConcurrency), one function at a time.
+
+    A second round tops up a function whose environments did not all start (an init that ran out
+    of time on a crowded machine): it invokes N at once again, so the warm ones are reused and the
+    missing ones start.
+    """
     workers = workers or worker_concurrency(aws_env)
     apis = apis or max(1, workers // 2)
-    return [
-        warm(aws_env, settings.WORKER_FUNCTION, WARM_WORKER_EVENT, workers),
-        warm(aws_env, settings.API_FUNCTION, WARM_API_EVENT, apis),
-    ]
+    warmed = []
+    for function, event, count in (
+        (settings.WORKER_FUNCTION, WARM_WORKER_EVENT, workers),
+        (settings.API_FUNCTION, WARM_API_EVENT, apis),
+    ):
+        result = warm(aws_env, function, event, count)
+        if result.running < count:
+            again = warm(aws_env, function, event, count)
+            result = Warmed(function, count, again.running, result.seconds + again.seconds)
+        warmed.append(result)
+    return warmed

@@ -98,9 +98,9 @@ def warm(aws_env: dict[str, str], function: str, event: dict[str, Any], count: i
 def prewarm(aws_env: dict[str, str], workers: int | None = None, apis: int | None = None) -> list[Warmed]:
     """Warm N worker and N/2 API environments (N: the worker mapping's MaximumConcurrency), one function at a time.
 
-    A second round tops up a function whose environments did not all start (an init that ran out
-    of time on a crowded machine): it invokes N at once again, so the warm ones are reused and the
-    missing ones start.
+    Up to two more rounds top up a function whose environments did not all start (an init that ran
+    out of time on a crowded machine): each invokes N at once again, so the warm ones are reused
+    and the missing ones start (best effort: a warm one that finishes first may serve two).
     """
     workers = workers or worker_concurrency(aws_env)
     apis = apis or max(1, workers // 2)
@@ -110,8 +110,10 @@ def prewarm(aws_env: dict[str, str], workers: int | None = None, apis: int | Non
         (settings.API_FUNCTION, WARM_API_EVENT, apis),
     ):
         result = warm(aws_env, function, event, count)
-        if result.running < count:
+        for _ in range(2):
+            if result.running >= count:
+                break
             again = warm(aws_env, function, event, count)
-            result = Warmed(function, count, again.running, result.seconds + again.seconds)
+            result = Warmed(function, count, again.running, round(result.seconds + again.seconds, 1))
         warmed.append(result)
     return warmed

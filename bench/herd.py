@@ -67,7 +67,7 @@ class Report:
     api_enqueues_failed: int  # no 202 within 10 s: each is a job not executed
 
 
-def _percentile(values: list[float], pct: float) -> float | None:
+def _rounded_percentile(values: list[float], pct: float) -> float | None:
     value = percentile(values, pct)
     return None if value is None else round(value, 1)
 
@@ -202,7 +202,7 @@ def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
     sent = [(stream_epoch + s.at, s) for s in stream.samples]
     before = [s.latency_ms for at, s in sent if due_epoch - args.baseline <= at < due_epoch and s.status == 202]
     during = [s.latency_ms for at, s in sent if due_epoch <= at <= herd_over and s.status == 202]
-    before_p99, during_p99 = _percentile(before, 99), _percentile(during, 99)
+    before_p99, during_p99 = _rounded_percentile(before, 99), _rounded_percentile(during, 99)
     return Report(
         schedules=args.schedules,
         api_rate_per_second=args.rate,
@@ -214,11 +214,11 @@ def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
         dead_letters=dead_letters(aws),
         last_in_queue_after_due_s=round(max(in_queue) - due_epoch, 2) if in_queue else None,
         last_run_after_due_s=round(max(finished) - due_epoch, 2) if finished else None,
-        enqueue_to_run_p50_ms=_percentile(to_run, 50),
-        enqueue_to_run_p99_ms=_percentile(to_run, 99),
-        api_before_p50_ms=_percentile(before, 50),
+        enqueue_to_run_p50_ms=_rounded_percentile(to_run, 50),
+        enqueue_to_run_p99_ms=_rounded_percentile(to_run, 99),
+        api_before_p50_ms=_rounded_percentile(before, 50),
         api_before_p99_ms=before_p99,
-        api_during_p50_ms=_percentile(during, 50),
+        api_during_p50_ms=_rounded_percentile(during, 50),
         api_during_p99_ms=during_p99,
         api_p99_ratio=round(during_p99 / before_p99, 2) if before_p99 and during_p99 else None,
         api_enqueues_attempted=len(stream.samples),

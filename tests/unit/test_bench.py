@@ -1,8 +1,10 @@
 """The benchmark's arithmetic: percentiles, utilisation, the timeline, the capacity model."""
 
+from types import SimpleNamespace
+
 import pytest
 
-from bench import capacity, report, slo
+from bench import capacity, faults, report, run, slo
 from bench.load import Sample
 from bench.measure import Batch
 from bench.scenario import midnight_herd
@@ -98,3 +100,21 @@ def test_the_plot_colours_each_slow_job_by_its_cause(tmp_path):
     report.plot(tmp_path / "slo.png", samples, points, [], markers, windows, [("herd", 1.0, 4.0)], "test")
 
     assert (tmp_path / "slo.png").stat().st_size > 10_000
+
+
+def test_fault_windows_are_blamed_kill_first_then_blip_crons_and_the_herd():
+    scenario = midnight_herd(quick=True, herd=_never, kill=_never, blip=_never)
+    markers = [report.Marker(22.5, "blip", "", True), report.Marker(20.0, "kill", "", True)]
+    context = SimpleNamespace(cron_herd={"due_epoch": 1_000_027.0})
+
+    windows = run._windows(context, scenario, {"markers": markers, "started_epoch": 1_000_000.0})
+
+    assert [w.cause for w in windows] == ["kill", "blip", "crons", "herd"]
+    assert windows[1] == slo.Window("blip", 22.5, 22.5 + faults.BLIP_SECONDS)
+    assert windows[2].start == 27.0
+
+
+def test_failed_enqueues_are_counted_by_what_the_client_saw():
+    failed = [Sample(0, 10_000, 0, None, "herd"), Sample(1, 50, 503, None, "herd"), Sample(2, 40, 0, None, "herd")]
+
+    assert run._by_status(failed) == {"5xx": 1, "no answer": 2}

@@ -1,4 +1,4 @@
-"""Three corrections to ministack 1.5.33's Lambda runtime that bring it closer to AWS, applied at launch.
+"""Four corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping) toward AWS, applied at launch.
 
 local/ministack.py starts the emulator as `<ministack venv>/bin/python -P local/ministack_patch.py`
 instead of its `ministack` script: this module patches the running emulator, then calls
@@ -22,6 +22,12 @@ It runs in the emulator's own venv, so it imports only the standard library and 
    (CORRAL_MINISTACK_INIT_TIMEOUT overrides), then the invocation fails with an init error and
    only that environment is discarded (ministack invalidates the function's whole pool when a
    spawn raises).
+
+4. A whole-batch failure lowers the mapping's concurrency instead of pausing it. ministack stops
+   dispatching the whole mapping for 1 s after any failed batch (`_ESM_BACKOFF_SECONDS`); AWS
+   "gradually backs off, reducing the amount of concurrency allocated" to the mapping (Lambda
+   developer guide, SQS error handling). Here each failed batch takes one concurrent batch off
+   the mapping for that same second, never below one.
 
 Evidence and figures: docs/benchmark.md, "The emulator, corrected". Any other ministack version
 is refused: these replace private internals, checked by version and by the hash of each replaced
@@ -52,6 +58,8 @@ EXPECTED_SOURCES = {
     "Worker.invoke": "96751a75471021ecc05362bd28031305be50ff352345c5f7b1f9b7924a467b31",
     "Worker._spawn": "c55febf956565c5e83b8a36e069852483461164e899afa9c735a17e138ad1c93",
     "acquire_worker": "5017d144adb5b983050914401f482f2ad1332f4564c96903c20ab7e4defad7da",
+    "_run_sqs_batch": "f9bf630aabf3d1b9dba295fc9929df7230c454d5e530da6fed883be0097500cd",
+    "_sqs_esm_concurrency": "d3e9d1e865aa0b28e7873a2ec3d794ce0383435741658f6fdec000b1b0d9b224",
 }
 
 
@@ -73,11 +81,14 @@ def check_supported() -> None:
             "EXPECTED_SOURCES (or pin ministack back in local/requirements-ministack.txt)"
         )
     from ministack.core import lambda_runtime as runtime
+    from ministack.services import lambda_svc
 
     found = {
         "Worker.invoke": _source_hash(runtime.Worker.invoke),
         "Worker._spawn": _source_hash(runtime.Worker._spawn),
         "acquire_worker": _source_hash(runtime.acquire_worker),
+        "_run_sqs_batch": _source_hash(lambda_svc._run_sqs_batch),
+        "_sqs_esm_concurrency": _source_hash(lambda_svc._sqs_esm_concurrency),
     }
     changed = sorted(name for name, digest in found.items() if digest != EXPECTED_SOURCES[name])
     if changed:
@@ -302,7 +313,34 @@ def apply() -> None:
         return chosen, reason
 
     threading.Thread(target=rewarm_forever, daemon=True, name="corral-rewarm").start()
+    original_run_sqs_batch = lambda_svc._run_sqs_batch
+    original_concurrency = lambda_svc._sqs_esm_concurrency
+    failed_batches: dict[str, list[float]] = {}  # mapping UUID -> when its recent batches failed whole
+    failures_lock = threading.Lock()
+
+    def recent_failures(esm_id: str) -> int:
+        since = time.monotonic() - lambda_svc._ESM_BACKOFF_SECONDS
+        with failures_lock:
+            kept = [at for at in failed_batches.get(esm_id, []) if at > since]
+            failed_batches[esm_id] = kept
+            return len(kept)
+
+    def run_sqs_batch(esm: dict, *args: Any) -> None:
+        """ministack's batch run; a whole-batch failure lowers concurrency instead of pausing the mapping."""
+        original_run_sqs_batch(esm, *args)
+        esm_id = esm["UUID"]
+        if esm.get("LastProcessingResult") == "FAILED" or lambda_svc._esm_backoff_until.get(esm_id, 0) > time.time():
+            lambda_svc._esm_backoff_until.pop(esm_id, None)
+            with failures_lock:
+                failed_batches.setdefault(esm_id, []).append(time.monotonic())
+
+    def sqs_esm_concurrency(esm: dict, func_rec: dict, config: dict, queue: dict | None = None) -> int:
+        limit = original_concurrency(esm, func_rec, config, queue)
+        return max(1, limit - recent_failures(esm["UUID"]))
+
     runtime.Worker._spawn = bounded_spawn
+    lambda_svc._run_sqs_batch = run_sqs_batch
+    lambda_svc._sqs_esm_concurrency = sqs_esm_concurrency
     runtime.Worker.invoke = invoke
     runtime.acquire_worker = acquire_worker
     lambda_svc.acquire_worker = acquire_worker  # imported by name there

@@ -148,6 +148,27 @@ def check_init_is_bounded() -> None:
         runtime.kill_workers([worker])
 
 
+def check_a_failed_batch_lowers_concurrency_instead_of_pausing_the_mapping() -> None:
+    load_patch().apply()
+    from ministack.services import lambda_svc
+
+    failed = {"error": True, "body": {"errorType": "Runtime.HandlerError", "errorMessage": "boom"}, "log": ""}
+    lambda_svc._execute_function = lambda _func, _event: failed
+    esm = {"UUID": "esm-1", "FunctionName": "f", "ScalingConfig": {"MaximumConcurrency": 8}}
+
+    def concurrency() -> int:
+        return lambda_svc._sqs_esm_concurrency(esm, {}, {}, None)
+
+    assert concurrency() == 8
+    for expected in (7, 6):
+        lambda_svc._run_sqs_batch(esm, {}, {"Records": []}, [], "queue-url", "queue")
+        assert esm["LastProcessingResult"] == "FAILED"
+        assert lambda_svc._esm_backoff_until.get("esm-1", 0) <= time.time(), "the whole mapping was paused"
+        assert concurrency() == expected
+    time.sleep(lambda_svc._ESM_BACKOFF_SECONDS + 0.1)
+    assert concurrency() == 8, "the concurrency did not come back"
+
+
 if __name__ == "__main__":
     globals()[f"check_{sys.argv[1]}"]()
     print("ok")

@@ -50,6 +50,11 @@ bench: install
 capacity: install
 	$(PY) -m bench.capacity $(ARGS)
 
+# A newcomer's first 20 echo jobs at 4/s right after the stack comes up: make first-jobs ARGS=--compare
+.PHONY: first-jobs
+first-jobs: install
+	$(PY) -m bench.first_jobs $(ARGS)
+
 # PROFILE=local synthesizes the emulator's variant (no DAX, no VPC).
 PROFILE ?= aws
 synth: install

@@ -18,6 +18,16 @@ Assumptions (every one is an argument; docs/benchmark.md repeats them):
 - DynamoDB on-demand: 2 writes per job (claim, complete), < 1 KB items = 1 WRU each; a new on-demand
   table serves ~4,000 writes/s at first and doubles its previous peak within ~30 min.
 - SQS standard: ~120,000 in-flight messages per queue.
+- Faults (`--kill-at`, `--blip-at`, seconds from the burst's start; negative = before it, in the
+  steady load): a worker environment dies mid-batch: its `batch_size` jobs come back after
+  `killed_batch_returns_s` (the queue's visibility timeout, 180 s on AWS, unless the worker
+  shortens its messages' visibility at claim to the job's timeout plus a margin), and the slot
+  cold-starts a new environment (`cold_start_s`). A store blip of `blip_seconds`: while the
+  store fails, no job can be claimed, so nothing starts (`blip_blocks_starts`; false models a
+  design that runs first deliveries without a store claim when the store is unavailable); jobs
+  arriving in the blip wait for its end, then for the backlog it left. The ESM keeps its
+  concurrency through both (partial-batch answers are not function errors, which would make it
+  back off).
 - Prices: us-east-1 list prices (x86 Lambda, HTTP API first 300 M, SQS standard, DynamoDB on-demand,
   CloudWatch Logs ingestion), written in PRICES; check the pricing pages before quoting.
 """
@@ -64,6 +74,10 @@ class Inputs:
     memory_gb: float = 1.0
     log_bytes_per_invocation: int = 600  # START/END/REPORT + our one JSON line
     bulk_fraction: float = 0.0  # share of enqueues arriving through /v1/jobs:batch (100 per request)
+    blip_seconds: int = 5
+    blip_blocks_starts: bool = True
+    killed_batch_returns_s: float = 180.0
+    cold_start_s: float = 1.0
 
     @property
     def batch_seconds(self) -> float:
@@ -87,22 +101,40 @@ def needed_concurrency(rate: float, inputs: Inputs) -> int:
     return math.ceil(rate * inputs.batch_seconds / inputs.batch_size)
 
 
-def simulate(inputs: Inputs, *, add_per_second: float, before: int = 120, after: int = 300) -> Timeline:
-    """Steady load long enough for the ESM to settle, the burst, then steady again."""
+@dataclass(frozen=True)
+class Faults:
+    """When they happen, in seconds from the burst's start (negative: in the steady load before it)."""
+
+    kill_at: int | None = None
+    blip_at: int | None = None
+
+
+def simulate(
+    inputs: Inputs, *, add_per_second: float, before: int = 120, after: int = 300, faults: Faults = Faults()
+) -> Timeline:
+    """Steady load long enough for the ESM to settle, the burst, then steady again (with `faults`)."""
     concurrency = float(max(ESM_START_BATCHES, inputs.min_pollers_concurrency))
     backlog = 0.0
     waits: list[tuple[float, float]] = []  # (wait ms, jobs that waited it)
     peak_backlog, peak_concurrency, last_backlog_second = 0.0, concurrency, before
     burst_end = before + inputs.burst_seconds
+    blip = (
+        (before + faults.blip_at, before + faults.blip_at + inputs.blip_seconds) if faults.blip_at is not None else None
+    )
+    kill = before + faults.kill_at if faults.kill_at is not None else None
     for second in range(before + inputs.burst_seconds + after):
         arriving = inputs.burst_rps if before <= second < burst_end else inputs.steady_rps
         wanted = needed_concurrency(arriving, inputs) + (1 if backlog else 0)
         if backlog > 0 or concurrency < wanted:  # the ESM scales while messages wait
             concurrency = min(inputs.max_concurrency, concurrency + add_per_second)
         service = _service_rate(concurrency, inputs)
-        queue_wait = backlog / service if service else math.inf
+        blip_left = blip[1] - second if blip and blip[0] <= second < blip[1] and inputs.blip_blocks_starts else 0
+        if second == kill:  # one slot cold-starts a new environment; its batch waits out its visibility
+            service -= _service_rate(min(1.0, inputs.cold_start_s), inputs)
+            waits.append((1000 * inputs.killed_batch_returns_s, inputs.batch_size))
+        queue_wait = blip_left + (backlog / service if service else math.inf)
         waits.append((1000 * queue_wait + inputs.poll_ms + inputs.batch_size * inputs.job_ms / 2, arriving))
-        backlog = max(0.0, backlog + arriving - service)
+        backlog = max(0.0, backlog + arriving - (0.0 if blip_left else service))
         peak_backlog = max(peak_backlog, backlog)
         peak_concurrency = max(peak_concurrency, concurrency)
         if backlog > 0:
@@ -156,10 +188,22 @@ def plan(inputs: Inputs) -> dict[str, object]:
         inputs,
         add_per_second=ESM_STANDARD_ADD_PER_SECOND * PROVISIONED_SCALING_SPEEDUP,
     )
-    prewarmed = simulate(
-        Inputs(**{**asdict(inputs), "min_pollers_concurrency": needed_concurrency(inputs.burst_rps, inputs) + 5}),
-        add_per_second=ESM_STANDARD_ADD_PER_SECOND * PROVISIONED_SCALING_SPEEDUP,
+    prewarmed_inputs = Inputs(
+        **{**asdict(inputs), "min_pollers_concurrency": needed_concurrency(inputs.burst_rps, inputs) + 5}
     )
+    provisioned_rate = ESM_STANDARD_ADD_PER_SECOND * PROVISIONED_SCALING_SPEEDUP
+    prewarmed = simulate(prewarmed_inputs, add_per_second=provisioned_rate)
+    faulted = {
+        f"{where}, {design}": asdict(
+            simulate(
+                Inputs(**{**asdict(prewarmed_inputs), "blip_blocks_starts": blocks}),
+                add_per_second=provisioned_rate,
+                faults=Faults(kill_at=at, blip_at=at + 2),
+            )
+        )
+        for where, at in (("steady", -60), ("burst", 10))
+        for design, blocks in (("claim in the store", True), ("start without a claim in a blip", False))
+    }
     worker_burst = needed_concurrency(inputs.burst_rps, inputs)
     api_burst = math.ceil(inputs.burst_rps * (1 - inputs.bulk_fraction) * inputs.api_ms / 1000)
     api_requests_burst = inputs.burst_rps * (1 - inputs.bulk_fraction + inputs.bulk_fraction / 100)
@@ -176,6 +220,20 @@ def plan(inputs: Inputs) -> dict[str, object]:
             f"ESM standard mode ramps +300 batches/min: the burst backs up to {standard.peak_backlog:,} messages "
             f"and enqueue-to-run p99 ~{standard.p99_wait_ms:,.0f} ms; use provisioned mode with minimum pollers "
             f"sized for the burst (p99 ~{prewarmed.p99_wait_ms:,.0f} ms), raised shortly before midnight"
+        )
+    blocked = faulted["burst, claim in the store"]
+    if blocked["p99_wait_ms"] > 260:
+        changes.append(
+            f"a {inputs.blip_seconds} s store blip in the burst stops every claim: {blocked['peak_backlog']:,} jobs "
+            f"wait, enqueue-to-run p99 ~{blocked['p99_wait_ms']:,.0f} ms; starting first deliveries without a store "
+            f"claim while the store fails keeps it at "
+            f"~{faulted['burst, start without a claim in a blip']['p99_wait_ms']:,.0f} ms"
+        )
+    if inputs.killed_batch_returns_s > 60:
+        changes.append(
+            f"a dead worker environment's batch waits out the visibility timeout "
+            f"({inputs.killed_batch_returns_s:g} s): "
+            f"too few jobs to move p99, but each waits that long; shorten its messages' visibility at claim"
         )
     if api_requests_burst > API_GATEWAY_RPS:
         changes.append(
@@ -209,6 +267,7 @@ def plan(inputs: Inputs) -> dict[str, object]:
         "esm_standard": asdict(standard),
         "esm_provisioned_3x": asdict(provisioned),
         "esm_provisioned_prewarmed": asdict(prewarmed),
+        "faults_on_provisioned_prewarmed": faulted,
         "dynamodb_writes_per_second_at_burst": 2 * inputs.burst_rps,
         "cost_per_million_jobs_usd": cost_per_million_jobs(inputs),
         "design_changes": changes,
@@ -218,7 +277,10 @@ def plan(inputs: Inputs) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make capacity", description=__doc__.split("\n")[0])
     for name, default in asdict(Inputs()).items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
+        if isinstance(default, bool):
+            parser.add_argument(f"--{name.replace('_', '-')}", action=argparse.BooleanOptionalAction, default=default)
+        else:
+            parser.add_argument(f"--{name.replace('_', '-')}", type=type(default), default=default)
     parser.add_argument("--json", action="store_true", help="print the plan as JSON only")
     args = vars(parser.parse_args(argv))
     as_json = args.pop("json")
@@ -244,6 +306,15 @@ def _print(result: dict[str, object]) -> None:
         print(
             f"{name:28} peak backlog {t['peak_backlog']:>9,}  for {t['backlog_seconds']:>3} s"
             f"  peak batches {t['peak_concurrency']:>5}  enqueue-to-run p99 ~{t['p99_wait_ms']:,.0f} ms"
+        )
+    print(
+        f"faults (provisioned, prewarmed): a worker environment dies, then a {inputs['blip_seconds']} s store blip "
+        f"2 s later; its batch returns after {inputs['killed_batch_returns_s']:g} s"
+    )
+    for name, t in result["faults_on_provisioned_prewarmed"].items():
+        print(
+            f"  {name:42} peak backlog {t['peak_backlog']:>9,}  enqueue-to-run p99 ~{t['p99_wait_ms']:,.0f} ms"
+            f"  max ~{t['max_wait_ms']:,.0f} ms"
         )
     costs = result["cost_per_million_jobs_usd"]
     print("cost per million jobs (USD): " + ", ".join(f"{k} {v}" for k, v in costs.items()))

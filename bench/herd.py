@@ -10,7 +10,8 @@ herd has run, a steady stream of POST /v1/jobs goes at --rate per second. Report
 - when the last fired job was in the queue (its SQS SentTimestamp) and when it had run, from T;
 - enqueue-to-run of the fired jobs, from when each entered the queue;
 - API enqueue latency p50/p99 before T vs during the herd (goal: p99 during <= 1.5x before);
-- jobs fired vs expected, and schedules that fired more than once (goal: all, each once).
+- jobs fired vs expected, and schedules that fired more than once (goal: all, each once);
+- API enqueues attempted and failed (no 202 within 10 s: a job not executed; goal: 0).
 Figures go to stdout and .corral/herd.json. Keep S small on a shared machine.
 """
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import statistics
 import sys
 import threading
 import time
@@ -33,6 +33,8 @@ from typing import Any
 
 import boto3
 
+from bench.load import EnqueueLoad
+from bench.slo import percentile
 from client import Corral
 from local.deploy import DEMO_TENANT, deploy
 from local.ministack import STATE, Ministack
@@ -40,13 +42,6 @@ from shared import settings
 from shared.firings import firing_input
 
 RESULT = STATE / "herd.json"
-
-
-@dataclass(frozen=True)
-class Sample:
-    sent_at: float
-    latency_ms: float
-    ok: bool
 
 
 @dataclass
@@ -68,16 +63,13 @@ class Report:
     api_during_p50_ms: float | None
     api_during_p99_ms: float | None
     api_p99_ratio: float | None
-    api_requests: int
-    api_errors: int
+    api_enqueues_attempted: int
+    api_enqueues_failed: int  # no 202 within 10 s: each is a job not executed
 
 
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    if len(values) == 1:
-        return round(values[0], 1)
-    return round(statistics.quantiles(values, n=100, method="inclusive")[q - 1], 1)
+def _rounded_percentile(values: list[float], pct: float) -> float | None:
+    value = percentile(values, pct)
+    return None if value is None else round(value, 1)
 
 
 class Aws:
@@ -128,46 +120,6 @@ def create_herd(aws: Aws, prefix: str, count: int, due: datetime, threads: int) 
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(create, range(count)))
     return count / (time.monotonic() - started)
-
-
-class EnqueueStream:
-    """POST /v1/jobs at a steady rate (open loop: a slow answer does not slow the stream)."""
-
-    def __init__(self, api: Corral, rate: float, workers: int = 8) -> None:
-        self.api = api
-        self.rate = rate
-        self.samples: list[Sample] = []
-        self._stop = threading.Event()
-        self._pool = ThreadPoolExecutor(workers)
-        self._local = threading.local()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._pool.shutdown(wait=True, cancel_futures=True)  # requests not yet sent are not samples
-
-    def _one(self) -> None:
-        if not hasattr(self._local, "api"):
-            self._local.api = Corral(self.api.api_url, self.api.api_key)
-        sent = time.time()
-        began = time.perf_counter()
-        try:
-            ok = self._local.api.request("POST", "/v1/jobs", json={"type": "echo", "payload": {}}).status_code == 202
-        except Exception:  # a timeout or refused connection is an error sample, not a crash
-            ok = False
-        self.samples.append(Sample(sent, (time.perf_counter() - began) * 1000, ok))
-
-    def _run(self) -> None:
-        interval = 1 / self.rate
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            self._pool.submit(self._one)
-            next_at += interval
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
 
 
 def herd_records(aws: Aws, prefix: str) -> list[dict[str, Any]]:
@@ -227,13 +179,16 @@ def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
     if time.time() > due_epoch - args.baseline:
         print("warning: creation ran into the baseline window; raise --lead", flush=True)
 
-    stream = EnqueueStream(api, args.rate)
+    over = threading.Event()
+    stream = EnqueueLoad(api.api_url, api.api_key, lambda _: None if over.is_set() else ("herd", args.rate), threads=8)
+    stream_epoch = time.time()
     stream.start()
     try:
         wait_for_drain(aws, prefix, due_epoch, args.schedules, timeout=max(0, due_epoch - time.time()) + args.timeout)
     finally:
         herd_over = time.time()
-        stream.stop()
+        over.set()
+        stream.join()
 
     items = herd_records(aws, prefix)
     per_schedule = Counter(item["schedule_name"]["S"] for item in items)
@@ -244,9 +199,10 @@ def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
         for item in items
         if "started_at" in item
     ]
-    before = [s.latency_ms for s in stream.samples if due_epoch - args.baseline <= s.sent_at < due_epoch and s.ok]
-    during = [s.latency_ms for s in stream.samples if due_epoch <= s.sent_at <= herd_over and s.ok]
-    before_p99, during_p99 = _percentile(before, 99), _percentile(during, 99)
+    sent = [(stream_epoch + s.at, s) for s in stream.samples]
+    before = [s.latency_ms for at, s in sent if due_epoch - args.baseline <= at < due_epoch and s.status == 202]
+    during = [s.latency_ms for at, s in sent if due_epoch <= at <= herd_over and s.status == 202]
+    before_p99, during_p99 = _rounded_percentile(before, 99), _rounded_percentile(during, 99)
     return Report(
         schedules=args.schedules,
         api_rate_per_second=args.rate,
@@ -258,15 +214,15 @@ def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
         dead_letters=dead_letters(aws),
         last_in_queue_after_due_s=round(max(in_queue) - due_epoch, 2) if in_queue else None,
         last_run_after_due_s=round(max(finished) - due_epoch, 2) if finished else None,
-        enqueue_to_run_p50_ms=_percentile(to_run, 50),
-        enqueue_to_run_p99_ms=_percentile(to_run, 99),
-        api_before_p50_ms=_percentile(before, 50),
+        enqueue_to_run_p50_ms=_rounded_percentile(to_run, 50),
+        enqueue_to_run_p99_ms=_rounded_percentile(to_run, 99),
+        api_before_p50_ms=_rounded_percentile(before, 50),
         api_before_p99_ms=before_p99,
-        api_during_p50_ms=_percentile(during, 50),
+        api_during_p50_ms=_rounded_percentile(during, 50),
         api_during_p99_ms=during_p99,
         api_p99_ratio=round(during_p99 / before_p99, 2) if before_p99 and during_p99 else None,
-        api_requests=len(stream.samples),
-        api_errors=sum(not s.ok for s in stream.samples),
+        api_enqueues_attempted=len(stream.samples),
+        api_enqueues_failed=sum(1 for s in stream.samples if s.status != 202),
     )
 
 

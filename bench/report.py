@@ -15,7 +15,17 @@ import matplotlib.pyplot as plt
 
 from bench.load import Sample
 from bench.measure import DepthSample
-from bench.slo import TARGETS, meets, percentile
+from bench.slo import ON_TIME_MS, TARGETS, Window, meets, percentile
+
+# A job's dot in the enqueue-to-run plot takes the colour of what made it slow.
+CAUSE_COLOURS = {
+    "on time": "tab:blue",
+    "kill": "tab:red",
+    "blip": "tab:purple",
+    "crons": "tab:orange",
+    "herd": "tab:olive",
+    "unexplained": "black",
+}
 
 
 @dataclass(frozen=True)
@@ -26,6 +36,13 @@ class Marker:
     wired: bool
 
 
+@dataclass(frozen=True)
+class Point:
+    enqueued: float  # seconds since the load started
+    wait_ms: float  # enqueue to start
+    cause: str  # slo.cause_of_wait
+
+
 def write_json(path: Path, results: dict[str, Any]) -> None:
     path.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
 
@@ -33,13 +50,18 @@ def write_json(path: Path, results: dict[str, Any]) -> None:
 def plot(
     path: Path,
     samples: list[Sample],
-    enqueue_to_run: list[tuple[float, float]],
+    enqueue_to_run: list[Point],
     depth: list[DepthSample],
     markers: list[Marker],
+    windows: list[Window],
     phases: list[tuple[str, float, float]],
     title: str,
 ) -> None:
-    """Enqueue latency, enqueue-to-run and queue depth over the run, with the phases and events marked."""
+    """Enqueue latency, enqueue-to-run and queue depth over the run, with the phases and events marked.
+
+    Each job's enqueue-to-run dot is coloured by the window its wait overlapped (kill, blip, crons,
+    herd) when it missed the target, so a miss shows where it came from.
+    """
     figure, (top, middle, bottom) = plt.subplots(3, 1, figsize=(12, 10), sharex=True)
     per_second: dict[int, list[float]] = defaultdict(list)
     for sample in samples:
@@ -53,10 +75,14 @@ def plot(
         top.plot(errors, [0] * len(errors), "rx", label=f"not accepted ({len(errors)})")
     top.set_ylabel("API enqueue latency (ms)")
     top.legend(loc="upper left")
+    for cause, colour in CAUSE_COLOURS.items():
+        points = [p for p in enqueue_to_run if p.cause == cause]
+        if points:
+            label = cause if cause == "on time" else f"slow: {cause} ({len(points)})"
+            middle.scatter([p.enqueued for p in points], [p.wait_ms for p in points], s=3, color=colour, label=label)
     if enqueue_to_run:
-        middle.scatter([at for at, _ in enqueue_to_run], [ms for _, ms in enqueue_to_run], s=2, alpha=0.4)
         middle.set_yscale("log")
-    middle.axhline(260, color="red", linestyle=":", label="p99 target 260 ms")
+    middle.axhline(ON_TIME_MS, color="red", linestyle=":", label=f"p99 target {ON_TIME_MS:g} ms")
     middle.set_ylabel("enqueue-to-run (ms), per job")
     middle.legend(loc="upper left")
     bottom.plot([d.at for d in depth], [d.visible for d in depth], label="visible (waiting)")
@@ -70,6 +96,9 @@ def plot(
                 axis.axvspan(start, end, color="orange", alpha=0.12)
         for marker in markers:
             axis.axvline(marker.at, color="black" if marker.wired else "grey", linestyle="--", linewidth=1)
+        for window in windows:
+            if window.cause in ("kill", "blip", "crons"):
+                axis.axvspan(window.start, window.end, color=CAUSE_COLOURS[window.cause], alpha=0.1)
     for marker in markers:
         label = marker.name if marker.wired else f"{marker.name} (not wired)"
         top.annotate(label, (marker.at, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", fontsize=8)

@@ -293,8 +293,13 @@ def _results(
     cron = _cron_herd(context)
     done = slo.executed(accepted + cron["ids"], rows)
     e2r = slo.enqueue_to_run_ms(accepted + cron["ids"], rows)
-    # Crons that never fired have no id to look up: they count as expected and not executed.
-    executed_pct = 100 * done.succeeded / max(1, done.accepted + cron["not_fired"])
+    # Over every job the clients tried to create: an enqueue that timed out or got no 202 is a job
+    # not executed, and so is a cron that never fired (it has no id to look up).
+    attempted = len(samples) + cron["expected"]
+    failed_enqueues = [s for s in samples if s.status != 202]
+    executed_pct = 100 * done.succeeded / max(1, attempted)
+    windows = _windows(context, scenario, run)
+    causes = _causes(accepted + cron["ids"], rows, run["started_epoch"], windows)
     before = slo.phase_latencies(samples, "steady")
     during = slo.phase_latencies(samples, "herd")
     p99_before, p99_during = slo.percentile(before, 99), slo.percentile(during, 99)
@@ -308,6 +313,7 @@ def _results(
     footprint = measure.footprint()
     results: dict[str, Any] = {
         "executed_pct": round(executed_pct, 3),
+        "failed_enqueues": len(failed_enqueues),
         "enqueue_to_run_p99_ms": _round(slo.percentile(e2r, 99)),
         "enqueue_p99_ms_before": _round(p99_before),
         "enqueue_p99_ms_during": _round(p99_during),
@@ -321,9 +327,13 @@ def _results(
             "accepted_rps_by_phase": {
                 p.name: round(slo.accepted_rate(samples, p.name, p.seconds), 1) for p in scenario.phases
             },
-            "jobs": asdict(done),
+            "jobs": {"attempted": attempted, **asdict(done)},
             "cron_herd": {k: v for k, v in cron.items() if k != "ids"},
-            "enqueue_not_accepted": sum(1 for s in samples if s.status != 202),
+            "failed_enqueues_by_status": _by_status(failed_enqueues),
+            "slow_jobs_by_cause": {
+                cause: sum(1 for c in causes.values() if c == cause) for cause in sorted(set(causes.values()))
+            },
+            "fault_windows": [asdict(w) for w in windows],
             "enqueue_slots_skipped_clients_busy": run["skipped"],
             "enqueue_to_run_ms": {p: _round(slo.percentile(e2r, p)) for p in (50, 90, 99, 100)},
             "enqueue_ms": {
@@ -355,8 +365,40 @@ def _results(
             "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start_epoch)),
         },
     }
-    _print_and_plot(results, run, rows, accepted, scenario, out)
+    _print_and_plot(results, run, rows, causes, windows, scenario, out)
     return results
+
+
+def _windows(context: RunContext, scenario: Scenario, run: dict[str, Any]) -> list[slo.Window]:
+    """Where each fault and the herd acted (seconds since the load started), in the order a slow job is blamed."""
+    spans = {"kill": faults.KILL_RECOVERY_SECONDS, "blip": faults.BLIP_SECONDS}
+    windows = [slo.Window(m.name, m.at, m.at + spans[m.name]) for m in run["markers"] if m.wired and m.name in spans]
+    windows.sort(key=lambda w: list(spans).index(w.cause))
+    if context.cron_herd and "due_epoch" in context.cron_herd:
+        due = context.cron_herd["due_epoch"] - run["started_epoch"]
+        windows.append(slo.Window("crons", due, due + faults.SCHEDULER_LATENESS_SECONDS))
+    return [*windows, slo.Window("herd", *scenario.window("herd"))]
+
+
+def _causes(
+    ids: list[str], rows: dict[str, measure.JobRow], start_epoch: float, windows: list[slo.Window]
+) -> dict[str, str]:
+    """Each job that ran: on time, or the fault or herd window its wait overlapped."""
+    causes = {}
+    for job_id in ids:
+        row = rows.get(job_id)
+        if row and row.started_at and row.enqueued_at:
+            wait_ms = (row.started_at - row.enqueued_at) * 1000
+            causes[job_id] = slo.cause_of_wait(
+                row.enqueued_at - start_epoch, row.started_at - start_epoch, wait_ms, windows
+            )
+    return causes
+
+
+def _by_status(failed: list[Sample]) -> dict[str, int]:
+    """Failed enqueues by what the client saw: no answer in 10 s (or no connection), 5xx, 4xx."""
+    kinds = ["no answer" if s.status == 0 else f"{s.status // 100}xx" for s in failed]
+    return {kind: kinds.count(kind) for kind in sorted(set(kinds))}
 
 
 def _round(value: float | None) -> float | None:
@@ -367,27 +409,28 @@ def _print_and_plot(
     results: dict[str, Any],
     run: dict[str, Any],
     rows: dict[str, measure.JobRow],
-    accepted: list[str],
+    causes: dict[str, str],
+    windows: list[slo.Window],
     scenario: Scenario,
     out: Path,
 ) -> None:
     details = results["details"]
     start_epoch = run["started_epoch"]
     e2r_points = [
-        (rows[i].enqueued_at - start_epoch, (rows[i].started_at - rows[i].enqueued_at) * 1000)
-        for i in accepted
-        if i in rows and rows[i].started_at and rows[i].enqueued_at
+        report.Point(rows[i].enqueued_at - start_epoch, (rows[i].started_at - rows[i].enqueued_at) * 1000, cause)
+        for i, cause in causes.items()
     ]
     phases = [(p.name, *scenario.window(p.name)) for p in scenario.phases]
     title = (
         f"corral SLO benchmark: R = {details['base_rate_rps']:g}/s, herd x{HERD_FACTOR:g}; {results['run']['command']}"
     )
-    report.plot(out / "slo.png", run["samples"], e2r_points, run["depth"], run["markers"], phases, title)
+    report.plot(out / "slo.png", run["samples"], e2r_points, run["depth"], run["markers"], windows, phases, title)
     print()
     print(
         report.table(
             [
-                ("jobs executed (%)", results["executed_pct"], "executed_pct"),
+                ("jobs executed, of attempted (%)", results["executed_pct"], "executed_pct"),
+                ("enqueues failed (no 202)", results["failed_enqueues"], "failed_enqueues"),
                 ("enqueue-to-run p99 (ms)", results["enqueue_to_run_p99_ms"], "enqueue_to_run_p99_ms"),
                 ("enqueue p99 before herd (ms)", results["enqueue_p99_ms_before"], "report"),
                 ("enqueue p99 during herd (ms)", results["enqueue_p99_ms_during"], "report"),
@@ -404,15 +447,14 @@ def _print_and_plot(
     )
     jobs = details["jobs"]
     print(
-        f"\nR = {details['base_rate_rps']:g}/s; jobs accepted {jobs['accepted']}, succeeded {jobs['succeeded']} "
-        f"({jobs['retried']} after a retry), unfinished {jobs['unfinished']}, dead {jobs['dead']}"
+        f"\nR = {details['base_rate_rps']:g}/s; jobs attempted {jobs['attempted']}, accepted {jobs['accepted']}, "
+        f"succeeded {jobs['succeeded']} ({jobs['retried']} after a retry), unfinished {jobs['unfinished']}, "
+        f"dead {jobs['dead']}; failed enqueues {details['failed_enqueues_by_status'] or 0}"
     )
+    slow = {cause: n for cause, n in details["slow_jobs_by_cause"].items() if cause != "on time"}
+    print(f"jobs slower than {slo.ON_TIME_MS:g} ms, by the window their wait overlapped: {slow or 'none'}")
     for marker in details["events"]:
         print(f"  t={marker['at']:5.1f}s {marker['name']}: {marker['note']}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def _cron_herd(context: RunContext) -> dict[str, Any]:
@@ -428,3 +470,7 @@ def _cron_herd(context: RunContext) -> dict[str, Any]:
         "fired": len(ids),
         "not_fired": max(0, expected - len(ids)),
     }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import boto3
 
+from local.prewarm import Warmed, prewarm
 from shared import settings, tenants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +25,7 @@ class Endpoint:
     api_url: str
     api_key: str
     aws_endpoint: str
+    warmed: list[Warmed] = field(default_factory=list)  # execution environments started after deploy
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,7 +54,9 @@ def deploy(
     profile: str = "local",
     function_env: dict[str, str] | None = None,
     state_dir: Path = ROOT / ".corral",
+    warm: bool = True,
 ) -> Endpoint:
+    """`warm`: start the environments the first jobs need now (local/prewarm.py), not when they arrive."""
     env = {**os.environ, **QUIET_CDK, **aws_env}
     log = state_dir / "deploy.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -68,7 +72,13 @@ def deploy(
     aws_endpoint = aws_env["AWS_ENDPOINT_URL"]
     _after_deploy(aws_env)
     api_id = api_url.split("//", 1)[1].split(".", 1)[0]
-    return Endpoint(api_url=api_base_url(aws_endpoint, api_id), api_key=_demo_key(aws_env), aws_endpoint=aws_endpoint)
+    warmed = prewarm(aws_env) if warm else []
+    return Endpoint(
+        api_url=api_base_url(aws_endpoint, api_id),
+        api_key=_demo_key(aws_env),
+        aws_endpoint=aws_endpoint,
+        warmed=warmed,
+    )
 
 
 def _client(service: str, aws_env: dict[str, str]):  # noqa: ANN202 - a boto3 client

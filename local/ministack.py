@@ -13,11 +13,20 @@ from pathlib import Path
 
 import requests
 
+from local.ministack_patch import REFUSED_EXIT_CODE
+
 ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".corral"
 VENV = STATE / "ministack-venv"
 REQUIREMENTS = Path(__file__).with_name("requirements-ministack.txt")
+# The emulator runs from this launcher, which corrects four of its Lambda behaviours toward AWS's
+# and refuses any ministack but the one it was written for (docs/benchmark.md, "The emulator, corrected").
+# -P: the launcher's folder (local/, with its own ministack.py) must not shadow the ministack package.
+PATCHED_LAUNCHER = Path(__file__).with_name("ministack_patch.py")
 DEFAULT_PORT = 4566
+# Idle execution environments stay this long (ministack's default: 300 s). The environments `make up`
+# and the test/benchmark stacks pre-warm stand in for AWS's provisioned concurrency, which stays warm.
+WARM_TTL_SECONDS = 3600
 
 # What every AWS client pointed at the emulator needs.
 CREDENTIALS = {
@@ -78,7 +87,7 @@ class Ministack:
         log = self.log_path.open("wb")
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
-            [str(VENV / "bin" / "ministack")],
+            [str(VENV / "bin" / "python"), "-P", str(PATCHED_LAUNCHER)],
             env={
                 **os.environ,
                 **CREDENTIALS,
@@ -86,6 +95,7 @@ class Ministack:
                 "GATEWAY_PORT": str(self.port),
                 "LOG_LEVEL": "WARNING",
                 "TMPDIR": str(self.tmp_dir),
+                "LAMBDA_WARM_TTL_SECONDS": str(WARM_TTL_SECONDS),
             },
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -94,6 +104,9 @@ class Ministack:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if self.process.returncode == REFUSED_EXIT_CODE:
+                    refusal = self.log_path.read_text(errors="replace").strip().splitlines()[-1:]
+                    raise RuntimeError(f"the emulator launcher refused to start: {' '.join(refusal)}")
                 raise RuntimeError(f"ministack exited with {self.process.returncode}; see {self.log_path}")
             if self.healthy():
                 return

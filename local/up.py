@@ -16,6 +16,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="emulator port (default %(default)s)")
     parser.add_argument(
+        "--no-prewarm", action="store_true", help="start no execution environments before the first jobs need them"
+    )
+    parser.add_argument(
         "--direct-sqs", action="store_true", help="functions call SQS directly, not through the fault proxy (load runs)"
     )
     args = parser.parse_args()
@@ -28,9 +31,16 @@ def main() -> int:
         sidecars.start()  # fault proxy + status cache (DAX's stand-in); `python -m local.chaos` drives faults
         print("deploying the corral stack (cdk bootstrap + deploy) ...", flush=True)
         started = time.monotonic()
-        endpoint = deploy(emulator.env(), function_env=sidecars.function_env(sqs_through_proxy=not args.direct_sqs))
+        endpoint = deploy(
+            emulator.env(),
+            function_env=sidecars.function_env(sqs_through_proxy=not args.direct_sqs),
+            warm=not args.no_prewarm,
+        )
         endpoint.write(STATE / "endpoint.json")
-        print(f"deployed in {time.monotonic() - started:.0f}s\n")
+        print(f"deployed in {time.monotonic() - started:.0f}s")
+        for warmed in endpoint.warmed:
+            print(f"  {warmed.function}: {warmed.running} environments warm (pre-warmed in {warmed.seconds:.0f}s)")
+        print()
         print(f"  API URL : {endpoint.api_url}")
         print(f"  API key : {endpoint.api_key}")
         print(f"  (both in {STATE / 'endpoint.json'})\n")

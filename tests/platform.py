@@ -19,6 +19,7 @@ from client import Corral
 from local.chaos import Chaos, Sidecars
 from local.deploy import deploy
 from local.ministack import STATE, Ministack
+from local.prewarm import Warmed
 from shared import settings
 
 TEST_PORT = int(os.environ.get("CORRAL_TEST_PORT", "4599"))  # apart from `make up`'s 4566
@@ -31,6 +32,7 @@ class Platform:
     aws_env: dict[str, str]
     emulated: bool
     chaos: Chaos | None = None  # fault injection; only on the embedded stack
+    warmed: tuple[Warmed, ...] = ()  # environments the embedded stack started after deploy (local/prewarm.py)
 
     def client(self, api_key: str | None = None) -> Corral:
         return Corral(self.api_url, api_key or self.api_key)
@@ -68,7 +70,14 @@ def platform() -> Iterator[Platform]:
         sidecars.start()
         endpoint = deploy(emulator.env(), function_env=sidecars.function_env(), state_dir=state_dir)
         chaos = Chaos(sidecars.proxy_url, sidecars.cache_url, emulator.endpoint)
-        yield Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True, chaos=chaos)
+        yield Platform(
+            endpoint.api_url,
+            endpoint.api_key,
+            emulator.env(),
+            emulated=True,
+            chaos=chaos,
+            warmed=tuple(endpoint.warmed),
+        )
     finally:
         sidecars.stop()
         emulator.stop()

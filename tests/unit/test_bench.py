@@ -1,8 +1,11 @@
 """The benchmark's arithmetic: percentiles, utilisation, the timeline, the capacity model."""
 
+from types import SimpleNamespace
+
 import pytest
 
-from bench import capacity, slo
+from bench import capacity, faults, report, run, slo
+from bench.load import Sample
 from bench.measure import Batch
 from bench.scenario import midnight_herd
 
@@ -58,3 +61,60 @@ def test_bulk_enqueue_lowers_the_cost_per_million_jobs():
     bulk = capacity.cost_per_million_jobs(capacity.Inputs(bulk_fraction=1.0))["total"]
 
     assert bulk < single
+
+
+def test_a_store_blip_that_blocks_claims_backs_up_the_burst_and_starting_without_a_claim_does_not():
+    faults = capacity.Faults(kill_at=10, blip_at=12)
+    inputs = capacity.Inputs(min_pollers_concurrency=240)
+    rate = capacity.ESM_STANDARD_ADD_PER_SECOND * capacity.PROVISIONED_SCALING_SPEEDUP
+    quiet = capacity.simulate(inputs, add_per_second=rate)
+    blocked = capacity.simulate(inputs, add_per_second=rate, faults=faults)
+    unclaimed = capacity.simulate(
+        capacity.Inputs(min_pollers_concurrency=240, blip_blocks_starts=False), add_per_second=rate, faults=faults
+    )
+
+    assert blocked.peak_backlog == inputs.burst_rps * inputs.blip_seconds
+    assert blocked.p99_wait_ms > 260 >= quiet.p99_wait_ms
+    assert unclaimed.p99_wait_ms == quiet.p99_wait_ms
+    assert blocked.max_wait_ms == unclaimed.max_wait_ms == 1000 * inputs.killed_batch_returns_s
+
+
+def test_a_slow_job_is_blamed_on_the_first_window_its_wait_overlapped():
+    windows = [slo.Window("kill", 10, 13), slo.Window("blip", 12, 17), slo.Window("herd", 5, 20)]
+
+    assert slo.cause_of_wait(9.0, 9.1, 100, windows) == "on time"
+    assert slo.cause_of_wait(9.0, 11.0, 2000, windows) == "kill"
+    assert slo.cause_of_wait(14.0, 17.5, 3500, windows) == "blip"
+    assert slo.cause_of_wait(18.0, 18.5, 500, windows) == "herd"
+    assert slo.cause_of_wait(30.0, 30.5, 500, windows) == "unexplained"
+
+
+def test_the_plot_colours_each_slow_job_by_its_cause(tmp_path):
+    samples = [
+        Sample(at=t / 10, latency_ms=20, status=202 if t % 7 else 0, job_id=None, phase="steady") for t in range(50)
+    ]
+    points = [report.Point(1.0, 50, "on time"), report.Point(2.0, 3000, "kill"), report.Point(3.0, 900, "unexplained")]
+    windows = [slo.Window("kill", 2.0, 5.0), slo.Window("herd", 1.0, 4.0)]
+    markers = [report.Marker(2.0, "kill", "SIGKILLed", True)]
+
+    report.plot(tmp_path / "slo.png", samples, points, [], markers, windows, [("herd", 1.0, 4.0)], "test")
+
+    assert (tmp_path / "slo.png").stat().st_size > 10_000
+
+
+def test_fault_windows_are_blamed_kill_first_then_blip_crons_and_the_herd():
+    scenario = midnight_herd(quick=True, herd=_never, kill=_never, blip=_never)
+    markers = [report.Marker(22.5, "blip", "", True), report.Marker(20.0, "kill", "", True)]
+    context = SimpleNamespace(cron_herd={"due_epoch": 1_000_027.0})
+
+    windows = run._windows(context, scenario, {"markers": markers, "started_epoch": 1_000_000.0})
+
+    assert [w.cause for w in windows] == ["kill", "blip", "crons", "herd"]
+    assert windows[1] == slo.Window("blip", 22.5, 22.5 + faults.BLIP_SECONDS)
+    assert windows[2].start == 27.0
+
+
+def test_failed_enqueues_are_counted_by_what_the_client_saw():
+    failed = [Sample(0, 10_000, 0, None, "herd"), Sample(1, 50, 503, None, "herd"), Sample(2, 40, 0, None, "herd")]
+
+    assert run._by_status(failed) == {"5xx": 1, "no answer": 2}

@@ -1,0 +1,363 @@
+"""Four corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping) toward AWS, applied at launch.
+
+local/ministack.py starts the emulator as `<ministack venv>/bin/python -P local/ministack_patch.py`
+instead of its `ministack` script: this module patches the running emulator, then calls
+`ministack.app.main()`. The installed package is never edited, and nothing leaks into Lambda
+subprocesses (they inherit the environment and the interpreter, not this process's imports).
+It runs in the emulator's own venv, so it imports only the standard library and ministack.
+
+1. A handler error from a live process keeps the execution environment. ministack SIGTERMs the
+   process on every `status: "error"`, including a handler's own exception; AWS recycles an
+   environment only when the runtime itself fails (the process exits, a timeout, an init error).
+2. A lease prefers a live idle environment, and a dead one never holds a batch. ministack leases
+   the first idle entry without checking that its process is alive, so after a kill the next
+   batch respawns the dead one on its own path (rmtree of ~60 MB, unzip, import) while live idle
+   environments wait. Here dead entries are dropped (their process and files reaped in the
+   background); when a live one serves the lease, each dropped one is re-warmed off the batch
+   path, one at a time; when none does, the caller cold-starts a new one, as AWS would.
+3. Init is bounded. On AWS the init phase gets 10 s; if it does not finish, Lambda retries it
+   within the first invocation, bounded by the function's timeout (Lambda developer guide,
+   "Lambda execution environment", Init phase). ministack waits for the init reply forever.
+   Here the init (from process start to its "ready" line) gets 10 s + the function's timeout
+   (CORRAL_MINISTACK_INIT_TIMEOUT overrides), then the invocation fails with an init error and
+   only that environment is discarded (ministack invalidates the function's whole pool when a
+   spawn raises).
+
+4. A whole-batch failure lowers the mapping's concurrency instead of pausing it. ministack stops
+   dispatching the whole mapping for 1 s after any failed batch (`_ESM_BACKOFF_SECONDS`); AWS
+   "gradually backs off, reducing the amount of concurrency allocated" to the mapping (Lambda
+   developer guide, SQS error handling). Here each failed batch takes one concurrent batch off
+   the mapping for that same second, never below one.
+
+Evidence and figures: docs/benchmark.md, "The emulator, corrected". Any other ministack version
+is refused: these replace private internals, checked by version and by the hash of each replaced
+function's source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import queue
+import sys
+import threading
+import time
+from importlib.metadata import version
+from typing import Any
+
+SUPPORTED_VERSION = "1.5.33"
+INIT_TIMEOUT_ENV = "CORRAL_MINISTACK_INIT_TIMEOUT"
+AWS_INIT_LIMIT_SECONDS = 10.0
+REFUSED_EXIT_CODE = 3
+MARKER_ENV = "CORRAL_MINISTACK_PATCHED"  # set in the emulator's environment, so its Lambdas can tell (tests)
+
+# sha256 of inspect.getsource() of what is replaced or wrapped, as shipped in ministack 1.5.33.
+EXPECTED_SOURCES = {
+    "Worker.invoke": "96751a75471021ecc05362bd28031305be50ff352345c5f7b1f9b7924a467b31",
+    "Worker._spawn": "c55febf956565c5e83b8a36e069852483461164e899afa9c735a17e138ad1c93",
+    "acquire_worker": "5017d144adb5b983050914401f482f2ad1332f4564c96903c20ab7e4defad7da",
+    "_run_sqs_batch": "f9bf630aabf3d1b9dba295fc9929df7230c454d5e530da6fed883be0097500cd",
+    "_sqs_esm_concurrency": "d3e9d1e865aa0b28e7873a2ec3d794ce0383435741658f6fdec000b1b0d9b224",
+}
+
+
+class UnsupportedMinistack(RuntimeError):
+    pass
+
+
+def _source_hash(function: Any) -> str:
+    return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()
+
+
+def check_supported() -> None:
+    """Refuse anything but the exact ministack these corrections were written against."""
+    installed = version("ministack")
+    if installed != SUPPORTED_VERSION:
+        raise UnsupportedMinistack(
+            f"local/ministack_patch.py corrects ministack {SUPPORTED_VERSION}, but {installed} is installed: "
+            "re-read its core/lambda_runtime.py, port the corrections, and update SUPPORTED_VERSION and "
+            "EXPECTED_SOURCES (or pin ministack back in local/requirements-ministack.txt)"
+        )
+    from ministack.core import lambda_runtime as runtime
+    from ministack.services import lambda_svc
+
+    found = {
+        "Worker.invoke": _source_hash(runtime.Worker.invoke),
+        "Worker._spawn": _source_hash(runtime.Worker._spawn),
+        "acquire_worker": _source_hash(runtime.acquire_worker),
+        "_run_sqs_batch": _source_hash(lambda_svc._run_sqs_batch),
+        "_sqs_esm_concurrency": _source_hash(lambda_svc._sqs_esm_concurrency),
+    }
+    changed = sorted(name for name, digest in found.items() if digest != EXPECTED_SOURCES[name])
+    if changed:
+        raise UnsupportedMinistack(f"ministack {installed}'s {', '.join(changed)} differ from what was patched")
+
+
+def init_timeout(config: dict) -> float:
+    """AWS's 10 s init phase plus its retry inside the first invocation, bounded by the function's timeout."""
+    override = os.environ.get(INIT_TIMEOUT_ENV)
+    return float(override) if override else AWS_INIT_LIMIT_SECONDS + float(config.get("Timeout", 3))
+
+
+def _is_live(worker: Any) -> bool:
+    return worker._proc is not None and worker._proc.poll() is None
+
+
+def _is_dead(worker: Any) -> bool:
+    """Started once and no longer running (killed, exited, failed its init)."""
+    return getattr(worker, "_corral_dead", False) or (worker._proc is not None and worker._proc.poll() is not None)
+
+
+def apply() -> None:
+    """Patch the imported ministack in place (idempotent)."""
+    from ministack.core import lambda_runtime as runtime
+    from ministack.core.concurrency import spawn_background
+    from ministack.services import lambda_svc
+
+    if getattr(runtime, "_corral_patched", False):
+        return
+    check_supported()
+    original_spawn = runtime.Worker._spawn
+    rewarms: queue.SimpleQueue[Any] = queue.SimpleQueue()  # one re-warm at a time: no cold-start storm
+
+    def bounded_spawn(self: Any) -> None:
+        """The original spawn, with the init reply bounded at init_timeout() from the process's start."""
+        previous, finished, timed_out = self._proc, threading.Event(), threading.Event()
+        limit = init_timeout(self.config)
+
+        def watchdog() -> None:
+            while not finished.is_set():  # unpacking code and layers is not init: wait for the process
+                process = self._proc
+                if process is not None and process is not previous:
+                    break
+                finished.wait(0.05)
+            else:
+                return
+            if not finished.wait(limit):
+                timed_out.set()
+                process.kill()
+
+        threading.Thread(target=watchdog, daemon=True, name=f"corral-init-{self.func_name}").start()
+        try:
+            original_spawn(self)
+        except Exception as error:
+            if timed_out.is_set():
+                raise RuntimeError(f"Init did not finish within {limit:g} s; the environment was discarded") from error
+            raise
+        finally:
+            finished.set()
+
+    def invoke(
+        self: Any,
+        event: Any,
+        request_id: str,
+        *,
+        trace_id: str | None = None,
+        depth: Any = None,
+        durable: dict | None = None,
+        invoked_function_arn: str | None = None,
+    ) -> dict:
+        """ministack 1.5.33's Worker.invoke; differences marked `corral:`."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                try:
+                    self._spawn()
+                except Exception as error:  # corral: fail this invocation and discard only this environment
+                    self._corral_dead = True
+                    process, self._proc = self._proc, None
+                    runtime._signal(process)
+                    runtime._collect(process, time.monotonic() + runtime._REAP_GRACE)
+                    return {"status": "error", "error": str(error), "cold_start": True, "log": self._drain_stderr()}
+                cold = True
+                self._cold = False
+            else:
+                cold = False
+
+            timeout = self.config.get("Timeout", 30)
+            envelope = {
+                "event": event,
+                "ctx": {
+                    "request_id": request_id,
+                    "invoked_function_arn": invoked_function_arn
+                    if invoked_function_arn is not None
+                    else self.config.get("FunctionArn", ""),
+                    "timeout_ms": int(float(timeout) * 1000),
+                    "trace_id": trace_id,
+                    "depth": depth,
+                    "durable": durable or {},
+                },
+            }
+            result_box: list = []
+            runtime_failed = threading.Event()  # corral: the process failed, not the handler
+
+            def _read_response() -> None:
+                try:
+                    self._proc.stdin.write(json.dumps(envelope) + "\n")
+                    self._proc.stdin.flush()
+                    for _ in range(200):
+                        response_line = self._proc.stdout.readline()
+                        if not response_line:
+                            runtime_failed.set()
+                            result_box.append({"status": "error", "error": "Worker process died"})
+                            return
+                        response_line = response_line.strip()
+                        if not response_line:
+                            continue
+                        if response_line.startswith("{"):
+                            try:
+                                response = json.loads(response_line)
+                                if response.get("status") in ("ok", "error"):
+                                    result_box.append(response)
+                                    return
+                            except json.JSONDecodeError:
+                                continue
+                    runtime_failed.set()
+                    result_box.append({"status": "error", "error": "No JSON response from worker after 200 lines"})
+                except Exception as e:
+                    runtime_failed.set()
+                    result_box.append({"status": "error", "error": str(e)})
+
+            reader = threading.Thread(target=_read_response, daemon=True)
+            reader.start()
+            reader.join(timeout=timeout)
+
+            if reader.is_alive():
+                runtime.logger.warning("Lambda %s timed out after %ds — killing worker", self.func_name, timeout)
+                self._corral_dead = True
+                proc, self._proc = self._proc, None
+                runtime._signal(proc)
+                runtime._collect(proc, time.monotonic() + runtime._REAP_GRACE)
+                return {
+                    "status": "error",
+                    "error": f"Task timed out after {timeout}.00 seconds",
+                    "cold_start": cold,
+                    "log": self._drain_stderr(),
+                }
+
+            if not result_box:
+                self._corral_dead = True
+                self._proc = None
+                return {"status": "error", "error": "Worker returned no response", "cold_start": cold}
+
+            response = result_box[0]
+            # corral: only a failed runtime ends the environment; a handler's exception does not (as on AWS).
+            if response.get("status") == "error" and runtime_failed.is_set():
+                self._corral_dead = True
+                proc, self._proc = self._proc, None
+                runtime._signal(proc)
+                runtime._collect(proc, time.monotonic() + runtime._REAP_GRACE)
+            response["cold_start"] = cold
+            response["log"] = self._drain_stderr_bounded()
+            return response
+
+    def rewarm(worker: Any) -> None:
+        try:
+            runtime.ensure_spawned(worker)
+        except Exception as error:
+            runtime.logger.warning("re-warming %s failed: %s", worker.func_name, error)
+            with runtime._lock:
+                for entries in runtime._workers.values():
+                    if worker in entries:
+                        entries.remove(worker)
+            runtime.kill_workers([worker])
+            return
+        runtime.release_worker(worker)
+
+    def rewarm_forever() -> None:
+        while True:
+            rewarm(rewarms.get())
+
+    def acquire_worker(
+        func_name: str,
+        config: dict,
+        code_zip: bytes,
+        qualifier: str = "$LATEST",
+        max_concurrency: int | None = None,
+    ) -> tuple[Any, str]:
+        """ministack's lease, preferring a live idle environment and never handing out a dead one."""
+        key = runtime._worker_key(func_name, config, qualifier)
+        cap = max_concurrency or runtime._LOCAL_MAX_WORKERS
+        replacements: list[Any] = []
+        with runtime._lock:
+            entries = runtime._workers.setdefault(key, [])
+            dead = [w for w in entries if not w.in_use and _is_dead(w)]
+            for worker in dead:
+                entries.remove(worker)
+            idle = [w for w in entries if not w.in_use]
+            live = next((w for w in idle if _is_live(w)), None)
+            chosen, reason = live or next(iter(idle), None), "reused"
+            if chosen is None:
+                if cap and len(entries) >= cap:
+                    chosen, reason = None, "func_cap"
+                else:
+                    chosen, reason = runtime._worker_class_for(config)(func_name, config, code_zip), "spawn"
+                    entries.append(chosen)
+            if chosen is not None:
+                chosen.in_use = True
+                chosen.last_used = time.time()
+            if live is not None:  # demand is met warm: bring back the lost capacity off the batch path
+                for _ in dead:
+                    if cap and len(entries) >= cap:
+                        break
+                    replacement = runtime._worker_class_for(config)(func_name, config, code_zip)
+                    replacement.in_use = True
+                    replacement.last_used = time.time()
+                    entries.append(replacement)
+                    replacements.append(replacement)
+        if dead:
+            spawn_background(runtime.kill_workers, dead, thread_name="corral-reap")
+        for replacement in replacements:
+            rewarms.put(replacement)
+        return chosen, reason
+
+    threading.Thread(target=rewarm_forever, daemon=True, name="corral-rewarm").start()
+    original_run_sqs_batch = lambda_svc._run_sqs_batch
+    original_concurrency = lambda_svc._sqs_esm_concurrency
+    failed_batches: dict[str, list[float]] = {}  # mapping UUID -> when its recent batches failed whole
+    failures_lock = threading.Lock()
+
+    def recent_failures(esm_id: str) -> int:
+        since = time.monotonic() - lambda_svc._ESM_BACKOFF_SECONDS
+        with failures_lock:
+            kept = [at for at in failed_batches.get(esm_id, []) if at > since]
+            failed_batches[esm_id] = kept
+            return len(kept)
+
+    def run_sqs_batch(esm: dict, *args: Any) -> None:
+        """ministack's batch run; a whole-batch failure lowers concurrency instead of pausing the mapping."""
+        original_run_sqs_batch(esm, *args)
+        esm_id = esm["UUID"]
+        if esm.get("LastProcessingResult") == "FAILED" or lambda_svc._esm_backoff_until.get(esm_id, 0) > time.time():
+            lambda_svc._esm_backoff_until.pop(esm_id, None)
+            with failures_lock:
+                failed_batches.setdefault(esm_id, []).append(time.monotonic())
+
+    def sqs_esm_concurrency(esm: dict, func_rec: dict, config: dict, queue: dict | None = None) -> int:
+        limit = original_concurrency(esm, func_rec, config, queue)
+        return max(1, limit - recent_failures(esm["UUID"]))
+
+    runtime.Worker._spawn = bounded_spawn
+    lambda_svc._run_sqs_batch = run_sqs_batch
+    lambda_svc._sqs_esm_concurrency = sqs_esm_concurrency
+    runtime.Worker.invoke = invoke
+    runtime.acquire_worker = acquire_worker
+    lambda_svc.acquire_worker = acquire_worker  # imported by name there
+    runtime._corral_patched = True
+    os.environ[MARKER_ENV] = SUPPORTED_VERSION
+
+
+def main() -> None:
+    try:
+        apply()
+    except UnsupportedMinistack as refused:
+        print(f"error: {refused}", file=sys.stderr)
+        sys.exit(REFUSED_EXIT_CODE)
+    from ministack.app import main as ministack_main
+
+    sys.exit(ministack_main())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Checks of local/ministack_patch.py against the real ministack runtime, run in the emulator's venv.
+
+tests/unit/test_ministack_patch.py runs `<ministack venv>/bin/python -P this_file <check>` once per
+check (ministack is not installed in the project's venv). Each check spawns real Lambda worker
+processes from a tiny handler zip; a failed assert exits non-zero with its message.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+HANDLER = """
+import os, time
+time.sleep(float(os.environ.get("INIT_SLEEP", "0")))
+
+def handler(event, context):
+    if event.get("raise"):
+        raise ValueError("the handler failed")
+    if event.get("exit"):
+        os._exit(1)
+    return {"pid": os.getpid()}
+"""
+
+
+def load_patch() -> Any:
+    spec = importlib.util.spec_from_file_location("corral_ministack_patch", ROOT / "local" / "ministack_patch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _code_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("index.py", HANDLER)
+    return buffer.getvalue()
+
+
+def _config(name: str, init_sleep: float = 0) -> dict[str, Any]:
+    return {
+        "FunctionName": name,
+        "FunctionArn": f"arn:aws:lambda:us-east-1:000000000000:function:{name}",
+        "Runtime": "python3.11",
+        "Handler": "index.handler",
+        "Timeout": 20,
+        "Environment": {"Variables": {"INIT_SLEEP": str(init_sleep)}},
+    }
+
+
+def _lease(runtime: Any, name: str, init_sleep: float = 0) -> Any:
+    worker, _reason = runtime.acquire_worker(name, _config(name, init_sleep), _code_zip())
+    return worker
+
+
+def check_version_is_enforced() -> None:
+    patch = load_patch()
+    patch.check_supported()  # the installed 1.5.33 passes
+    patch.version = lambda _name: "1.5.34"
+    try:
+        patch.check_supported()
+    except patch.UnsupportedMinistack as refused:
+        assert "1.5.33" in str(refused) and "1.5.34" in str(refused), refused
+    else:
+        raise AssertionError("another ministack version was accepted")
+
+
+def check_a_handler_error_keeps_the_environment() -> None:
+    load_patch().apply()
+    from ministack.core import lambda_runtime as runtime
+
+    worker = _lease(runtime, "handler-error")
+    try:
+        pid = worker.invoke({}, "r1")["result"]["pid"]
+        failed = worker.invoke({"raise": True}, "r2")
+        assert failed["status"] == "error" and "the handler failed" in failed["error"], failed
+        assert worker._proc is not None and worker._proc.pid == pid and worker._proc.poll() is None
+        assert worker.invoke({}, "r6")["result"]["pid"] == pid, "the environment was replaced after a handler error"
+    finally:
+        runtime.release_worker(worker)
+        runtime.kill_workers([worker])
+
+
+def check_a_dying_process_ends_its_environment() -> None:
+    load_patch().apply()
+    from ministack.core import lambda_runtime as runtime
+
+    worker = _lease(runtime, "dies")
+    try:
+        worker.invoke({}, "r1")
+        died = worker.invoke({"exit": True}, "r2")
+        assert died["status"] == "error" and "died" in died["error"], died
+        assert worker._proc is None and worker._corral_dead
+    finally:
+        runtime.release_worker(worker)
+        runtime.kill_workers([worker])
+
+
+def check_a_lease_prefers_a_live_environment_and_rewarms_the_dead_one() -> None:
+    load_patch().apply()
+    from ministack.core import lambda_runtime as runtime
+
+    first, second = _lease(runtime, "pool"), _lease(runtime, "pool")
+    try:
+        for worker in (first, second):
+            worker.invoke({}, "warm")
+        runtime.release_worker(first)
+        runtime.release_worker(second)
+        first._proc.kill()  # the first entry, which ministack 1.5.33 would lease and respawn on the batch path
+        first._proc.wait(5)
+        leased = _lease(runtime, "pool")
+        assert leased is second, "a dead environment was leased while a live one was idle"
+        runtime.release_worker(leased)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            pool = runtime._workers[runtime._worker_key("pool", _config("pool"), "$LATEST")]
+            ready = [w for w in pool if w._start_time and not w.in_use and w._proc and w._proc.poll() is None]
+            if first not in pool and len(ready) == 2:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the dead environment was not replaced off the batch path: {pool}")
+    finally:
+        runtime.reset()
+
+
+def check_init_is_bounded() -> None:
+    os.environ["CORRAL_MINISTACK_INIT_TIMEOUT"] = "1"
+    load_patch().apply()
+    from ministack.core import lambda_runtime as runtime
+
+    worker = _lease(runtime, "slow-init", init_sleep=30)
+    started = time.monotonic()
+    try:
+        failed = worker.invoke({}, "r1")
+        assert failed["status"] == "error" and "Init did not finish within 1 s" in failed["error"], failed
+        assert time.monotonic() - started < 15, "the init was not cut at its limit"
+        assert worker._corral_dead
+    finally:
+        runtime.release_worker(worker)
+        runtime.kill_workers([worker])
+
+
+def check_a_failed_batch_lowers_concurrency_instead_of_pausing_the_mapping() -> None:
+    load_patch().apply()
+    from ministack.services import lambda_svc
+
+    failed = {"error": True, "body": {"errorType": "Runtime.HandlerError", "errorMessage": "boom"}, "log": ""}
+    lambda_svc._execute_function = lambda _func, _event: failed
+    esm = {"UUID": "esm-1", "FunctionName": "f", "ScalingConfig": {"MaximumConcurrency": 8}}
+
+    def concurrency() -> int:
+        return lambda_svc._sqs_esm_concurrency(esm, {}, {}, None)
+
+    assert concurrency() == 8
+    lambda_svc._ESM_BACKOFF_SECONDS = 60.0  # the backoff window, long enough that a slow machine cannot outlast it
+    for expected in (7, 6):
+        lambda_svc._run_sqs_batch(esm, {}, {"Records": []}, [], "queue-url", "queue")
+        assert esm["LastProcessingResult"] == "FAILED"
+        assert lambda_svc._esm_backoff_until.get("esm-1", 0) <= time.time(), "the whole mapping was paused"
+        assert concurrency() == expected
+    lambda_svc._ESM_BACKOFF_SECONDS = 0.0  # the window has passed
+    assert concurrency() == 8, "the concurrency did not come back"
+
+
+if __name__ == "__main__":
+    globals()[f"check_{sys.argv[1]}"]()
+    print("ok")

@@ -13,7 +13,7 @@ import hashlib
 import re
 from functools import cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
@@ -93,7 +93,7 @@ def security_headers() -> dict[str, str]:
 def _serve(asset: Asset) -> Response[str]:
     headers = {**security_headers(), "ETag": asset.etag}
     if router.current_event.headers.get("if-none-match") == asset.etag:
-        return Response(status_code=304, headers=headers, body=None)
+        return Response(status_code=304, headers=headers, body="")
     return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)
 
 
@@ -106,11 +106,11 @@ def dashboard() -> Response[str]:
 def dashboard_slash() -> Response[str]:
     # Relative links in the page resolve against /dashboard (no slash); "../dashboard" keeps any
     # path prefix in front of it (a custom domain's base path, the emulator's /_aws/execute-api/<id>).
-    return Response(status_code=308, headers={**security_headers(), "Location": "../dashboard"}, body=None)
+    return Response(status_code=308, headers={**security_headers(), "Location": "../dashboard"}, body="")
 
 
 @router.get("/dashboard/<name>", include_in_schema=False, compress=True)
-def dashboard_file(name: Annotated[str, PathParam(max_length=64)]) -> Response[str]:
+def dashboard_file(name: Annotated[str, PathParam(max_length=64)]) -> Response[Any]:
     asset = files().get(name)
     if asset is None:
         return error_response(404, "not_found", f"no dashboard file {name!r}")

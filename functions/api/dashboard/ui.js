@@ -1,5 +1,5 @@
 // Small building blocks shared by the pages. Every value is passed to Preact as a child or an
-// attribute, so it is rendered as text: nothing here (or anywhere) sets innerHTML.
+// attribute, so it is rendered as text: no page builds markup from a string.
 
 import { h } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";

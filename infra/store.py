@@ -6,9 +6,21 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from shared import settings
+from shared import settings, table_schema
 
-RUNS_INDEX = "gsi1"  # schedule runs, newest first: gsi1pk = runs#<tenant>#<schedule>, gsi1sk = scheduled time
+
+def _index_props(index: table_schema.Index) -> dynamodb.GlobalSecondaryIndexPropsV2:
+    projection = (
+        {"projection_type": dynamodb.ProjectionType.ALL}
+        if index.include is None
+        else {"projection_type": dynamodb.ProjectionType.INCLUDE, "non_key_attributes": list(index.include)}
+    )
+    return dynamodb.GlobalSecondaryIndexPropsV2(
+        index_name=index.name,
+        partition_key=dynamodb.Attribute(name=index.partition_key, type=dynamodb.AttributeType.STRING),
+        sort_key=dynamodb.Attribute(name=index.sort_key, type=dynamodb.AttributeType.STRING),
+        **projection,
+    )
 
 
 class JobStore(Construct):
@@ -18,18 +30,13 @@ class JobStore(Construct):
             self,
             "Table",
             table_name=settings.TABLE_NAME,
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            partition_key=dynamodb.Attribute(name=table_schema.PARTITION_KEY, type=dynamodb.AttributeType.STRING),
             billing=dynamodb.Billing.on_demand(),
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            time_to_live_attribute="expires_at",
-            global_secondary_indexes=[
-                dynamodb.GlobalSecondaryIndexPropsV2(
-                    index_name=RUNS_INDEX,
-                    partition_key=dynamodb.Attribute(name="gsi1pk", type=dynamodb.AttributeType.STRING),
-                    sort_key=dynamodb.Attribute(name="gsi1sk", type=dynamodb.AttributeType.STRING),
-                )
-            ],
+            time_to_live_attribute=table_schema.TTL_ATTRIBUTE,
+            # CloudFormation adds one new index per table update; an existing stack gains gsi2 in one deploy.
+            global_secondary_indexes=[_index_props(index) for index in table_schema.INDEXES],
             removal_policy=removal_policy,
         )

@@ -14,10 +14,11 @@ class Status(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"  # will retry
     DEAD = "dead"  # gave up; its message is in the DLQ
+    CANCELLED = "cancelled"  # cancelled before it ran; a delivery of it is acknowledged, never run
 
     @property
     def finished(self) -> bool:
-        return self in (Status.SUCCEEDED, Status.DEAD)
+        return self in (Status.SUCCEEDED, Status.DEAD, Status.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,12 @@ class JobMessage:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+_NOT_RECORDED = object()
+
+
 @dataclass
 class JobRecord:
-    """What GET /v1/jobs/{id} shows."""
+    """What GET /v1/jobs/{id} (and, without result and payload, each item of GET /v1/jobs) shows."""
 
     id: str
     status: Status
@@ -58,10 +62,20 @@ class JobRecord:
     finished_at: float | None = None
     schedule: str | None = None
     scheduled_for: str | None = None
+    max_attempts: int | None = None
+    timeout_seconds: int | None = None
+    payload: Any = _NOT_RECORDED  # recorded when a worker first sees the job (or a cancel knows it)
+    cancelled_at: float | None = None
+    retries: int = 0  # times POST /v1/jobs/{id}/retry started it over
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def public(self) -> dict[str, Any]:
-        view = {
+    @property
+    def payload_recorded(self) -> bool:
+        return self.payload is not _NOT_RECORDED
+
+    def public(self, *, with_bodies: bool = True) -> dict[str, Any]:
+        """The API's job view; `with_bodies=False` leaves out result and payload (list pages)."""
+        view: dict[str, Any] = {
             "id": self.id,
             "type": self.type,
             "status": str(self.status),
@@ -71,8 +85,19 @@ class JobRecord:
             "enqueued_at": self.enqueued_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
+            "max_attempts": self.max_attempts,
         }
+        if not with_bodies:
+            del view["result"]
+        elif self.payload_recorded:
+            view["payload"] = self.payload
+        if self.timeout_seconds is not None:
+            view["timeout_seconds"] = self.timeout_seconds
         if self.schedule:
             view["schedule"] = self.schedule
             view["scheduled_for"] = self.scheduled_for
+        if self.cancelled_at is not None:
+            view["cancelled_at"] = self.cancelled_at
+        if self.retries:
+            view["retries"] = self.retries
         return view

@@ -80,6 +80,15 @@ SCHEDULER_MAX_EVENT_AGE_SECONDS = 86_400  # Scheduler's maximum
 # API-key cache in each API instance: a revoked key keeps working this long.
 API_KEY_CACHE_SECONDS = 300
 
+# Seeing and steering jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats). See docs/architecture.md.
+LIST_DEFAULT_LIMIT = 50
+LIST_MAX_LIMIT = 100
+LIST_READ_BUDGET = 1_000  # index entries one request reads at most (filters apply after reading)
+BULK_RETRY_MAX = 100  # dead jobs one POST /v1/jobs:retry starts over
+STATS_DEFAULT_WINDOW_SECONDS = 3_600
+STATS_MAX_WINDOW_SECONDS = 7 * 86_400
+STATS_MAX_RECORDS = 5_000  # records one GET /v1/stats reads at most; beyond it the figures are a sample
+
 
 @dataclass(frozen=True)
 class Profile:

@@ -110,7 +110,7 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
 # Store ----------------------------------------------------------------------------------------------
 
 
-def test_table_is_on_demand_with_pitr_ttl_and_the_runs_index(aws: Template, local: Template):
+def test_table_is_on_demand_with_pitr_ttl_the_runs_index_and_the_jobs_index(aws: Template, local: Template):
     for template in (aws, local):
         template.has_resource_properties(
             "AWS::DynamoDB::GlobalTable",
@@ -129,8 +129,23 @@ def test_table_is_on_demand_with_pitr_ttl_and_the_runs_index(aws: Template, loca
                                 {"AttributeName": "gsi1pk", "KeyType": "HASH"},
                                 {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
                             ],
+                            "Projection": {"ProjectionType": "ALL"},
                         }
-                    )
+                    ),
+                    Match.object_like(
+                        {
+                            "IndexName": "gsi2",
+                            "KeySchema": [
+                                {"AttributeName": "gsi2pk", "KeyType": "HASH"},
+                                {"AttributeName": "gsi2sk", "KeyType": "RANGE"},
+                            ],
+                            # The listing's fields only: never the 64 KiB payload or result bodies.
+                            "Projection": {
+                                "ProjectionType": "INCLUDE",
+                                "NonKeyAttributes": Match.array_with(["status", "job_type", "enqueued_at"]),
+                            },
+                        }
+                    ),
                 ],
             },
         )

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from shared import settings, work
+from shared import settings, table_schema, work
 from shared.api_key_model import ApiKey
 from shared.aws import client
 from shared.signing import id_secret
@@ -29,26 +29,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     ApiKey._connection = None  # pynamodb keeps its connection (and endpoint) per model class
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
-        dynamodb.create_table(
-            TableName=settings.TABLE_NAME,
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "gsi1pk", "AttributeType": "S"},
-                {"AttributeName": "gsi1sk", "AttributeType": "S"},
-            ],
-            GlobalSecondaryIndexes=[
-                {
-                    "IndexName": "gsi1",
-                    "KeySchema": [
-                        {"AttributeName": "gsi1pk", "KeyType": "HASH"},
-                        {"AttributeName": "gsi1sk", "KeyType": "RANGE"},
-                    ],
-                    "Projection": {"ProjectionType": "ALL"},
-                }
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        dynamodb.create_table(**table_schema.create_table_params())  # the schema the stack deploys
         sqs = boto3.client("sqs")
         dlq_url = sqs.create_queue(QueueName=settings.DLQ_NAME)["QueueUrl"]
         queue_url = sqs.create_queue(QueueName=settings.QUEUE_NAME)["QueueUrl"]

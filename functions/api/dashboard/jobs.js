@@ -32,7 +32,7 @@ const MODES = {
   },
   dead: {
     title: "Dead jobs",
-    lead: "Jobs that used all their attempts. Retry one, retry all that match, or cancel it for good.",
+    lead: "Jobs that used all their attempts. Retry one, or retry all that match; each runs again with a fresh attempt budget.",
     empty: "No dead jobs. Nothing has given up.",
     status: "dead",
   },
@@ -233,7 +233,7 @@ export function JobActions({ job, onDone, onError }) {
           onError,
         })
       : null,
-    CANCELLABLE.includes(job.status) || job.status === "dead"
+    CANCELLABLE.includes(job.status)
       ? h(ActionButton, {
           label: "Cancel",
           busyLabel: "Cancelling…",

@@ -28,7 +28,8 @@ def _body(response: dict[str, Any]) -> str:
     raw = response["body"]
     if response.get("isBase64Encoded"):
         data = base64.b64decode(raw)
-        return gzip.decompress(data).decode() if response["headers"].get("Content-Encoding") == "gzip" else data.decode()
+        zipped = response["headers"].get("Content-Encoding") == "gzip"
+        return (gzip.decompress(data) if zipped else data).decode()
     return raw
 
 

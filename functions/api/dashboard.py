@@ -2,15 +2,14 @@
 
 The HTML, JS and CSS need no key (they hold no data); every data call the page makes sends
 the key the user typed as a bearer token to the same /v1 (or /operator) routes anyone can
-call. The files are read once per container; the front-end libraries are copied from
-node_modules into dashboard/vendor/ when the code asset is built (infra/bundling.py).
+call. The files are read once per container: index.html and the icon from dashboard/, app.js and
+app.css from dashboard/build/, which infra/bundling.py makes with esbuild when the code asset is
+built (the front-end libraries come from node_modules, bundled in).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import re
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -27,11 +26,9 @@ ASSETS = Path(__file__).resolve().parent / "dashboard"
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".svg": "image/svg+xml",
 }
-_IMPORT_MAP = re.compile(r'<script type="importmap">(.*?)</script>', re.DOTALL)
 
 
 class Asset:
@@ -42,7 +39,7 @@ class Asset:
 
 
 def _load() -> dict[str, Asset]:
-    folders = [ASSETS, ASSETS / "vendor"]
+    folders = [ASSETS, ASSETS / "build"]
     return {
         path.name: Asset(path)
         for folder in folders
@@ -52,18 +49,20 @@ def _load() -> dict[str, Asset]:
     }
 
 
-def _content_security_policy(index_html: str) -> str:
-    # The page's only inline script is its import map (the browser resolves "preact" with it);
-    # it is allowed by its hash, so no 'unsafe-inline' and no 'unsafe-eval' anywhere.
-    hashes = " ".join(
-        "'sha256-" + base64.b64encode(hashlib.sha256(block.encode()).digest()).decode() + "'"
-        for block in _IMPORT_MAP.findall(index_html)
-    )
-    return (
-        f"default-src 'self'; script-src 'self' {hashes}; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
-        "frame-ancestors 'none'"
-    )
+# Everything is a file of this origin: no inline script or style, no eval, no framing.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cache-Control": "no-cache",  # revalidate (ETag): a new deploy shows at once
+    "Vary": "Accept-Encoding",
+}
 
 
 @cache
@@ -77,21 +76,8 @@ def files() -> dict[str, Asset]:
     return _load()
 
 
-@cache
-def security_headers() -> dict[str, str]:
-    return {
-        "Content-Security-Policy": _content_security_policy(index().body),
-        "X-Content-Type-Options": "nosniff",
-        "X-Frame-Options": "DENY",
-        "Referrer-Policy": "no-referrer",
-        "Cross-Origin-Opener-Policy": "same-origin",
-        "Cache-Control": "no-cache",  # revalidate (ETag): a new deploy shows at once
-        "Vary": "Accept-Encoding",
-    }
-
-
 def _serve(asset: Asset) -> Response[str]:
-    headers = {**security_headers(), "ETag": asset.etag}
+    headers = {**SECURITY_HEADERS, "ETag": asset.etag}
     if router.current_event.headers.get("if-none-match") == asset.etag:
         return Response(status_code=304, headers=headers, body="")
     return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=headers)
@@ -106,7 +92,7 @@ def dashboard() -> Response[str]:
 def dashboard_slash() -> Response[str]:
     # Relative links in the page resolve against /dashboard (no slash); "../dashboard" keeps any
     # path prefix in front of it (a custom domain's base path, the emulator's /_aws/execute-api/<id>).
-    return Response(status_code=308, headers={**security_headers(), "Location": "../dashboard"}, body="")
+    return Response(status_code=308, headers={**SECURITY_HEADERS, "Location": "../dashboard"}, body="")
 
 
 @router.get("/dashboard/<name>", include_in_schema=False, compress=True)

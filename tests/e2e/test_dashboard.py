@@ -91,7 +91,9 @@ class Tab:
 @pytest.fixture(scope="module")
 def tab(browser, deployed, tenant, jobs) -> Iterator[Tab]:
     tab = Tab(browser, deployed.api_url + "/dashboard")
-    tab.page.goto(tab.url)
+    # The first load may start several API environments at once (the emulator spawns one per
+    # concurrent request, each a cold start on a busy 2-core machine); later loads take ~1 s.
+    tab.page.goto(tab.url, timeout=90_000)
     tab.page.wait_for_selector("#api-key")
     tab.shot("01-sign-in")
     tab.sign_in(tenant.api_key)

@@ -1,5 +1,7 @@
 // The corral dashboard: sign-in, navigation and routing (#/path?query, so no key ever sits in a URL).
 
+import "uplot/dist/uPlot.min.css";
+import "../style.css";
 import { h, render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, api, onUnauthorized, session } from "./api.js";

@@ -1,5 +1,6 @@
 // Schedules: the list, one schedule (expression in words, next firings, recent runs), create, delete.
 
+import cronstrue from "cronstrue";
 import { h } from "preact";
 import { useState } from "preact/hooks";
 import { api } from "./api.js";
@@ -14,10 +15,8 @@ export function describeExpression(expression, zone) {
   const [, kind, body] = match;
   if (kind === "rate") return `Every ${body.replace(/^1 (minute|hour|day)$/, "$1")}`;
   if (kind === "at") return `Once, at ${body.replace("T", " ")} (${zone})`;
-  const describe = window.cronstrue?.toString;
-  if (!describe) return expression;
   try {
-    return `${describe(`0 ${body}`, { dayOfWeekStartIndexZero: false, use24HourTimeFormat: false, verbose: false })} (${zone})`;
+    return `${cronstrue.toString(`0 ${body}`, { dayOfWeekStartIndexZero: false, use24HourTimeFormat: false, verbose: false })} (${zone})`;
   } catch {
     return expression;
   }

@@ -2,7 +2,7 @@
 
 import { h } from "preact";
 import { useEffect, useRef } from "preact/hooks";
-import uPlot from "./uPlot.esm.js";
+import uPlot from "uplot";
 import { api } from "./api.js";
 import { formatMs, formatNumber, formatTime, toDate } from "./format.js";
 import { Card, Empty, ErrorBox, Loading, STATUSES, STATUS_HINTS, usePoll } from "./ui.js";

@@ -33,7 +33,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
-HOSTILE = {"note": "<script>window.__pwned = 1</script>", "img": '<img src=x onerror="window.__pwned = 2">'}
+HOSTILE = {"note": "<script>window.__pwned = 1</script>", "img": "<img src=x onerror='window.__pwned = 2'>"}
 UI_TIMEOUT_MS = 30_000
 
 

@@ -74,7 +74,8 @@ function Latency({ latency, source }) {
       h("div", null, h("dt", null, "p99"), h("dd", { "data-testid": "p99" }, formatMs(latency.p99))),
       h("div", null, h("dt", null, "jobs measured"), h("dd", null, formatNumber(latency.count))),
     ),
-    h("p", { class: "muted small" }, "From when a job was accepted to when a worker started it.", source ? ` Source: ${source}.` : ""),
+    h("p", { class: "muted small" }, "From when a job was accepted to when a worker first started it, delays included."),
+    source ? h("details", { class: "source small" }, h("summary", null, "How this is measured"), h("p", { class: "muted" }, source)) : null,
   );
 }
 
@@ -96,7 +97,7 @@ function Throughput({ perMinute }) {
       cursor: { drag: { x: false, y: false } },
       scales: { y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.15))] } },
       axes: [
-        { stroke: "#64748b", grid: { stroke: "#e2e8f0" }, values: (_u, ticks) => ticks.map((t) => formatTime(t)) },
+        { stroke: "#64748b", grid: { stroke: "#e2e8f0" }, space: 90, values: (_u, ticks) => ticks.map((t) => formatTime(t)) },
         { stroke: "#64748b", grid: { stroke: "#e2e8f0" }, size: 48 },
       ],
       series: [

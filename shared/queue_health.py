@@ -106,10 +106,18 @@ def _metrics(now: datetime) -> tuple[dict[str, float | None], str]:
     for result in answer.get("MetricDataResults", []):
         points = result.get("Values") or []
         values[result["Id"]] = max(points) if points else None
-    missing = [key for key, value in values.items() if value is None]
-    note = (
-        "from CloudWatch over the last 15 minutes"
-        if not missing
-        else "from CloudWatch over the last 15 minutes; no datapoints yet for " + ", ".join(missing)
-    )
+    missing = [_LABELS[key] for key, value in values.items() if value is None]
+    note = "from CloudWatch over the last 15 minutes"
+    if missing:
+        note += " (no datapoints yet for " + ", ".join(missing) + ": shown as —)"
     return values, note
+
+
+_LABELS = {
+    "oldest_age_seconds": "the queue's oldest message",
+    "dlq_oldest_age_seconds": "the DLQ's oldest message",
+    "concurrent_executions": "worker concurrency",
+    "errors": "worker errors",
+    "throttles": "worker throttles",
+    "invocations": "worker invocations",
+}

@@ -7,6 +7,7 @@ import json
 from aws_cdk import RemovalPolicy, Stack
 from constructs import Construct
 
+from infra import http_targets
 from infra.alarms import Alarms
 from infra.api import Api
 from infra.cache import StatusCache
@@ -44,6 +45,7 @@ class CorralStack(Stack):
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
                 **schedules.environment(),
+                **http_targets.environment(self, profile),
                 **({"CORRAL_DAX_ENDPOINT": cache.endpoint_url} if cache else {}),
                 **extra_function_env,
             },

@@ -53,7 +53,8 @@ class JobRequest:
 
 def check_job(job_type: str, payload: Any, max_attempts: int, field_prefix: str = "") -> None:
     """What every job must satisfy, enqueued now or by a schedule later."""
-    if job_types.lookup(job_type) is None:
+    found = job_types.lookup(job_type)
+    if found is None:
         known = ", ".join(job_types.names())
         raise InvalidJob(f"{field_prefix}type", f"unknown job type {job_type!r}; known types: {known}")
     size = len(json.dumps(payload, separators=(",", ":")).encode())
@@ -63,6 +64,12 @@ def check_job(job_type: str, payload: Any, max_attempts: int, field_prefix: str 
         )
     if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
         raise InvalidJob(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
+    if found.validate is not None:
+        try:
+            found.validate(payload)
+        except job_types.InvalidPayload as invalid:
+            field = f"{field_prefix}payload" + (f".{invalid.field}" if invalid.field else "")
+            raise InvalidJob(field, invalid.message) from invalid
 
 
 def delay_of(request: JobRequest, now: float) -> float:

@@ -77,6 +77,18 @@ MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due
 SCHEDULER_RETRY_ATTEMPTS = 185  # Scheduler's maximum
 SCHEDULER_MAX_EVENT_AGE_SECONDS = 86_400  # Scheduler's maximum
 
+# HTTP jobs (shared/http_jobs.py). See docs/architecture.md "HTTP jobs".
+HTTP_DEFAULT_TIMEOUT_SECONDS = 30  # per attempt; the stack lowers it below a shorter worker timeout
+HTTP_TIMEOUT_MARGIN_SECONDS = 2  # left of the worker's own timeout to record the outcome
+HTTP_CONNECT_TIMEOUT_SECONDS = 5
+HTTP_RESULT_BODY_MAX_BYTES = 64 * 1024  # the response body kept as the result; beyond it, truncated: true
+HTTP_ERROR_BODY_BYTES = 500  # how much of a failed answer's body the error quotes
+HTTP_RETRY_AFTER_CAP_SECONDS = RETRY_BACKOFF_CAP_SECONDS  # a Retry-After longer than this waits this long
+HTTP_URL_MAX_LENGTH = 2048
+SIGNING_SECRET_GRACE_SECONDS = 24 * 3600  # a rotated-out secret stays valid this long
+SIGNING_SECRETS_MAX = 5  # valid secrets kept per tenant (so at most 5 signatures per request)
+SIGNING_SECRETS_CACHE_SECONDS = 60  # a worker signs with a tenant's secrets read at most this long ago
+
 # API-key cache in each API instance: a revoked key keeps working this long.
 API_KEY_CACHE_SECONDS = 300
 
@@ -99,6 +111,9 @@ class Profile:
     dax: bool  # DAX cluster + VPC; the emulator has neither
     chaos_job_types: bool  # job types that kill their worker, for fault tests
     provisioned_pollers: bool = False  # ESM provisioned mode (AWS), else MaximumConcurrency (all the emulator has)
+    # HTTP jobs may call loopback (127.0.0.1, ::1) and plain http: the local profile, so tests run real servers.
+    http_loopback_targets: bool = False
+    plain_http_targets: bool = False
 
     @property
     def visibility_timeout_seconds(self) -> int:
@@ -111,12 +126,22 @@ class Profile:
         # message comes back (visibility timeout), so a crashed attempt is taken over.
         return self.worker_timeout_seconds + 5
 
+    @property
+    def http_timeout_seconds(self) -> int:
+        return max(1, min(HTTP_DEFAULT_TIMEOUT_SECONDS, self.worker_timeout_seconds - HTTP_TIMEOUT_MARGIN_SECONDS))
+
 
 PROFILES = {
     "aws": Profile(name="aws", worker_timeout_seconds=30, dax=True, chaos_job_types=False, provisioned_pollers=True),
     # Short timeouts so crash-recovery tests wait seconds, not minutes.
     "local": Profile(
-        name="local", worker_timeout_seconds=5, dax=False, chaos_job_types=True, provisioned_pollers=False
+        name="local",
+        worker_timeout_seconds=5,
+        dax=False,
+        chaos_job_types=True,
+        provisioned_pollers=False,
+        http_loopback_targets=True,
+        plain_http_targets=True,
     ),
 }
 

@@ -89,19 +89,23 @@ def work(message: JobMessage, delivery: Delivery) -> str:
 
 def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str) -> str:
     job_type = job_types.lookup(message.type)
-    context = job_types.JobContext(job_id=message.id, attempt=attempt, max_attempts=message.max_attempts)
+    context = job_types.JobContext(
+        job_id=message.id, attempt=attempt, max_attempts=message.max_attempts, tenant=message.tenant
+    )
     try:
         if job_type is None:
             raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
         result = job_type.run(message.payload, context)
     except Exception as error:  # a job's failure is data, whatever it raised
         reason = f"{type(error).__name__}: {error}"
-        if attempt >= message.max_attempts:
+        retry = not isinstance(error, job_types.JobFailed) or error.retry
+        if attempt >= message.max_attempts or not retry:
             queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
             store.fail(message.id, token, reason, time.time(), dead=True)
             return "dead"
         if store.fail(message.id, token, reason, time.time(), dead=False):
-            raise RetryLater(queue.backoff_seconds(attempt), reason) from error
+            wait = error.seconds if isinstance(error, job_types.RetryAfter) else queue.backoff_seconds(attempt)
+            raise RetryLater(wait, reason) from error
         return "lost-claim"
     store.complete(message.id, token, result, time.time())
     return "succeeded"

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.api import dashboard, jobs, operator, schedules, steering
+from functions.api import dashboard, jobs, operator, schedules, signing_secrets, steering
 from functions.api.auth import authenticate
 from functions.api.responses import error_response
 from shared.enqueue import InvalidJob, PayloadTooLarge
@@ -22,6 +22,7 @@ app.use(middlewares=[authenticate])
 app.include_router(jobs.router)
 app.include_router(schedules.router)
 app.include_router(steering.router)
+app.include_router(signing_secrets.router)
 app.include_router(operator.router)
 app.include_router(dashboard.router)
 

@@ -1,0 +1,43 @@
+"""/v1/signing-secrets routes: the secrets HTTP jobs are signed with, and their rotation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from functions.api.responses import json_response
+from shared import settings, signing_secrets
+
+router = APIGatewayHttpRouter()
+
+
+def _tenant() -> str:
+    return router.context["tenant"]
+
+
+def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
+    return {"secrets": [secret.public() for secret in secrets]}
+
+
+@router.get(
+    "/v1/signing-secrets",
+    summary="The secrets HTTP jobs are signed with",
+    description="Newest first; a secret with expires_at was rotated out and stays valid until then. "
+    "The first call creates the tenant's first secret.",
+)
+def get_signing_secrets() -> Response[dict[str, Any]]:
+    return json_response(200, _view(signing_secrets.active(_tenant())))
+
+
+@router.post(
+    "/v1/signing-secrets:rotate",
+    summary="Add a new signing secret",
+    description=f"The previous secrets stay valid for {settings.SIGNING_SECRET_GRACE_SECONDS // 3600} hours; "
+    f"requests carry one signature per valid secret. Workers pick the new secret up within "
+    f"{settings.SIGNING_SECRETS_CACHE_SECONDS} s.",
+    responses={201: {"description": "Rotated: the secrets, the new one first"}},
+)
+def rotate_signing_secrets() -> Response[dict[str, Any]]:
+    return json_response(201, _view(signing_secrets.rotate(_tenant())))

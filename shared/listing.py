@@ -1,9 +1,10 @@
 """Listing a tenant's jobs newest first, from the listing index (gsi2), one bounded page at a time.
 
-The index's partition is the tenant (taken from the API key, never from the request or the
-cursor), its sort key `<enqueued ms>#<id>`: a time range is a key condition, status/type/schedule
-are filter expressions. DynamoDB applies filters after reading, so a filtered page may hold fewer
-than `limit` jobs while more remain; each request reads at most settings.LIST_READ_BUDGET entries.
+The index's partitions are the tenant's (taken from the API key, never from the request or the
+cursor; settings.JOBS_INDEX_SHARDS of them, merged newest first), its sort key `<enqueued ms>#<id>`:
+a time range and the cursor are key conditions, status/type/schedule are filter expressions.
+DynamoDB applies filters after reading, so a filtered page may hold fewer than `limit` jobs while
+more remain; each request reads at most settings.LIST_READ_BUDGET entries.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from shared import settings, store
@@ -24,6 +28,8 @@ NOTE = (
     "GET /v1/jobs/{id} answers `queued` for it."
 )
 _CURSOR_VERSION = "1"
+# The tenant's index partitions are queried side by side: a page costs about one round trip.
+_readers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="list")
 _SORT_KEY = re.compile(r"\d{13}#[A-Za-z0-9_-]{1,128}")
 
 
@@ -37,8 +43,84 @@ class InvalidQuery(ValueError):
 @dataclass(frozen=True)
 class IndexRead:
     items: list[dict[str, Any]]
-    next_key: dict[str, Any] | None  # where the next read starts; None: the range is exhausted
+    next_before: str | None  # the sort key the next read continues below; None: the range is exhausted
     read: int  # index entries read
+
+
+@dataclass
+class _Shard:
+    """One of the tenant's index partitions, read newest first a page at a time."""
+
+    number: int
+    buffer: deque[dict[str, Any]] = field(default_factory=deque)
+    start_after: dict[str, Any] | None = None
+    exhausted: bool = False
+    frontier: str | None = None  # sort key of the oldest entry read so far (all newer ones are read)
+
+    @property
+    def hungry(self) -> bool:
+        return not self.buffer and not self.exhausted
+
+
+Fetch = Callable[[int, dict[str, Any] | None, int], store.IndexPage]
+
+
+def merge_newest(fetch: Fetch, shards: int, *, want: int, read_budget: int, page_size: int) -> IndexRead:
+    """The `want` newest entries across `shards` partitions each sorted newest first, reading at most
+    about `read_budget` entries: a k-way merge that takes an entry only once every partition not yet
+    exhausted has an entry buffered, so no newer one can still be unread.
+
+    `next_before` is set only when more may remain: one entry past `want` was seen (then it is the last
+    one returned), or the budget ran out (then it is the newest point below which a partition is unread,
+    and everything at or above it has been returned).
+    """
+    parts = [_Shard(number) for number in range(shards)]
+    read = 0
+
+    def refill(hungry: list[_Shard]) -> None:
+        nonlocal read
+        # At least 2: a page continuing below a cursor may first read the cursor's own entry.
+        limit = max(2, min(page_size, (read_budget - read) // len(hungry)))
+        for part, page in zip(
+            hungry, _readers.map(lambda p: fetch(p.number, p.start_after, limit), hungry), strict=True
+        ):
+            read += page.read
+            part.buffer.extend(page.items)
+            part.start_after = page.last_key
+            part.exhausted = page.last_key is None
+            if page.last_key is not None:
+                part.frontier = page.last_key[JOBS_INDEX.sort_key]["S"]
+
+    taken: list[dict[str, Any]] = []
+    while len(taken) <= want:
+        hungry = [part for part in parts if part.hungry]
+        if hungry:
+            if read >= read_budget:
+                return _budget_spent(parts, taken, want, read)
+            refill(hungry)
+            continue
+        heads = [part for part in parts if part.buffer]
+        if not heads:
+            return IndexRead(taken, None, read)
+        newest = max(heads, key=lambda part: part.buffer[0][JOBS_INDEX.sort_key]["S"])
+        taken.append(newest.buffer.popleft())
+    return IndexRead(taken[:want], _sort_key(taken[want - 1]), read)
+
+
+def _sort_key(item: dict[str, Any]) -> str:
+    return item[JOBS_INDEX.sort_key]["S"]
+
+
+def _budget_spent(parts: list[_Shard], taken: list[dict[str, Any]], want: int, read: int) -> IndexRead:
+    """Return what is certain: every buffered entry at or above the newest unread point, in order."""
+    below = max(part.frontier or "" for part in parts if not part.exhausted)
+    certain = sorted(
+        (item for part in parts for item in part.buffer if _sort_key(item) >= below), key=_sort_key, reverse=True
+    )
+    taken += certain
+    if len(taken) > want:
+        return IndexRead(taken[:want], _sort_key(taken[want - 1]), read)
+    return IndexRead(taken, below, read)
 
 
 def read_index(
@@ -47,51 +129,48 @@ def read_index(
     *,
     since: float | None,
     until: float | None,
-    start_after: dict[str, Any] | None,
+    before: str | None,
     want: int,
     attributes: tuple[str, ...] | None = None,
-    read_budget: int = settings.LIST_READ_BUDGET,
+    read_budget: int | None = None,
 ) -> IndexRead:
-    """Up to `want` matching entries newest first, reading at most `read_budget` entries.
-
-    `next_key` is set only when more may match: one entry past `want` was seen (then it points at
-    the last one returned), or the budget ran out first (then at the last one read).
-    """
+    """Up to `want` of the tenant's matching entries newest first, enqueued in [since, until] and
+    below the sort key `before` (a cursor), reading at most `read_budget` entries."""
+    budget = read_budget or settings.LIST_READ_BUDGET
+    shards = settings.JOBS_INDEX_SHARDS
     oldest = store.index_sort_key(since or 0, "")
     newest = store.index_sort_key(until, "~") if until is not None else "9" * 14
-    found: list[dict[str, Any]] = []
-    read = 0
-    start = start_after
-    while True:
-        # Unfiltered, one entry past `want` says whether there is a next page; filtered, read what the budget allows.
-        limit = min(want + 1 - len(found), read_budget - read) if not filters else read_budget - read
+    if before is not None:
+        newest = min(newest, before)  # inclusive in the key condition; `before` itself is dropped below
+    projected = attributes and tuple(sorted({*attributes, "pk", JOBS_INDEX.sort_key}))
+
+    def fetch(shard: int, start_after: dict[str, Any] | None, limit: int) -> store.IndexPage:
         page = store.query_jobs_index(
             tenant,
+            shard,
             oldest_sort_key=oldest,
             newest_sort_key=newest,
-            start_after=start,
-            limit=max(limit, 1),
+            start_after=start_after,
+            limit=limit,
             filters=filters,
-            attributes=attributes and tuple(sorted({*attributes, "pk", JOBS_INDEX.partition_key, JOBS_INDEX.sort_key})),
+            attributes=projected,
         )
-        read += page.read
-        found += page.items
-        if len(found) > want:
-            return IndexRead(found[:want], store.index_key(found[want - 1]), read)
-        if page.last_key is None:
-            return IndexRead(found, None, read)
-        start = page.last_key
-        if read >= read_budget:
-            return IndexRead(found, start, read)
+        if before is not None:
+            page = store.IndexPage([i for i in page.items if _sort_key(i) != before], page.last_key, page.read)
+        return page
+
+    # Unfiltered, each partition's share of `want` and a little more; filtered, the budget spread evenly.
+    page_size = want // shards + 2 if not filters else max(budget // shards, 1)
+    return merge_newest(fetch, shards, want=want, read_budget=budget, page_size=page_size)
 
 
-def encode_cursor(key: dict[str, Any]) -> str:
-    raw = f"{_CURSOR_VERSION}:{key[JOBS_INDEX.sort_key]['S']}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def encode_cursor(before: str) -> str:
+    return base64.urlsafe_b64encode(f"{_CURSOR_VERSION}:{before}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(tenant: str, cursor: str) -> dict[str, Any]:
-    """The index position a cursor names, in the caller's own partition (a cursor cannot leave it)."""
+def decode_cursor(cursor: str) -> str:
+    """The index position (a sort key) a cursor names. It carries no tenant: the partition is always
+    the caller's, from the API key, so a cursor cannot lead into another tenant's jobs."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError) as error:
@@ -99,12 +178,7 @@ def decode_cursor(tenant: str, cursor: str) -> dict[str, Any]:
     version, _, sort_key = raw.partition(":")
     if version != _CURSOR_VERSION or not _SORT_KEY.fullmatch(sort_key):
         raise InvalidQuery("cursor", "not a cursor this API returned; start again without it")
-    job_id = sort_key.split("#", 1)[1]
-    return {
-        "pk": {"S": f"job#{job_id}"},
-        JOBS_INDEX.partition_key: {"S": f"tenant#{tenant}"},
-        JOBS_INDEX.sort_key: {"S": sort_key},
-    }
+    return sort_key
 
 
 @dataclass(frozen=True)
@@ -130,22 +204,18 @@ def list_jobs(tenant: str, query: JobsQuery) -> JobsPage:
         raise InvalidQuery("limit", f"must be between 1 and {settings.LIST_MAX_LIMIT}")
     if query.since is not None and query.until is not None and query.until < query.since:
         raise InvalidQuery("until", "must not be before since")
-    start_after = decode_cursor(tenant, query.cursor) if query.cursor else None
-    if start_after is not None:
-        position = start_after[JOBS_INDEX.sort_key]["S"]
-        # DynamoDB refuses a start key outside the key condition; say so as the cursor's fault, not a 503.
-        if (query.since is not None and position < store.index_sort_key(query.since, "")) or (
-            query.until is not None and position > store.index_sort_key(query.until, "~")
-        ):
-            raise InvalidQuery("cursor", "points outside since/until; pass the same since/until as the first page")
+    before = decode_cursor(query.cursor) if query.cursor else None
+    # DynamoDB refuses a key condition whose range is empty; say so as the cursor's fault, not a 503.
+    if before is not None and query.since is not None and before < store.index_sort_key(query.since, ""):
+        raise InvalidQuery("cursor", "points before since; pass the same since/until as on the first page")
     filters = {
         name: value
         for name, value in (("status", query.status), ("job_type", query.job_type), ("schedule_name", query.schedule))
         if value
     }
-    found = read_index(tenant, filters, since=query.since, until=query.until, start_after=start_after, want=query.limit)
+    found = read_index(tenant, filters, since=query.since, until=query.until, before=before, want=query.limit)
     return JobsPage(
         jobs=[store.record_from_item(item) for item in found.items],
-        next_cursor=encode_cursor(found.next_key) if found.next_key else None,
+        next_cursor=encode_cursor(found.next_before) if found.next_before else None,
         read=found.read,
     )

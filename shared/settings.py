@@ -93,6 +93,10 @@ SIGNING_SECRETS_CACHE_SECONDS = 60  # a worker signs with a tenant's secrets rea
 API_KEY_CACHE_SECONDS = 300
 
 # Seeing and steering jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats). See docs/architecture.md.
+# A tenant's jobs are spread over this many listing-index partitions (each takes <= 1,000 writes/s,
+# a job costs ~2: claim and outcome), so one tenant may run ~8,000 jobs/s. Only ever raise it:
+# lowering it would hide the jobs written to the partitions dropped.
+JOBS_INDEX_SHARDS = 16
 LIST_DEFAULT_LIMIT = 50
 LIST_MAX_LIMIT = 100
 LIST_READ_BUDGET = 1_000  # index entries one request reads at most (filters apply after reading)

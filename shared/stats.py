@@ -80,7 +80,7 @@ def tenant_stats(tenant: str, window_seconds: int, now: float | None = None) -> 
         {},
         since=since,
         until=now,
-        start_after=None,
+        before=None,
         want=settings.STATS_MAX_RECORDS,
         attributes=_ATTRIBUTES,
         read_budget=settings.STATS_MAX_RECORDS + 1,
@@ -122,7 +122,7 @@ def tenant_stats(tenant: str, window_seconds: int, now: float | None = None) -> 
             "count": len(waits),
         },
         records_read=len(found.items),
-        sampled=found.next_key is not None,
+        sampled=found.next_before is not None,
     )
 
 

@@ -34,16 +34,14 @@ class Conflict(Exception):
     """The job is not in a state that allows this; the message says which state and what to do."""
 
 
-def _unrecorded_enqueue_time(tenant: str, job_id: str, now: float) -> float:
-    """For a job with no record: when it was enqueued, if the id is this tenant's; else NotFound."""
+def _unrecorded(tenant: str, job_id: str, now: float) -> ids.IdInfo:
+    """What the id of a job with no record says, if it is this tenant's; else NotFound."""
     info = ids.verify(id_secret(), tenant, job_id)
     if info is None:
         raise NotFound(job_id)
-    if info.minted_at is None:
-        return now  # keyed and scheduled ids carry no time; the listing places the cancel at "now"
-    if now - info.minted_at > settings.MESSAGE_RETENTION_DAYS * _DAY:
+    if info.minted_at is not None and now - info.minted_at > settings.MESSAGE_RETENTION_DAYS * _DAY:
         raise NotFound(job_id)  # its message expired unrun long ago
-    return info.minted_at
+    return info
 
 
 def _owned(item: dict[str, Any], tenant: str, job_id: str) -> JobRecord:
@@ -74,8 +72,10 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
     existing = store.get(job_id)
     far_future: JobMessage | None = None
     if existing is None:
-        enqueued_at = _unrecorded_enqueue_time(tenant, job_id, now)
-        far_future = _far_future_message(job_id)
+        info = _unrecorded(tenant, job_id, now)
+        enqueued_at = info.minted_at or now  # keyed and scheduled ids carry no time: listed at the cancel
+        if info.kind is not ids.IdKind.SCHEDULED:  # a schedule's run is never a far-future job
+            far_future = _far_future_message(job_id)
         if far_future is not None and far_future.tenant != tenant:
             raise NotFound(job_id)
     else:
@@ -115,7 +115,7 @@ def retry(tenant: str, job_id: str) -> JobMessage:
         _send(outcome)  # the record is queued first, so no worker can see the message before it is retryable
         return outcome
     if not outcome.item:
-        _unrecorded_enqueue_time(tenant, job_id, now)  # NotFound unless this tenant's
+        _unrecorded(tenant, job_id, now)  # NotFound unless this tenant's
         raise Conflict(f"job {job_id} is queued and has not run yet; there is nothing to retry")
     record = _owned(outcome.item, tenant, job_id)
     if record.status is Status.QUEUED and record.retries:
@@ -141,9 +141,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     """Retry up to `limit` of the tenant's dead jobs (newest first), optionally of one type or enqueued since."""
     now = time.time()
     filters = {"status": str(Status.DEAD)} | ({"job_type": job_type} if job_type else {})
-    found = listing.read_index(
-        tenant, filters, since=since, until=now, start_after=None, want=limit, attributes=("pk",)
-    )
+    found = listing.read_index(tenant, filters, since=since, until=now, before=None, want=limit, attributes=("pk",))
     candidates = [item["pk"]["S"].removeprefix("job#") for item in found.items]
     outcomes = list(_writers.map(lambda job_id: store.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates))
     messages = [outcome for outcome in outcomes if isinstance(outcome, JobMessage)]
@@ -159,7 +157,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
         for message, reason in zip(messages, not_sent, strict=True)
         if reason is not None
     ]
-    return BulkRetry(ids=retried, more=found.next_key is not None, skipped=skipped)
+    return BulkRetry(ids=retried, more=found.next_before is not None, skipped=skipped)
 
 
 def _why_skipped(item: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +37,23 @@ def index_sort_key(enqueued_at: float, job_id: str) -> str:
     return f"{int(enqueued_at * 1000):013d}#{job_id}"
 
 
+def index_shard(job_id: str) -> int:
+    """Which of the tenant's listing partitions a job is written to (stable, spread evenly by id)."""
+    return zlib.crc32(job_id.encode()) % settings.JOBS_INDEX_SHARDS
+
+
+def index_partition(tenant: str, shard: int) -> str:
+    return f"tenant#{tenant}#{shard:02d}"
+
+
 def index_attributes(tenant: str, enqueued_at: float, job_id: str) -> dict[str, dict[str, str]]:
-    """The listing index's key (gsi2), written by every write that may create a job record."""
+    """The listing index's key (gsi2), written by every write that may create a job record.
+
+    A tenant's jobs are spread over settings.JOBS_INDEX_SHARDS partitions: an index partition takes
+    at most 1,000 writes/s, and a time-ordered sort key sends all of a tenant's new writes to one.
+    """
     return {
-        JOBS_INDEX.partition_key: {"S": f"tenant#{tenant}"},
+        JOBS_INDEX.partition_key: {"S": index_partition(tenant, index_shard(job_id))},
         JOBS_INDEX.sort_key: {"S": index_sort_key(enqueued_at, job_id)},
     }
 
@@ -468,6 +482,7 @@ class IndexPage:
 
 def query_jobs_index(
     tenant: str,
+    shard: int,
     *,
     oldest_sort_key: str,
     newest_sort_key: str,
@@ -476,7 +491,8 @@ def query_jobs_index(
     filters: dict[str, str] | None = None,
     attributes: tuple[str, ...] | None = None,
 ) -> IndexPage:
-    """One Query of the tenant's jobs newest first, between two sort keys; `limit` caps the entries
+    """One Query of one of the tenant's index partitions, newest first, between two sort keys (both
+    included); `limit` caps the entries
     *read* (DynamoDB applies filters after reading). Straight to DynamoDB: a query through the status
     cache would be answered from its query cache and hide new jobs."""
     names = {f"#f{i}": name for i, name in enumerate(filters or {})}
@@ -486,7 +502,7 @@ def query_jobs_index(
         "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :oldest AND :newest",
         "ExpressionAttributeNames": {"#pk": JOBS_INDEX.partition_key, "#sk": JOBS_INDEX.sort_key} | names,
         "ExpressionAttributeValues": {
-            ":pk": {"S": f"tenant#{tenant}"},
+            ":pk": {"S": index_partition(tenant, shard)},
             ":oldest": {"S": oldest_sort_key},
             ":newest": {"S": newest_sort_key},
         }
@@ -506,8 +522,3 @@ def query_jobs_index(
     return IndexPage(
         items=answer.get("Items", []), last_key=answer.get("LastEvaluatedKey"), read=answer.get("ScannedCount", 0)
     )
-
-
-def index_key(item: dict[str, Any]) -> dict[str, Any]:
-    """The listing index's position of an item (a Query's ExclusiveStartKey)."""
-    return {name: item[name] for name in ("pk", JOBS_INDEX.partition_key, JOBS_INDEX.sort_key)}

@@ -7,9 +7,11 @@ import time
 from urllib.parse import urlencode
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench.http_event import FakeLambdaContext, http_api_event
-from shared import enqueue, listing, settings, stats, tenants
+from shared import enqueue, listing, settings, stats, store, tenants
 from shared.enqueue import JobRequest
 from shared.model import JobMessage
 from shared.work import Delivery, RetryLater, work
@@ -90,22 +92,80 @@ def test_list_filters_by_status_type_and_time(call_api):
 
 
 def test_a_filtered_page_reads_at_most_the_budget_and_hands_back_a_cursor(aws, monkeypatch):
-    monkeypatch.setattr(settings, "LIST_READ_BUDGET", 4)
+    monkeypatch.setattr(settings, "JOBS_INDEX_SHARDS", 2)
     base = time.time() - 60
     dead = _run("fail", {"times": 9}, max_attempts=1, enqueued_at=base)
-    for n in range(6):
+    for n in range(12):
         _run(enqueued_at=base + 1 + n)
 
-    first = listing.read_index(
-        "acme", {"status": "dead"}, since=None, until=None, start_after=None, want=10, read_budget=4
-    )
+    first = listing.read_index("acme", {"status": "dead"}, since=None, until=None, before=None, want=10, read_budget=4)
     assert (first.items, first.read) == ([], 4)
-    assert first.next_key is not None
-    second = listing.read_index(
-        "acme", {"status": "dead"}, since=None, until=None, start_after=first.next_key, want=10, read_budget=4
-    )
-    assert [item["pk"]["S"] for item in second.items] == [f"job#{dead.id}"]
-    assert second.next_key is None
+    assert first.next_before is not None
+    pages = [first]
+    for _ in range(10):
+        if pages[-1].next_before is None:
+            break
+        pages.append(
+            listing.read_index(
+                "acme", {"status": "dead"}, since=None, until=None, before=pages[-1].next_before, want=10, read_budget=4
+            )
+        )
+    assert [item["pk"]["S"] for page in pages for item in page.items] == [f"job#{dead.id}"]
+    assert pages[-1].next_before is None
+
+
+class _FakeIndex:
+    """An in-memory index with DynamoDB's Query semantics: Limit counts entries read before the
+    filter, LastEvaluatedKey whenever Limit stopped the read."""
+
+    def __init__(self, entries):
+        self.entries = entries  # (shard, sort key, matches filter)
+
+    def query(self, tenant, shard, *, oldest_sort_key, newest_sort_key, start_after, limit, filters=None, **_):
+        rows = sorted(
+            (e for e in self.entries if e[0] == shard and oldest_sort_key <= e[1] <= newest_sort_key),
+            key=lambda e: e[1],
+            reverse=True,
+        )
+        if start_after:
+            rows = [e for e in rows if e[1] < start_after["gsi2sk"]["S"]]
+        read = rows[:limit]
+        items = [{"pk": {"S": f"job#{e[1]}"}, "gsi2sk": {"S": e[1]}} for e in read if e[2] or not filters]
+        last = {"gsi2sk": {"S": read[-1][1]}} if len(read) == limit and read else None
+        return store.IndexPage(items=items, last_key=last, read=len(read))
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 10**6), st.booleans()), max_size=60),
+    st.integers(1, 5),
+    st.integers(1, 12),
+    st.integers(2, 30),
+    st.booleans(),
+)
+def test_paging_the_merged_partitions_returns_each_matching_entry_once_newest_first(
+    entries, shards, want, budget, filtered
+):
+    """However entries spread over partitions, and whatever the page size and read budget."""
+    from unittest import mock
+
+    index = _FakeIndex([(shard % shards, f"{ms:013d}#j{i}", match) for i, (shard, ms, match) in enumerate(entries)])
+    expected = sorted((e[1] for e in index.entries if e[2] or not filtered), reverse=True)
+    filters = {"status": "dead"} if filtered else {}
+    got, before = [], None
+    with (
+        mock.patch.object(store, "query_jobs_index", index.query),
+        mock.patch.object(settings, "JOBS_INDEX_SHARDS", shards),
+    ):
+        for _ in range(200):
+            page = listing.read_index(
+                "t", filters, since=None, until=None, before=before, want=want, read_budget=budget
+            )
+            assert len(page.items) <= want
+            got += [item["gsi2sk"]["S"] for item in page.items]
+            before = page.next_before
+            if before is None:
+                break
+    assert got == expected
 
 
 def test_a_tampered_cursor_is_a_422_and_a_cursor_cannot_reach_another_tenant(call_api):
@@ -122,6 +182,23 @@ def test_a_tampered_cursor_is_a_422_and_a_cursor_cannot_reach_another_tenant(cal
     status, body = call_api("GET", "/v1/jobs", query={"cursor": cursor}, tenant="other")
     assert status == 200
     assert all(job["id"] not in {m.id for m in mine} for job in body["jobs"])
+
+
+@given(st.text(max_size=200) | st.binary(max_size=150).map(lambda raw: base64.urlsafe_b64encode(raw).decode()))
+def test_any_cursor_decodes_to_an_index_position_or_is_refused(cursor):
+    try:
+        before = listing.decode_cursor(cursor)
+    except listing.InvalidQuery as error:
+        assert error.field == "cursor"
+        return
+    assert listing._SORT_KEY.fullmatch(before)
+
+
+@given(st.floats(min_value=0, max_value=4e12 / 1000), st.from_regex(r"[A-Za-z0-9_-]{1,128}", fullmatch=True))
+def test_a_cursor_names_the_position_it_was_made_from(enqueued_at, job_id):
+    position = store.index_sort_key(enqueued_at, job_id)
+
+    assert listing.decode_cursor(listing.encode_cursor(position)) == position
 
 
 @pytest.mark.parametrize(

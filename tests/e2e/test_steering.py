@@ -15,12 +15,19 @@ from local.deploy import create_api_key
 from shared import settings
 
 FINISHED = ("succeeded", "dead", "cancelled")
+REQUEST_TIMEOUT = 30  # a fresh tenant's first calls may meet cold API instances on a loaded 2-core machine
+
+
+def _fresh_tenant(deployed, prefix: str):
+    deployed.require_aws()  # the fresh tenant's key is written straight into the table
+    client = deployed.client(create_api_key(deployed.aws_env, f"{prefix}-{uuid.uuid4().hex[:8]}", label="tests"))
+    client.timeout = REQUEST_TIMEOUT
+    return client
 
 
 @pytest.fixture(scope="module")
 def tenant_api(deployed):
-    deployed.require_aws()  # the fresh tenant's key is written straight into the table
-    return deployed.client(create_api_key(deployed.aws_env, f"steer-{uuid.uuid4().hex[:8]}", label="tests"))
+    return _fresh_tenant(deployed, "steer")
 
 
 @pytest.fixture(scope="module")
@@ -178,8 +185,7 @@ def test_bulk_retry_restarts_dead_jobs_in_bounded_batches(tenant_api):
 
 
 def test_stats_agree_with_the_jobs_this_tenant_ran(deployed):
-    deployed.require_aws()
-    api = deployed.client(create_api_key(deployed.aws_env, f"stats-{uuid.uuid4().hex[:8]}", label="tests"))
+    api = _fresh_tenant(deployed, "stats")
     jobs = [api.enqueue("echo", n) for n in range(3)] + [api.enqueue("fail", {"times": 9}, max_attempts=1)]
     for job_id in jobs:
         api.wait(job_id, FINISHED, timeout=60)

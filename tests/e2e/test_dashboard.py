@@ -40,7 +40,9 @@ UI_TIMEOUT_MS = 30_000
 @pytest.fixture(scope="module")
 def tenant(deployed) -> Any:
     deployed.require_aws()  # a fresh tenant (its key written straight into the table): its own clean world
-    return deployed.client(create_api_key(deployed.aws_env, f"dash-{uuid.uuid4().hex[:8]}", label="dashboard tests"))
+    api = deployed.client(create_api_key(deployed.aws_env, f"dash-{uuid.uuid4().hex[:8]}", label="dashboard tests"))
+    api.timeout = 30  # a cold API environment on a busy machine can take longer than the default 10 s
+    return api
 
 
 @pytest.fixture(scope="module")

@@ -184,7 +184,8 @@ function App() {
       onSignedIn: (isOperator) => {
         setReason(null);
         setSignedIn(true);
-        navigate(isOperator ? "/operator" : "/overview");
+        // A link opened before signing in (e.g. #/jobs/<id>) is kept; otherwise start at the overview.
+        if (isOperator || !parseHash().path) navigate(isOperator ? "/operator" : "/overview");
       },
     });
   }

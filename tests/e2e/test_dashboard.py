@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import sync_playwright
 
 from client import FINISHED
 from local.deploy import create_api_key, create_operator_key
-
-playwright_api = pytest.importorskip("playwright.sync_api")
 
 CHROMIUM = os.environ.get("CORRAL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -60,7 +59,7 @@ def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: `make install` installs Debian's chromium package")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with playwright_api.sync_playwright() as playwright:
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         yield browser
         browser.close()

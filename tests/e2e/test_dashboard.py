@@ -34,6 +34,7 @@ CHROMIUM_FLAGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 HOSTILE = {"note": "<script>window.__pwned = 1</script>", "img": "<img src=x onerror='window.__pwned = 2'>"}
 UI_TIMEOUT_MS = 30_000
+DELAY_SECONDS = 20  # the delayed job's SQS delay: long enough for the UI to cancel it first
 
 
 @pytest.fixture(scope="module")
@@ -46,12 +47,9 @@ def tenant(deployed) -> Any:
 
 @pytest.fixture(scope="module")
 def jobs(tenant) -> dict[str, str]:
-    """Enqueued before the browser starts: one that succeeds (with a hostile payload), one that dies, one delayed."""
-    return {
-        "hostile": tenant.enqueue("echo", HOSTILE),
-        "dies": tenant.enqueue("fail", {"times": 1}, max_attempts=1),
-        "delayed": tenant.enqueue("echo", {"later": True}, delay_seconds=25),
-    }
+    """Enqueued before the browser starts, so their runs overlap the page work: one that succeeds
+    (with a hostile payload) and one that dies."""
+    return {"hostile": tenant.enqueue("echo", HOSTILE), "dies": tenant.enqueue("fail", {"times": 1}, max_attempts=1)}
 
 
 @pytest.fixture(scope="module")
@@ -148,17 +146,18 @@ def test_a_dead_job_is_retried_from_the_ui_and_succeeds(tab, tenant, jobs):
     assert (job["status"], job["result"]) == ("succeeded", {"succeeded_on_attempt": 2})
 
 
-def test_a_delayed_job_is_cancelled_from_the_ui_and_never_runs(tab, tenant, jobs):
+def test_a_delayed_job_is_cancelled_from_the_ui_and_never_runs(tab, tenant):
+    delayed = tenant.enqueue("echo", {"later": True}, delay_seconds=DELAY_SECONDS)
     page = tab.page
     tab.go("/delayed")
-    page.fill("input[name=job-id]", jobs["delayed"])
+    page.fill("input[name=job-id]", delayed)
     page.get_by_role("button", name="Cancel job").click()
     page.locator(".alert-success").wait_for()
-    assert tenant.job(jobs["delayed"])["status"] == "cancelled"
+    assert tenant.job(delayed)["status"] == "cancelled"
     tab.shot("06-delayed")
     # Its message arrives after the delay; the worker acknowledges it unrun (the payload gets recorded).
-    deadline = time.monotonic() + 45
-    while "payload" not in (job := tenant.job(jobs["delayed"])) and time.monotonic() < deadline:
+    deadline = time.monotonic() + DELAY_SECONDS + 40
+    while "payload" not in (job := tenant.job(delayed)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert (job["status"], job["attempts"], job["result"]) == ("cancelled", 0, None)
 

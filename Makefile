@@ -10,7 +10,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install up test lint unit synth footprint smoke clean bench capacity fuzz
 
-install: $(STAMP)/venv $(STAMP)/npm $(STAMP)/cli
+install: $(STAMP)/venv $(STAMP)/npm $(STAMP)/cli $(STAMP)/chromium
 
 $(STAMP)/venv: requirements.txt functions/requirements.txt
 	@mkdir -p $(STAMP)
@@ -26,6 +26,12 @@ $(STAMP)/cli: pyproject.toml $(STAMP)/venv
 $(STAMP)/npm: package.json package-lock.json
 	@mkdir -p $(STAMP)
 	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The dashboard's browser tests drive Debian's Chromium (Playwright's own browser download is not used).
+$(STAMP)/chromium:
+	@mkdir -p $(STAMP)
+	test -x /usr/bin/chromium || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	@touch $@
 
 up: install

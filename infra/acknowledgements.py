@@ -67,3 +67,12 @@ def schedule_manager(grantee: IConstruct, group: str) -> None:
         f"Schedules are created at run time, one per customer schedule or delayed job, so their names are not "
         f"known at deploy time; the wildcard is limited to corral's own schedule group '{group}'.",
     )
+
+
+def metric_reader(function: lambda_.Function) -> None:
+    _acknowledge(
+        function,
+        "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+        "cloudwatch:GetMetricData has no resource-level permissions (AWS's service authorization reference); "
+        "the operator view reads the queue's and worker's metrics with it, and nothing else is granted on '*'.",
+    )

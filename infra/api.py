@@ -7,6 +7,7 @@ import json
 from aws_cdk import CfnOutput, RemovalPolicy
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -50,6 +51,13 @@ class Api(Construct):
             service="corral-api",
         )
         queue.queue.grant_send_messages(self.function)
+        # The operator view (functions/api/operator.py): queue counts and the worker's metrics, read only.
+        queue.queue.grant(self.function, "sqs:GetQueueAttributes")
+        queue.dlq.grant(self.function, "sqs:GetQueueAttributes")
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])  # no resource-level form
+        )
+        acknowledgements.metric_reader(self.function)
         store.table.grant_read_write_data(self.function)
         acknowledgements.table_grantee(self.function, store.table)
         self.http_api = apigwv2.HttpApi(
@@ -79,3 +87,9 @@ class Api(Construct):
             destination_arn=self.access_logs.log_group_arn, format=ACCESS_LOG_FORMAT
         )
         CfnOutput(scope, "ApiUrl", value=self.http_api.api_endpoint, description="Base URL of the corral API")
+        CfnOutput(
+            scope,
+            "DashboardUrl",
+            value=self.http_api.api_endpoint + "/dashboard",
+            description="The web dashboard (sign in with an API key)",
+        )

@@ -3,7 +3,10 @@
 Dependencies go into a layer built by `pip install --target` for the Lambda
 platform (manylinux x86_64, the runtime's CPython), rebuilt only when
 functions/requirements.txt changes. The function code asset is a copy of
-functions/ and shared/, staged on every synth (it is small).
+functions/ and shared/, staged on every synth (it is small), plus the dashboard's bundle:
+esbuild (pinned in package.json, installed by `npm ci`) bundles its modules and the front-end
+libraries they import from node_modules into one app.js and one app.css, which the API
+function serves (no CDN at run time, four requests per page load).
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ _CODE_PACKAGES = ("functions", "shared")
 # Pure-Python requirements published only as source: pip cannot build a source distribution
 # for another platform, so they are built into (platform-independent) wheels first.
 _SOURCE_ONLY = ("amazon-dax-client",)
+NODE_MODULES = ROOT / "node_modules"
+DASHBOARD = Path("functions") / "api" / "dashboard"
+DASHBOARD_ENTRY = DASHBOARD / "src" / "app.js"
+DASHBOARD_BUILD = DASHBOARD / "build"  # what functions/api/dashboard.py serves, beside index.html
+DASHBOARD_LIBRARIES = ("preact", "uplot", "cronstrue")  # MIT; their licences ship beside the bundle
 
 
 def dependencies_layer_dir() -> Path:
@@ -82,6 +90,32 @@ def code_dir() -> Path:
         shutil.copytree(
             ROOT / package,
             target / package,
-            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt"),
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt", "src", "build"),
         )
+    build_dashboard(target / DASHBOARD_BUILD)
+    return target
+
+
+def build_dashboard(target: Path) -> Path:
+    """The dashboard's app.js and app.css (minified ES module, no eval), with the libraries' licences."""
+    esbuild = NODE_MODULES / ".bin" / "esbuild"
+    if not esbuild.exists():
+        raise SystemExit("esbuild is missing from node_modules; run `make install`")
+    shutil.rmtree(target, ignore_errors=True)
+    subprocess.run(
+        [
+            str(esbuild),
+            str(ROOT / DASHBOARD_ENTRY),
+            "--bundle",
+            "--minify",
+            "--format=esm",
+            "--target=es2020",
+            "--legal-comments=none",  # the licences are copied whole, below
+            "--log-level=warning",
+            f"--outdir={target}",
+        ],
+        check=True,
+    )
+    for package in DASHBOARD_LIBRARIES:
+        shutil.copyfile(NODE_MODULES / package / "LICENSE", target / f"LICENSE.{package}.txt")
     return target

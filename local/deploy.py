@@ -12,7 +12,8 @@ from pathlib import Path
 import boto3
 
 from local.prewarm import Warmed, prewarm
-from shared import settings, tenants
+from shared import operators, settings, tenants
+from shared.aws import client
 
 ROOT = Path(__file__).resolve().parent.parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
@@ -103,6 +104,18 @@ def _after_deploy(aws_env: dict[str, str]) -> None:
 
 def _demo_key(aws_env: dict[str, str]) -> str:
     return create_api_key(aws_env, DEMO_TENANT, label=f"demo key {time.strftime('%Y-%m-%d %H:%M:%S')}")
+
+
+def create_operator_key(aws_env: dict[str, str], label: str) -> str:
+    saved = os.environ.copy()
+    os.environ.update(aws_env)
+    try:
+        client.cache_clear()  # built for this environment's endpoint, then forgotten
+        return operators.create_key(label)
+    finally:
+        client.cache_clear()
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def create_api_key(aws_env: dict[str, str], tenant: str, label: str) -> str:

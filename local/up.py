@@ -8,7 +8,7 @@ import sys
 import time
 
 from local.chaos import Sidecars
-from local.deploy import deploy
+from local.deploy import create_operator_key, deploy
 from local.ministack import DEFAULT_PORT, STATE, Ministack
 
 
@@ -41,9 +41,12 @@ def main() -> int:
         for warmed in endpoint.warmed:
             print(f"  {warmed.function}: {warmed.running} environments warm (pre-warmed in {warmed.seconds:.0f}s)")
         print()
-        print(f"  API URL : {endpoint.api_url}")
-        print(f"  API key : {endpoint.api_key}")
-        print(f"  (both in {STATE / 'endpoint.json'})\n")
+        print(f"  API URL   : {endpoint.api_url}")
+        print(f"  Dashboard : {endpoint.api_url}/dashboard   (paste the API key to sign in)")
+        print(f"  API key   : {endpoint.api_key}")
+        operator_key = create_operator_key(emulator.env(), label="make up")
+        print(f"  Operator  : {operator_key}   (an operator key: sign in with it for the queue and worker view)")
+        print(f"  (URL and API key in {STATE / 'endpoint.json'})\n")
         print(f"  try: curl -s -X POST {endpoint.api_url}/v1/jobs -H 'Authorization: Bearer {endpoint.api_key}' \\")
         print('         -H \'content-type: application/json\' -d \'{"type": "echo", "payload": {"hello": "world"}}\'')
         print("\nCtrl-C stops everything.", flush=True)

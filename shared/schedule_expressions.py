@@ -10,9 +10,10 @@ error names the field that is wrong.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 CRON_FIELDS = ("minutes", "hours", "day-of-month", "month", "day-of-week", "year")
@@ -146,3 +147,72 @@ def _hint(name: str) -> str:
         "day-of-week": " (1-7 or SUN-SAT, 1 = SUN , - * ? L #)",
         "year": " (1970-2099 , - * /)",
     }[name]
+
+
+_RATE_UNIT_SECONDS = {"minute": 60, "hour": 3_600, "day": 86_400}
+
+
+def next_firings(
+    text: str,
+    timezone_name: str,
+    *,
+    after: datetime,
+    anchor: datetime,
+    count: int = 5,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> list[datetime] | None:
+    """The next `count` firings after `after` (aware, UTC), as EventBridge Scheduler would fire them.
+
+    `anchor`: when a rate() schedule started counting (its start, else its creation). None when
+    the expression uses a construct croniter cannot step through (e.g. `W`, nearest weekday);
+    such a schedule still fires, only its forecast is unknown.
+    """
+    expression = parse(text)
+    zone = timezone(timezone_name)
+    lower = max(after, start) if start else after
+    if expression.kind == "at":
+        assert expression.at is not None
+        when = expression.at.replace(tzinfo=zone).astimezone(after.tzinfo)
+        found = [when] if when > lower else []
+    elif expression.kind == "rate":
+        found = _rate_firings(text, anchor=start or anchor, after=lower, count=count)
+    else:
+        found = _cron_firings(text, zone, after=lower, count=count, end=end)
+        if found is None:
+            return None
+    return [when for when in found if end is None or when <= end][:count]
+
+
+def _rate_firings(text: str, *, anchor: datetime, after: datetime, count: int) -> list[datetime]:
+    value, unit = text.strip()[len("rate(") : -1].split()
+    period = timedelta(seconds=int(value) * _RATE_UNIT_SECONDS[unit.rstrip("s")])
+    elapsed = max(0, math.floor((after - anchor) / period) + 1)
+    return [anchor + period * (elapsed + step) for step in range(count)]
+
+
+def _cron_firings(
+    text: str, zone: ZoneInfo, *, after: datetime, count: int, end: datetime | None
+) -> list[datetime] | None:
+    from croniter import CroniterBadDateError, CroniterError, croniter
+
+    fields = dict(zip(CRON_FIELDS, text.strip()[len("cron(") : -1].split(), strict=True))
+    if any("W" in value.upper() for value in fields.values()):
+        return None
+    candidate = list(_CRONITER_TEMPLATE)
+    for name, value in fields.items():
+        candidate[_CRONITER_POSITION[name]] = _translate(name, value)
+    try:
+        steps = croniter(" ".join(candidate), after.astimezone(zone))
+        found = []
+        for _ in range(count):
+            try:
+                when = steps.get_next(datetime).astimezone(after.tzinfo)
+            except CroniterBadDateError:  # no more firings (e.g. its year field has passed)
+                break
+            if end is not None and when > end:
+                break
+            found.append(when)
+    except (CroniterError, ValueError, KeyError):
+        return None
+    return found

@@ -19,7 +19,7 @@ from pynamodb.exceptions import PutError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared import scheduler, settings, store
+from shared import schedule_expressions, scheduler, settings, store
 from shared.aws import client
 from shared.enqueue import InvalidJob, check_job
 from shared.firings import firing_input
@@ -217,3 +217,17 @@ def recent_runs(tenant: str, name: str, limit: int = settings.SCHEDULE_RUNS_SHOW
     )["Items"]
     runs = [store.record_from_item(item) for item in items]
     return [{"id": run.id, "status": str(run.status), "scheduled_for": run.scheduled_for} for run in runs]
+
+
+def next_firings(item: ScheduleItem, count: int, now: datetime | None = None) -> list[str] | None:
+    """When it fires next (ISO 8601, UTC), computed from its expression; None when that cannot be forecast."""
+    firings = schedule_expressions.next_firings(
+        item.expression,
+        item.timezone,
+        after=now or datetime.now(UTC),
+        anchor=item.created_at,
+        count=count,
+        start=item.start,
+        end=item.end,
+    )
+    return None if firings is None else [when.isoformat(timespec="seconds") for when in firings]

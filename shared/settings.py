@@ -84,6 +84,7 @@ RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h;
 SCHEDULER_ROLE_NAME = "corral-scheduler"  # the role Scheduler assumes to send to the job queue
 SCHEDULE_NAME_MAX_LENGTH = 47  # Scheduler's 64, less a 16-character tenant prefix and a dash
 SCHEDULE_RUNS_SHOWN = 20  # GET /v1/schedules/{name}: this many recent runs
+SCHEDULE_FIRINGS_SHOWN = 5  # GET /v1/schedules/{name}: this many next firings (null when not computable)
 MAX_FLEXIBLE_WINDOW_MINUTES = 1440  # Scheduler's limit
 SCHEDULE_START_GRACE_SECONDS = 5 * 60  # Scheduler rejects a StartDate earlier than 5 minutes ago
 MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.api import auth, body, jobs, schedules, signing_secrets, steering
+from functions.api import auth, body, dashboard, jobs, operator, schedules, signing_secrets, steering
 from functions.api.responses import MAX_FIELD_CHARS, cut, error_response, error_result
 from shared import aws, scheduler, settings
 from shared.enqueue import InvalidJob, PayloadTooLarge
@@ -30,6 +30,8 @@ app.include_router(jobs.router)
 app.include_router(schedules.router)
 app.include_router(steering.router)
 app.include_router(signing_secrets.router)
+app.include_router(operator.router)
+app.include_router(dashboard.router)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)
@@ -89,7 +91,10 @@ def not_found(error: Exception) -> Response:
 
 def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     path = str(event.get("rawPath") or "")
-    if not auth.is_public(path):
+    if auth.is_operator_path(path):
+        if not auth.is_operator(event.get("headers")):
+            return error_result(401, "unauthorized", auth.OPERATOR_UNAUTHORIZED_MESSAGE)
+    elif not auth.is_public(path):
         tenant = auth.tenant_of(event.get("headers"))
         if tenant is None:
             return error_result(401, "unauthorized", auth.UNAUTHORIZED_MESSAGE)

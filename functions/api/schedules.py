@@ -72,14 +72,17 @@ def list_schedules() -> Response[dict[str, Any]]:
 
 @router.get(
     "/v1/schedules/<name>",
-    summary="A schedule and its recent runs, newest first",
+    summary="A schedule, its next firings and its recent runs, newest first",
     responses=documented({200: {"description": "The schedule"}}, 404, 422),
 )
 def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
     item = schedules.get(_tenant(), name)
     if item is None:
         return error_response(404, "not_found", f"no schedule {name!r}")
-    return json_response(200, {**item.public(), "runs": schedules.recent_runs(_tenant(), name)})
+    next_firings = schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
+    return json_response(
+        200, {**item.public(), "next_firings": next_firings, "runs": schedules.recent_runs(_tenant(), name)}
+    )
 
 
 @router.delete(

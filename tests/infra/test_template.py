@@ -379,3 +379,12 @@ def test_only_the_api_may_create_schedules_and_pass_the_scheduler_role(aws: Temp
 def _policy_statements_of_role_of_function(template: Template, function_name: str) -> list[dict]:
     function = _only(template, "AWS::Lambda::Function", {"FunctionName": function_name})
     return _statements_of_role(template, function["Properties"]["Role"]["Fn::GetAtt"][0])
+
+
+def test_the_api_reads_queue_counts_and_metrics_for_the_operator_view_and_nothing_more(aws: Template):
+    statements = _policy_statements_of_role_of_function(aws, settings.API_FUNCTION)
+    wildcard = [s for s in statements if s.get("Resource") == "*"]
+    assert [_actions(s) for s in wildcard] == [["cloudwatch:GetMetricData"]]
+    readers = [s for s in statements if "sqs:GetQueueAttributes" in _actions(s)]
+    assert readers and all(s.get("Resource") != "*" for s in readers)
+    assert len(aws.find_outputs("DashboardUrl")) == 1

@@ -1,0 +1,73 @@
+// Signing secrets: the tenant's active secrets for signed HTTP targets, and rotation.
+
+import { h } from "preact";
+import { useState } from "preact/hooks";
+import { api } from "./api.js";
+import { ActionButton, Card, Empty, ErrorBox, Flash, Loading, Time, useFlash, usePoll } from "./ui.js";
+
+export function SecretsPage() {
+  const [flash, showFlash] = useFlash();
+  const secrets = usePoll(() => api("GET", "/v1/signing-secrets"), [], 0);
+  const list = secrets.data?.secrets || secrets.data?.signing_secrets || [];
+  return h(
+    "div",
+    { class: "page" },
+    h(
+      "div",
+      { class: "page-header" },
+      h("h1", null, "Signing secrets"),
+      h(
+        "p",
+        { class: "muted" },
+        "HTTP targets receive a Corral-Signature header made with these. Rotating adds a new secret; the previous one stays valid for 24 hours, so receivers can switch without a gap.",
+      ),
+    ),
+    h(Flash, { flash }),
+    h(ErrorBox, {
+      error: secrets.error,
+      action: secrets.error?.status === 404 ? "This deployment has no signing secrets (no HTTP targets)." : null,
+    }),
+    !secrets.data && secrets.loading ? h(Loading) : null,
+    secrets.data
+      ? h(
+          Card,
+          {
+            title: "Active secrets",
+            actions: h(ActionButton, {
+              label: "Rotate",
+              busyLabel: "Rotating…",
+              kind: "primary",
+              run: () => api("POST", "/v1/signing-secrets:rotate"),
+              onDone: () => {
+                showFlash("success", "A new secret is active; the previous one stays valid for 24 hours.");
+                secrets.reload();
+              },
+              onError: (error) => showFlash("error", error.message),
+            }),
+          },
+          list.length
+            ? h("ul", { class: "secrets" }, list.map((secret, index) => h(Secret, { secret, key: secret.id || index })))
+            : h(Empty, { title: "No active secret." }, "Rotate to create one."),
+        )
+      : null,
+  );
+}
+
+function Secret({ secret }) {
+  const [shown, setShown] = useState(false);
+  const value = secret.secret || secret.value || "";
+  return h(
+    "li",
+    { class: "secret" },
+    h("code", { class: "mono break" }, shown ? value : value ? `${value.slice(0, 6)}${"•".repeat(18)}` : secret.id || "secret"),
+    value
+      ? h("button", { type: "button", class: "btn btn-secondary btn-small", onClick: () => setShown(!shown) }, shown ? "Hide" : "Show")
+      : null,
+    h(
+      "span",
+      { class: "muted small" },
+      secret.created_at ? h("span", null, "created ", h(Time, { value: secret.created_at })) : null,
+      secret.expires_at ? h("span", null, " · expires ", h(Time, { value: secret.expires_at })) : null,
+    ),
+  );
+}

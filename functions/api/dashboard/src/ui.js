@@ -1,0 +1,126 @@
+// Small building blocks shared by the pages. Every value is passed to Preact as a child or an
+// attribute, so it is rendered as text: no page builds markup from a string.
+
+import { h } from "preact";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { formatDateTime, formatRelative, prettyJson } from "./format.js";
+
+export const STATUSES = ["queued", "running", "succeeded", "failed", "dead", "cancelled"];
+export const STATUS_HINTS = {
+  queued: "waiting for a worker (or for its run time)",
+  running: "a worker has it now",
+  succeeded: "finished",
+  failed: "failed an attempt; will retry with backoff",
+  dead: "gave up after its last attempt",
+  cancelled: "cancelled; it will not run",
+};
+
+// Run `load` now and every `intervalMs` while the tab is visible; `reload` runs it at once.
+export function usePoll(load, deps, intervalMs = 0) {
+  const [state, setState] = useState({ data: null, error: null, loading: true });
+  const generation = useRef(0);
+  const reload = useCallback(async () => {
+    const mine = ++generation.current;
+    try {
+      const data = await load();
+      if (mine === generation.current) setState({ data, error: null, loading: false });
+    } catch (error) {
+      if (mine === generation.current) setState((old) => ({ data: old.data, error, loading: false }));
+    }
+  }, deps);
+  useEffect(() => {
+    setState((old) => ({ ...old, loading: true }));
+    reload();
+    if (!intervalMs) return () => generation.current++;
+    const timer = setInterval(() => document.visibilityState === "visible" && reload(), intervalMs);
+    return () => {
+      clearInterval(timer);
+      generation.current++;
+    };
+  }, [reload, intervalMs]);
+  return { ...state, reload };
+}
+
+export function StatusBadge({ status }) {
+  return h("span", { class: `badge badge-${status}`, title: STATUS_HINTS[status] || "" }, status);
+}
+
+export function Time({ value }) {
+  if (value === null || value === undefined) return h("span", { class: "muted" }, "—");
+  return h("time", { title: formatDateTime(value) }, formatDateTime(value), " ", h("span", { class: "muted small" }, formatRelative(value)));
+}
+
+export function Json({ value, label }) {
+  if (value === null || value === undefined) return h("p", { class: "muted" }, `No ${label}.`);
+  const text = typeof value === "string" ? value : prettyJson(value);
+  return h("pre", { class: "json", tabIndex: 0, "aria-label": label, "data-testid": label }, text);
+}
+
+export function ErrorBox({ error, action }) {
+  if (!error) return null;
+  return h(
+    "div",
+    { class: "alert alert-error", role: "alert" },
+    h("strong", null, error.status ? `Error ${error.status}: ` : "Error: "),
+    error.message,
+    action ? h("div", { class: "alert-action" }, action) : null,
+  );
+}
+
+export function Empty({ title, children }) {
+  return h("div", { class: "empty" }, h("p", { class: "empty-title" }, title), children ? h("p", null, children) : null);
+}
+
+export function Loading() {
+  return h("p", { class: "muted loading", "aria-busy": "true" }, "Loading…");
+}
+
+export function Flash({ flash }) {
+  return h(
+    "div",
+    { class: flash ? `alert alert-${flash.kind}` : "flash-empty", role: "status", "aria-live": "polite" },
+    flash ? flash.text : "",
+  );
+}
+
+// A button that runs an async action, shows it is busy and reports the outcome.
+export function ActionButton({ run, label, busyLabel, kind = "secondary", onDone, onError, disabled, testId }) {
+  const [busy, setBusy] = useState(false);
+  const click = async () => {
+    setBusy(true);
+    try {
+      const result = await run();
+      onDone && onDone(result);
+    } catch (error) {
+      onError && onError(error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return h(
+    "button",
+    { type: "button", class: `btn btn-${kind}`, onClick: click, disabled: busy || disabled, "data-testid": testId },
+    busy ? busyLabel || "Working…" : label,
+  );
+}
+
+export function Card({ title, children, actions, className = "" }) {
+  return h(
+    "section",
+    { class: `card ${className}` },
+    title || actions ? h("header", { class: "card-header" }, h("h2", null, title), actions || null) : null,
+    children,
+  );
+}
+
+export function useFlash() {
+  const [flash, setFlash] = useState(null);
+  const timer = useRef(null);
+  const show = useCallback((kind, text) => {
+    setFlash({ kind, text });
+    clearTimeout(timer.current);
+    timer.current = setTimeout(() => setFlash(null), 8000);
+  }, []);
+  useEffect(() => () => clearTimeout(timer.current), []);
+  return [flash, show];
+}

@@ -1,0 +1,22 @@
+"""/operator routes: the platform's own health, for holders of an operator key (shared/operators.py).
+
+Kept off the tenant path: a tenant key never opens these, an operator key never opens /v1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from functions.api.responses import json_response
+from shared import queue_health
+
+router = APIGatewayHttpRouter()
+PREFIX = "/operator/"
+
+
+@router.get("/operator/v1/queues", summary="Operator: queue depth, in flight, oldest age, DLQ, worker health")
+def queues() -> Response[dict[str, Any]]:
+    return json_response(200, queue_health.snapshot())

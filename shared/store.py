@@ -494,8 +494,8 @@ def reset_for_retry(
     """Start a dead or cancelled job over: status `queued`, a fresh attempt budget, `retries` + 1.
 
     Attempts keep counting (the job's code sees attempt 3 after two that failed): the budget is
-    fresh because the message sent carries max_attempts = attempts so far + the job's own budget
-    (`attempt_budget`, its max_attempts when first retried). Returns that message. The record keeps
+    fresh because the record's max_attempts becomes attempts so far + the job's own budget
+    (`attempt_budget`, its max_attempts when first retried), and the claim counts the record's. Returns that message. The record keeps
     its place in the listing and its first enqueue time; it expires like a finished one if its
     message never runs.
     """
@@ -543,7 +543,9 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
         "tenant": _as_str(item, "tenant"),
         "type": _as_str(item, "job_type"),
         "payload": json.loads(item["payload_json"]["S"]),
-        "max_attempts": (_as_int(item, "attempts") or 0) + budget,
+        # The record's max_attempts (attempts so far + this budget) is what the claim counts; the
+        # message carries the budget, within the limits every message is checked against.
+        "max_attempts": budget,
         "enqueued_at": enqueued_at,
         "schedule": _as_str(item, "schedule_name"),
         "scheduled_for": _as_str(item, "scheduled_for"),

@@ -142,7 +142,8 @@ def test_a_dead_job_retried_runs_again_with_a_fresh_budget(aws):
     assert (record.status, record.retries, record.attempts, record.error) == (Status.QUEUED, 1, 1, None)
     (body,) = _queued_bodies(aws)
     assert body["id"] == message.id
-    assert body["max_attempts"] == 2  # one attempt used, a budget of 1 more
+    assert body["max_attempts"] == 1  # the message carries the job's budget ...
+    assert record.max_attempts == 2  # ... and the record, which the claim counts, one attempt used + 1 more
     assert _deliver(retried, "m2") == "succeeded"
     record = _record(message.id)
     assert (record.status, record.attempts, record.result) == (Status.SUCCEEDED, 2, {"succeeded_on_attempt": 2})

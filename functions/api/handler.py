@@ -6,6 +6,7 @@ and numbers (functions/api/body.py); only then does the resolver parse and valid
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -16,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.api import auth, body, dashboard, jobs, operator, schedules, signing_secrets, steering
-from functions.api.responses import MAX_FIELD_CHARS, cut, error_response, error_result
+from functions.api.responses import MAX_FIELD_CHARS, complete_error_responses, cut, error_response, error_result
 from shared import aws, scheduler, settings
 from shared.enqueue import InvalidJob, PayloadTooLarge
 from shared.metrics import metrics
@@ -39,7 +40,9 @@ def openapi() -> Response[str]:
     schema = app.get_openapi_json_schema(
         title="corral", security_schemes={"apiKey": HTTPBearer(description="an API key")}, security=[{"apiKey": []}]
     )
-    return Response(status_code=200, content_type="application/json", body=schema)
+    return Response(
+        status_code=200, content_type="application/json", body=json.dumps(complete_error_responses(json.loads(schema)))
+    )
 
 
 def _field(location: tuple[Any, ...]) -> str:

@@ -21,7 +21,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-EXAMPLES = int(os.environ.get("CORRAL_FUZZ_EXAMPLES", "12"))  # per operation and mode
+EXAMPLES = int(os.environ.get("CORRAL_FUZZ_EXAMPLES", "25"))  # per operation and mode
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 

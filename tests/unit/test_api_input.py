@@ -87,11 +87,18 @@ def test_without_a_key_every_route_answers_401_before_reading_the_body(call, met
     assert set(body) == {"error", "message"}
 
 
-def test_the_openapi_document_needs_no_key(call):
+def test_the_openapi_document_needs_no_key_and_declares_every_error_a_route_can_answer(call):
     status, body, _ = call("GET", "/v1/openapi.json", key=None)
 
     assert status == 200
     assert "/v1/jobs" in body["paths"]
+    assert body["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+    for path, operations in body["paths"].items():
+        for method, operation in operations.items():
+            expected = {"401", "422", "500", "503"} | ({"400", "413"} if method == "post" else set())
+            declared = {code for code, response in operation["responses"].items() if "ErrorOut" in json.dumps(response)}
+            assert expected <= declared, (method, path, declared)
+    assert "HTTPValidationError" not in json.dumps(body["paths"])
 
 
 # --- size, nesting, numbers: checked on the raw body ------------------------------------------

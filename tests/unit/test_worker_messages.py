@@ -209,3 +209,10 @@ def test_a_message_is_written_without_copying_its_payload_recursively():
     message = JobMessage(id="j", tenant="acme", type="echo", payload=payload, max_attempts=1, enqueued_at=1.0)
 
     assert json.loads(message.to_json())["payload"] == payload
+
+
+def test_the_parser_knows_every_field_a_message_carries():
+    # A field added to JobMessage but not to the parser would bury every message that carries it.
+    from shared.model import _FIELD_CHECKS
+
+    assert set(JobMessage.__dataclass_fields__) - {"id", "tenant"} == set(_FIELD_CHECKS)

@@ -495,9 +495,9 @@ def reset_for_retry(
 
     Attempts keep counting (the job's code sees attempt 3 after two that failed): the budget is
     fresh because the record's max_attempts becomes attempts so far + the job's own budget
-    (`attempt_budget`, its max_attempts when first retried), and the claim counts the record's. Returns that message. The record keeps
-    its place in the listing and its first enqueue time; it expires like a finished one if its
-    message never runs.
+    (`attempt_budget`, its max_attempts when first retried), and the claim counts the record's.
+    Returns that message. The record keeps its place in the listing and its first enqueue time; it
+    expires like a finished one if its message never runs.
     """
     names = [f":s{i}" for i in range(len(statuses))]
     try:

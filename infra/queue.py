@@ -34,11 +34,12 @@ class JobQueue(Construct):
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=settings.MAX_RECEIVE_COUNT),
         )
 
-    def allow_only_senders(self, *senders: iam.IRole) -> None:
-        """Only these roles may put messages on the jobs queue (the API, Scheduler's role); any other
-        principal of the account is denied, whatever its own policies grant. A message on this queue
-        runs as its tenant's job, so who may write one is part of the tenant boundary."""
-        arns = [role.role_arn for role in senders]
+    def allow_only_senders(self, *senders: iam.IRole, operator_role_arns: list[str] = ()) -> None:  # type: ignore[assignment]
+        """Only these roles may put messages on the jobs queue (the API, Scheduler's role, and the operator
+        roles named in `-c corral:operator_roles=arn,arn` that redrive dead letters with the `corral` CLI);
+        any other principal of the account is denied, whatever its own policies grant. A message on this
+        queue runs as its tenant's job, so who may write one is part of the tenant boundary."""
+        arns = [role.role_arn for role in senders] + list(operator_role_arns)
         self.queue.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="OnlyCorralSends",

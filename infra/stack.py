@@ -56,7 +56,10 @@ class CorralStack(Stack):
         schedules.grant_manage(api.function)
         api_role = api.function.role
         assert api_role is not None  # every function built here has its own role
-        queue.allow_only_senders(api_role, schedules.role)
+        operator_roles = [
+            arn.strip() for arn in str(self.node.try_get_context("corral:operator_roles") or "").split(",")
+        ]
+        queue.allow_only_senders(api_role, schedules.role, operator_role_arns=[arn for arn in operator_roles if arn])
         workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
         if cache:
             cache.grant_data_access(api.function)

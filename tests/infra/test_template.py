@@ -7,6 +7,7 @@ import json
 from aws_cdk.assertions import Match, Template
 
 from infra.cache import DAX_DATA_ACTIONS
+from infra.synth import synth
 from shared import settings
 
 AWS = settings.PROFILES["aws"]
@@ -113,6 +114,15 @@ def test_only_the_api_and_the_scheduler_role_may_send_to_the_jobs_queue(aws: Tem
         allow = statements["CorralSenders"]
         assert (allow["Effect"], allow["Action"]) == ("Allow", "sqs:SendMessage")
         assert allow["Principal"] == {"AWS": senders}
+
+
+def test_operator_roles_named_at_deploy_may_send_too(tmp_path):
+    ops = "arn:aws:iam::123456789012:role/ops"
+    template = Template.from_json(synth("local", tmp_path, context={"corral:operator_roles": f" {ops} ,"}).template)
+    statements = {s.get("Sid"): s for s in _queue_policy_statements(template, "QueueJobs")}
+    senders = [_role_arn(template, "ApiHandlerServiceRole"), _role_arn(template, "SchedulesRole"), ops]
+    assert statements["OnlyCorralSends"]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": senders}}
+    assert sorted(map(json.dumps, statements["CorralSenders"]["Principal"]["AWS"])) == sorted(map(json.dumps, senders))
 
 
 def _grants_on(statements: list[dict], action: str, resource: dict) -> bool:

@@ -63,6 +63,9 @@ MAX_MAX_ATTEMPTS = 25
 MAX_PAYLOAD_BYTES = 64 * 1024  # serialised payload; an SQS message holds 256 KiB
 MAX_BATCH_JOBS = 100  # POST /v1/jobs:batch; the whole request must stay under Lambda's 6 MB invoke payload
 MAX_SQS_DELAY_SECONDS = 15 * 60
+# Job timeouts. See docs/architecture.md "Customer job code, targets and timeouts".
+DEFAULT_JOB_TIMEOUT_SECONDS = 30
+MAX_JOB_TIMEOUT_SECONDS = 900  # Lambda's longest invocation
 RETRY_BACKOFF_BASE_SECONDS = 2
 RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h; we cap lower
 

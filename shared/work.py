@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import job_types, queue, settings, store
+from shared import deadline, job_logging, job_types, queue, store
 from shared.model import JobMessage
 
 # A store (or queue) call that failed after botocore's own retries (throttling, 5xx, timeouts): a blip.
@@ -44,17 +44,15 @@ class Delivery:
     body: str
 
 
-def _lease_seconds() -> int:
-    return int(settings.env("CORRAL_LEASE_SECONDS"))
-
-
 def work(message: JobMessage, delivery: Delivery) -> str:
     """Handle one delivery; returns what happened. Raises RetryLater to redeliver."""
     if time.monotonic() < _store_down_until:
         raise RetryLater(queue.backoff_seconds(1), "the store failed moments ago: not claiming now")
     claimed_at = time.time()
+    timeout = deadline.timeout_of(message, job_types.lookup(message.type))
+    lease = deadline.lease_seconds(timeout)
     try:
-        claim = store.claim(message, delivery.message_id, claimed_at, _lease_seconds())
+        claim = store.claim(message, delivery.message_id, claimed_at, lease)
     except _AWS_ERRORS as error:
         # Nothing happened yet: come back soon rather than after the whole visibility timeout.
         _store_failed()
@@ -77,31 +75,50 @@ def work(message: JobMessage, delivery: Delivery) -> str:
             return "dead"
         case store.Claimed(attempt=attempt, token=token):
             try:
-                return _run(message, delivery, attempt, token)
+                return _run(message, delivery, attempt, token, timeout)
             except _AWS_ERRORS as error:
                 # The job ran but its outcome is not recorded, and this message holds the lease: come back
                 # when the lease has run out, and the claim starts a new attempt (the job runs again).
                 _store_failed()
-                lease_left = claimed_at + _lease_seconds() - time.time()
+                lease_left = claimed_at + lease - time.time()
                 raise RetryLater(max(lease_left, 0) + 1, f"store unavailable recording the outcome: {error}") from error
     raise AssertionError(f"unexpected claim result {claim!r}")
 
 
-def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str) -> str:
+def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, timeout: int) -> str:
     job_type = job_types.lookup(message.type)
-    context = job_types.JobContext(job_id=message.id, attempt=attempt, max_attempts=message.max_attempts)
+    context = job_types.JobContext(
+        job_id=message.id,
+        attempt=attempt,
+        max_attempts=message.max_attempts,
+        deadline=time.time() + timeout,
+        logger=job_logging.logger_for(message, attempt),
+    )
+    retry_after: float | None = None
     try:
         if job_type is None:
             raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
-        result = job_type.run(message.payload, context)
+        with deadline.time_limit(timeout):
+            result = job_type.run(message.payload, context)
     except Exception as error:  # a job's failure is data, whatever it raised
-        reason = f"{type(error).__name__}: {error}"
-        if attempt >= message.max_attempts:
+        reason = str(error) if isinstance(error, job_types.JobTimedOut) else f"{type(error).__name__}: {error}"
+        if isinstance(error, job_types.JobFailed):
+            retry_after = error.retry_after
+        if attempt >= message.max_attempts or isinstance(error, job_types.JobDead):
             queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
             store.fail(message.id, token, reason, time.time(), dead=True)
             return "dead"
         if store.fail(message.id, token, reason, time.time(), dead=False):
-            raise RetryLater(queue.backoff_seconds(attempt), reason) from error
+            raise RetryLater(_retry_delay(job_type, attempt, retry_after), reason) from error
         return "lost-claim"
     store.complete(message.id, token, result, time.time())
     return "succeeded"
+
+
+def _retry_delay(job_type: job_types.JobType | None, attempt: int, retry_after: float | None) -> float:
+    """The job's own Retry-After (capped by its type), else its type's backoff."""
+    if job_type is None:
+        return queue.backoff_seconds(attempt)
+    if retry_after is not None:
+        return max(0.0, min(retry_after, job_type.backoff_cap_seconds))
+    return queue.backoff_seconds(attempt, base=job_type.backoff_base_seconds, cap=job_type.backoff_cap_seconds)

@@ -67,3 +67,20 @@ def schedule_manager(grantee: IConstruct, group: str) -> None:
         f"Schedules are created at run time, one per customer schedule or delayed job, so their names are not "
         f"known at deploy time; the wildcard is limited to corral's own schedule group '{group}'.",
     )
+
+
+def lambda_targets(grantee: IConstruct, patterns: tuple[str, ...]) -> None:
+    """The worker may invoke exactly the operator's allowed Lambda targets, with any qualifier."""
+    reason = (
+        "The operator's own allowlist of Lambda targets (CDK context corral:lambda_targets): each pattern as "
+        "written, and with ':*' for its aliases and versions; the API and worker refuse any other function."
+    )
+    for pattern in patterns:
+        arn = (
+            pattern
+            if pattern.startswith("arn:")
+            else (f"arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:{pattern}")
+        )
+        for resource in (arn, f"{arn}:*"):
+            if "*" in resource or "?" in resource:
+                _acknowledge(grantee, f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]", reason)

@@ -33,10 +33,10 @@ class Synthesized:
     nag_findings: list[str]  # "<rule> at <construct path>", empty when clean
 
 
-def synth(profile: str, outdir: Path, *, nag: bool = False) -> Synthesized:
+def synth(profile: str, outdir: Path, *, nag: bool = False, context: dict[str, Any] | None = None) -> Synthesized:
     from app import build_app  # the CDK entry point: synthesize exactly what `cdk deploy` deploys
 
-    app = cdk.App(context={**cdk_json_context(), "corral:profile": profile}, outdir=str(outdir))
+    app = cdk.App(context={**cdk_json_context(), "corral:profile": profile, **(context or {})}, outdir=str(outdir))
     if nag:
         from cdk_nag import AwsSolutionsChecks
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from shared import job_types, queue, settings
-from shared.job_types import JobTimedOut, JobType
+from shared.job_types import JobTimedOut
 from shared.model import JobMessage
 
 # Time a claim and a message's visibility outlast the job's timeout: to record the outcome, and
@@ -34,13 +34,15 @@ class _Expired(BaseException):
     """Raised into the job by the alarm. A BaseException, so a job's own `except Exception` cannot swallow it."""
 
 
-def timeout_of(message: JobMessage, job_type: JobType | None) -> int:
+def timeout_of(message: JobMessage) -> int:
     """The job's timeout: its own, else its type's, within what this worker can give (CORRAL_JOB_TIMEOUT_CEILING)."""
-    wanted = job_type.timeout_for(message.timeout_seconds) if job_type else settings.DEFAULT_JOB_TIMEOUT_SECONDS
+    found = job_types.lookup(message.type)
+    wanted = found.timeout_for(message.timeout_seconds) if found else settings.DEFAULT_JOB_TIMEOUT_SECONDS
     return max(1, min(wanted, ceiling_seconds()))
 
 
 def ceiling_seconds() -> int:
+    """The longest attempt this worker can run: its invocation timeout less the start reserve (the stack sets it)."""
     return int(settings.env("CORRAL_JOB_TIMEOUT_CEILING", str(settings.MAX_JOB_TIMEOUT_SECONDS)))
 
 
@@ -70,22 +72,19 @@ def time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def visibility_plan(timeouts: list[int], seconds_left: float) -> list[int | None]:
-    """For a batch run in order: how long each message stays invisible, or None to hand it back now.
+def visibility_plan(timeouts: list[int], seconds_left: float) -> list[int]:
+    """For a batch run in order: how long each message stays invisible.
 
     Message i can start no earlier than after messages 0..i-1 ran to their timeouts, so it is
-    hidden for the sum of the timeouts up to and including its own, plus the margin: if this
-    worker dies, each message comes back when this invocation could no longer be running it,
-    not after the queue's visibility timeout (which must be >= the worker's 900 s on AWS).
-    A message whose worst-case finish does not fit in the invocation's time left is handed back
-    at once, to be received by another invocation that has the time.
+    hidden for the sum of the timeouts up to and including its own, but never longer than the
+    invocation can last, plus the margin: if this worker dies, each message comes back when this
+    invocation could no longer be running it, not after the queue's visibility timeout (which
+    must be at least the worker's 900 s on AWS). A message whose timeout no longer fits when its
+    turn comes is handed back then (functions/worker/handler.py), to an invocation with the time.
     """
-    plan: list[int | None] = []
+    plan: list[int] = []
     elapsed = 0
     for timeout in timeouts:
-        if elapsed + timeout + MARGIN_SECONDS / 2 > seconds_left and plan:
-            plan.append(None)
-            continue
         elapsed += timeout
         plan.append(math.ceil(min(elapsed, seconds_left) + MARGIN_SECONDS))
     return plan
@@ -96,19 +95,24 @@ def _planned_timeout(body: str) -> int:
     try:
         data = json.loads(body)
         requested = data.get("timeout_seconds")
-        found = job_types.lookup(str(data.get("type")))
-        wanted = found.timeout_for(requested if isinstance(requested, int) else None) if found else 1
+        message = JobMessage(
+            id="",
+            tenant="",
+            type=str(data.get("type")),
+            payload=None,
+            max_attempts=1,
+            enqueued_at=0,
+            timeout_seconds=requested if isinstance(requested, int) else None,
+        )
     except (ValueError, TypeError, AttributeError):
         return 1
-    return max(1, min(wanted, ceiling_seconds()))
+    return timeout_of(message)
 
 
-def hide_batch(receipt_handles: list[str], bodies: list[str], seconds_left: float) -> set[int]:
-    """Apply visibility_plan to a received batch (one SQS call); returns the indexes handed back now.
+def hide_batch(receipt_handles: list[str], bodies: list[str], seconds_left: float) -> None:
+    """Apply visibility_plan to a received batch (one SQS call per 10 messages).
 
-    A failed call changes nothing: the messages keep the queue's visibility timeout.
+    Best effort: a failed call changes nothing, and the messages keep the queue's visibility timeout.
     """
     plan = visibility_plan([_planned_timeout(body) for body in bodies], seconds_left)
-    hidden = [(handle, seconds or 0) for handle, seconds in zip(receipt_handles, plan, strict=True)]
-    queue.set_visibility(hidden)
-    return {index for index, seconds in enumerate(plan) if seconds is None}
+    queue.set_visibility(list(zip(receipt_handles, plan, strict=True)))

@@ -66,6 +66,8 @@ MAX_SQS_DELAY_SECONDS = 15 * 60
 # Job timeouts. See docs/architecture.md "Customer job code, targets and timeouts".
 DEFAULT_JOB_TIMEOUT_SECONDS = 30
 MAX_JOB_TIMEOUT_SECONDS = 900  # Lambda's longest invocation
+JOB_START_RESERVE_SECONDS = 2  # a job starts only with its timeout plus this left of the invocation
+QUEUE_VISIBILITY_MARGIN_SECONDS = 25
 RETRY_BACKOFF_BASE_SECONDS = 2
 RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h; we cap lower
 
@@ -95,8 +97,15 @@ class Profile:
 
     @property
     def visibility_timeout_seconds(self) -> int:
-        # AWS guidance for SQS event sources: >= 6 x function timeout + batching window.
-        return 6 * self.worker_timeout_seconds + WORKER_BATCHING_WINDOW_SECONDS
+        # SQS event sources need >= the function timeout. Not AWS's suggested 6x: the worker hides each
+        # received message for about its own job's timeout (shared/deadline.py), so this applies only to
+        # messages it never reached (an environment that died starting), and 6 x 900 s would hold those 90 min.
+        return self.worker_timeout_seconds + QUEUE_VISIBILITY_MARGIN_SECONDS + WORKER_BATCHING_WINDOW_SECONDS
+
+    @property
+    def job_timeout_ceiling_seconds(self) -> int:
+        # The longest attempt a worker invocation can run: it starts a job only with this much left.
+        return min(MAX_JOB_TIMEOUT_SECONDS, self.worker_timeout_seconds - JOB_START_RESERVE_SECONDS)
 
     @property
     def lease_seconds(self) -> int:
@@ -106,8 +115,10 @@ class Profile:
 
 
 PROFILES = {
-    "aws": Profile(name="aws", worker_timeout_seconds=30, dax=True, chaos_job_types=False, provisioned_pollers=True),
-    # Short timeouts so crash-recovery tests wait seconds, not minutes.
+    # Lambda's longest invocation, so any job up to 15 minutes runs; short jobs still come back
+    # within about their own timeout when a worker dies (docs/architecture.md).
+    "aws": Profile(name="aws", worker_timeout_seconds=900, dax=True, chaos_job_types=False, provisioned_pollers=True),
+    # Short timeouts so crash-recovery tests wait seconds, not minutes (jobs here run at most 3 s).
     "local": Profile(
         name="local", worker_timeout_seconds=5, dax=False, chaos_job_types=True, provisioned_pollers=False
     ),

@@ -49,7 +49,7 @@ def work(message: JobMessage, delivery: Delivery) -> str:
     if time.monotonic() < _store_down_until:
         raise RetryLater(queue.backoff_seconds(1), "the store failed moments ago: not claiming now")
     claimed_at = time.time()
-    timeout = deadline.timeout_of(message, job_types.lookup(message.type))
+    timeout = deadline.timeout_of(message)
     lease = deadline.lease_seconds(timeout)
     try:
         claim = store.claim(message, delivery.message_id, claimed_at, lease)

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared import queue
+from shared import deadline, queue
 from shared.firings import job_message
 from shared.metrics import job_outcome, job_retried, job_started, metrics
 from shared.work import Delivery, RetryLater, work
@@ -39,8 +39,8 @@ def record_handler(record: SQSRecord) -> str:
         job_outcome("unreadable")
         return "unreadable"
     try:
-        if _time_left_seconds() < MIN_SECONDS_LEFT_TO_START:
-            raise RetryLater(1, "too little of the invocation left to start this job")
+        if _time_left_seconds() < MIN_SECONDS_LEFT_TO_START + deadline.timeout_of(message):
+            raise RetryLater(1, "too little of the invocation left to start this job within its timeout")
         if record.attributes.approximate_receive_count == "1":
             job_started(message.enqueued_at)
         outcome = work(message, Delivery(message_id=record.message_id, body=record.body))
@@ -53,12 +53,20 @@ def record_handler(record: SQSRecord) -> str:
     return outcome
 
 
+def _hide_for_their_timeouts(records: list[dict[str, Any]]) -> None:
+    """Hide each message about as long as this invocation may take to reach and run it (shared/deadline.py)."""
+    deadline.hide_batch(
+        [record["receiptHandle"] for record in records], [record["body"] for record in records], _time_left_seconds()
+    )
+
+
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     global _invocation
     _invocation = context
     started_at = time.time()
+    _hide_for_their_timeouts(event.get("Records", []))
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

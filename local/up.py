@@ -8,7 +8,7 @@ import sys
 import time
 
 from local.chaos import Sidecars
-from local.deploy import deploy
+from local.deploy import EXAMPLE_JOBS, deploy
 from local.ministack import DEFAULT_PORT, STATE, Ministack
 
 
@@ -17,6 +17,12 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="emulator port (default %(default)s)")
     parser.add_argument(
         "--direct-sqs", action="store_true", help="functions call SQS directly, not through the fault proxy (load runs)"
+    )
+    parser.add_argument(
+        "--jobs", default=EXAMPLE_JOBS, help="your job package's folder, deployed as corral:jobs (default %(default)s)"
+    )
+    parser.add_argument(
+        "--lambda-targets", default="", help="functions lambda jobs may invoke (corral:lambda_targets), comma-separated"
     )
     args = parser.parse_args()
     emulator = Ministack(port=args.port)
@@ -28,7 +34,12 @@ def main() -> int:
         sidecars.start()  # fault proxy + status cache (DAX's stand-in); `python -m local.chaos` drives faults
         print("deploying the corral stack (cdk bootstrap + deploy) ...", flush=True)
         started = time.monotonic()
-        endpoint = deploy(emulator.env(), function_env=sidecars.function_env(sqs_through_proxy=not args.direct_sqs))
+        endpoint = deploy(
+            emulator.env(),
+            function_env=sidecars.function_env(sqs_through_proxy=not args.direct_sqs),
+            jobs=args.jobs or None,
+            lambda_targets=[name for name in args.lambda_targets.split(",") if name] or None,
+        )
         endpoint.write(STATE / "endpoint.json")
         print(f"deployed in {time.monotonic() - started:.0f}s\n")
         print(f"  API URL : {endpoint.api_url}")

@@ -66,7 +66,7 @@ MAX_SQS_DELAY_SECONDS = 15 * 60
 # Job timeouts. See docs/architecture.md "Customer job code, targets and timeouts".
 DEFAULT_JOB_TIMEOUT_SECONDS = 30
 MAX_JOB_TIMEOUT_SECONDS = 900  # Lambda's longest invocation
-JOB_START_RESERVE_SECONDS = 2  # a job starts only with its timeout plus this left of the invocation
+JOB_START_RESERVE_SECONDS = 1  # a job starts only with its timeout plus this left of the invocation (to record it)
 QUEUE_VISIBILITY_MARGIN_SECONDS = 25
 RETRY_BACKOFF_BASE_SECONDS = 2
 RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h; we cap lower
@@ -94,6 +94,10 @@ class Profile:
     dax: bool  # DAX cluster + VPC; the emulator has neither
     chaos_job_types: bool  # job types that kill their worker, for fault tests
     provisioned_pollers: bool = False  # ESM provisioned mode (AWS), else MaximumConcurrency (all the emulator has)
+    # The longest attempt a worker runs (a job's timeout is capped to it). A job starts only with its
+    # timeout + JOB_START_RESERVE_SECONDS left of the invocation; a fresh invocation must fit any job,
+    # with a few seconds for the batch's visibility call and the claim before it.
+    job_timeout_ceiling_seconds: int = MAX_JOB_TIMEOUT_SECONDS - 5
 
     @property
     def visibility_timeout_seconds(self) -> int:
@@ -101,11 +105,6 @@ class Profile:
         # received message for about its own job's timeout (shared/deadline.py), so this applies only to
         # messages it never reached (an environment that died starting), and 6 x 900 s would hold those 90 min.
         return self.worker_timeout_seconds + QUEUE_VISIBILITY_MARGIN_SECONDS + WORKER_BATCHING_WINDOW_SECONDS
-
-    @property
-    def job_timeout_ceiling_seconds(self) -> int:
-        # The longest attempt a worker invocation can run: it starts a job only with this much left.
-        return min(MAX_JOB_TIMEOUT_SECONDS, self.worker_timeout_seconds - JOB_START_RESERVE_SECONDS)
 
     @property
     def lease_seconds(self) -> int:
@@ -118,9 +117,15 @@ PROFILES = {
     # Lambda's longest invocation, so any job up to 15 minutes runs; short jobs still come back
     # within about their own timeout when a worker dies (docs/architecture.md).
     "aws": Profile(name="aws", worker_timeout_seconds=900, dax=True, chaos_job_types=False, provisioned_pollers=True),
-    # Short timeouts so crash-recovery tests wait seconds, not minutes (jobs here run at most 3 s).
+    # Short timeouts so crash-recovery tests wait seconds, not minutes (attempts here run at most 5 s).
+    # 10 s leaves a batch 5 s beyond one 5 s attempt before later jobs are handed back.
     "local": Profile(
-        name="local", worker_timeout_seconds=5, dax=False, chaos_job_types=True, provisioned_pollers=False
+        name="local",
+        worker_timeout_seconds=10,
+        dax=False,
+        chaos_job_types=True,
+        provisioned_pollers=False,
+        job_timeout_ceiling_seconds=5,
     ),
 }
 

@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared import deadline, queue
+from shared import deadline, queue, settings
 from shared.firings import job_message
 from shared.metrics import job_outcome, job_retried, job_started, metrics
 from shared.work import Delivery, RetryLater, work
@@ -39,7 +39,8 @@ def record_handler(record: SQSRecord) -> str:
         job_outcome("unreadable")
         return "unreadable"
     try:
-        if _time_left_seconds() < MIN_SECONDS_LEFT_TO_START + deadline.timeout_of(message):
+        needed = max(MIN_SECONDS_LEFT_TO_START, deadline.timeout_of(message) + settings.JOB_START_RESERVE_SECONDS)
+        if _time_left_seconds() < needed:
             raise RetryLater(1, "too little of the invocation left to start this job within its timeout")
         if record.attributes.approximate_receive_count == "1":
             job_started(message.enqueued_at)

@@ -5,6 +5,7 @@ import time
 import zipfile
 
 import pytest
+import requests
 
 from tests.platform import LAMBDA_TARGET
 
@@ -15,6 +16,19 @@ def handler(event, context):
         raise ValueError("asked to fail")
     return {"got": event}
 """
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_api(api):
+    """The first enqueue may meet the API's cold start (its imports include the job package): not under test here."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if api.request("POST", "/v1/jobs", json={"type": "echo"}).status_code == 202:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(1)
 
 
 def test_the_example_packages_jobs_run(api):
@@ -52,7 +66,7 @@ def test_a_job_past_its_timeout_is_retried_and_its_batch_mates_are_unaffected(ap
     mates_done_after = time.monotonic() - started
     slow_job = api.wait(slow, timeout=60)
 
-    # Batch-mates ran once, promptly: not held for a visibility timeout (30 s here) behind the slow job.
+    # Batch-mates ran once, promptly: not held for a visibility timeout (35 s here) behind the slow job.
     assert [job["status"] for job in finished_mates] == ["succeeded"] * 5
     assert [job["attempts"] for job in finished_mates] == [1] * 5
     assert mates_done_after < 15

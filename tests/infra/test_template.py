@@ -54,8 +54,9 @@ def test_the_worker_runs_15_minute_jobs_on_aws_and_the_queue_outlasts_its_timeou
         assert worker["Timeout"] == profile.worker_timeout_seconds
         assert queue["VisibilityTimeout"] == worker["Timeout"] + settings.QUEUE_VISIBILITY_MARGIN_SECONDS
         environment = worker["Environment"]["Variables"]
-        assert int(environment["CORRAL_JOB_TIMEOUT_CEILING"]) == worker["Timeout"] - settings.JOB_START_RESERVE_SECONDS
-        assert int(environment["CORRAL_LEASE_SECONDS"]) > int(environment["CORRAL_JOB_TIMEOUT_CEILING"])
+        ceiling = int(environment["CORRAL_JOB_TIMEOUT_CEILING"])
+        assert ceiling == profile.job_timeout_ceiling_seconds <= worker["Timeout"] - settings.JOB_START_RESERVE_SECONDS
+        assert int(environment["CORRAL_LEASE_SECONDS"]) > ceiling
         assert int(environment["CORRAL_LEASE_SECONDS"]) < queue["VisibilityTimeout"]
     aws_worker = _only(aws, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
     assert aws_worker["Timeout"] == settings.MAX_JOB_TIMEOUT_SECONDS == 900

@@ -49,7 +49,7 @@ def test_time_limit_interrupts_a_blocking_sleep_on_time():
     started = time.monotonic()
     with pytest.raises(job_types.JobTimedOut, match="timed out after 1 s"), deadline.time_limit(1):
         time.sleep(5)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3
 
 
 def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
@@ -57,7 +57,7 @@ def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
     with pytest.raises(RetryLater):
         _deliver(_message("sleep", {"seconds": 5}, timeout_seconds=1))
 
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 4  # stopped at 1 s, not after the 5 s sleep (a loaded machine is slow)
     record, _ = store.get("jt-sleep")
     assert record.status is Status.FAILED
     assert record.error == "timed out after 1 s"

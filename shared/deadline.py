@@ -58,16 +58,21 @@ def time_limit(seconds: int) -> Iterator[None]:
         yield  # signals reach only the main thread; the invocation timeout is the backstop
         return
 
+    armed = [True]
+
     def expire(signum: int, frame: Any) -> None:
-        raise _Expired
+        if armed[0]:  # not once the job has returned: the alarm must never escape into the worker
+            raise _Expired
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
+        armed[0] = False
     except _Expired:
         raise JobTimedOut(f"timed out after {seconds} s") from None
     finally:
+        armed[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 

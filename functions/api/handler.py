@@ -13,10 +13,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from functions.api import jobs, schedules
 from functions.api.auth import authenticate
 from functions.api.responses import error_response
+from shared import job_types
 from shared.enqueue import InvalidJob, PayloadTooLarge
 from shared.metrics import metrics
 
 logger = Logger(service="corral-api")
+job_types.load()  # the registry the API validates jobs against, loaded in the init phase
 app = APIGatewayHttpResolver(enable_validation=True)
 app.use(middlewares=[authenticate])
 app.include_router(jobs.router)

@@ -11,12 +11,14 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared import deadline, queue, settings
+from shared import deadline, job_types, queue, settings
 from shared.firings import job_message
 from shared.metrics import job_outcome, job_retried, job_started, metrics
 from shared.work import Delivery, RetryLater, work
 
 logger = Logger(service="corral-worker")
+# Job types (and the customer's package) load at import: in the init phase, not on the first batch's clock.
+job_types.load()
 processor = BatchProcessor(event_type=EventType.SQS)
 
 

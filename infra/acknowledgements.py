@@ -76,3 +76,20 @@ def metric_reader(function: lambda_.Function) -> None:
         "cloudwatch:GetMetricData has no resource-level permissions (AWS's service authorization reference); "
         "the operator view reads the queue's and worker's metrics with it, and nothing else is granted on '*'.",
     )
+
+
+def lambda_targets(grantee: IConstruct, patterns: tuple[str, ...]) -> None:
+    """The worker may invoke exactly the operator's allowed Lambda targets, with any qualifier."""
+    reason = (
+        "The operator's own allowlist of Lambda targets (CDK context corral:lambda_targets): each pattern as "
+        "written, and with ':*' for its aliases and versions; the API and worker refuse any other function."
+    )
+    for pattern in patterns:
+        arn = (
+            pattern
+            if pattern.startswith("arn:")
+            else (f"arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:{pattern}")
+        )
+        for resource in (arn, f"{arn}:*"):
+            if "*" in resource or "?" in resource:
+                _acknowledge(grantee, f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]", reason)

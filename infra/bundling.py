@@ -2,8 +2,10 @@
 
 Dependencies go into a layer built by `pip install --target` for the Lambda
 platform (manylinux x86_64, the runtime's CPython), rebuilt only when
-functions/requirements.txt changes. The function code asset is a copy of
-functions/ and shared/, staged on every synth (it is small), plus the dashboard's bundle:
+functions/requirements.txt changes; a customer job package's requirements get a
+second layer (jobs_layer_dir). The function code asset is a copy of functions/,
+shared/, corral_jobs/ and the customer's package, staged on every synth (it is small).
+The API's dashboard is bundled into it too:
 esbuild (pinned in package.json, installed by `npm ci`) bundles its modules and the front-end
 libraries they import from node_modules into one app.js and one app.css, which the API
 function serves (no CDN at run time, four requests per page load).
@@ -21,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / ".corral" / "build"
 REQUIREMENTS = ROOT / "functions" / "requirements.txt"
 PYTHON_VERSION = "3.11"  # must match the Lambda runtime in infra/functions.py
-_CODE_PACKAGES = ("functions", "shared")
+_CODE_PACKAGES = ("functions", "shared", "corral_jobs")
 # Pure-Python requirements published only as source: pip cannot build a source distribution
 # for another platform, so they are built into (platform-independent) wheels first.
 _SOURCE_ONLY = ("amazon-dax-client",)
@@ -34,9 +36,23 @@ DASHBOARD_LIBRARIES = ("preact", "uplot", "cronstrue")  # MIT; their licences sh
 
 def dependencies_layer_dir() -> Path:
     """A directory holding python/<packages>, as a Lambda layer wants it."""
-    target = BUILD / "layer"
+    return _layer(REQUIREMENTS, BUILD / "layer")
+
+
+def jobs_layer_dir(requirements: Path) -> Path:
+    """The customer job package's requirements, in a layer of their own.
+
+    Its own layer and stamp: changing the customer's requirements does not rebuild the platform's
+    (boto3, Powertools, pydantic: the slow part), nor the reverse. The platform's pins are
+    constraints, so a customer requirement that needs another version of one fails here, at
+    synth, not as two versions of a package in /opt/python.
+    """
+    return _layer(requirements, BUILD / "jobs-layer", constraints=REQUIREMENTS)
+
+
+def _layer(requirements: Path, target: Path, constraints: Path | None = None) -> Path:
     stamp = target / ".requirements.sha256"
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    digest = hashlib.sha256(requirements.read_bytes() + (constraints.read_bytes() if constraints else b"")).hexdigest()
     if stamp.exists() and stamp.read_text() == digest:
         return target
     shutil.rmtree(target, ignore_errors=True)
@@ -51,7 +67,8 @@ def dependencies_layer_dir() -> Path:
             "--quiet",
             "--disable-pip-version-check",
             "--requirement",
-            str(REQUIREMENTS),
+            str(requirements),
+            *(["--constraint", str(constraints)] if constraints else []),
             "--target",
             str(target / "python"),
             "--platform",
@@ -83,14 +100,16 @@ def _source_only_wheels() -> Path:
     return wheels
 
 
-def code_dir() -> Path:
+def code_dir(jobs_package: Path | None = None) -> Path:
+    """functions/, shared/ and corral_jobs/, and the customer's job package (under its own name) if any."""
     target = BUILD / "code"
     shutil.rmtree(target, ignore_errors=True)
-    for package in _CODE_PACKAGES:
+    sources = [ROOT / package for package in _CODE_PACKAGES]
+    for source in [*sources, *([jobs_package] if jobs_package else [])]:
         shutil.copytree(
-            ROOT / package,
-            target / package,
-            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt", "src", "build"),
+            source,
+            target / source.name,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt", "tests", "src", "build"),
         )
     build_dashboard(target / DASHBOARD_BUILD)
     return target

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import acknowledgements, bundling
+from infra import acknowledgements, bundling, jobs_package
+from infra.jobs_package import JobsPackage
 from infra.network import Network
 
 RUNTIME = lambda_.Runtime.PYTHON_3_11  # matches bundling.PYTHON_VERSION
@@ -17,19 +20,36 @@ class FunctionFactory(Construct):
     """Builds functions that share one code asset, one dependencies layer and one environment."""
 
     def __init__(
-        self, scope: Construct, id: str, *, environment: dict[str, str], network: Network | None = None
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        environment: dict[str, str],
+        network: Network | None = None,
+        jobs: JobsPackage | None = None,
     ) -> None:
         super().__init__(scope, id)
-        self.environment = environment
         self.network = network  # functions join the VPC only when there is one (the DAX cache needs it)
-        self.code = lambda_.Code.from_asset(str(bundling.code_dir()))
-        self.layer = lambda_.LayerVersion(
+        # One code asset for the API and the worker: the API validates jobs against the same registry
+        # (names, limits, payload checks) the worker runs them with.
+        code_dir = bundling.code_dir(jobs.path if jobs else None)
+        layer_dirs = [bundling.dependencies_layer_dir()]
+        self.code = lambda_.Code.from_asset(str(code_dir))
+        self.layers = [self._layer("Dependencies", layer_dirs[0], "corral's pinned Python dependencies")]
+        if jobs and jobs.requirements:
+            layer_dirs.append(bundling.jobs_layer_dir(jobs.requirements))
+            self.layers.append(self._layer("JobsDependencies", layer_dirs[1], f"the {jobs.name} job package's"))
+        self.job_types = jobs_package.registry(code_dir, layer_dirs, jobs)  # fails the synth on a clash
+        self.environment = {**environment, "CORRAL_JOBS_PACKAGE": jobs.name if jobs else ""}
+
+    def _layer(self, id: str, directory: Path, description: str) -> lambda_.LayerVersion:
+        return lambda_.LayerVersion(
             self,
-            "Dependencies",
-            code=lambda_.Code.from_asset(str(bundling.dependencies_layer_dir())),
+            id,
+            code=lambda_.Code.from_asset(str(directory)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[lambda_.Architecture.X86_64],
-            description="corral's pinned Python dependencies (functions/requirements.txt)",
+            description=f"{description} requirements",
         )
 
     def function(
@@ -44,7 +64,7 @@ class FunctionFactory(Construct):
             architecture=lambda_.Architecture.X86_64,
             code=self.code,
             handler=handler,
-            layers=[self.layer],
+            layers=self.layers,
             timeout=Duration.seconds(timeout_seconds),
             memory_size=memory_mb,
             # The log level is explicit: otherwise Powertools falls back to LOG_LEVEL, which the

@@ -12,6 +12,8 @@ from infra.alarms import Alarms
 from infra.api import Api
 from infra.cache import StatusCache
 from infra.functions import FunctionFactory
+from infra.jobs_package import JobsPackage
+from infra.lambda_targets import LambdaTargets
 from infra.network import Network
 from infra.queue import JobQueue
 from infra.scheduler import Schedules
@@ -23,9 +25,18 @@ from shared.settings import Profile
 
 class CorralStack(Stack):
     def __init__(
-        self, scope: Construct, id: str, *, profile: Profile, extra_function_env: dict[str, str], **kwargs: object
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        profile: Profile,
+        extra_function_env: dict[str, str],
+        jobs: JobsPackage | None = None,
+        lambda_targets: LambdaTargets | None = None,
+        **kwargs: object,
     ) -> None:
         super().__init__(scope, id, **kwargs)
+        lambda_targets = lambda_targets or LambdaTargets(())
         store = JobStore(
             self, "Store", removal_policy=RemovalPolicy.DESTROY if profile.name == "local" else RemovalPolicy.RETAIN
         )
@@ -38,12 +49,15 @@ class CorralStack(Stack):
             self,
             "Functions",
             network=network,
+            jobs=jobs,
             environment={
                 "CORRAL_TABLE": store.table.table_name,
                 "CORRAL_QUEUE_URL": queue.queue.queue_url,
                 "CORRAL_DLQ_URL": queue.dlq.queue_url,
                 "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
                 "CORRAL_HAND_BACK_MAX_SECONDS": str(profile.visibility_timeout_seconds),
+                "CORRAL_JOB_TIMEOUT_CEILING": str(profile.job_timeout_ceiling_seconds),
+                **lambda_targets.environment(),
                 "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
                 "CORRAL_API_KEY_CACHE_SECONDS": str(profile.api_key_cache_seconds),
                 **schedules.environment(),
@@ -61,6 +75,7 @@ class CorralStack(Stack):
         ]
         queue.allow_only_senders(api_role, schedules.role, operator_role_arns=[arn for arn in operator_roles if arn])
         workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
+        lambda_targets.grant_invoke(self, workers.function)
         if cache:
             cache.grant_data_access(api.function)
             cache.grant_data_access(workers.function)

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 QUIET_CDK = {"CDK_DISABLE_CLI_TELEMETRY": "true", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
 DEMO_TENANT = "demo"
+EXAMPLE_JOBS = "examples/jobs"  # the worked example of a customer's job package
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,11 @@ def deploy(
     function_env: dict[str, str] | None = None,
     state_dir: Path = ROOT / ".corral",
     warm: bool = True,
+    jobs: str | None = EXAMPLE_JOBS,
+    lambda_targets: list[str] | None = None,
 ) -> Endpoint:
-    """`warm`: start the environments the first jobs need now (local/prewarm.py), not when they arrive."""
+    """`warm`: start the environments the first jobs need now (local/prewarm.py), not when they arrive;
+    `jobs`: the customer job package to deploy (`corral:jobs`); `lambda_targets`: `corral:lambda_targets`."""
     env = {**os.environ, **QUIET_CDK, **aws_env}
     log = state_dir / "deploy.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -68,6 +72,10 @@ def deploy(
     context = ["-c", f"corral:profile={profile}"]
     if function_env:
         context += ["-c", f"corral:function_env={json.dumps(function_env)}"]
+    if jobs:
+        context += ["-c", f"corral:jobs={jobs}"]
+    if lambda_targets:
+        context += ["-c", f"corral:lambda_targets={json.dumps(lambda_targets)}"]
     _cdk(["deploy", "--require-approval", "never", "--outputs-file", str(outputs), *context], env, log)
     api_url = json.loads(outputs.read_text())[settings.STACK_NAME]["ApiUrl"]
     aws_endpoint = aws_env["AWS_ENDPOINT_URL"]

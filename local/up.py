@@ -8,7 +8,7 @@ import sys
 import time
 
 from local.chaos import Sidecars
-from local.deploy import create_operator_key, deploy
+from local.deploy import EXAMPLE_JOBS, create_operator_key, deploy
 from local.ministack import DEFAULT_PORT, STATE, Ministack
 
 
@@ -20,6 +20,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--direct-sqs", action="store_true", help="functions call SQS directly, not through the fault proxy (load runs)"
+    )
+    parser.add_argument(
+        "--jobs", default=EXAMPLE_JOBS, help="your job package's folder, deployed as corral:jobs (default %(default)s)"
+    )
+    parser.add_argument(
+        "--lambda-targets", default="", help="functions lambda jobs may invoke (corral:lambda_targets), comma-separated"
     )
     args = parser.parse_args()
     emulator = Ministack(port=args.port)
@@ -35,6 +41,8 @@ def main() -> int:
             emulator.env(),
             function_env=sidecars.function_env(sqs_through_proxy=not args.direct_sqs),
             warm=not args.no_prewarm,
+            jobs=args.jobs or None,
+            lambda_targets=[name for name in args.lambda_targets.split(",") if name] or None,
         )
         endpoint.write(STATE / "endpoint.json")
         print(f"deployed in {time.monotonic() - started:.0f}s")

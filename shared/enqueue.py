@@ -48,11 +48,18 @@ class JobRequest:
     idempotency_key: str | None = None
     delay_seconds: int | None = None
     run_at: datetime | None = None
-    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
+    max_attempts: int | None = None  # None: the job type's default
+    timeout_seconds: int | None = None  # None: the job type's default
 
 
 def check_job(
-    job_type: str, payload: Any, max_attempts: int, field_prefix: str = "", *, scheduler_input: bool = False
+    job_type: str,
+    payload: Any,
+    max_attempts: int,
+    field_prefix: str = "",
+    timeout_seconds: int | None = None,
+    *,
+    scheduler_input: bool = False,
 ) -> None:
     """What every job must satisfy, enqueued now or by a schedule later.
 
@@ -80,13 +87,25 @@ def check_job(
         raise InvalidJob(
             where, f"may not contain {payloads.SCHEDULER_KEYWORD!r} (EventBridge Scheduler would rewrite it)"
         )
-    if found.check is not None:
-        try:
-            found.check(payload)
-        except job_types.InvalidPayload as invalid:
-            raise InvalidJob(field + (f".{invalid.field}" if invalid.field else ""), invalid.message) from invalid
     if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
         raise InvalidJob(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
+    if timeout_seconds is not None and not 1 <= timeout_seconds <= found.max_timeout_seconds:
+        raise InvalidJob(
+            f"{field_prefix}timeout_seconds",
+            f"must be between 1 and {found.max_timeout_seconds} (the most a {job_type!r} job may ask for)",
+        )
+    if found.validate is not None:
+        try:
+            found.validate(payload)
+        except job_types.InvalidPayload as error:
+            raise InvalidJob(f"{field_prefix}{error.field}", error.message) from error
+
+
+def _max_attempts(request: JobRequest) -> int:
+    if request.max_attempts is not None:
+        return request.max_attempts
+    found = job_types.lookup(request.type)
+    return found.max_attempts if found else settings.DEFAULT_MAX_ATTEMPTS
 
 
 def delay_of(request: JobRequest, now: float) -> float:
@@ -108,8 +127,13 @@ def delay_of(request: JobRequest, now: float) -> float:
 
 def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0.0) -> JobMessage:
     """Validate a request and turn it into the message the queue carries."""
+    max_attempts = _max_attempts(request)
     check_job(
-        request.type, request.payload, request.max_attempts, scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS
+        request.type,
+        request.payload,
+        max_attempts,
+        timeout_seconds=request.timeout_seconds,
+        scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS,
     )
     secret = id_secret()
     if request.idempotency_key:
@@ -123,8 +147,9 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         tenant=tenant,
         type=request.type,
         payload=request.payload,
-        max_attempts=request.max_attempts,
+        max_attempts=max_attempts,
         enqueued_at=now,
+        timeout_seconds=request.timeout_seconds,
     )
 
 

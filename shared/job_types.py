@@ -1,70 +1,203 @@
-"""The job types workers can run. Adding one is one decorated function here.
+"""The registry of job types: the platform's built-ins and targets, and the customer's own package.
 
-A job function takes the payload and a JobContext and returns a JSON-able result;
-raising fails the attempt (it is retried with backoff up to max_attempts). Raising
-JobFailed(retry=False) gives up at once (dead, no retry); RetryAfter(seconds) says when to
-retry. A job type may validate its payload at enqueue by raising InvalidPayload.
+A job type is a function registered with `@job_type(name, ...)`; it takes the payload and a
+JobContext and returns a JSON-able result. Raising fails the attempt: it is retried with the
+type's backoff up to max_attempts; `JobDead` ends the job at once; `JobFailed(retry_after=s)`
+chooses when the retry comes.
+
+Where types come from, in order (`load()`):
+1. `shared.builtin_jobs` (echo, sleep, fail, crash) and every module in the `shared.targets`
+   package (http, lambda): the platform's own, marked builtin;
+2. the customer's package named by CORRAL_JOBS_PACKAGE (the stack sets it from the CDK context
+   `corral:jobs`), with every module in it imported. A name already taken is an error, raised
+   where the stack is synthesized (infra/jobs_package.py), so it never reaches a deploy.
+
+Customers import the public surface from `corral_jobs`, not from here.
 """
 
 from __future__ import annotations
 
-import os
-import signal
+import importlib
+import logging
+import pkgutil
+import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from shared import settings
 
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+
+
+class JobFailed(Exception):
+    """A job's own, expected failure: retried (after `retry_after` seconds if given), its message the error."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class JobDead(Exception):
+    """A failure no retry can fix (a 4xx answer, a refused target): the job is dead at once."""
+
+
+class JobTimedOut(JobFailed):
+    """The attempt ran past the job's timeout (raised into the job by shared/deadline.py)."""
+
+
+class InvalidPayload(ValueError):
+    """Raised by a type's `validate` at enqueue: the job is refused with a 422 naming `field`."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field  # relative to the job, e.g. "payload.url"
+        self.message = message
+
+
+class JobTypeClash(Exception):
+    """Two registrations of one name (a customer type named like a built-in, or twice)."""
+
 
 @dataclass(frozen=True)
 class JobContext:
+    """What a job function knows about the attempt it runs in."""
+
     job_id: str
     attempt: int
     max_attempts: int
-    tenant: str = ""
+    deadline: float  # epoch seconds: the attempt is stopped (JobTimedOut) at this time
+    logger: logging.LoggerAdapter = field(repr=False, compare=False)  # type: ignore[type-arg]
+    tenant: str = ""  # whose job it is (a target signs its requests with the tenant's secrets)
 
     @property
     def idempotency_key(self) -> str:
         """Stable across attempts and duplicate deliveries: key external side effects on it."""
         return self.job_id
 
+    @property
+    def last_attempt(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.deadline - time.time())
+
 
 JobFunction = Callable[[Any, JobContext], Any]
-
-
-class InvalidPayload(ValueError):
-    """A payload its job type can never run; `field` is the path inside the payload ("" for the whole)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.field = field
-        self.message = message
-
-
-PayloadCheck = Callable[[Any], None]  # raises InvalidPayload; the API runs it at enqueue (422)
+PayloadValidator = Callable[[Any], None]
 
 
 @dataclass(frozen=True)
 class JobType:
     name: str
     run: JobFunction
-    chaos: bool  # only deployed where fault injection is allowed (the local profile)
-    check: PayloadCheck | None = None  # called at enqueue (and when a schedule is created)
+    timeout_seconds: int = settings.DEFAULT_JOB_TIMEOUT_SECONDS  # a job's timeout unless it gives its own
+    max_timeout_seconds: int = settings.MAX_JOB_TIMEOUT_SECONDS  # the most a job may ask for
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS  # a job's attempts unless it gives its own
+    backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS
+    backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS
+    validate: PayloadValidator | None = None  # run at enqueue (the API); raise InvalidPayload
+    chaos: bool = False  # only deployed where fault injection is allowed (the local profile)
+    builtin: bool = False
+
+    def timeout_for(self, requested: int | None) -> int:
+        """The timeout of one job: its own if it gave one (checked at enqueue), else the type's."""
+        return min(requested or self.timeout_seconds, self.max_timeout_seconds)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "timeout_seconds": self.timeout_seconds,
+            "max_timeout_seconds": self.max_timeout_seconds,
+            "max_attempts": self.max_attempts,
+            "backoff_base_seconds": self.backoff_base_seconds,
+            "backoff_cap_seconds": self.backoff_cap_seconds,
+            "builtin": self.builtin,
+        }
 
 
 _REGISTRY: dict[str, JobType] = {}
+_registering_builtins = False
+_loaded = False
 
 
 def job_type(
-    name: str, *, chaos: bool = False, check: PayloadCheck | None = None
+    name: str,
+    *,
+    timeout_seconds: int = settings.DEFAULT_JOB_TIMEOUT_SECONDS,
+    max_timeout_seconds: int | None = None,
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS,
+    backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS,
+    backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
+    validate: PayloadValidator | None = None,
+    chaos: bool = False,
 ) -> Callable[[JobFunction], JobFunction]:
+    """Register a job type. Limits are checked here, so a bad one fails the synth, not a job."""
+    ceiling = settings.MAX_JOB_TIMEOUT_SECONDS if max_timeout_seconds is None else max_timeout_seconds
+    _check_options(name, timeout_seconds, ceiling, max_attempts, backoff_base_seconds, backoff_cap_seconds)
+
     def register(function: JobFunction) -> JobFunction:
-        _REGISTRY[name] = JobType(name=name, run=function, chaos=chaos, check=check)
+        if name in _REGISTRY:
+            owner = "a built-in type" if _REGISTRY[name].builtin else "another job function"
+            raise JobTypeClash(f"job type {name!r} is already {owner}; choose another name")
+        _REGISTRY[name] = JobType(
+            name=name,
+            run=function,
+            timeout_seconds=timeout_seconds,
+            max_timeout_seconds=ceiling,
+            max_attempts=max_attempts,
+            backoff_base_seconds=backoff_base_seconds,
+            backoff_cap_seconds=backoff_cap_seconds,
+            validate=validate,
+            chaos=chaos,
+            builtin=_registering_builtins,
+        )
         return function
 
     return register
+
+
+def _check_options(
+    name: str, timeout: int, ceiling: int, max_attempts: int, backoff_base: float, backoff_cap: float
+) -> None:
+    if not NAME_PATTERN.match(name):
+        raise ValueError(f"job type name {name!r} must match {NAME_PATTERN.pattern}")
+    top = settings.MAX_JOB_TIMEOUT_SECONDS
+    if not 1 <= timeout <= ceiling <= top:
+        raise ValueError(f"job type {name!r}: need 1 <= timeout_seconds <= max_timeout_seconds <= {top}")
+    if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
+        raise ValueError(f"job type {name!r}: max_attempts must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
+    if not 0 < backoff_base <= backoff_cap <= settings.RETRY_BACKOFF_CAP_SECONDS:
+        raise ValueError(
+            f"job type {name!r}: need 0 < backoff_base_seconds <= backoff_cap_seconds"
+            f" <= {settings.RETRY_BACKOFF_CAP_SECONDS}"
+        )
+
+
+def _submodules(package_name: str) -> Iterator[str]:
+    package = importlib.import_module(package_name)
+    for module in pkgutil.walk_packages(getattr(package, "__path__", []), prefix=f"{package_name}."):
+        yield module.name
+
+
+def load() -> None:
+    """Import every module that registers job types (once per process)."""
+    global _loaded, _registering_builtins
+    if _loaded:
+        return
+    _loaded = True
+    _registering_builtins = True
+    try:
+        importlib.import_module("shared.builtin_jobs")
+        for module in _submodules("shared.targets"):
+            importlib.import_module(module)
+    finally:
+        _registering_builtins = False
+    customer = settings.env("CORRAL_JOBS_PACKAGE", "")
+    if customer:
+        for module in [customer, *_submodules(customer)]:
+            importlib.import_module(module)
 
 
 def _chaos_enabled() -> bool:
@@ -72,6 +205,7 @@ def _chaos_enabled() -> bool:
 
 
 def lookup(name: str) -> JobType | None:
+    load()
     found = _REGISTRY.get(name)
     if found is None or (found.chaos and not _chaos_enabled()):
         return None
@@ -79,84 +213,10 @@ def lookup(name: str) -> JobType | None:
 
 
 def names() -> list[str]:
+    load()
     return sorted(name for name in _REGISTRY if lookup(name))
 
 
-class JobFailed(Exception):
-    """A job's own, expected failure, its message recorded as the error.
-
-    retry=True: retried with backoff while attempts are left. retry=False: dead now, no retry
-    (the failure is permanent: a 4xx answer, a refused target, a payload that cannot work).
-    """
-
-    def __init__(self, message: str, *, retry: bool = True) -> None:
-        super().__init__(message)
-        self.retry = retry
-
-
-class RetryAfter(JobFailed):
-    """A transient failure that knows when to try again (e.g. an HTTP Retry-After): retried after `seconds`."""
-
-    def __init__(self, seconds: float, message: str) -> None:
-        super().__init__(message, retry=True)
-        self.seconds = max(0.0, seconds)
-
-
-def _times(payload: Any) -> int:
-    return int(payload.get("times", 1)) if isinstance(payload, dict) else 1
-
-
-@job_type("echo")
-def echo(payload: Any, context: JobContext) -> Any:
-    return payload
-
-
-def _sleep_seconds(payload: Any) -> float:
-    seconds = payload.get("seconds", 0) if isinstance(payload, dict) else 0
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not 0 <= seconds <= settings.MAX_SLEEP_SECONDS
-    ):
-        raise InvalidPayload("seconds", f"must be a number from 0 to {settings.MAX_SLEEP_SECONDS}")
-    return float(seconds)
-
-
-def _check_sleep(payload: Any) -> None:
-    _sleep_seconds(payload)
-
-
-@job_type("sleep", check=_check_sleep)
-def sleep(payload: Any, context: JobContext) -> dict[str, float]:
-    try:
-        seconds = _sleep_seconds(payload)
-    except InvalidPayload as error:  # a message that did not come through the API's check
-        raise JobFailed(str(error)) from error
-    time.sleep(seconds)
-    return {"slept": seconds}
-
-
-@job_type("fail")
-def fail(payload: Any, context: JobContext) -> dict[str, int]:
-    """Fails its first `times` attempts, then succeeds."""
-    if context.attempt <= _times(payload):
-        raise JobFailed(f"failing on purpose (attempt {context.attempt} of the first {_times(payload)})")
-    return {"succeeded_on_attempt": context.attempt}
-
-
-@job_type("crash", chaos=True)
-def crash(payload: Any, context: JobContext) -> dict[str, int]:
-    """SIGKILLs its own worker process on its first `times` attempts (a poison job)."""
-    if context.attempt <= _times(payload):
-        os.kill(os.getpid(), signal.SIGKILL)
-    return {"survived_on_attempt": context.attempt}
-
-
-@job_type("bloat", chaos=True)
-def bloat(payload: Any, context: JobContext) -> str:
-    """Returns a string of `bytes` characters: a result bigger than the store keeps (fault tests)."""
-    return "x" * int(payload.get("bytes", 0)) if isinstance(payload, dict) else ""
-
-
-# Job types defined in their own modules register themselves on import.
-from shared import http_jobs  # noqa: E402, F401
+def describe() -> list[dict[str, Any]]:
+    """The registry as data: what `corral:jobs` deploys, checked at synth."""
+    return [found.describe() for name in names() if (found := lookup(name))]

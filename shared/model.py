@@ -140,7 +140,7 @@ class JobMessage:
     enqueued_at: float  # epoch seconds, when the API accepted it
     schedule: str | None = None
     scheduled_for: str | None = None
-    timeout_seconds: int | None = None
+    timeout_seconds: int | None = None  # this job's own timeout (1-900); None: its type's default
     v: int = 1
 
     def to_dict(self) -> dict[str, Any]:

@@ -80,10 +80,14 @@ def _send_entries(entries: list[dict[str, object]]) -> dict[int, str]:
     return not_sent
 
 
-def backoff_seconds(attempt: int) -> int:
+def backoff_seconds(
+    attempt: int,
+    base: float = settings.RETRY_BACKOFF_BASE_SECONDS,
+    cap: float = settings.RETRY_BACKOFF_CAP_SECONDS,
+) -> int:
     """Exponential backoff with jitter for the retry after `attempt` (1-based)."""
-    base = settings.RETRY_BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)
-    return int(min(settings.RETRY_BACKOFF_CAP_SECONDS, base * random.uniform(0.8, 1.2)))
+    delay = base * 2 ** (attempt - 1)
+    return int(min(cap, delay * random.uniform(0.8, 1.2)))
 
 
 def _hand_back_unit_seconds() -> float:
@@ -125,6 +129,22 @@ def retry_later(receipt_handle: str, delay_seconds: float) -> None:
     client("sqs").change_message_visibility(
         QueueUrl=_queue_url(), ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, int(delay_seconds))
     )
+
+
+def set_visibility(entries: Sequence[tuple[str, int]]) -> None:
+    """Set received messages' visibility timeouts, (receipt handle, seconds) each, in one call per 10.
+
+    Best effort: a message whose change fails keeps the visibility it has.
+    """
+    for start in range(0, len(entries), BATCH_MAX_ENTRIES):
+        chunk = [
+            {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": max(0, int(seconds))}
+            for index, (handle, seconds) in enumerate(entries[start : start + BATCH_MAX_ENTRIES])
+        ]
+        try:
+            client("sqs").change_message_visibility_batch(QueueUrl=_queue_url(), Entries=chunk)
+        except (BotoCoreError, ClientError):
+            continue
 
 
 def bury(body: str, reason: str) -> None:

@@ -74,6 +74,11 @@ MAX_BATCH_JOBS = 100  # POST /v1/jobs:batch
 MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
 MAX_SLEEP_SECONDS = 60  # the `sleep` job type; a worker timeout may still stop it earlier
 MAX_SQS_DELAY_SECONDS = 15 * 60
+# Job timeouts. See docs/architecture.md "Customer job code, targets and timeouts".
+DEFAULT_JOB_TIMEOUT_SECONDS = 30
+MAX_JOB_TIMEOUT_SECONDS = 900  # Lambda's longest invocation
+JOB_START_RESERVE_SECONDS = 1  # a job starts only with its timeout plus this left of the invocation (to record it)
+QUEUE_VISIBILITY_MARGIN_SECONDS = 25
 RETRY_BACKOFF_BASE_SECONDS = 2
 MAX_JOB_TIMEOUT_SECONDS = 900  # a job's own timeout_seconds: Lambda's longest invocation
 # A result is stored in the job's item beside its payload (<= 64 KiB) and error: DynamoDB items hold 400 KB.
@@ -116,9 +121,8 @@ STATS_DEFAULT_WINDOW_SECONDS = 3_600
 STATS_MAX_WINDOW_SECONDS = 7 * 86_400
 STATS_MAX_RECORDS = 5_000  # records one GET /v1/stats reads at most; beyond it the figures are a sample
 
-# HTTP jobs (shared/http_jobs.py). See docs/architecture.md "HTTP jobs".
-HTTP_DEFAULT_TIMEOUT_SECONDS = 30  # per attempt; the stack lowers it below a shorter worker timeout
-HTTP_TIMEOUT_MARGIN_SECONDS = 2  # left of the worker's own timeout to record the outcome
+# HTTP jobs (shared/targets/http.py). See docs/architecture.md "HTTP jobs".
+HTTP_DEFAULT_TIMEOUT_SECONDS = 30  # an http job's timeout unless it gives its own (timeout_seconds, up to 900)
 HTTP_CONNECT_TIMEOUT_SECONDS = 5
 HTTP_RESULT_BODY_MAX_BYTES = 64 * 1024  # the response body kept as the result; beyond it, truncated: true
 HTTP_ERROR_BODY_BYTES = 500  # how much of a failed answer's body the error quotes
@@ -142,11 +146,17 @@ class Profile:
     # HTTP jobs may call loopback (127.0.0.1, ::1) and plain http: the local profile, so tests run real servers.
     http_loopback_targets: bool = False
     plain_http_targets: bool = False
+    # The longest attempt a worker runs (a job's timeout is capped to it). A job starts only with its
+    # timeout + JOB_START_RESERVE_SECONDS left of the invocation; a fresh invocation must fit any job,
+    # with a few seconds for the batch's visibility call and the claim before it.
+    job_timeout_ceiling_seconds: int = MAX_JOB_TIMEOUT_SECONDS - 5
 
     @property
     def visibility_timeout_seconds(self) -> int:
-        # AWS guidance for SQS event sources: >= 6 x function timeout + batching window.
-        return 6 * self.worker_timeout_seconds + WORKER_BATCHING_WINDOW_SECONDS
+        # SQS event sources need >= the function timeout. Not AWS's suggested 6x: the worker hides each
+        # received message for about its own job's timeout (shared/deadline.py), so this applies only to
+        # messages it never reached (an environment that died starting), and 6 x 900 s would hold those 90 min.
+        return self.worker_timeout_seconds + QUEUE_VISIBILITY_MARGIN_SECONDS + WORKER_BATCHING_WINDOW_SECONDS
 
     @property
     def lease_seconds(self) -> int:
@@ -156,18 +166,23 @@ class Profile:
 
     @property
     def http_timeout_seconds(self) -> int:
-        return max(1, min(HTTP_DEFAULT_TIMEOUT_SECONDS, self.worker_timeout_seconds - HTTP_TIMEOUT_MARGIN_SECONDS))
+        # An HTTP job's request may last its whole attempt (the job's own timeout stops it in any case).
+        return self.job_timeout_ceiling_seconds
 
 
 PROFILES = {
-    "aws": Profile(name="aws", worker_timeout_seconds=30, dax=True, chaos_job_types=False, provisioned_pollers=True),
-    # Short timeouts so crash-recovery tests wait seconds, not minutes.
+    # Lambda's longest invocation, so any job up to 15 minutes runs; short jobs still come back
+    # within about their own timeout when a worker dies (docs/architecture.md).
+    "aws": Profile(name="aws", worker_timeout_seconds=900, dax=True, chaos_job_types=False, provisioned_pollers=True),
+    # Short timeouts so crash-recovery tests wait seconds, not minutes (attempts here run at most 5 s).
+    # 10 s leaves a batch 5 s beyond one 5 s attempt before later jobs are handed back.
     "local": Profile(
         name="local",
-        worker_timeout_seconds=5,
+        worker_timeout_seconds=10,
         dax=False,
         chaos_job_types=True,
         provisioned_pollers=False,
+        job_timeout_ceiling_seconds=5,
         api_key_cache_seconds=5,  # so the revocation test waits seconds
         http_loopback_targets=True,
         plain_http_targets=True,

@@ -5,7 +5,7 @@ reach only public addresses: loopback, private (RFC 1918, CGNAT 100.64/10, IPv6 
 link-local (169.254/16 holds the instance metadata endpoint), multicast, reserved,
 unspecified and documentation ranges, and the IPv6 forms that embed such an IPv4 address,
 are refused. The host is resolved once, every address it resolves to is checked, and the
-connection goes to the checked address (shared/http_jobs.py), so a name cannot pass the
+connection goes to the checked address (shared/targets/http.py), so a name cannot pass the
 check and then resolve elsewhere (DNS rebinding).
 
 Stack-level exceptions (set from the profile and CDK context, shared/settings.py):

@@ -9,12 +9,13 @@ it goes to the DLQ with its reason, and its job (if its id verifies) is recorded
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from shared import job_types, metrics, queue, settings, store
+from shared import deadline, job_logging, job_types, metrics, queue, settings, store
 from shared.aws import aws_error_code
 from shared.model import JobMessage, Outcome, UnreadableMessage
 from shared.signing import id_secret
@@ -56,14 +57,11 @@ class Delivery:
     body: str
     receive_count: int = 1  # SQS ApproximateReceiveCount: this is the n-th receive of the message
     sent_at: float = 0.0  # SQS SentTimestamp, epoch seconds
+    seconds_left: float = math.inf  # of the invocation handling it
 
     def hand_back(self, reason: str) -> RetryLater:
         """Come back soon, later each time: every hand-back spends one receive of the queue's budget."""
         return RetryLater(queue.hand_back_seconds(self.receive_count), reason)
-
-
-def _lease_seconds() -> int:
-    return int(settings.env("CORRAL_LEASE_SECONDS"))
 
 
 def receive(delivery: Delivery) -> Outcome:
@@ -81,6 +79,10 @@ def receive(delivery: Delivery) -> Outcome:
             raise UnreadableMessage(f"unknown job type {message.type!r} on this worker", job=message.to_dict())
     except UnreadableMessage as unreadable:
         return _reject(unreadable, delivery)
+    if delivery.seconds_left < deadline.seconds_needed_to_start(message):
+        # Handed back for an invocation with the time: a job started here would be cut off by the
+        # invocation's own timeout, which holds every record of the batch for the visibility timeout.
+        raise delivery.hand_back("too little of the invocation left to start this job within its timeout")
     if delivery.receive_count == 1:
         metrics.job_started(message.enqueued_at)
     return work(message, delivery)
@@ -107,8 +109,10 @@ def work(message: JobMessage, delivery: Delivery) -> Outcome:
     if time.monotonic() < _store_down_until:
         raise delivery.hand_back("the store failed moments ago: not claiming now")
     claimed_at = time.time()
+    timeout = deadline.timeout_of(message)
+    lease = deadline.lease_seconds(timeout)
     try:
-        claim = store.claim(message, delivery.message_id, claimed_at, _lease_seconds())
+        claim = store.claim(message, delivery.message_id, claimed_at, lease)
     except _AWS_ERRORS as error:
         if not is_outage(error):
             return _reject(UnreadableMessage(f"the store refuses this job: {error}"), delivery)
@@ -139,7 +143,7 @@ def work(message: JobMessage, delivery: Delivery) -> Outcome:
         case store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts):
             message = replace(message, max_attempts=max_attempts)  # the record's number of attempts counts
             try:
-                return _run(message, delivery, attempt, token)
+                return _run(message, delivery, attempt, token, timeout)
             except _AWS_ERRORS as error:
                 if not is_outage(error):
                     # The store refuses this outcome (e.g. an item over its size limit): it would
@@ -151,7 +155,7 @@ def work(message: JobMessage, delivery: Delivery) -> Outcome:
                 # The job ran but its outcome is not recorded, and this message holds the lease: come back
                 # when the lease has run out, and the claim starts a new attempt (the job runs again).
                 _store_failed()
-                lease_left = claimed_at + _lease_seconds() - time.time()
+                lease_left = claimed_at + lease - time.time()
                 raise RetryLater(max(lease_left, 0) + 1, f"store unavailable recording the outcome: {error}") from error
     raise AssertionError(f"unexpected claim result {claim!r}")
 
@@ -167,25 +171,32 @@ def _result_problem(result: object) -> str | None:
     return None
 
 
-def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str) -> Outcome:
+def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, timeout: int) -> Outcome:
     job_type = job_types.lookup(message.type)
     context = job_types.JobContext(
-        job_id=message.id, attempt=attempt, max_attempts=message.max_attempts, tenant=message.tenant
+        job_id=message.id,
+        attempt=attempt,
+        max_attempts=message.max_attempts,
+        deadline=time.time() + timeout,
+        logger=job_logging.logger_for(message, attempt),
+        tenant=message.tenant,
     )
+    retry_after: float | None = None
     try:
         if job_type is None:
             raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
-        result = job_type.run(message.payload, context)
+        with deadline.time_limit(timeout):
+            result = job_type.run(message.payload, context)
     except Exception as error:  # a job's failure is data, whatever it raised
-        reason = f"{type(error).__name__}: {error}"
-        retry = not isinstance(error, job_types.JobFailed) or error.retry
-        if attempt >= message.max_attempts or not retry:
+        reason = str(error) if isinstance(error, job_types.JobTimedOut) else f"{type(error).__name__}: {error}"
+        if isinstance(error, job_types.JobFailed):
+            retry_after = error.retry_after
+        if attempt >= message.max_attempts or isinstance(error, job_types.JobDead):
             queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
             store.fail(message.id, token, reason, time.time(), dead=True)
             return Outcome.DEAD
         if store.fail(message.id, token, reason, time.time(), dead=False):
-            wait = error.seconds if isinstance(error, job_types.RetryAfter) else queue.backoff_seconds(attempt)
-            raise RetryLater(wait, reason) from error
+            raise RetryLater(_retry_delay(job_type, attempt, retry_after), reason) from error
         return Outcome.LOST_CLAIM
     if (problem := _result_problem(result)) is not None:
         # Not retried: the same job would most likely return the same result again.
@@ -194,3 +205,12 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str) -> O
         return Outcome.DEAD
     store.complete(message.id, token, result, time.time())
     return Outcome.SUCCEEDED
+
+
+def _retry_delay(job_type: job_types.JobType | None, attempt: int, retry_after: float | None) -> float:
+    """The job's own Retry-After (capped by its type), else its type's backoff."""
+    if job_type is None:
+        return queue.backoff_seconds(attempt)
+    if retry_after is not None:
+        return max(0.0, min(retry_after, job_type.backoff_cap_seconds))
+    return queue.backoff_seconds(attempt, base=job_type.backoff_base_seconds, cap=job_type.backoff_cap_seconds)

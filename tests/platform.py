@@ -23,6 +23,8 @@ from local.prewarm import Warmed
 from shared import settings
 
 TEST_PORT = int(os.environ.get("CORRAL_TEST_PORT", "4599"))  # apart from `make up`'s 4566
+# The one Lambda function `lambda` jobs may invoke on the test stack; tests/e2e creates it.
+LAMBDA_TARGET = "corral-e2e-target"
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,12 @@ def platform() -> Iterator[Platform]:
     emulator.start()
     try:
         sidecars.start()
-        endpoint = deploy(emulator.env(), function_env=sidecars.function_env(), state_dir=state_dir)
+        endpoint = deploy(
+            emulator.env(),
+            function_env=sidecars.function_env(),
+            state_dir=state_dir,
+            lambda_targets=[LAMBDA_TARGET],
+        )
         chaos = Chaos(sidecars.proxy_url, sidecars.cache_url, emulator.endpoint)
         yield Platform(
             endpoint.api_url,

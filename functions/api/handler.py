@@ -18,7 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.api import auth, body, dashboard, jobs, operator, schedules, signing_secrets, steering
 from functions.api.responses import MAX_FIELD_CHARS, complete_error_responses, cut, error_response, error_result
-from shared import aws, scheduler, settings
+from shared import aws, job_types, scheduler, settings
 from shared.enqueue import InvalidJob, PayloadTooLarge
 from shared.metrics import metrics
 
@@ -26,6 +26,7 @@ logger = Logger(service="corral-api")
 aws.use_timeouts(
     aws.Timeouts(connect=settings.API_AWS_CONNECT_TIMEOUT_SECONDS, read=settings.API_AWS_READ_TIMEOUT_SECONDS)
 )
+job_types.load()  # the registry the API validates jobs against, loaded in the init phase
 app = APIGatewayHttpResolver(enable_validation=True)
 app.include_router(jobs.router)
 app.include_router(schedules.router)

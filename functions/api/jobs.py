@@ -40,6 +40,14 @@ class JobSpecIn(BaseModel):
 
 
 class JobIn(JobSpecIn):
+    # Unset: the job type's own default (its @job_type options), not the platform's.
+    max_attempts: int | None = Field(default=None, ge=1, le=settings.MAX_MAX_ATTEMPTS)  # type: ignore[assignment]
+    timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=settings.MAX_JOB_TIMEOUT_SECONDS,
+        description="Stop an attempt after this many seconds (default: the job type's; at most its maximum)",
+    )
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
     delay_seconds: int | None = Field(
         default=None, ge=0, le=settings.MAX_RUN_AT_DAYS * 86_400, description="Run this many seconds from now"

@@ -10,22 +10,20 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared import queue
+from shared import deadline, job_types, queue
 from shared.metrics import job_outcome, job_retried, metrics
 from shared.model import Outcome
 from shared.work import Delivery, RetryLater, receive
 
 logger = Logger(service="corral-worker")
+# Job types (and the customer's package) load at import: in the init phase, not on the first batch's clock.
+job_types.load()
 # A batch whose every record is handed back (a lone retried job, every batch of a store blip) is a
 # partial-batch answer like any other, not a Lambda error: an error would page the WorkerErrors
 # alarm and make Lambda back off the event source's concurrency just when it should drain.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
-# A record is not started with less than this left of the invocation: handed back for a short
-# retry instead, so a slow batch ends before its timeout (which would hold every record of it
-# for the whole visibility timeout).
-MIN_SECONDS_LEFT_TO_START = 2.0
 _invocation: LambdaContext | None = None
 
 
@@ -39,14 +37,13 @@ def _delivery(record: SQSRecord) -> Delivery:
         body=record.body or "",
         receive_count=int(record.attributes.approximate_receive_count or 1),
         sent_at=int(record.attributes.sent_timestamp or 0) / 1000,
+        seconds_left=_time_left_seconds(),
     )
 
 
 def record_handler(record: SQSRecord) -> Outcome:
     delivery = _delivery(record)
     try:
-        if _time_left_seconds() < MIN_SECONDS_LEFT_TO_START:
-            raise delivery.hand_back("too little of the invocation left to start this job")
         outcome = receive(delivery)
     except RetryLater as later:
         queue.retry_later(record.receipt_handle, later.seconds)
@@ -57,12 +54,20 @@ def record_handler(record: SQSRecord) -> Outcome:
     return outcome
 
 
+def _hide_for_their_timeouts(records: list[dict[str, Any]]) -> None:
+    """Hide each message about as long as this invocation may take to reach and run it (shared/deadline.py)."""
+    deadline.hide_batch(
+        [record["receiptHandle"] for record in records], [record["body"] for record in records], _time_left_seconds()
+    )
+
+
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     global _invocation
     _invocation = context
     started_at = time.time()
+    _hide_for_their_timeouts(event.get("Records", []))
     response = process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -2,9 +2,10 @@
 
 Nothing is lost and nothing is recorded twice: each job ends with exactly one
 successful outcome write reaching the store (counted at the fault proxy).
-The local profile's worker timeout is 5 s and its visibility timeout 30 s, so a
-killed attempt comes back after ~30 s; the poison job is enqueued first (module
-fixture) so its two 30 s waits overlap the other tests.
+The local profile's worker hides each received message for about its job's timeout
+plus 10 s (at most ~20 s; shared/deadline.py), so a killed attempt comes back within
+that, or the queue's 35 s visibility timeout if the worker died before hiding it; the
+poison job is enqueued first (module fixture) so its two waits overlap the other tests.
 
 A job that shares a batch with the poison job waits one visibility timeout per crash (the
 crash takes the whole invocation down): up to 2 x 30 s here, so waits on jobs enqueued

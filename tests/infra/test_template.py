@@ -49,12 +49,20 @@ def test_default_stage_is_throttled_and_writes_access_logs(aws: Template, local:
 # Queue ----------------------------------------------------------------------------------------------
 
 
-def test_queue_visibility_covers_six_worker_timeouts_plus_the_batching_window(aws: Template, local: Template):
+def test_the_worker_runs_15_minute_jobs_on_aws_and_the_queue_outlasts_its_timeout(aws: Template, local: Template):
+    """SQS event sources need visibility >= the function timeout; per-job visibility does the rest (deadline.py)."""
     for template, profile in ((aws, AWS), (local, LOCAL)):
         queue = _only(template, "AWS::SQS::Queue", {"QueueName": settings.QUEUE_NAME})["Properties"]
         worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
         assert worker["Timeout"] == profile.worker_timeout_seconds
-        assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"] + settings.WORKER_BATCHING_WINDOW_SECONDS
+        assert queue["VisibilityTimeout"] == worker["Timeout"] + settings.QUEUE_VISIBILITY_MARGIN_SECONDS
+        environment = worker["Environment"]["Variables"]
+        ceiling = int(environment["CORRAL_JOB_TIMEOUT_CEILING"])
+        assert ceiling == profile.job_timeout_ceiling_seconds <= worker["Timeout"] - settings.JOB_START_RESERVE_SECONDS
+        assert int(environment["CORRAL_LEASE_SECONDS"]) > ceiling
+        assert int(environment["CORRAL_LEASE_SECONDS"]) < queue["VisibilityTimeout"]
+    aws_worker = _only(aws, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
+    assert aws_worker["Timeout"] == settings.MAX_JOB_TIMEOUT_SECONDS == 900
 
 
 def test_hand_backs_grow_to_at_most_the_visibility_timeout(aws: Template, local: Template):

@@ -8,11 +8,12 @@ import time
 import pytest
 
 from client.signatures import verify_signature
-from shared import http_jobs, settings, signing_secrets, store
+from shared import settings, signing_secrets, store
 from shared.enqueue import InvalidJob, check_job
 from shared.job_types import JobContext, JobFailed, RetryAfter
 from shared.model import JobMessage, Status
 from shared.target_policy import AWS_RULES, TargetPolicy
+from shared.targets import http as http_jobs
 from shared.work import Delivery, RetryLater, work
 from tests.receiver import Answer, receiver
 

@@ -27,7 +27,7 @@ import urllib3
 from urllib3.exceptions import HTTPError as TransportError
 
 from shared import settings, signing_secrets
-from shared.job_types import InvalidPayload, JobContext, JobFailed, RetryAfter, job_type
+from shared.job_types import InvalidPayload, JobContext, JobDead, JobFailed, job_type
 from shared.target_policy import Refused, ResolutionFailed, Resolver, Target, TargetPolicy, check_url, resolve
 
 METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
@@ -55,25 +55,27 @@ class HttpRequest:
 def _parse(payload: Any, policy: TargetPolicy) -> HttpRequest:
     """The request a payload describes, or InvalidPayload naming the field."""
     if not isinstance(payload, dict):
-        raise InvalidPayload("", 'must be an object like {"url": "https://..."}')
+        raise InvalidPayload("payload", 'must be an object like {"url": "https://..."}')
     unknown = sorted(set(payload) - _PAYLOAD_KEYS)
     if unknown:
-        raise InvalidPayload(str(unknown[0])[:64], f"unknown field; allowed: {', '.join(sorted(_PAYLOAD_KEYS))}")
+        raise InvalidPayload(
+            f"payload.{str(unknown[0])[:64]}", f"unknown field; allowed: {', '.join(sorted(_PAYLOAD_KEYS))}"
+        )
     url = payload.get("url")
     if not isinstance(url, str) or not url:
-        raise InvalidPayload("url", "required: the URL to call (a string)")
+        raise InvalidPayload("payload.url", "required: the URL to call (a string)")
     try:
         target = check_url(url, policy)
     except Refused as refused:
-        raise InvalidPayload(refused.field, refused.message) from refused
+        raise InvalidPayload(f"payload.{refused.field}", refused.message) from refused
     method = payload.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in METHODS:
-        raise InvalidPayload("method", f"must be one of {', '.join(METHODS)}")
+        raise InvalidPayload("payload.method", f"must be one of {', '.join(METHODS)}")
     method = method.upper()
     headers = _headers(payload.get("headers"))
     body, content_type = _body(payload)
     if method == "GET" and "body" in payload and payload["body"] is not None:
-        raise InvalidPayload("body", "a GET request carries no body")
+        raise InvalidPayload("payload.body", "a GET request carries no body")
     if content_type and not any(name.lower() == "content-type" for name in headers):
         headers["Content-Type"] = content_type
     return HttpRequest(target=target, method=method, headers=headers, body=body)
@@ -83,18 +85,18 @@ def _headers(raw: Any) -> dict[str, str]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise InvalidPayload("headers", "must be an object of header names to string values")
+        raise InvalidPayload("payload.headers", "must be an object of header names to string values")
     if len(raw) > _MAX_HEADERS:
-        raise InvalidPayload("headers", f"at most {_MAX_HEADERS} headers")
+        raise InvalidPayload("payload.headers", f"at most {_MAX_HEADERS} headers")
     headers: dict[str, str] = {}
     for name, value in raw.items():
         if not _TOKEN.match(name) or len(name) > 256:
-            raise InvalidPayload(f"headers.{name[:64]}", "not a valid header name")
+            raise InvalidPayload(f"payload.headers.{name[:64]}", "not a valid header name")
         lowered = name.lower()
         if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIX):
-            raise InvalidPayload(f"headers.{name}", "set by the platform; a job may not set it")
+            raise InvalidPayload(f"payload.headers.{name}", "set by the platform; a job may not set it")
         if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
-            raise InvalidPayload(f"headers.{name}", "must be a string without line breaks")
+            raise InvalidPayload(f"payload.headers.{name}", "must be a string without line breaks")
         headers[name] = value
     return headers
 
@@ -114,7 +116,7 @@ def validate_payload(payload: Any) -> None:
     _parse(payload, TargetPolicy.from_env())
 
 
-@job_type("http", check=validate_payload)
+@job_type("http", validate=validate_payload, timeout_seconds=settings.HTTP_DEFAULT_TIMEOUT_SECONDS)
 def http(payload: Any, context: JobContext) -> dict[str, Any]:
     return call(payload, context, TargetPolicy.from_env())
 
@@ -124,11 +126,11 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
         request = _parse(payload, policy)
     except InvalidPayload as invalid:  # enqueued before a policy change, or by a path that skipped validation
         what = "refused" if isinstance(invalid.__cause__, Refused) else "invalid payload"
-        raise JobFailed(f"{what}: {invalid}; not contacted", retry=False) from invalid
+        raise JobDead(f"{what}: {invalid}; not contacted") from invalid
     try:
         address = resolve(request.target, policy, resolver)
     except Refused as refused:
-        raise JobFailed(f"refused: {refused.message}; not contacted", retry=False) from refused
+        raise JobDead(f"refused: {refused.message}; not contacted") from refused
     except ResolutionFailed as error:
         raise JobFailed(str(error)) from error
     timestamp = int(time.time())
@@ -142,13 +144,15 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
             signing_secrets.for_signing(context.tenant), timestamp, request.body
         ),
     }
-    status, reason, response_headers, body, truncated = _send(request, address, headers)
+    # The job's own timeout stops the attempt anyway (shared/deadline.py); the request's timeout ends
+    # just before it, so a hanging endpoint reads as a timeout of the request, with its host named.
+    timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))
+    status, reason, response_headers, body, truncated = _send(request, address, headers, timeout)
     return _outcome(request.target, status, reason, response_headers, body, truncated)
 
 
 def _timeout_seconds() -> float:
-    # The stack sets this below the worker's own timeout, so an endpoint that hangs fails its attempt
-    # instead of the whole invocation (and its batch-mates).
+    # The stack sets this to the longest attempt its worker runs.
     return float(settings.env("CORRAL_HTTP_TIMEOUT_SECONDS", str(settings.HTTP_DEFAULT_TIMEOUT_SECONDS)))
 
 
@@ -174,8 +178,9 @@ def _pool(target: Target, address: str, timeout: float) -> urllib3.HTTPConnectio
     return urllib3.HTTPConnectionPool(address, target.port, timeout=timeouts, retries=False, maxsize=1)
 
 
-def _send(request: HttpRequest, address: str, headers: dict[str, str]) -> tuple[int, str, dict[str, str], bytes, bool]:
-    timeout = _timeout_seconds()
+def _send(
+    request: HttpRequest, address: str, headers: dict[str, str], timeout: float
+) -> tuple[int, str, dict[str, str], bytes, bool]:
     deadline = time.monotonic() + timeout
     pool = _pool(request.target, address, timeout)
     try:
@@ -194,7 +199,7 @@ def _send(request: HttpRequest, address: str, headers: dict[str, str]) -> tuple[
         finally:
             response.release_conn()
     except TransportError as error:
-        raise JobFailed(f"{request.target.host}: {_transport_reason(error)}") from error
+        raise JobFailed(f"{request.target.host}: {_transport_reason(error, timeout)}") from error
     finally:
         pool.close()
     return (
@@ -206,10 +211,10 @@ def _send(request: HttpRequest, address: str, headers: dict[str, str]) -> tuple[
     )
 
 
-def _transport_reason(error: TransportError) -> str:
+def _transport_reason(error: TransportError, timeout: float) -> str:
     name = type(error).__name__
     if "Timeout" in name:
-        return f"timed out after {_timeout_seconds():.0f}s ({name})"
+        return f"timed out after {timeout:.0f}s ({name})"
     return f"{name}: {error}"
 
 
@@ -274,13 +279,13 @@ def _outcome(
         return result
     if 300 <= status < 400:
         location = headers.get("location", "(none)")
-        raise JobFailed(f"{answer}: redirect not followed; Location: {location[:500]}", retry=False)
+        raise JobDead(f"{answer}: redirect not followed; Location: {location[:500]}")
     if status in RETRYABLE_STATUSES or 500 <= status < 600:
         wait = retry_after_seconds(headers.get("retry-after"), time.time())
         message = f"{answer}: {_body_start(body)}"
         if wait is not None:
-            raise RetryAfter(wait, f"{message} (Retry-After {wait:.0f}s)")
+            raise JobFailed(f"{message} (Retry-After {wait:.0f}s)", retry_after=wait)
         raise JobFailed(message)
     if 400 <= status < 500:
-        raise JobFailed(f"{answer}: {_body_start(body)}", retry=False)
+        raise JobDead(f"{answer}: {_body_start(body)}")
     raise JobFailed(f"{answer}: unexpected status")

@@ -1,0 +1,138 @@
+"""Customers' own work on the deployed stack: the example job package, Lambda targets, and real timeouts."""
+
+import io
+import time
+import zipfile
+
+import pytest
+import requests
+
+from tests.platform import LAMBDA_TARGET
+
+# The target echoes its input, or fails like a function with a bug when asked to.
+_TARGET_SOURCE = """
+def handler(event, context):
+    if isinstance(event, dict) and event.get("fail"):
+        raise ValueError("asked to fail")
+    return {"got": event}
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_api(api):
+    """The first enqueue may meet the API's cold start (its imports include the job package): not under test here."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if api.request("POST", "/v1/jobs", json={"type": "echo"}).status_code == 202:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(1)
+
+
+def _field(error: dict) -> str:
+    """The field a 4xx names: `field`, or the first of `fields`."""
+    return error.get("field") or error["fields"][0]["field"]
+
+
+def test_the_example_packages_jobs_run(api):
+    rendered = api.enqueue("render_email", {"markdown": "# Invoice\n\nPaid: **yes**"})
+    flaky = api.enqueue("sync_contacts", {"busy_attempts": 1})
+
+    rendered_job = api.wait(rendered, timeout=60)
+    flaky_job = api.wait(flaky, timeout=60)
+
+    assert rendered_job["status"] == "succeeded", rendered_job
+    assert "<h1>Invoice</h1>" in rendered_job["result"]["html"]
+    assert "<strong>yes</strong>" in rendered_job["result"]["html"]
+    assert rendered_job["result"]["idempotency_key"] == rendered
+    assert flaky_job["status"] == "succeeded", flaky_job
+    assert flaky_job["attempts"] == 2
+    assert flaky_job["result"] == {"synced_on_attempt": 2}
+
+
+def test_a_customer_types_payload_check_runs_at_enqueue(api):
+    response = api.request("POST", "/v1/jobs", json={"type": "render_email", "payload": {"markdown": 3}})
+
+    assert response.status_code == 422
+    assert _field(response.json()) == "payload.markdown"
+
+
+def test_a_job_past_its_timeout_is_retried_and_its_batch_mates_are_unaffected(api):
+    jobs = [{"type": "sleep", "payload": {"seconds": 10}, "timeout_seconds": 2, "max_attempts": 2}]
+    jobs += [{"type": "echo", "payload": {"n": n}} for n in range(5)]
+    started = time.monotonic()
+    response = api.request("POST", "/v1/jobs:batch", json={"jobs": jobs})
+    assert response.status_code == 202, response.text
+    slow, *mates = [result["id"] for result in response.json()["results"]]
+
+    finished_mates = [api.wait(job_id, timeout=30) for job_id in mates]
+    mates_done_after = time.monotonic() - started
+    slow_job = api.wait(slow, timeout=60)
+
+    # Batch-mates ran once, promptly: not held for a visibility timeout (35 s here) behind the slow job.
+    assert [job["status"] for job in finished_mates] == ["succeeded"] * 5
+    assert [job["attempts"] for job in finished_mates] == [1] * 5
+    assert mates_done_after < 15
+    assert slow_job["status"] == "dead"
+    assert slow_job["attempts"] == 2
+    assert slow_job["error"] == "timed out after 2 s"
+
+
+def test_a_timeout_above_the_types_maximum_is_refused(api):
+    response = api.request("POST", "/v1/jobs", json={"type": "echo", "timeout_seconds": 901})
+
+    assert response.status_code == 422
+    assert _field(response.json()) == "timeout_seconds"
+
+
+@pytest.fixture(scope="module")
+def lambda_target(deployed):
+    if not deployed.emulated:
+        pytest.skip("creates its target function in the embedded emulator")
+    lambda_ = deployed.aws("lambda")
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("target.py", _TARGET_SOURCE)
+    lambda_.create_function(
+        FunctionName=LAMBDA_TARGET,
+        Runtime="python3.11",
+        Role="arn:aws:iam::000000000000:role/corral-e2e-target",
+        Handler="target.handler",
+        Code={"ZipFile": archive.getvalue()},
+        Timeout=10,
+    )
+    yield LAMBDA_TARGET
+    lambda_.delete_function(FunctionName=LAMBDA_TARGET)
+
+
+def test_a_lambda_job_invokes_an_allowed_function_and_records_its_response(api, lambda_target):
+    job_id = api.enqueue("lambda", {"function": lambda_target, "input": {"order": 42}})
+
+    job = api.wait(job_id, timeout=60)
+
+    assert job["status"] == "succeeded", job
+    assert job["result"] == {"got": {"order": 42}}
+
+
+def test_a_lambda_function_error_fails_the_attempt_and_is_retried(api, lambda_target):
+    job_id = api.enqueue("lambda", {"function": lambda_target, "input": {"fail": True}}, max_attempts=2)
+
+    job = api.wait(job_id, timeout=60)
+
+    assert job["status"] == "dead", job
+    assert job["attempts"] == 2
+    assert "function error" in job["error"]
+    assert "asked to fail" in job["error"]
+
+
+def test_a_lambda_job_for_a_function_the_stack_does_not_allow_is_422(api):
+    response = api.request(
+        "POST", "/v1/jobs", json={"type": "lambda", "payload": {"function": "corral-worker", "input": {}}}
+    )
+
+    assert response.status_code == 422
+    body = response.json()
+    assert _field(body) == "payload.function"
+    assert "corral:lambda_targets" in body["message"]

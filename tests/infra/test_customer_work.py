@@ -1,0 +1,85 @@
+"""Template assertions for customers' work: their job package's layer, and the IAM of Lambda targets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra.synth import Synthesized, synth
+from shared import settings
+
+TARGETS = "reports-*,arn:aws:lambda:eu-west-1:123456789012:function:etl"
+
+
+@pytest.fixture(scope="module")
+def with_jobs(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    outdir: Path = tmp_path_factory.mktemp("cdk-jobs")
+    context = {"corral:jobs": "examples/jobs", "corral:lambda_targets": TARGETS}
+    return synth("aws", outdir, nag=True, context=context)
+
+
+def _invoke_statements(template: Template) -> list[dict]:
+    statements = []
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "lambda:InvokeFunction" in str(statement["Action"]):
+                statements.append(statement | {"_roles": policy["Properties"]["Roles"]})
+    return statements
+
+
+def _arn(name: str) -> dict:
+    return {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":lambda:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                f":function:{name}",
+            ],
+        ]
+    }
+
+
+def test_without_lambda_targets_nothing_may_be_invoked(aws: Template):
+    assert _invoke_statements(aws) == []
+
+
+def test_the_worker_may_invoke_exactly_the_allowed_targets(with_jobs: Synthesized):
+    template = Template.from_json(with_jobs.template)
+    (statement,) = _invoke_statements(template)
+    assert statement["Action"] == "lambda:InvokeFunction"
+    assert statement["Effect"] == "Allow"
+    etl = "arn:aws:lambda:eu-west-1:123456789012:function:etl"
+    expected = [_arn("reports-*"), _arn("reports-*:*"), etl, f"{etl}:*"]
+    assert sorted(map(json.dumps, statement["Resource"])) == sorted(map(json.dumps, expected))
+    worker = template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"FunctionName": settings.WORKER_FUNCTION}}
+    )
+    (worker_role,) = [f["Properties"]["Role"]["Fn::GetAtt"][0] for f in worker.values()]
+    assert statement["_roles"] == [{"Ref": worker_role}]
+    assert with_jobs.nag_findings == []
+
+
+def test_both_functions_know_the_allowlist_and_load_the_customers_package(with_jobs: Synthesized):
+    template = Template.from_json(with_jobs.template)
+    functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Layers": Match.any_value()}})
+    assert len(functions) == 2
+    layers = template.find_resources("AWS::Lambda::LayerVersion")
+    assert len(layers) == 2  # the platform's requirements, and the job package's own
+    for function in functions.values():
+        environment = function["Properties"]["Environment"]["Variables"]
+        assert environment["CORRAL_JOBS_PACKAGE"] == "jobs"
+        assert json.loads(environment["CORRAL_LAMBDA_TARGETS"]) == TARGETS.split(",")
+        assert sorted(ref["Ref"] for ref in function["Properties"]["Layers"]) == sorted(layers)
+
+
+def test_a_bad_lambda_target_pattern_fails_the_synth(tmp_path: Path):
+    with pytest.raises(SystemExit, match="corral:lambda_targets"):
+        synth("local", tmp_path, context={"corral:lambda_targets": "arn:aws:s3:::bucket"})

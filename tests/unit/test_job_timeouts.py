@@ -1,0 +1,136 @@
+"""Timeouts: the alarm that stops a job, the retry that follows, and how long a message stays hidden."""
+
+import time
+
+import pytest
+
+from shared import deadline, job_types, store
+from shared.model import JobMessage, Status
+from shared.work import Delivery, RetryLater, work
+
+
+@job_types.job_type("unit_swallows_errors", timeout_seconds=1)
+def _swallows_errors(payload: object, context: job_types.JobContext) -> str:
+    """A job that catches every Exception around a slow call: the timeout must still stop it."""
+    try:
+        time.sleep(5)
+    except Exception:  # the point of the test
+        return "swallowed"
+    return "slept"
+
+
+@job_types.job_type("unit_dead_at_once")
+def _dead_at_once(payload: object, context: job_types.JobContext) -> None:
+    raise job_types.JobDead("the target said 400")
+
+
+@job_types.job_type("unit_retry_after")
+def _retry_after(payload: object, context: job_types.JobContext) -> None:
+    raise job_types.JobFailed("busy", retry_after=7)
+
+
+def _message(job_type: str, payload: object = None, timeout_seconds: int | None = None, max_attempts: int = 3):
+    return JobMessage(
+        id=f"jt-{job_type}",
+        tenant="acme",
+        type=job_type,
+        payload=payload,
+        max_attempts=max_attempts,
+        enqueued_at=time.time(),
+        timeout_seconds=timeout_seconds,
+    )
+
+
+def _deliver(message: JobMessage) -> str:
+    return work(message, Delivery(message_id="m1", body=message.to_json()))
+
+
+def test_time_limit_interrupts_a_blocking_sleep_on_time():
+    started = time.monotonic()
+    with pytest.raises(job_types.JobTimedOut, match="timed out after 1 s"), deadline.time_limit(1):
+        time.sleep(5)
+    assert time.monotonic() - started < 3
+
+
+def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
+    started = time.monotonic()
+    with pytest.raises(RetryLater):
+        _deliver(_message("sleep", {"seconds": 5}, timeout_seconds=1))
+
+    assert time.monotonic() - started < 4  # stopped at 1 s, not after the 5 s sleep (a loaded machine is slow)
+    record, _ = store.get("jt-sleep")
+    assert record.status is Status.FAILED
+    assert record.error == "timed out after 1 s"
+
+
+def test_a_job_that_catches_exception_is_still_stopped(aws):
+    with pytest.raises(RetryLater):
+        _deliver(_message("unit_swallows_errors"))
+    record, _ = store.get("jt-unit_swallows_errors")
+    assert record.error == "timed out after 1 s"
+
+
+def test_the_alarm_is_cleared_after_a_job_that_finishes_in_time(aws):
+    assert _deliver(_message("sleep", {"seconds": 0.1}, timeout_seconds=1)) == "succeeded"
+    time.sleep(1.2)  # an alarm left armed would fire here
+
+
+def test_the_worker_ceiling_caps_a_job_timeout(aws, monkeypatch):
+    monkeypatch.setenv("CORRAL_JOB_TIMEOUT_CEILING", "3")
+    assert deadline.timeout_of(_message("sleep", timeout_seconds=600)) == 3
+    assert deadline.timeout_of(_message("echo")) == 3
+    monkeypatch.delenv("CORRAL_JOB_TIMEOUT_CEILING")
+    assert deadline.timeout_of(_message("sleep", timeout_seconds=600)) == 600
+    assert deadline.timeout_of(_message("echo")) == 30  # the type's default
+
+
+def test_a_claim_leases_the_job_for_its_timeout_plus_the_margin_within_the_workers_lease(aws, monkeypatch):
+    monkeypatch.setenv("CORRAL_LEASE_SECONDS", "905")
+    assert deadline.lease_seconds(30) == 40
+    assert deadline.lease_seconds(900) == 905
+
+
+def test_job_dead_ends_the_job_at_its_first_attempt(aws):
+    assert _deliver(_message("unit_dead_at_once")) == "dead"
+    record, _ = store.get("jt-unit_dead_at_once")
+    assert record.status is Status.DEAD
+    assert record.attempts == 1
+
+
+def test_a_jobs_retry_after_chooses_when_it_comes_back(aws):
+    with pytest.raises(RetryLater) as later:
+        _deliver(_message("unit_retry_after"))
+    assert later.value.seconds == 7
+
+
+@pytest.mark.parametrize(
+    ("timeouts", "seconds_left", "expected"),
+    [
+        # AWS, ten default (30 s) jobs in a 900 s invocation: each is back ~30 s after the one before it could end.
+        ([30] * 10, 900, [40, 70, 100, 130, 160, 190, 220, 250, 280, 310]),
+        # A 15-minute job, then a short one: never longer than the invocation can run, plus the margin.
+        ([898, 30], 900, [908, 910]),
+        # The local profile: 3 s jobs in a 5 s invocation.
+        ([3, 3, 3], 5, [13, 15, 15]),
+    ],
+)
+def test_visibility_plan_hides_each_message_until_this_invocation_could_no_longer_run_it(
+    timeouts, seconds_left, expected
+):
+    assert deadline.visibility_plan(timeouts, seconds_left) == expected
+
+
+def test_hide_batch_sets_each_received_messages_visibility(aws, monkeypatch):
+    sqs, url = aws["sqs"], aws["queue_url"]
+    for body in ('{"type":"sleep","timeout_seconds":5}', "not json"):
+        sqs.send_message(QueueUrl=url, MessageBody=body)
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600)["Messages"]
+    assert len(received) == 2
+    monkeypatch.setattr(deadline, "MARGIN_SECONDS", 0)
+
+    # With 1 s of invocation left, neither message can be running after 1 s: both are back then, not after 600 s.
+    deadline.hide_batch([m["ReceiptHandle"] for m in received], [m["Body"] for m in received], seconds_left=1)
+
+    time.sleep(1.5)
+    again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    assert sorted(m["Body"] for m in again) == sorted(m["Body"] for m in received)

@@ -1,0 +1,119 @@
+"""The job type registry: options, the customer's package as the bundle loads it, and enqueue-time checks."""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from infra import bundling, jobs_package
+from shared import job_types, lambda_targets
+from shared.enqueue import InvalidJob, JobRequest, build_message
+
+EXAMPLE = bundling.ROOT / "examples" / "jobs"
+
+
+def _package(tmp_path: Path, name: str, source: str) -> jobs_package.JobsPackage:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    (folder / "jobs.py").write_text(source)
+    return jobs_package.from_context(str(folder))
+
+
+def _registry(package: jobs_package.JobsPackage) -> list[dict]:
+    layers = [bundling.dependencies_layer_dir()]
+    if package.requirements:
+        layers.append(bundling.jobs_layer_dir(package.requirements))
+    return jobs_package.registry(bundling.code_dir(package.path), layers, package)
+
+
+def test_the_example_package_registers_its_types_with_their_options():
+    types = {found["name"]: found for found in _registry(jobs_package.from_context("examples/jobs"))}
+
+    assert types["render_email"]["timeout_seconds"] == 30
+    assert types["render_email"]["max_attempts"] == 2
+    assert types["sync_contacts"]["backoff_base_seconds"] == 1
+    assert not types["render_email"]["builtin"]
+    assert {"echo", "sleep", "fail", "lambda"} <= {name for name, found in types.items() if found["builtin"]}
+
+
+def test_a_customer_type_named_like_a_builtin_fails_the_synth(tmp_path):
+    package = _package(
+        tmp_path,
+        "acme_jobs",
+        'from corral_jobs import job_type\n\n@job_type("echo")\ndef echo(payload, context):\n    return 1\n',
+    )
+    with pytest.raises(SystemExit, match="job type 'echo' is already a built-in type"):
+        _registry(package)
+
+
+def test_a_package_that_does_not_import_fails_the_synth(tmp_path):
+    package = _package(tmp_path, "acme_jobs", "import no_such_library_anywhere\n")
+    with pytest.raises(SystemExit, match="No module named 'no_such_library_anywhere'"):
+        _registry(package)
+
+
+@pytest.mark.parametrize("name", ["shared", "not-an-identifier"])
+def test_a_package_folder_name_must_be_importable_and_not_the_platforms(tmp_path, name):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("")
+    with pytest.raises(SystemExit, match="must be a Python identifier"):
+        jobs_package.from_context(str(tmp_path / name))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"timeout_seconds": 0},
+        {"timeout_seconds": 901},
+        {"timeout_seconds": 60, "max_timeout_seconds": 30},
+        {"max_attempts": 26},
+        {"backoff_base_seconds": 0},
+        {"backoff_cap_seconds": 100_000},
+    ],
+)
+def test_bad_options_are_refused_when_the_type_is_declared(options):
+    with pytest.raises(ValueError, match="unit_bad"):
+        job_types.job_type("unit_bad", **options)
+
+
+def _request(**fields):
+    return JobRequest(**{"type": "sleep", **fields})
+
+
+@job_types.job_type("unit_capped", timeout_seconds=10, max_timeout_seconds=60)
+def _capped(payload, context):
+    return None
+
+
+def test_a_job_may_ask_for_a_timeout_up_to_its_types_maximum(aws):
+    assert build_message("acme", _request(timeout_seconds=900), time.time()).timeout_seconds == 900
+    assert build_message("acme", _request(type="unit_capped", timeout_seconds=60), time.time()).timeout_seconds == 60
+    assert build_message("acme", _request(type="unit_capped"), time.time()).timeout_seconds is None  # the type's 10
+    with pytest.raises(InvalidJob, match="between 1 and 60") as error:
+        build_message("acme", _request(type="unit_capped", timeout_seconds=61), time.time())
+    assert error.value.field == "timeout_seconds"
+
+
+def test_a_jobs_attempts_default_to_its_types(aws):
+    assert build_message("acme", _request(), time.time()).max_attempts == 3
+    assert build_message("acme", _request(max_attempts=7), time.time()).max_attempts == 7
+
+
+def test_a_lambda_target_must_be_allowed_by_the_stack(aws, monkeypatch):
+    monkeypatch.setenv(lambda_targets.ENVIRONMENT, '["reports-*","arn:aws:lambda:eu-west-1:123456789012:function:etl"]')
+    for allowed in ("reports-daily", "reports-daily:live", "arn:aws:lambda:eu-west-1:123456789012:function:etl:3"):
+        build_message("acme", _request(type="lambda", payload={"function": allowed}), time.time())
+    for refused in ("billing", "arn:aws:lambda:eu-west-1:999999999999:function:etl", "arn:aws:lambda:x:1:function:r"):
+        with pytest.raises(InvalidJob) as error:
+            build_message("acme", _request(type="lambda", payload={"function": refused}), time.time())
+        assert error.value.field == "payload.function"
+    with pytest.raises(InvalidJob) as error:
+        build_message("acme", _request(type="lambda", payload={"function": "reports-x", "extra": 1}), time.time())
+    assert error.value.field == "payload.extra"
+
+
+def test_no_lambda_target_is_allowed_by_default(aws, monkeypatch):
+    monkeypatch.delenv(lambda_targets.ENVIRONMENT, raising=False)
+    with pytest.raises(InvalidJob, match="not a Lambda target this stack allows"):
+        build_message("acme", _request(type="lambda", payload={"function": "anything"}), time.time())

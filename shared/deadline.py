@@ -118,7 +118,7 @@ def _planned_timeout(body: str) -> int:
             enqueued_at=0,
             timeout_seconds=requested if isinstance(requested, int) else None,
         )
-    except (ValueError, TypeError, AttributeError):
+    except (ValueError, TypeError, AttributeError, RecursionError):
         return 1
     return timeout_of(message)
 

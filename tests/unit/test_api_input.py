@@ -230,10 +230,19 @@ def test_sleep_is_bounded_at_enqueue(call, seconds):
 
 
 def test_a_sleep_message_that_skipped_the_api_fails_cleanly_instead_of_overflowing():
+    import logging
+
     from shared.job_types import JobContext, JobFailed, lookup
 
+    context = JobContext(
+        job_id="jt-x",
+        attempt=1,
+        max_attempts=1,
+        deadline=float("inf"),
+        logger=logging.LoggerAdapter(logging.getLogger()),
+    )
     with pytest.raises(JobFailed, match="seconds"):
-        lookup("sleep").run({"seconds": 1e308}, JobContext(job_id="jt-x", attempt=1, max_attempts=1))
+        lookup("sleep").run({"seconds": 1e308}, context)
 
 
 def test_a_delayed_job_is_queued_on_get_long_past_the_retention_of_its_accept_time(call, scheduler_env, monkeypatch):

@@ -34,7 +34,9 @@ def _key(job_id: str) -> dict[str, Any]:
 
 def index_sort_key(enqueued_at: float, job_id: str) -> str:
     """Where a job sits in its tenant's listing: enqueue time in ms (13 digits, so it sorts as text), then id."""
-    return f"{int(enqueued_at * 1000):013d}#{job_id}"
+    # Clamped to 13 digits (years 1970-2286), so any time a query names still sorts in order as text.
+    millis = min(max(int(enqueued_at * 1000), 0), 10**13 - 1)
+    return f"{millis:013d}#{job_id}"
 
 
 def index_shard(job_id: str) -> int:

@@ -155,7 +155,7 @@ def test_the_example_receiver_accepts_a_signed_request_and_refuses_a_forged_one(
 
     import requests
 
-    from examples.http_receiver import make_server
+    from examples.receivers.http_receiver import make_server
 
     server = make_server(0, ["whsec_example"])
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -2,7 +2,7 @@
 
     export CORRAL_SIGNING_SECRETS="$(curl -s $URL/v1/signing-secrets -H "Authorization: Bearer $KEY" \
         | python3 -c 'import json,sys; print(",".join(s["secret"] for s in json.load(sys.stdin)["secrets"]))')"
-    python -m examples.http_receiver --port 8000        # from the repository root
+    python -m examples.receivers.http_receiver --port 8000        # from the repository root
 
     curl -s -X POST $URL/v1/jobs -H "Authorization: Bearer $KEY" -H 'content-type: application/json' \
          -d '{"type": "http", "payload": {"url": "http://127.0.0.1:8000/invoices", "body": {"invoice": 42}}}'

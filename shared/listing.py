@@ -142,6 +142,8 @@ def read_index(
     newest = store.index_sort_key(until, "~") if until is not None else "9" * 14
     if before is not None:
         newest = min(newest, before)  # inclusive in the key condition; `before` itself is dropped below
+    if oldest > newest:  # an empty range (e.g. `since` after now): DynamoDB refuses BETWEEN on it
+        return IndexRead(items=[], next_before=None, read=0)
     projected = attributes and tuple(sorted({*attributes, "pk", JOBS_INDEX.sort_key}))
 
     def fetch(shard: int, start_after: dict[str, Any] | None, limit: int) -> store.IndexPage:

@@ -298,3 +298,16 @@ def test_times_outside_the_index_range_list_nothing_instead_of_failing(call_api)
         status, body = call_api("GET", "/v1/jobs", query=query)
         assert status == 200, (query, body)
         assert body["jobs"] == []
+
+
+def test_an_empty_time_range_reads_nothing(aws, monkeypatch):
+    # Found by the API fuzzer: POST /v1/jobs:retry with a `since` in the future queried an inverted
+    # BETWEEN, which DynamoDB refuses (a 503); moto accepts it, so the index must not be queried at all.
+    from shared import listing
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("queried an empty range")
+
+    monkeypatch.setattr(store, "query_jobs_index", refuse)
+    found = listing.read_index("acme", {}, since=time.time() + 86_400, until=time.time(), before=None, want=10)
+    assert (found.items, found.next_before) == ([], None)

@@ -14,7 +14,9 @@ the cost comparison (NAT per AZ vs one NAT vs endpoints).
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from typing import cast
+
+from aws_cdk import CfnOutput, Fn, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -63,6 +65,14 @@ class Network(Construct):
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
             traffic_type=ec2.FlowLogTrafficType.REJECT,
+        )
+        # Every HTTP job leaves from one of these addresses: what a customer's firewall allowlists.
+        nat_addresses = [cast(ec2.CfnEIP, subnet.node.find_child("EIP")) for subnet in self.vpc.public_subnets]
+        CfnOutput(
+            scope,
+            "EgressIps",
+            value=Fn.join(",", [address.ref for address in nat_addresses]),
+            description="Public IPs the functions' outbound requests (HTTP jobs) come from",
         )
         self.subnets = ec2.SubnetSelection(subnet_type=SUBNET_TYPE)
         self.cache_subnet_group = CACHE_SUBNET_GROUP

@@ -327,6 +327,11 @@ def test_functions_reach_the_internet_through_a_nat_gateway_in_their_own_az(aws:
         # Same AZ: an AZ's outage takes only its own functions' egress with it, and no cross-AZ data charge.
         zone = subnets[subnet_id]["Properties"]["AvailabilityZone"]
         assert subnets[nat_subnet]["Properties"]["AvailabilityZone"] == zone
+    outputs = aws.find_outputs("EgressIps")["EgressIps"]["Value"]["Fn::Join"]
+    nat_addresses = [nat["Properties"]["AllocationId"] for nat in aws.find_resources("AWS::EC2::NatGateway").values()]
+    assert outputs[0] == "," and sorted(ref["Ref"] for ref in outputs[1]) == sorted(
+        a["Fn::GetAtt"][0] for a in nat_addresses
+    )
     (internet_gateway,) = aws.find_resources("AWS::EC2::InternetGateway")
     for nat_subnet in nat_subnets.values():
         assert [route.get("GatewayId") for route in _default_routes(aws, nat_subnet)] == [{"Ref": internet_gateway}]

@@ -51,7 +51,7 @@ class StatusCache(Construct):
             self,
             "Subnets",
             subnet_group_name=f"{settings.DAX_CLUSTER_NAME}-subnets",
-            subnet_ids=network.vpc.select_subnets(subnet_type=network.subnet_type).subnet_ids,
+            subnet_ids=network.vpc.select_subnets(subnet_group_name=network.cache_subnet_group).subnet_ids,
             description="corral status cache",
         )
         self.cluster = dax.CfnCluster(

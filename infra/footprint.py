@@ -2,7 +2,7 @@
 
 A component kind is something an operator runs and pays for (API, functions, queue, DLQ,
 table, cache, scheduler, network, alarms); IAM roles, log groups, permissions, security
-groups, endpoints and the like are the plumbing of those and are listed, not counted.
+groups, endpoints, NAT gateways and the like are the plumbing of those and are listed, not counted.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import json
 
 from aws_cdk.assertions import Match, Template
 
+from infra import network
 from infra.cache import DAX_DATA_ACTIONS
 from infra.synth import synth
 from shared import settings
@@ -286,9 +287,87 @@ def test_both_functions_get_the_dax_endpoint_run_in_the_vpc_and_may_use_the_clus
     assert len(granted) == 2  # the API's and the worker's role
 
 
-def test_vpc_has_no_nat_and_the_endpoints_the_functions_need(aws: Template):
-    aws.resource_count_is("AWS::EC2::NatGateway", 0)
-    aws.resource_count_is("AWS::EC2::InternetGateway", 0)
+def _default_routes(template: Template, subnet_id: str) -> list[dict]:
+    """The 0.0.0.0/0 routes of a subnet's route table (properties)."""
+    tables = [
+        a["Properties"]["RouteTableId"]
+        for a in template.find_resources("AWS::EC2::SubnetRouteTableAssociation").values()
+        if a["Properties"]["SubnetId"] == {"Ref": subnet_id}
+    ]
+    assert len(tables) == 1, (subnet_id, tables)
+    routes = template.find_resources(
+        "AWS::EC2::Route", {"Properties": {"RouteTableId": tables[0], "DestinationCidrBlock": "0.0.0.0/0"}}
+    )
+    return [route["Properties"] for route in routes.values()]
+
+
+def _nat_gateway_subnets(template: Template) -> dict[str, str]:
+    """NAT gateway logical id -> the public subnet it sits in."""
+    return {
+        nat_id: nat["Properties"]["SubnetId"]["Ref"]
+        for nat_id, nat in template.find_resources("AWS::EC2::NatGateway").items()
+    }
+
+
+def test_functions_reach_the_internet_through_a_nat_gateway_in_their_own_az(aws: Template):
+    """HTTP targets (customers' endpoints), Lambda targets (lambda:Invoke) and the operator view
+    (cloudwatch:GetMetricData) have no VPC endpoint: their only way out is the NAT."""
+    subnets = aws.find_resources("AWS::EC2::Subnet")
+    nat_subnets = _nat_gateway_subnets(aws)
+    assert len(nat_subnets) == network.NAT_GATEWAYS == network.MAX_AZS
+    function_subnets = set()
+    for function in _functions(aws).values():
+        ids = function["Properties"]["VpcConfig"]["SubnetIds"]
+        assert len(ids) == network.MAX_AZS, ids
+        function_subnets |= {i["Ref"] for i in ids}
+    for subnet_id in function_subnets:
+        assert not subnets[subnet_id]["Properties"]["MapPublicIpOnLaunch"]
+        (route,) = _default_routes(aws, subnet_id)
+        nat_subnet = nat_subnets[route["NatGatewayId"]["Ref"]]
+        # Same AZ: an AZ's outage takes only its own functions' egress with it, and no cross-AZ data charge.
+        zone = subnets[subnet_id]["Properties"]["AvailabilityZone"]
+        assert subnets[nat_subnet]["Properties"]["AvailabilityZone"] == zone
+    outputs = aws.find_outputs("EgressIps")["EgressIps"]["Value"]["Fn::Join"]
+    nat_addresses = [nat["Properties"]["AllocationId"] for nat in aws.find_resources("AWS::EC2::NatGateway").values()]
+    assert outputs[0] == "," and sorted(ref["Ref"] for ref in outputs[1]) == sorted(
+        a["Fn::GetAtt"][0] for a in nat_addresses
+    )
+    (internet_gateway,) = aws.find_resources("AWS::EC2::InternetGateway")
+    for nat_subnet in nat_subnets.values():
+        assert [route.get("GatewayId") for route in _default_routes(aws, nat_subnet)] == [{"Ref": internet_gateway}]
+
+
+def test_dax_sits_in_isolated_subnets_reachable_only_from_the_functions(aws: Template):
+    (subnet_group,) = aws.find_resources("AWS::DAX::SubnetGroup").values()
+    dax_subnets = {i["Ref"] for i in subnet_group["Properties"]["SubnetIds"]}
+    function_subnets = {i["Ref"] for f in _functions(aws).values() for i in f["Properties"]["VpcConfig"]["SubnetIds"]}
+    assert len(dax_subnets) == network.MAX_AZS and not dax_subnets & function_subnets
+    for subnet_id in dax_subnets:
+        assert _default_routes(aws, subnet_id) == []  # no route out at all
+    (cluster,) = aws.find_resources("AWS::DAX::Cluster").values()
+    ((dax_group_id, _),) = [g["Fn::GetAtt"] for g in cluster["Properties"]["SecurityGroupIds"]]
+    function_groups = {
+        json.dumps(g, sort_keys=True)
+        for f in _functions(aws).values()
+        for g in f["Properties"]["VpcConfig"]["SecurityGroupIds"]
+    }
+    assert len(function_groups) == 1
+    dax_group = aws.find_resources("AWS::EC2::SecurityGroup")[dax_group_id]["Properties"]
+    assert "SecurityGroupIngress" not in dax_group  # inline rules would be open to a CIDR
+    ingress = [
+        rule["Properties"]
+        for rule in aws.find_resources("AWS::EC2::SecurityGroupIngress").values()
+        if rule["Properties"]["GroupId"] == {"Fn::GetAtt": [dax_group_id, "GroupId"]}
+    ]
+    assert ingress and all(
+        json.dumps(rule["SourceSecurityGroupId"], sort_keys=True) in function_groups
+        and (rule["FromPort"], rule["ToPort"]) == (9111, 9111)
+        and "CidrIp" not in rule
+        for rule in ingress
+    ), ingress
+
+
+def test_per_job_aws_traffic_stays_on_vpc_endpoints_not_the_nat(aws: Template):
     endpoints = aws.find_resources("AWS::EC2::VPCEndpoint")
     kinds = {
         (str(e["Properties"]["ServiceName"]), e["Properties"].get("VpcEndpointType", "Gateway"))
@@ -296,6 +375,15 @@ def test_vpc_has_no_nat_and_the_endpoints_the_functions_need(aws: Template):
     }
     services = sorted(name.rsplit(".", 1)[-1].strip("'\"]}") + "/" + kind for name, kind in kinds)
     assert services == ["dynamodb/Gateway", "scheduler/Interface", "sqs/Interface"], services
+    function_subnets = [i for f in _functions(aws).values() for i in f["Properties"]["VpcConfig"]["SubnetIds"]]
+    (gateway,) = [e["Properties"] for e in endpoints.values() if "RouteTableIds" in e["Properties"]]
+    # DynamoDB's prefix list is more specific than the NAT's 0.0.0.0/0 in the functions' route tables.
+    for association in aws.find_resources("AWS::EC2::SubnetRouteTableAssociation").values():
+        if association["Properties"]["SubnetId"] in function_subnets:
+            assert association["Properties"]["RouteTableId"] in gateway["RouteTableIds"]
+    for interface in (e["Properties"] for e in endpoints.values() if "SubnetIds" in e["Properties"]):
+        assert sorted(map(json.dumps, interface["SubnetIds"])) == sorted(set(map(json.dumps, function_subnets)))
+        assert interface["PrivateDnsEnabled"]  # the SDKs' default hostnames resolve to the endpoint, not the NAT
     aws.resource_count_is("AWS::EC2::FlowLog", 1)
 
 

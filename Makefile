@@ -48,7 +48,7 @@ lint: install
 # API fuzzing against a stack it deploys (tests/e2e/test_api_fuzz.py), many more examples than `make test`.
 FUZZ_EXAMPLES ?= 300
 fuzz: install
-	CORRAL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest tests/e2e/test_api_fuzz.py -p no:cacheprovider $(ARGS)
+	CORRAL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) CORRAL_FUZZ_RANDOM=1 $(PY) -m pytest tests/e2e/test_api_fuzz.py -p no:cacheprovider $(ARGS)
 
 bench: install
 	$(PY) -m bench $(ARGS)

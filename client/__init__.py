@@ -24,11 +24,10 @@ from .errors import (
     WaitTimeout,
 )
 from .retrying import RetryPolicy
+from .signatures import SignatureVerificationError, verify_signature  # HTTP jobs' requests
 from .types import FINISHED, Accepted, EnqueueOutcome, Job, JobPage, JobSpec, RetriedMany, Schedule, Stats
 
 JobTimeout = WaitTimeout  # the name this package used before `WaitTimeout`
-
-# HTTP-target signature verification (`verify_signature`) is re-exported here from `.signatures`.
 
 __all__ = [
     "BATCH_SIZE",
@@ -52,8 +51,10 @@ __all__ = [
     "Schedule",
     "Schedules",
     "ServerError",
+    "SignatureVerificationError",
     "Stats",
     "Unauthorized",
     "Unavailable",
     "WaitTimeout",
+    "verify_signature",
 ]

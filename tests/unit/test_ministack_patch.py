@@ -14,11 +14,19 @@ from pathlib import Path
 import pytest
 
 from local import ministack_patch
-from local.ministack import REQUIREMENTS, VENV
+from local.ministack import REQUIREMENTS, VENV, ensure_installed
 
 PYTHON = VENV / "bin" / "python"
 CHECKS = "tests/emulator/ministack_patch_checks.py"
-needs_emulator = pytest.mark.skipif(not PYTHON.exists(), reason="the emulator's venv is not installed (make up)")
+
+
+@pytest.fixture(scope="module")
+def emulator_venv() -> Path:
+    """The emulator's own venv, installed here if this test runs before anything else needed it."""
+    return ensure_installed()
+
+
+needs_emulator = pytest.mark.usefixtures("emulator_venv")
 
 
 def _in_emulator_venv(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:

@@ -108,6 +108,15 @@ API_AWS_CONNECT_TIMEOUT_SECONDS = 1
 API_AWS_READ_TIMEOUT_SECONDS = 3
 API_ANSWER_MARGIN_SECONDS = 0.5
 
+# Per-tenant limits (defaults; an operator overrides them per tenant: shared/quotas.py).
+# See docs/architecture.md "Fair and bounded". Quotas count what a tenant holds; the rate limits
+# bound how fast it may enqueue (jobs, so one :batch request of 100 counts 100).
+TENANT_MAX_SCHEDULES = 1_000
+TENANT_MAX_FAR_FUTURE_JOBS = 10_000  # delayed jobs due beyond SQS's 15-minute delay, not yet run
+TENANT_ENQUEUE_RATE_PER_SECOND = 1_000.0
+TENANT_ENQUEUE_BURST = 5_000
+TENANT_LIMITS_CACHE_SECONDS = 60  # an API instance re-reads a tenant's overrides at most this often
+
 # Seeing and steering jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats). See docs/architecture.md.
 # A tenant's jobs are spread over this many listing-index partitions (each takes <= 1,000 writes/s,
 # a job costs ~2: claim and outcome), so one tenant may run ~8,000 jobs/s. Only ever raise it:

@@ -11,23 +11,29 @@ still accepted: their shape is recognised, and unknown ones are remembered in th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import secrets
 import zlib
 from enum import StrEnum
 
-PREFIX = "ck_"
+PREFIX = "ck_"  # a tenant's key; operator keys are "co_" (shared/operators.py), same format otherwise
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _RANDOM_CHARS = 32
 _CHECKSUM_CHARS = 6  # 62^6 > 2^32
-_CURRENT = re.compile(rf"{PREFIX}[0-9A-Za-z]{{{_RANDOM_CHARS + _CHECKSUM_CHARS}}}")
-_LEGACY = re.compile(rf"{PREFIX}[0-9A-Za-z_-]{{43}}")
 
 
 class KeyShape(StrEnum):
     CURRENT = "current"  # checksum verified
     LEGACY = "legacy"  # minted before checksums; only a lookup can tell
+
+
+@functools.cache
+def _patterns(prefix: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    current = re.compile(rf"{re.escape(prefix)}[0-9A-Za-z]{{{_RANDOM_CHARS + _CHECKSUM_CHARS}}}")
+    legacy = re.compile(rf"{re.escape(prefix)}[0-9A-Za-z_-]{{43}}")  # secrets.token_urlsafe(32)
+    return current, legacy
 
 
 def _base62(number: int, width: int) -> str:
@@ -42,18 +48,19 @@ def _checksum(body: str) -> str:
     return _base62(zlib.crc32(body.encode()), _CHECKSUM_CHARS)
 
 
-def mint() -> str:
+def mint(prefix: str = PREFIX) -> str:
     """A new key; only its hash is stored (`digest`)."""
-    body = PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(_RANDOM_CHARS))
+    body = prefix + "".join(secrets.choice(_ALPHABET) for _ in range(_RANDOM_CHARS))
     return body + _checksum(body)
 
 
-def shape(api_key: str) -> KeyShape | None:
-    """The key's format if it could be a real key, else None; no I/O."""
-    if _CURRENT.fullmatch(api_key):
+def shape(api_key: str, prefix: str = PREFIX) -> KeyShape | None:
+    """The key's format if it could be a real key with this prefix, else None; no I/O."""
+    current, legacy = _patterns(prefix)
+    if current.fullmatch(api_key):
         body, checksum = api_key[:-_CHECKSUM_CHARS], api_key[-_CHECKSUM_CHARS:]
         return KeyShape.CURRENT if secrets.compare_digest(_checksum(body), checksum) else None
-    if _LEGACY.fullmatch(api_key):
+    if legacy.fullmatch(api_key):
         return KeyShape.LEGACY
     return None
 

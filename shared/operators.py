@@ -3,7 +3,8 @@
 An operator key (`co_...`) opens only the `/operator/` routes (queue depth, DLQ, workers);
 a tenant key (`ck_...`) opens only `/v1/`. Only a SHA-256 of each key is stored, in the jobs
 table beside the tenants' keys but under its own prefix, so neither kind can stand in for the
-other. Minted by an operator with AWS credentials for the stack:
+other. Keys have the tenant keys' format (a checksum checked before any I/O) and the same
+two-cache lookup (shared/key_lookup.py). Minted by an operator with AWS credentials for the stack:
 
     python -m shared.operators --label "alice's laptop"
 """
@@ -11,22 +12,18 @@ other. Minted by an operator with AWS credentials for the stack:
 from __future__ import annotations
 
 import argparse
-import hashlib
-import secrets
-import time
 from datetime import UTC, datetime
+from typing import Any
 
-from shared import settings
+from shared import api_keys, settings
 from shared.aws import client
+from shared.key_lookup import KeyLookup
 
 KEY_PREFIX = "co_"
-_CACHE_SECONDS = 60
-_cache: dict[str, tuple[bool, float]] = {}
-_CACHE_LIMIT = 1_000
 
 
 def _pk(operator_key: str) -> str:
-    return "operatorkey#" + hashlib.sha256(operator_key.encode()).hexdigest()
+    return "operatorkey#" + api_keys.digest(operator_key)
 
 
 def _table() -> str:
@@ -35,7 +32,7 @@ def _table() -> str:
 
 def create_key(label: str) -> str:
     """Mint an operator key; the plaintext is returned once and never stored."""
-    operator_key = KEY_PREFIX + secrets.token_urlsafe(32)
+    operator_key = api_keys.mint(KEY_PREFIX)
     client("dynamodb").put_item(
         TableName=_table(),
         Item={
@@ -51,23 +48,28 @@ def create_key(label: str) -> str:
 
 def revoke_key(operator_key: str) -> None:
     client("dynamodb").delete_item(TableName=_table(), Key={"pk": {"S": _pk(operator_key)}})
-    _cache.pop(_pk(operator_key), None)
+    _lookup.forget(operator_key)
+
+
+def _read_key_item(digest: str) -> dict[str, Any] | None:
+    return client("dynamodb").get_item(TableName=_table(), Key={"pk": {"S": "operatorkey#" + digest}}).get("Item")
+
+
+def _kind(item: dict[str, Any]) -> str | None:
+    return "operator" if item.get("kind", {}).get("S") == "operator" else None
+
+
+_lookup = KeyLookup(KEY_PREFIX, _read_key_item, _kind, lambda: float(settings.API_KEY_CACHE_SECONDS))
 
 
 def is_operator(operator_key: str) -> bool:
-    if not operator_key.startswith(KEY_PREFIX):
-        return False
-    pk = _pk(operator_key)
-    now = time.monotonic()
-    cached = _cache.get(pk)
-    if cached and cached[1] > now:
-        return cached[0]
-    item = client("dynamodb").get_item(TableName=_table(), Key={"pk": {"S": pk}}).get("Item")
-    known = bool(item) and item.get("kind", {}).get("S") == "operator"
-    if len(_cache) > _CACHE_LIMIT:  # made-up keys must not grow memory without bound
-        _cache.clear()
-    _cache[pk] = (known, now + _CACHE_SECONDS)
-    return known
+    """Whether this is a live operator key; a malformed one costs no I/O, a flood of made-up ones a bounded cache."""
+    return _lookup.owner(operator_key) is not None
+
+
+def clear_cache() -> None:
+    """Forget every cached lookup (tests)."""
+    _lookup.clear()
 
 
 def main() -> None:

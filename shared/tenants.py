@@ -5,16 +5,13 @@ Items (one table, the `gsi1` index lists them; it projects every attribute):
 - `apikey#<sha256>`: a key of `tenant`, with its label, creation time and last 4 characters
   (gsi1pk `apikeys#<tenant>`, gsi1sk `<created_at>#<key id>`).
 
-Looking a key up (every API request) is a checksum check, then a cache, then one GetItem through
-the low-level client the API already holds. Real keys live in their own cache, which only real keys
-enter; unknown keys in a bounded LRU beside it, so a flood of made-up keys never evicts a real one.
+Looking a key up (every API request) is shared/key_lookup.py: a checksum check, then two caches
+(real keys, and a bounded LRU of unknown ones), then one GetItem.
 """
 
 from __future__ import annotations
 
 import re
-import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +20,7 @@ from botocore.exceptions import ClientError
 
 from shared import api_keys, settings
 from shared.aws import client
+from shared.key_lookup import KeyLookup
 
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _TENANTS_INDEX_KEY = "tenants"
@@ -213,50 +211,26 @@ def _full_digest(dynamodb: Any, tenant: str, key_id: str) -> str:
 
 # Lookup (the API's request path) ------------------------------------------------------------------
 
-# Real keys: key hash -> (tenant, cached until). Only keys found in the store enter it, so its size
-# is bounded by the number of real keys; nothing a caller sends can evict one.
-_known: dict[str, tuple[str, float]] = {}
-# Unknown (well-formed) keys: key hash -> cached until, least recently used first, bounded.
-_unknown: OrderedDict[str, float] = OrderedDict()
-UNKNOWN_KEYS_CACHED = 10_000
-UNKNOWN_KEY_CACHE_SECONDS = 10  # a key created a moment ago starts working within this
-
 
 def _known_key_seconds() -> float:
     return float(settings.env("CORRAL_API_KEY_CACHE_SECONDS", str(settings.API_KEY_CACHE_SECONDS)))
 
 
+def _read_key_item(digest: str) -> dict[str, Any] | None:
+    return client("dynamodb").get_item(TableName=_table(), Key={"pk": {"S": "apikey#" + digest}}).get("Item")
+
+
+_lookup = KeyLookup(api_keys.PREFIX, _read_key_item, lambda item: item["tenant"]["S"], _known_key_seconds)
+
+
 def tenant_for(api_key: str) -> str | None:
     """The tenant a key belongs to, or None; malformed keys and bad checksums cost no I/O."""
-    if api_keys.shape(api_key) is None:
-        return None
-    pk = _pk(api_key)
-    now = time.monotonic()
-    known = _known.get(pk)
-    if known and known[1] > now:
-        return known[0]
-    unknown_until = _unknown.get(pk)
-    if unknown_until is not None:
-        if unknown_until > now:
-            _unknown.move_to_end(pk)
-            return None
-        del _unknown[pk]
-    item = client("dynamodb").get_item(TableName=_table(), Key={"pk": {"S": pk}}).get("Item")
-    if item:
-        tenant = item["tenant"]["S"]
-        _known[pk] = (tenant, now + _known_key_seconds())
-        return tenant
-    _known.pop(pk, None)  # revoked
-    _unknown[pk] = now + UNKNOWN_KEY_CACHE_SECONDS
-    if len(_unknown) > UNKNOWN_KEYS_CACHED:
-        _unknown.popitem(last=False)
-    return None
+    return _lookup.owner(api_key)
 
 
 def clear_caches() -> None:
     """Forget every cached lookup (tests)."""
-    _known.clear()
-    _unknown.clear()
+    _lookup.clear()
 
 
 def schedule_count(tenant: str) -> int:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared import api_keys, tenants
+from shared import api_keys, operators, tenants
 from shared.aws import client
 
 
@@ -48,10 +48,10 @@ def test_a_bad_checksum_costs_no_lookup(aws, monkeypatch):
 def test_a_flood_of_unknown_keys_never_evicts_a_real_one(aws, monkeypatch):
     real = tenants.create_key("acme", label="prod")
     assert tenants.tenant_for(real) == "acme"
-    monkeypatch.setattr(tenants, "UNKNOWN_KEYS_CACHED", 50)
+    monkeypatch.setattr(tenants._lookup, "unknown_limit", 50)
     for _ in range(200):
         assert tenants.tenant_for(api_keys.mint()) is None
-    assert len(tenants._unknown) == 50
+    assert len(tenants._lookup.unknown) == 50
 
     def store_down(*_args, **_kwargs):
         raise AssertionError("the real key was looked up again")
@@ -120,3 +120,22 @@ def test_tenants_are_created_once_with_valid_names(aws):
     for bad in ("", "-x", "a#b", "x" * 65, "with space"):
         with pytest.raises(tenants.TenantError, match="invalid tenant name"):
             tenants.create_tenant(bad)
+
+
+def test_operator_keys_share_the_format_and_the_flood_proof_lookup(aws, monkeypatch):
+    operator_key = operators.create_key("tests")
+    assert operator_key.startswith("co_")
+    assert api_keys.shape(operator_key, operators.KEY_PREFIX) is api_keys.KeyShape.CURRENT
+    assert operators.is_operator(operator_key)
+    assert not operators.is_operator(api_keys.mint())  # a tenant's key never opens operator routes
+    monkeypatch.setattr(operators._lookup, "unknown_limit", 20)
+    for _ in range(100):
+        assert not operators.is_operator(api_keys.mint(operators.KEY_PREFIX))
+    assert len(operators._lookup.unknown) == 20
+
+    def no_io(*_args, **_kwargs):
+        raise AssertionError("the store was read")
+
+    monkeypatch.setattr(operators, "client", no_io)
+    assert operators.is_operator(operator_key)  # still cached: the flood did not evict it
+    assert not operators.is_operator(operator_key[:-1] + ("x" if operator_key[-1] != "x" else "y"))

@@ -37,6 +37,12 @@ def _invalid(error: listing.InvalidQuery) -> Response:
     )
 
 
+def _refused(job_id: str, refusal: steering.NotFound | steering.Conflict) -> Response:
+    if isinstance(refusal, steering.NotFound):
+        return error_response(404, "not_found", f"no job {job_id!r}")
+    return error_response(409, "conflict", str(refusal))
+
+
 @router.get(
     "/v1/jobs",
     summary="This tenant's jobs, newest first (cursor-paginated)",
@@ -90,10 +96,8 @@ def list_jobs(
 def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
         record = steering.cancel(_tenant(), job_id)
-    except steering.NotFound:
-        return error_response(404, "not_found", f"no job {job_id!r}")
-    except steering.Conflict as conflict:
-        return error_response(409, "conflict", str(conflict))
+    except (steering.NotFound, steering.Conflict) as refusal:
+        return _refused(job_id, refusal)
     return json_response(200, record.public())
 
 
@@ -105,10 +109,8 @@ def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
 def retry_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
         message = steering.retry(_tenant(), job_id)
-    except steering.NotFound:
-        return error_response(404, "not_found", f"no job {job_id!r}")
-    except steering.Conflict as conflict:
-        return error_response(409, "conflict", str(conflict))
+    except (steering.NotFound, steering.Conflict) as refusal:
+        return _refused(job_id, refusal)
     return json_response(202, {"id": message.id, "status": "queued"})
 
 

@@ -434,6 +434,22 @@ def _old_item(error: ClientError, job_id: str) -> dict[str, Any]:
     return error.response.get("Item") or _read_item(job_id)
 
 
+def _update_unless_refused(job_id: str, **params: Any) -> dict[str, Any] | Refused:
+    """A conditional UpdateItem returning the new item, or Refused with the record as it is."""
+    try:
+        return _jobs_client().update_item(
+            TableName=_table(),
+            Key=_key(job_id),
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **params,
+        )["Attributes"]
+    except ClientError as error:
+        if aws_error_code(error) != "ConditionalCheckFailedException":
+            raise
+        return Refused(_old_item(error, job_id))
+
+
 def cancel(
     job_id: str, tenant: str, enqueued_at: float, now: float, known: JobMessage | None = None
 ) -> JobRecord | Refused:
@@ -453,37 +469,29 @@ def cancel(
             "max_attempts": _n(known.max_attempts),
         }
     sets, values = _if_not_exists(first_seen)
-    try:
-        item = _jobs_client().update_item(
-            TableName=_table(),
-            Key=_key(job_id),
-            UpdateExpression="SET "
-            + ", ".join(
-                ["#status = :cancelled", "cancelled_at = :now", "finished_at = :now", "expires_at = :ttl", *sets]
-            )
-            + " REMOVE lease_until",
-            ConditionExpression=(
-                "attribute_not_exists(pk) OR (#tenant = :owner AND "
-                "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
-            ),
-            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-            ExpressionAttributeValues=values
-            | {
-                ":cancelled": {"S": Status.CANCELLED},
-                ":queued": {"S": Status.QUEUED},
-                ":failed": {"S": Status.FAILED},
-                ":running": {"S": Status.RUNNING},
-                ":owner": {"S": tenant},
-                ":now": _n(now),
-                ":ttl": _n(_expires_at(now)),
-            },
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )["Attributes"]
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise
-        return Refused(_old_item(error, job_id))
+    item = _update_unless_refused(
+        job_id,
+        UpdateExpression="SET "
+        + ", ".join(["#status = :cancelled", "cancelled_at = :now", "finished_at = :now", "expires_at = :ttl", *sets])
+        + " REMOVE lease_until",
+        ConditionExpression=(
+            "attribute_not_exists(pk) OR (#tenant = :owner AND "
+            "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+        ),
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values
+        | {
+            ":cancelled": {"S": Status.CANCELLED},
+            ":queued": {"S": Status.QUEUED},
+            ":failed": {"S": Status.FAILED},
+            ":running": {"S": Status.RUNNING},
+            ":owner": {"S": tenant},
+            ":now": _n(now),
+            ":ttl": _n(_expires_at(now)),
+        },
+    )
+    if isinstance(item, Refused):
+        return item
     return record_from_item(item)
 
 
@@ -502,38 +510,32 @@ def reset_for_retry(
     expires like a finished one if its message never runs.
     """
     names = [f":s{i}" for i in range(len(statuses))]
-    try:
-        item = _jobs_client().update_item(
-            TableName=_table(),
-            Key=_key(job_id),
-            UpdateExpression=(
-                "SET #status = :queued, retries = if_not_exists(retries, :zero) + :one, retried_at = :now, "
-                "attempt_budget = if_not_exists(attempt_budget, max_attempts), "
-                # the claim counts the record's max_attempts: the fresh budget starts from here
-                "max_attempts = if_not_exists(attempts, :zero) + if_not_exists(attempt_budget, max_attempts), "
-                "expires_at = :ttl "
-                "REMOVE finished_at, cancelled_at, last_error, result_json, lease_until, attempt_token, claimed_by"
-            ),
-            ConditionExpression=(
-                f"#tenant = :owner AND #status IN ({', '.join(names)}) AND attribute_exists(payload_json)"
-            ),
-            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-            ExpressionAttributeValues={name: {"S": status} for name, status in zip(names, statuses, strict=True)}
-            | {
-                ":queued": {"S": Status.QUEUED},
-                ":zero": _n(0),
-                ":one": _n(1),
-                ":owner": {"S": tenant},
-                ":now": _n(now),
-                ":ttl": _n(_expires_at(now)),
-            },
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )["Attributes"]
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise
-        return Refused(_old_item(error, job_id))
+    item = _update_unless_refused(
+        job_id,
+        UpdateExpression=(
+            "SET #status = :queued, retries = if_not_exists(retries, :zero) + :one, retried_at = :now, "
+            "attempt_budget = if_not_exists(attempt_budget, max_attempts), "
+            # the claim counts the record's max_attempts: the fresh budget starts from here
+            "max_attempts = if_not_exists(attempts, :zero) + if_not_exists(attempt_budget, max_attempts), "
+            "expires_at = :ttl "
+            "REMOVE finished_at, cancelled_at, last_error, result_json, lease_until, attempt_token, claimed_by"
+        ),
+        ConditionExpression=(
+            f"#tenant = :owner AND #status IN ({', '.join(names)}) AND attribute_exists(payload_json)"
+        ),
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues={name: {"S": status} for name, status in zip(names, statuses, strict=True)}
+        | {
+            ":queued": {"S": Status.QUEUED},
+            ":zero": _n(0),
+            ":one": _n(1),
+            ":owner": {"S": tenant},
+            ":now": _n(now),
+            ":ttl": _n(_expires_at(now)),
+        },
+    )
+    if isinstance(item, Refused):
+        return item
     return message_from_item(item, enqueued_at=now)
 
 

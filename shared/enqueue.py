@@ -11,7 +11,6 @@ each job is accepted or rejected on its own.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import time
@@ -22,8 +21,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import ids, job_types, payloads, queue, scheduler, settings
+from shared import far_future, ids, job_types, payloads, queue, scheduler, settings
 from shared.model import JobMessage
+from shared.quotas import QuotaExceeded
 from shared.schedule_expressions import at_expression
 from shared.signing import id_secret
 
@@ -164,17 +164,28 @@ def _prepare(tenant: str, request: JobRequest, now: float) -> tuple[JobMessage, 
 
 
 def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay: float) -> None:
-    """A job due beyond SQS's longest delay: a one-time at() schedule puts it on the queue when due."""
+    """A job due beyond SQS's longest delay: a one-time at() schedule puts it on the queue when due.
+
+    It holds a unit of the tenant's far-future quota until it arrives or is cancelled (shared/far_future.py);
+    QuotaExceeded at the limit, and the unit comes straight back if the schedule cannot be created.
+    """
     due = datetime.fromtimestamp(math.ceil(now + delay), UTC)  # at() has whole seconds: never early
-    # AlreadyExists: the same idempotency key enqueued again, so one job, already scheduled.
+    took = far_future.hold(message.tenant, message.id, due.timestamp())  # False: this job holds one already
     try:
-        with contextlib.suppress(scheduler.AlreadyExists):
-            scheduler.create(
-                delayed_schedule_name(message.id), at_expression(due), message.to_json(), delete_after_completion=True
-            )
-    except scheduler.Rejected as error:  # our input, not an outage: retrying it would not help
-        field = "run_at" if request.run_at is not None else "delay_seconds"
-        raise InvalidJob(field, "EventBridge Scheduler rejected this delayed job") from error
+        scheduler.create(
+            delayed_schedule_name(message.id), at_expression(due), message.to_json(), delete_after_completion=True
+        )
+    except scheduler.AlreadyExists:
+        # The same idempotency key enqueued again: one job, already scheduled, holding its unit already.
+        if took:
+            far_future.release(message.tenant, message.id)
+    except Exception as error:
+        if took:
+            far_future.release(message.tenant, message.id)
+        if isinstance(error, scheduler.Rejected):  # our input, not an outage: retrying it would not help
+            field = "run_at" if request.run_at is not None else "delay_seconds"
+            raise InvalidJob(field, "EventBridge Scheduler rejected this delayed job") from error
+        raise
 
 
 def enqueue(tenant: str, request: JobRequest) -> JobMessage:
@@ -202,7 +213,7 @@ class NotSent:
     reason: str = NOT_SENT_REASON
 
 
-BulkOutcome = JobMessage | InvalidJob | NotSent
+BulkOutcome = JobMessage | InvalidJob | NotSent | QuotaExceeded
 
 
 def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcome]:
@@ -222,7 +233,7 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
             continue
         try:  # rare in bulk: one CreateSchedule per far-future job
             _schedule_later(request, message, now, delay)
-        except InvalidJob as error:
+        except (InvalidJob, QuotaExceeded) as error:
             outcomes[index] = error
         except (ClientError, BotoCoreError) as error:
             outcomes[index] = NotSent(f"{type(error).__name__}: {error}")

@@ -16,20 +16,22 @@ SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # a Scheduler context attribu
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
-def firing_input(tenant: str, schedule: str, job_type: str, payload: Any, max_attempts: int) -> str:
-    """The target Input of a recurring schedule."""
-    return json.dumps(
-        {
-            "v": 1,
-            "tenant": tenant,
-            "type": job_type,
-            "payload": payload,
-            "max_attempts": max_attempts,
-            "schedule": schedule,
-            "scheduled_for": SCHEDULED_TIME,
-        },
-        separators=(",", ":"),
-    )
+def firing_input(
+    tenant: str, schedule: str, job_type: str, payload: Any, max_attempts: int, timeout_seconds: int | None = None
+) -> str:
+    """The target Input of a recurring schedule. No timeout_seconds: each run gets its type's default."""
+    message: dict[str, Any] = {
+        "v": 1,
+        "tenant": tenant,
+        "type": job_type,
+        "payload": payload,
+        "max_attempts": max_attempts,
+        "schedule": schedule,
+        "scheduled_for": SCHEDULED_TIME,
+    }
+    if timeout_seconds is not None:
+        message["timeout_seconds"] = timeout_seconds
+    return json.dumps(message, separators=(",", ":"))
 
 
 def scheduled_time(value: Any, sent_at: float) -> str:

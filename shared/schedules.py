@@ -8,6 +8,8 @@ jobs the firings became, found on the gsi1 index newest first.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import re
 from dataclasses import dataclass
@@ -15,17 +17,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
-from pynamodb.exceptions import PutError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared import schedule_expressions, scheduler, settings, store
+from shared import quotas, schedule_expressions, scheduler, settings, store
 from shared.aws import client
 from shared.enqueue import InvalidJob, check_job
 from shared.firings import firing_input
 from shared.schedule_expressions import InvalidExpression, parse, timezone
 
 _NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
+
+
+_CURSOR_VERSION = "s1"
 
 
 class ScheduleExists(Exception):
@@ -81,6 +85,7 @@ class ScheduleRequest:
     max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
     timezone: str = "UTC"
     flexible_window_minutes: int = 0
+    timeout_seconds: int | None = None  # each run's; None: the job type's default
     start: datetime | None = None
     end: datetime | None = None
 
@@ -91,6 +96,10 @@ def _iso(value: datetime | None) -> str | None:
 
 def _pk(tenant: str, name: str) -> str:
     return f"schedule#{tenant}#{name}"
+
+
+def _key(tenant: str, name: str) -> dict[str, Any]:
+    return {"pk": {"S": _pk(tenant, name)}}
 
 
 def scheduler_name(tenant: str, name: str) -> str:
@@ -115,7 +124,14 @@ def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, da
         raise InvalidJob("expression", str(error)) from error
     if expression.at is not None and expression.at.replace(tzinfo=zone) <= now:
         raise InvalidJob("expression", f"{request.expression} ({request.timezone}) is in the past")
-    check_job(request.job_type, request.payload, request.max_attempts, field_prefix="job.", scheduler_input=True)
+    check_job(
+        request.job_type,
+        request.payload,
+        request.max_attempts,
+        field_prefix="job.",
+        timeout_seconds=request.timeout_seconds,
+        scheduler_input=True,
+    )
     if not 0 <= request.flexible_window_minutes <= settings.MAX_FLEXIBLE_WINDOW_MINUTES:
         raise InvalidJob(
             "flexible_window_minutes", f"must be between 0 (off) and {settings.MAX_FLEXIBLE_WINDOW_MINUTES}"
@@ -132,9 +148,14 @@ def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, da
 
 
 def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
+    """Record the schedule, taking a unit of the tenant's schedule quota with it, then create it in
+    Scheduler. ScheduleExists if the name is taken; QuotaExceeded at the limit. If Scheduler refuses
+    or fails, the record goes and the unit comes back: the name stays free to retry."""
     now = datetime.now(UTC)
     start, end = _check(request, now)
-    job = {"type": request.job_type, "payload": request.payload, "max_attempts": request.max_attempts}
+    job: dict[str, Any] = {"type": request.job_type, "payload": request.payload, "max_attempts": request.max_attempts}
+    if request.timeout_seconds is not None:
+        job["timeout_seconds"] = request.timeout_seconds
     item = ScheduleItem(
         _pk(tenant, request.name),
         gsi1pk=f"schedules#{tenant}",
@@ -149,13 +170,11 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
         end=end,
         created_at=now,
     )
-    try:
-        item.save(condition=ScheduleItem.pk.does_not_exist())
-    except PutError as error:
-        if error.cause_response_code == "ConditionalCheckFailedException":
-            raise ScheduleExists(request.name) from error
-        raise
-    firing = firing_input(tenant, request.name, request.job_type, request.payload, request.max_attempts)
+    if not quotas.take(tenant, quotas.SCHEDULES, item.serialize()):
+        raise ScheduleExists(request.name)
+    firing = firing_input(
+        tenant, request.name, request.job_type, request.payload, request.max_attempts, request.timeout_seconds
+    )
     name = scheduler_name(tenant, request.name)
 
     def create_in_scheduler() -> None:
@@ -176,7 +195,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
             scheduler.delete(name)
             create_in_scheduler()
     except Exception as error:
-        item.delete()  # no record without a schedule: the name stays free to retry
+        quotas.give_back(tenant, quotas.SCHEDULES, _key(tenant, request.name))
         if isinstance(error, scheduler.Rejected):  # the input, not an outage: a retry would fail the same way
             raise InvalidJob(error.parameter, f"EventBridge Scheduler rejected the {error.parameter}") from error
         raise
@@ -190,17 +209,57 @@ def get(tenant: str, name: str) -> ScheduleItem | None:
         return None
 
 
+@dataclass(frozen=True)
+class SchedulePage:
+    schedules: list[ScheduleItem]
+    next_cursor: str | None  # None: this was the last page
+
+
+def encode_cursor(after_name: str) -> str:
+    return base64.urlsafe_b64encode(f"{_CURSOR_VERSION}:{after_name}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    """The schedule name a cursor continues after. It names no tenant: the caller's key chooses that."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError) as error:
+        raise InvalidJob("cursor", "not a cursor this API returned; start again without it") from error
+    version, _, name = raw.partition(":")
+    if version != _CURSOR_VERSION or not _NAME.fullmatch(name):
+        raise InvalidJob("cursor", "not a cursor this API returned; start again without it")
+    return name
+
+
+def list_page(tenant: str, limit: int = settings.LIST_DEFAULT_LIMIT, cursor: str | None = None) -> SchedulePage:
+    """Up to `limit` of the tenant's schedules by name, after the cursor's; next_cursor if more may follow."""
+    params: dict[str, Any] = {"limit": limit}
+    if cursor is not None:
+        after = decode_cursor(cursor)
+        params["last_evaluated_key"] = {
+            "pk": {"S": _pk(tenant, after)},
+            "gsi1pk": {"S": f"schedules#{tenant}"},
+            "gsi1sk": {"S": after},
+        }
+    results = ScheduleItem.by_tenant.query(f"schedules#{tenant}", **params)
+    items = list(results)
+    more = results.last_evaluated_key is not None and len(items) == limit
+    return SchedulePage(items, encode_cursor(items[-1].name) if more and items else None)
+
+
 def list_for(tenant: str) -> list[ScheduleItem]:
+    """All of the tenant's schedules (operators' tools; the API pages them)."""
     return list(ScheduleItem.by_tenant.query(f"schedules#{tenant}"))
 
 
 def delete(tenant: str, name: str) -> bool:
-    """Stop the schedule, then forget it. False if there was none. Its runs stay (they expire with their jobs)."""
+    """Stop the schedule, then forget it and give its quota unit back. False if there was none.
+    Its runs stay (they expire with their jobs)."""
     item = get(tenant, name)
     if item is None:
         return False
     scheduler.delete(scheduler_name(tenant, name))
-    item.delete()
+    quotas.give_back(tenant, quotas.SCHEDULES, _key(tenant, name))
     return True
 
 

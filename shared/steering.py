@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 from shared import ids, listing, queue, scheduler, settings, store
 from shared.aws import client
 from shared.enqueue import delayed_schedule_name
+from shared.far_future import release as give_back_far_future_unit
 from shared.model import JobMessage, JobRecord, Status
 from shared.signing import id_secret
 
@@ -95,8 +96,10 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
             )
         raise Conflict(f"job {job_id} already finished ({record.status}); only a job that has not run can be cancelled")
     if far_future is not None:
-        # The record already stops it; deleting the schedule just spares the firing.
+        # The record already stops it; deleting the schedule just spares the firing. Its quota unit
+        # comes back here, or on the worker if the schedule fires first: exactly once either way.
         scheduler.delete(delayed_schedule_name(job_id))
+        give_back_far_future_unit(tenant, job_id)
     return outcome
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from shared import deadline, job_logging, job_types, metrics, queue, settings, store
+from shared import deadline, far_future, job_logging, job_types, metrics, queue, settings, store
 from shared.aws import aws_error_code
 from shared.model import JobMessage, Outcome, UnreadableMessage
 from shared.signing import id_secret
@@ -85,6 +85,13 @@ def receive(delivery: Delivery) -> Outcome:
         raise delivery.hand_back("too little of the invocation left to start this job within its timeout")
     if delivery.receive_count == 1:
         metrics.job_started(message.enqueued_at)
+    try:
+        far_future.arrived(message, secret)  # a far-future job's schedule fired: its quota unit comes back
+    except _AWS_ERRORS as error:
+        if not is_outage(error):
+            raise
+        _store_failed()
+        raise delivery.hand_back(f"store unavailable giving back a far-future job's unit: {error}") from error
     return work(message, delivery)
 
 

@@ -23,6 +23,7 @@ from shared import settings
 from shared.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
 from shared.metrics import jobs_enqueued
 from shared.model import JobMessage
+from shared.quotas import QuotaExceeded
 from shared.status import job_status
 
 logger = Logger(service="corral-api", child=True)
@@ -71,7 +72,7 @@ def _tenant() -> str:
 @router.post(
     "/v1/jobs",
     summary="Enqueue a job",
-    responses=documented({202: {"description": "Accepted and queued"}}, 400, 413, 422),
+    responses=documented({202: {"description": "Accepted and queued"}}, 400, 403, 413, 422, 429),
 )
 def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     message = enqueue(_tenant(), JobRequest(**job.model_dump()))
@@ -118,6 +119,10 @@ def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
         return {"index": index, "id": outcome.id, "status": "queued"}
     if isinstance(outcome, NotSent):
         return {"index": index, "status": "rejected", "error": "unavailable", "message": outcome.reason}
+    if isinstance(outcome, QuotaExceeded):
+        code = "quota_exceeded" if outcome.retry_can_help else "forbidden"
+        message = outcome.message
+        return {"index": index, "status": "rejected", "error": code, "message": message, "quota": outcome.limit_name}
     field = cut(f"jobs[{index}]" + (f".{outcome.field}" if outcome.field else ""), MAX_FIELD_CHARS)
     code = "payload_too_large" if isinstance(outcome, PayloadTooLarge) else "invalid_request"
     message = cut(outcome.message, MAX_MESSAGE_CHARS)

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
 from shared import settings
+from shared.quotas import QuotaExceeded
 
 MAX_MESSAGE_CHARS = 300
 MAX_FIELD_CHARS = 100
@@ -72,10 +73,14 @@ class ErrorOut(BaseModel):
 _ERRORS: dict[int, str] = {
     400: "malformed_json: the body is not JSON (any Content-Type is read as JSON)",
     401: "unauthorized: no key, or an unknown one (checked before the body is read)",
+    403: "forbidden: the request alone is larger than a quota of this tenant's (named in the message);"
+    " a retry never helps: the operator can raise the limit",
     404: "not_found: no such job or schedule for this key's tenant, or no such route",
     409: "conflict: the resource's state does not allow this (e.g. the schedule name is taken)",
     413: f"payload_too_large: a payload over {settings.MAX_PAYLOAD_BYTES} bytes serialised,"
     f" or a body over {settings.MAX_REQUEST_BODY_BYTES} bytes",
+    429: "quota_exceeded: the tenant holds its quota (the message names it and the count); a retry helps once"
+    " it holds less (e.g. deleting schedules)",
     422: "invalid_request: a field is invalid (named in field/fields), including a payload nested deeper than"
     f" {settings.MAX_PAYLOAD_DEPTH} levels or holding NaN/Infinity",
     500: "internal_error: a bug; it has been logged",
@@ -117,3 +122,12 @@ def complete_error_responses(schema: dict[str, Any]) -> dict[str, Any]:
                         "content": {"application/json": {"schema": error_schema}},
                     }
     return schema
+
+
+def quota_exceeded_response(error: QuotaExceeded) -> Response:
+    """A quota reached: 429 when holding less would let the request through, 403 when nothing would."""
+    if error.retry_can_help:
+        return error_response(
+            429, "quota_exceeded", error.message, quota=error.limit_name, limit=error.limit, count=error.count
+        )
+    return error_response(403, "forbidden", error.message, quota=error.limit_name, limit=error.limit, count=error.count)

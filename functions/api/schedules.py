@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +15,15 @@ from functions.api.responses import documented, error_response, json_response
 from shared import schedules, settings
 
 router = APIGatewayHttpRouter()
+
+
+class ScheduleJobIn(JobSpecIn):
+    timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=settings.MAX_JOB_TIMEOUT_SECONDS,
+        description="Stop each run's attempt after this many seconds (default: the job type's; at most its maximum)",
+    )
 
 
 class ScheduleIn(BaseModel):
@@ -27,7 +36,7 @@ class ScheduleIn(BaseModel):
         description="EventBridge Scheduler syntax: cron(0 0 * * ? *), rate(5 minutes) or at(2026-12-31T23:59:00)",
     )
     timezone: str = Field(default="UTC", max_length=64, description="IANA name; cron() and at() are read in it")
-    job: JobSpecIn
+    job: ScheduleJobIn
     flexible_window_minutes: int = Field(
         default=0, ge=0, le=settings.MAX_FLEXIBLE_WINDOW_MINUTES, description="0: fire on time; n: within n minutes"
     )
@@ -42,7 +51,7 @@ def _tenant() -> str:
 @router.post(
     "/v1/schedules",
     summary="Create a schedule",
-    responses=documented({201: {"description": "Created"}}, 400, 409, 413, 422),
+    responses=documented({201: {"description": "Created"}}, 400, 403, 409, 413, 422, 429),
 )
 def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
     request = schedules.ScheduleRequest(
@@ -51,6 +60,7 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
         job_type=schedule.job.type,
         payload=schedule.job.payload,
         max_attempts=schedule.job.max_attempts,
+        timeout_seconds=schedule.job.timeout_seconds,
         timezone=schedule.timezone,
         flexible_window_minutes=schedule.flexible_window_minutes,
         start=schedule.start,
@@ -64,10 +74,19 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
 
 
 @router.get(
-    "/v1/schedules", summary="This tenant's schedules", responses=documented({200: {"description": "The schedules"}})
+    "/v1/schedules",
+    summary="This tenant's schedules by name (cursor-paginated)",
+    description="Pass `next_cursor` back as `cursor` for the next page; null: that was the last.",
+    responses=documented({200: {"description": '{"schedules": [...], "next_cursor": str | null}'}}),
 )
-def list_schedules() -> Response[dict[str, Any]]:
-    return json_response(200, {"schedules": [item.public() for item in schedules.list_for(_tenant())]})
+def list_schedules(
+    limit: Annotated[int, Query(ge=1, le=settings.LIST_MAX_LIMIT)] = settings.LIST_DEFAULT_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
+) -> Response[dict[str, Any]]:
+    page = schedules.list_page(_tenant(), limit=limit, cursor=cursor)
+    return json_response(
+        200, {"schedules": [item.public() for item in page.schedules], "next_cursor": page.next_cursor}
+    )
 
 
 @router.get(

@@ -5,13 +5,14 @@ They work against AWS, a LocalStack or the embedded stack (cli/target.py says wh
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
 
 from cli import render, target
 from cli.common import CliError, Exit, JsonFlag
-from shared import dead_letters, queue_health, tenants
+from shared import dead_letters, queue_health, quotas, settings, tenants
 
 PANEL = "Operator (AWS credentials)"
 
@@ -63,6 +64,92 @@ def list_tenants(as_json: JsonFlag = False) -> None:
         render.emit_json({"tenants": [{"name": t.name, "created_at": t.created_at, "keys": n} for t, n in found]})
         return
     render.table(None, ["tenant", "created", "keys"], [[t.name, t.created_at[:19], n] for t, n in found])
+
+
+# Which usage counter each quota limit bounds (the rate limits bound no count).
+_USAGE_OF = {quota.limit_name: quota.counter for quota in quotas.QUOTAS}
+
+
+def _parse_settings(assignments: list[str]) -> dict[str, float | int | None]:
+    changes: dict[str, float | int | None] = {}
+    for assignment in assignments:
+        name, equals, value = assignment.partition("=")
+        if not equals or not name.strip():
+            raise CliError(f"--set takes NAME=NUMBER, not {assignment!r}", Exit.USAGE, "invalid_request")
+        try:
+            number = float(value)
+        except ValueError as error:
+            raise CliError(f"--set {name}: {value!r} is not a number", Exit.USAGE, "invalid_request") from error
+        name = name.strip()
+        changes[name] = int(number) if number.is_integer() and name != "enqueue_rate_per_second" else number
+    return changes
+
+
+@tenants_app.command("limits")
+def tenant_limits(
+    tenant: TenantArgument,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="NAME=NUMBER: override a limit for this tenant (repeatable).")
+    ] = None,
+    clear: Annotated[list[str] | None, typer.Option("--clear", help="NAME: back to the default (repeatable).")] = None,
+    recount: Annotated[
+        bool,
+        typer.Option(
+            "--recount",
+            help="Recount usage from the tenant's schedules and far-future jobs (drops holds of lost firings).",
+        ),
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """A tenant's limits in force (default or overridden) and its usage; --set/--clear change them."""
+    _connect()
+    if tenants.get_tenant(tenant) is None:
+        raise CliError(f"no tenant {tenant!r}", Exit.NOT_FOUND, "not_found")
+    changes = _parse_settings(set_ or []) | {name: None for name in clear or []}
+    if changes:
+        try:
+            quotas.set_limits(tenant, **changes)
+        except ValueError as error:
+            raise CliError(str(error), Exit.INVALID, "invalid_request") from error
+    recounted = None
+    if recount:
+        from shared.recount import recount as recount_usage
+
+        recounted = recount_usage(tenant, prune=True)
+    overrides = quotas.overrides_of(tenant)
+    in_force = dataclasses.replace(quotas.DEFAULTS, **overrides)
+    usage = quotas.usage(tenant)
+    if as_json:
+        document: dict[str, object] = {
+            "tenant": tenant,
+            "limits": dataclasses.asdict(in_force),
+            "overridden": sorted(overrides),
+            "defaults": dataclasses.asdict(quotas.DEFAULTS),
+            "usage": usage,
+        }
+        if recounted is not None:
+            document["recount"] = {"before": recounted.before, "after": recounted.after, "pruned": recounted.pruned}
+        render.emit_json(document)
+        return
+    rows = [
+        [
+            name,
+            f"{getattr(in_force, name)}" + (" (set)" if name in overrides else ""),
+            getattr(quotas.DEFAULTS, name),
+            usage[_USAGE_OF[name]] if name in _USAGE_OF else None,
+        ]
+        for name in quotas.TenantLimits.names()
+    ]
+    render.table(
+        f"limits of {tenant}",
+        ["limit", "in force", "default", "usage"],
+        rows,
+        caption=f"API instances apply a change within {settings.TENANT_LIMITS_CACHE_SECONDS} s",
+    )
+    if recounted is not None:
+        render.err.print(
+            f"recounted: {recounted.before} -> {recounted.after}; pruned {len(recounted.pruned)} stale hold(s)"
+        )
 
 
 @keys_app.command("create")

@@ -16,9 +16,12 @@ NameArgument = Annotated[str, typer.Argument(help="The schedule's name (unique p
 
 
 @app.command("list")
-def list_schedules(as_json: JsonFlag = False) -> None:
-    """This tenant's schedules."""
-    found = corral().schedules.list()
+def list_schedules(
+    limit: Annotated[int | None, typer.Option(min=1, help="Show at most this many (all by default).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """This tenant's schedules, by name (every page, or the first --limit)."""
+    found = corral().schedules.list(max_items=limit)
     if as_json:
         render.emit_json({"schedules": found})
         return
@@ -37,6 +40,9 @@ def create(
     payload: PayloadOption = None,
     timezone: Annotated[str | None, typer.Option(help="IANA time zone of the expression (default UTC).")] = None,
     max_attempts: Annotated[int | None, typer.Option(help="Attempts of each run (1-25).")] = None,
+    timeout: Annotated[
+        int | None, typer.Option(help="Seconds each run's attempt may take (default: its type's).")
+    ] = None,
     flexible_window: Annotated[int | None, typer.Option(help="Minutes Scheduler may spread a firing over.")] = None,
     start: Annotated[str | None, typer.Option(help="First possible firing (ISO 8601).")] = None,
     end: Annotated[str | None, typer.Option(help="Last possible firing (ISO 8601).")] = None,
@@ -50,6 +56,7 @@ def create(
         parse_payload(payload),
         timezone=timezone,
         max_attempts=max_attempts,
+        timeout_seconds=timeout,
         flexible_window_minutes=flexible_window,
         start=start,
         end=end,

@@ -17,6 +17,7 @@ from .errors import (
     Forbidden,
     InvalidRequest,
     NotFound,
+    QuotaExceeded,
     RateLimited,
     ServerError,
     Unauthorized,
@@ -25,7 +26,18 @@ from .errors import (
 )
 from .retrying import RetryPolicy
 from .signatures import SignatureVerificationError, verify_signature  # HTTP jobs' requests
-from .types import FINISHED, Accepted, EnqueueOutcome, Job, JobPage, JobSpec, RetriedMany, Schedule, Stats
+from .types import (
+    FINISHED,
+    Accepted,
+    EnqueueOutcome,
+    Job,
+    JobPage,
+    JobSpec,
+    RetriedMany,
+    Schedule,
+    SchedulePage,
+    Stats,
+)
 
 JobTimeout = WaitTimeout  # the name this package used before `WaitTimeout`
 
@@ -45,10 +57,12 @@ __all__ = [
     "JobSpec",
     "JobTimeout",
     "NotFound",
+    "QuotaExceeded",
     "RateLimited",
     "RetriedMany",
     "RetryPolicy",
     "Schedule",
+    "SchedulePage",
     "Schedules",
     "ServerError",
     "SignatureVerificationError",

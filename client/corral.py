@@ -16,7 +16,18 @@ import requests
 from . import errors
 from .errors import CorralError
 from .retrying import RetryPolicy, retry_after_seconds, retryable_exception, retryable_status
-from .types import FINISHED, Accepted, EnqueueOutcome, Job, JobPage, JobSpec, RetriedMany, Schedule, Stats
+from .types import (
+    FINISHED,
+    Accepted,
+    EnqueueOutcome,
+    Job,
+    JobPage,
+    JobSpec,
+    RetriedMany,
+    Schedule,
+    SchedulePage,
+    Stats,
+)
 
 BATCH_SIZE = 100  # POST /v1/jobs:batch takes at most this many jobs
 _JOB_OPTIONS = ("idempotency_key", "delay_seconds", "run_at", "max_attempts", "timeout_seconds")
@@ -103,6 +114,7 @@ class Corral:
                     retries >= self.policy.retries
                     or too_long
                     or not retryable_status(response.status_code, idempotent=idempotent)
+                    or isinstance(refused, errors.QuotaExceeded)  # passes only once the tenant holds less
                 ):
                     raise refused
             retries += 1
@@ -271,12 +283,14 @@ class Schedules:
         *,
         timezone: str | None = None,
         max_attempts: int | None = None,
+        timeout_seconds: int | None = None,
         flexible_window_minutes: int | None = None,
         start: str | None = None,
         end: str | None = None,
     ) -> Schedule:
-        """E.g. `create("nightly", "cron(0 2 * * ? *)", "report", {"day": "yesterday"}, timezone="Europe/Paris")`."""
-        job = {"type": job_type, "payload": payload, "max_attempts": max_attempts}
+        """E.g. `create("nightly", "cron(0 2 * * ? *)", "report", {"day": "yesterday"}, timezone="Europe/Paris")`.
+        `timeout_seconds`: each run's (default: the job type's). QuotaExceeded at the tenant's schedule quota."""
+        job = {"type": job_type, "payload": payload, "max_attempts": max_attempts, "timeout_seconds": timeout_seconds}
         body = {
             "name": name,
             "expression": expression,
@@ -297,8 +311,25 @@ class Schedules:
             ),
         )
 
-    def list(self) -> builtins.list[Schedule]:
-        return cast(builtins.list[Schedule], self._corral.call("GET", "/v1/schedules", idempotent=True)["schedules"])
+    def pages(self, *, page_size: int | None = None, cursor: str | None = None) -> Iterator[SchedulePage]:
+        """GET /v1/schedules page by page (by name), following `next_cursor` until the last page."""
+        while True:
+            params = {k: v for k, v in {"limit": page_size, "cursor": cursor}.items() if v is not None}
+            answer = self._corral.call("GET", "/v1/schedules", idempotent=True, params=params)
+            page = SchedulePage(schedules=answer["schedules"], next_cursor=answer.get("next_cursor"))
+            yield page
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def list(self, *, max_items: int | None = None, page_size: int | None = None) -> builtins.list[Schedule]:
+        """The tenant's schedules by name, across pages; at most `max_items`."""
+        found: builtins.list[Schedule] = []
+        for page in self.pages(page_size=page_size):
+            found += page.schedules
+            if max_items is not None and len(found) >= max_items:
+                return found[:max_items]
+        return found
 
     def get(self, name: str) -> Schedule:
         """The schedule and its recent runs, newest first."""

@@ -57,6 +57,11 @@ class RateLimited(CorralError):
     """429, after the SDK's own retries."""
 
 
+class QuotaExceeded(RateLimited):
+    """429 `quota_exceeded`: the tenant holds its whole quota (the message names it and the count).
+    Not retried by the SDK: it passes once the tenant holds less (e.g. after deleting schedules)."""
+
+
 class Unavailable(CorralError):
     """503 or a 5xx gateway answer, after the SDK's own retries; nothing was accepted."""
 
@@ -98,6 +103,8 @@ def from_answer(status: int, body: Any, retry_after: float | None = None) -> Cor
     """The error for an API answer: its JSON error body where there is one."""
     body = body if isinstance(body, dict) else {}
     kind = _BY_STATUS.get(status, ServerError if status >= 500 else InvalidRequest)
+    if status == 429 and body.get("error") == "quota_exceeded":
+        kind = QuotaExceeded
     return kind(
         str(body.get("message") or f"the API answered HTTP {status}"),
         status=status,

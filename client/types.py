@@ -81,6 +81,14 @@ class Schedule(TypedDict, total=False):
 
 
 @dataclass(frozen=True)
+class SchedulePage:
+    """One page of GET /v1/schedules, by name."""
+
+    schedules: list[Schedule]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
 class JobPage:
     """One page of GET /v1/jobs. `note` says what the listing cannot show (jobs no worker has seen yet)."""
 

@@ -222,3 +222,28 @@ def test_schedules_round_trip_their_bodies(stub, corral):
     assert corral.schedules.list() == [{"name": "nightly"}]
     corral.schedules.delete("nightly")
     assert (stub.requests[2].method, stub.requests[2].path) == ("DELETE", "/v1/schedules/nightly")
+
+
+def test_schedules_list_follows_the_cursor_and_sends_a_timeout(stub, corral):
+    stub.replies = [
+        (201, {"name": "a"}),
+        (200, {"schedules": [{"name": "a"}, {"name": "b"}], "next_cursor": "s1"}),
+        (200, {"schedules": [{"name": "c"}], "next_cursor": None}),
+    ]
+    corral.schedules.create("a", "rate(1 hour)", "echo", timeout_seconds=20)
+    assert stub.requests[0].body["job"] == {"type": "echo", "payload": None, "timeout_seconds": 20}
+
+    assert [s["name"] for s in corral.schedules.list(page_size=2)] == ["a", "b", "c"]
+    assert stub.requests[1].query == {"limit": ["2"]}
+    assert stub.requests[2].query == {"limit": ["2"], "cursor": ["s1"]}
+
+
+def test_a_quota_refusal_is_raised_at_once_not_retried(stub, corral):
+    stub.default = lambda _seen: (
+        429,
+        {"error": "quota_exceeded", "message": "schedule quota reached: 5 of 5 (max_schedules)"},
+    )
+    with pytest.raises(errors.QuotaExceeded) as raised:
+        corral.schedules.create("a", "rate(1 hour)", "echo")
+    assert len(stub.requests) == 1
+    assert isinstance(raised.value, errors.RateLimited) and "5 of 5" in raised.value.message

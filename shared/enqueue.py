@@ -15,7 +15,7 @@ import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -172,9 +172,9 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
     due = datetime.fromtimestamp(math.ceil(now + delay), UTC)  # at() has whole seconds: never early
     took = far_future.hold(message.tenant, message.id, due.timestamp())  # False: this job holds one already
     try:
-        scheduler.create(
-            delayed_schedule_name(message.id), at_expression(due), message.to_json(), delete_after_completion=True
-        )
+        # due_at marks the message as one that holds a unit: the worker gives it back when it arrives.
+        firing = replace(message, due_at=due.timestamp()).to_json()
+        scheduler.create(delayed_schedule_name(message.id), at_expression(due), firing, delete_after_completion=True)
     except scheduler.AlreadyExists:
         # The same idempotency key enqueued again: one job, already scheduled, holding its unit already.
         if took:

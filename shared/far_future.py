@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import ids, quotas, settings
+from shared import quotas, settings
 from shared.aws import client
 from shared.model import JobMessage
-
-_DAY = 86_400
 
 
 def _key(job_id: str) -> dict[str, Any]:
@@ -26,13 +24,6 @@ def _key(job_id: str) -> dict[str, Any]:
 def index_key(tenant: str) -> str:
     """The gsi1 partition listing a tenant's holds (sort key: due time, then job id)."""
     return f"farfuture#{tenant}"
-
-
-def is_far_future(info: ids.IdInfo | None) -> bool:
-    """Whether an id says its job was due beyond SQS's longest delay when it was enqueued."""
-    if info is None or info.kind is not ids.IdKind.DELAYED or info.minted_at is None or info.due_at is None:
-        return False
-    return info.due_at - info.minted_at > settings.MAX_SQS_DELAY_SECONDS
 
 
 def hold(tenant: str, job_id: str, due_at: float) -> bool:
@@ -51,12 +42,13 @@ def release(tenant: str, job_id: str) -> bool:
     return quotas.give_back(tenant, quotas.FAR_FUTURE_JOBS, _key(job_id))
 
 
-def arrived(message: JobMessage, secret: bytes) -> bool:
+def arrived(message: JobMessage) -> bool:
     """The worker's hook: a far-future job's message reached the queue, so its unit comes back.
 
-    Only ids minted as far-future cost a write; any later delivery of the same job finds no hold.
+    Only messages that waited as a one-time schedule carry `due_at`, so only they cost a write; a
+    later delivery of the same job finds no hold. (Not the id: an idempotency key's id has no times.)
     """
-    if not is_far_future(ids.verify(secret, message.tenant, message.id)):
+    if message.due_at is None:
         return False
     return release(message.tenant, message.id)
 

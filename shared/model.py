@@ -110,6 +110,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "schedule": _optional(_text(_MAX_NAME_LENGTH)),
     "scheduled_for": _optional(_text(_MAX_NAME_LENGTH)),
     "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
+    "due_at": _optional(_timestamp),
 }
 _REQUIRED = ("type", "max_attempts", "enqueued_at")
 
@@ -141,6 +142,9 @@ class JobMessage:
     schedule: str | None = None
     scheduled_for: str | None = None
     timeout_seconds: int | None = None  # this job's own timeout (1-900); None: its type's default
+    # Set only on a far-future job's message (it waited as a one-time schedule, holding a quota unit
+    # that its arrival gives back: shared/far_future.py); epoch seconds.
+    due_at: float | None = None
     v: int = 1
 
     def to_dict(self) -> dict[str, Any]:
@@ -158,6 +162,7 @@ class JobMessage:
             "schedule": self.schedule,
             "scheduled_for": self.scheduled_for,
             "timeout_seconds": self.timeout_seconds,
+            "due_at": self.due_at,
         }
         return body | {name: value for name, value in optional.items() if value is not None}
 

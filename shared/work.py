@@ -86,7 +86,7 @@ def receive(delivery: Delivery) -> Outcome:
     if delivery.receive_count == 1:
         metrics.job_started(message.enqueued_at)
     try:
-        far_future.arrived(message, secret)  # a far-future job's schedule fired: its quota unit comes back
+        far_future.arrived(message)  # a far-future job's schedule fired: its quota unit comes back
     except _AWS_ERRORS as error:
         if not is_outage(error):
             raise

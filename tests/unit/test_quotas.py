@@ -307,39 +307,43 @@ def test_a_far_future_job_that_cannot_be_scheduled_gives_its_unit_back(scheduler
     assert quotas.usage("acme")["far_future_jobs"] == 0
 
 
-def _fire(env: dict[str, Any], message: JobMessage) -> None:
-    """What the schedule does when due: put the job's message on the queue (then a worker polls)."""
-    worker_harness.deliver(env, message.to_json())
+def _firing(env: dict[str, Any], message: JobMessage) -> str:
+    """What the job's one-time schedule puts on the queue when it is due."""
+    entry = env["scheduler"].get_schedule(Name=f"d-{message.id}", GroupName=settings.SCHEDULE_GROUP)
+    return entry["Target"]["Input"]
 
 
 def test_a_far_future_job_gives_its_unit_back_when_it_arrives_once_however_often(scheduler_env):
-    message = _far_job()
+    message = _far_job(idempotency_key="from-the-sdk")  # a keyed id carries no due time: the message says it
     assert quotas.usage("acme")["far_future_jobs"] == 1
+    firing = _firing(scheduler_env, message)
+    assert json.loads(firing)["due_at"] > message.enqueued_at + settings.MAX_SQS_DELAY_SECONDS
 
-    _fire(scheduler_env, message)
+    worker_harness.deliver(scheduler_env, firing)
     assert quotas.usage("acme")["far_future_jobs"] == 0
     assert worker_harness.record(message.id).status == "succeeded"
-    _fire(scheduler_env, message)  # a duplicate delivery
+    worker_harness.deliver(scheduler_env, firing)  # a duplicate delivery
     assert quotas.usage("acme")["far_future_jobs"] == 0
 
 
 def test_a_cancelled_far_future_job_gives_its_unit_back_once_even_if_it_fires_too(scheduler_env):
     message = _far_job()
     other = _far_job()
+    firing = _firing(scheduler_env, message)
 
     steering.cancel("acme", message.id)
     assert quotas.usage("acme")["far_future_jobs"] == 1
-    _fire(scheduler_env, message)  # a firing already under way when the schedule was deleted
+    worker_harness.deliver(scheduler_env, firing)  # a firing already under way when the schedule was deleted
     steering.cancel("acme", message.id)  # cancelled again: idempotent
     assert quotas.usage("acme")["far_future_jobs"] == 1  # only `other` holds one
     assert far_future.held("acme")[0]["job_id"] == other.id
 
 
-def test_only_far_future_ids_cost_the_worker_a_write(scheduler_env, monkeypatch):
+def test_only_far_future_messages_cost_the_worker_a_write(scheduler_env, monkeypatch):
     calls: list[str] = []
     monkeypatch.setattr(far_future, "release", lambda tenant, job_id: calls.append(job_id) or True)
     near = enqueue.enqueue("acme", JobRequest(type="echo", delay_seconds=60))
     far = _far_job()
-    for message in (near, far):
-        receive(Delivery(message_id=message.id, body=message.to_json()))
+    for message_id, body in ((near.id, near.to_json()), (far.id, _firing(scheduler_env, far))):
+        receive(Delivery(message_id=message_id, body=body))
     assert calls == [far.id]

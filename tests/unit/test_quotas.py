@@ -347,3 +347,25 @@ def test_only_far_future_messages_cost_the_worker_a_write(scheduler_env, monkeyp
     for message_id, body in ((near.id, near.to_json()), (far.id, _firing(scheduler_env, far))):
         receive(Delivery(message_id=message_id, body=body))
     assert calls == [far.id]
+
+
+# Recount ------------------------------------------------------------------------------------------------
+
+
+def test_a_recount_restores_counters_from_the_items_and_drops_holds_of_lost_firings(scheduler_env):
+    from shared import recount
+
+    schedules.create("acme", _schedule("a"))
+    schedules.create("acme", _schedule("b"))
+    lost = _far_job()
+    kept = _far_job()
+    # A firing Scheduler gave up on: its schedule is gone (deleted after completion), its message never arrived.
+    scheduler_env["scheduler"].delete_schedule(Name=f"d-{lost.id}", GroupName=settings.SCHEDULE_GROUP)
+    quotas.set_usage("acme", {"schedules": 9, "far_future_jobs": 0})  # drifted
+
+    done = recount.recount("acme", prune=True, now=lost.enqueued_at + FAR + recount.STALE_AFTER_SECONDS + 1)
+
+    assert done.before == {"schedules": 9, "far_future_jobs": 0}
+    assert done.after == {"schedules": 2, "far_future_jobs": 1} == quotas.usage("acme")
+    assert done.pruned == [lost.id]
+    assert [hold["job_id"] for hold in far_future.held("acme")] == [kept.id]

@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import ids, job_types, payloads, queue, scheduler, settings
+from shared import ids, job_types, payloads, queue, rate_limit, scheduler, settings
 from shared.model import JobMessage
 from shared.schedule_expressions import at_expression
 from shared.signing import id_secret
@@ -170,7 +170,11 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
     try:
         with contextlib.suppress(scheduler.AlreadyExists):
             scheduler.create(
-                delayed_schedule_name(message.id), at_expression(due), message.to_json(), delete_after_completion=True
+                delayed_schedule_name(message.id),
+                at_expression(due),
+                message.to_json(),
+                delete_after_completion=True,
+                message_group=queue.message_group(message.tenant),
             )
     except scheduler.Rejected as error:  # our input, not an outage: retrying it would not help
         field = "run_at" if request.run_at is not None else "delay_seconds"
@@ -180,6 +184,7 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
 def enqueue(tenant: str, request: JobRequest) -> JobMessage:
     now = time.time()
     message, delay = _prepare(tenant, request, now)
+    rate_limit.check(tenant)  # RateLimited: nothing sent
     if delay <= settings.MAX_SQS_DELAY_SECONDS:
         queue.send(message, math.ceil(delay))
     else:
@@ -206,7 +211,11 @@ BulkOutcome = JobMessage | InvalidJob | NotSent
 
 
 def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcome]:
-    """Enqueue each request; the outcome per request, in order. One bad job loses none of the others."""
+    """Enqueue each request; the outcome per request, in order. One bad job loses none of the others.
+
+    The rate limit counts every job of the request, all or nothing: RateLimited sends none.
+    """
+    rate_limit.check(tenant, len(requests))
     now = time.time()
     outcomes: list[BulkOutcome] = []
     to_queue: list[tuple[int, JobMessage, int]] = []  # (index, message, SQS delay): the jobs sent in batches

@@ -19,7 +19,7 @@ from pynamodb.exceptions import PutError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared import schedule_expressions, scheduler, settings, store
+from shared import queue, schedule_expressions, scheduler, settings, store
 from shared.aws import client
 from shared.enqueue import InvalidJob, check_job
 from shared.firings import firing_input
@@ -167,6 +167,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
             start=start,
             end=end,
             flexible_window_minutes=request.flexible_window_minutes,
+            message_group=queue.message_group(tenant),
         )
 
     try:

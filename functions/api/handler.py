@@ -17,10 +17,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.api import auth, body, dashboard, jobs, operator, schedules, signing_secrets, steering
-from functions.api.responses import MAX_FIELD_CHARS, complete_error_responses, cut, error_response, error_result
+from functions.api.responses import (
+    MAX_FIELD_CHARS,
+    complete_error_responses,
+    cut,
+    error_response,
+    error_result,
+    rate_limited,
+)
 from shared import aws, job_types, scheduler, settings
 from shared.enqueue import InvalidJob, PayloadTooLarge
 from shared.metrics import metrics
+from shared.rate_limit import RateLimited
 
 logger = Logger(service="corral-api")
 aws.use_timeouts(
@@ -73,6 +81,11 @@ def invalid_job(error: InvalidJob) -> Response:
     if isinstance(error.__cause__, scheduler.Rejected):
         logger.warning("EventBridge Scheduler rejected a request", extra={"detail": error.__cause__.detail})
     return error_response(422, "invalid_request", str(error), fields=[{"field": error.field, "message": error.message}])
+
+
+@app.exception_handler(RateLimited)
+def over_rate(error: RateLimited) -> Response:
+    return rate_limited(error.retry_after_seconds, str(error))
 
 
 @app.exception_handler([ClientError, BotoCoreError])  # a list: Powertools keys a tuple as one type

@@ -71,7 +71,7 @@ def _tenant() -> str:
 @router.post(
     "/v1/jobs",
     summary="Enqueue a job",
-    responses=documented({202: {"description": "Accepted and queued"}}, 400, 413, 422),
+    responses=documented({202: {"description": "Accepted and queued"}}, 400, 413, 422, 429),
 )
 def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     message = enqueue(_tenant(), JobRequest(**job.model_dump()))
@@ -90,6 +90,7 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
         400,
         413,
         422,
+        429,
     ),
 )
 def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:

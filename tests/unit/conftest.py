@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from shared import operators, settings, table_schema, tenants, work
+from shared import operators, quotas, rate_limit, settings, table_schema, tenants, work
 from shared.aws import client
 from shared.signing import id_secret
 
@@ -27,6 +27,8 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setattr(work, "_store_down_until", 0.0)  # each test starts with a store that has not failed
     tenants.clear_caches()
     operators.clear_cache()
+    quotas.clear_cache()
+    rate_limit.reset()  # each test's tenants start with full buckets
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
         dynamodb.create_table(**table_schema.create_table_params())  # the schema the stack deploys

@@ -1,8 +1,8 @@
 """A tenant's enqueue rate limit (steady rate + burst), enforced without a store write per enqueue.
 
 Each API instance keeps one token bucket per tenant, sized from the tenant's share of the limit:
-rate / n and burst / n, where n is how many instances served the tenant in this or the previous
-second. Instances learn n from one shared item per tenant (`ratewin#<tenant>`: a map of instance
+rate / n and burst / n, where n is how many instances served the tenant in the last
+COUNTED_SECONDS. Instances learn n from one shared item per tenant (`ratewin#<tenant>`: a map of instance
 id -> the last second it served the tenant): an instance writes its entry at most once per second
 per tenant it serves, off the request path, and counts the recent entries in what the write
 returns. So a tenant's enqueue costs no store call, and the store sees one small write per second
@@ -24,7 +24,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,6 +35,10 @@ from shared import quotas, settings
 from shared.aws import client
 
 DIRECTORY_ITEM_SECONDS_KEPT = 3600  # a tenant idle this long loses its directory item (TTL)
+# An instance counts as serving the tenant for this long after its last request of the tenant's:
+# long enough that instances each seeing the tenant rarely (many instances, a low rate) are all
+# counted; short enough that instances gone idle stop shrinking the others' shares within seconds.
+COUNTED_SECONDS = 10
 STALE_WINDOWS = 60  # an instance silent this many seconds is dropped from the directory
 PRUNE_PER_REPORT = 10
 
@@ -122,10 +126,15 @@ class DynamoDirectory:
         found = response["Attributes"].get("instances", {}).get("M", {})
         entries = {name: int(value["N"]) for name, value in found.items()}
         self._gone = [name for name, last in entries.items() if last < window - STALE_WINDOWS][:PRUNE_PER_REPORT]
-        return sum(1 for last in entries.values() if last >= window - 1)
+        return counted(entries.values(), window)
 
     def __init__(self) -> None:
         self._gone: list[str] = []  # instances not seen for a while: removed with the next report
+
+
+def counted(last_windows: Iterable[int], window: int) -> int:
+    """How many instances served the tenant within COUNTED_SECONDS of `window`."""
+    return sum(1 for last in last_windows if last > window - COUNTED_SECONDS)
 
 
 @dataclass

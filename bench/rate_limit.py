@@ -2,7 +2,7 @@
 
 Simulates N API instances in-process on a simulated clock, each with shared/rate_limit.py's own
 RateLimiter, and one shared instance directory with DynamoDirectory's semantics (an instance counts
-the instances that served the tenant this second or the one before). One tenant offers requests
+the instances that served the tenant in the last COUNTED_SECONDS). One tenant offers requests
 of one job as a Poisson stream at `--offered` x its limit, each routed to an instance:
 - even: any instance, uniformly (Lambda hands a request to whichever environment is free);
 - skewed: instance k gets weight 1/(k+1) (a few busy environments, a long tail of idle ones).

@@ -46,10 +46,13 @@ PRUNE_PER_REPORT = 10
 class RateLimited(Exception):
     """The tenant is over its enqueue rate; retry after `retry_after_seconds` (whole seconds, >= 1)."""
 
-    def __init__(self, retry_after_seconds: int, rate_per_second: float, burst: int) -> None:
+    def __init__(
+        self, retry_after_seconds: int, rate_per_second: float | None = None, burst: int | None = None
+    ) -> None:
+        limits = "" if rate_per_second is None else f" {rate_per_second:g} jobs/s with bursts of {burst}"
         super().__init__(
-            f"enqueue rate limit reached: {rate_per_second:g} jobs/s with bursts of {burst}"
-            f" (enqueue_rate_per_second, enqueue_burst); retry after {retry_after_seconds} s"
+            f"enqueue rate limit reached:{limits} (enqueue_rate_per_second, enqueue_burst);"
+            f" retry after {retry_after_seconds} s"
         )
         self.retry_after_seconds = retry_after_seconds
 

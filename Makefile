@@ -80,6 +80,14 @@ smoke: install
 clean:
 	rm -rf cdk.out .corral/build
 
+# The noisy neighbour (bench/noisy.py): make noisy (or ARGS="--quick"); the limiter's accuracy: make rate-limit-accuracy
+.PHONY: noisy rate-limit-accuracy
+noisy: install
+	$(PY) -m bench.noisy $(ARGS)
+
+rate-limit-accuracy: install
+	$(PY) -m bench.rate_limit $(ARGS)
+
 # The midnight herd, measured (bench/herd.py): make herd ARGS="--schedules 1000"
 .PHONY: herd
 herd: install

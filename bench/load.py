@@ -35,12 +35,14 @@ class EnqueueLoad:
         rate_at: Callable[[float], tuple[str, float] | None],
         threads: int,
         payload: Callable[[int], object] = lambda n: {"n": n},
+        job_type: str = "echo",
     ) -> None:
         """`rate_at(elapsed)` -> (phase name, requests/s > 0), or None when the load is over."""
         self._url = api_url + "/v1/jobs"
         self._headers = {"Authorization": f"Bearer {api_key}"}
         self._rate_at = rate_at
         self._payload = payload
+        self._job_type = job_type
         self._threads = [threading.Thread(target=self._client, daemon=True) for _ in range(threads)]
         self._lock = threading.Lock()
         self._next_slot = 0.0
@@ -90,7 +92,10 @@ class EnqueueLoad:
         job_id, status = None, 0
         try:
             response = session.post(
-                self._url, json={"type": "echo", "payload": self._payload(number)}, headers=self._headers, timeout=10
+                self._url,
+                json={"type": self._job_type, "payload": self._payload(number)},
+                headers=self._headers,
+                timeout=10,
             )
             status = response.status_code
             if status == 202:

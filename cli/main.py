@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Annotated
@@ -74,7 +75,11 @@ def main() -> None:
     except errors.CorralError as error:
         exit_code = _API_EXITS.get(type(error), Exit.INVALID)
         details = {"status": error.status, "field": error.field} if error.status else {}
-        code = _fail(str(error), exit_code, error.code, **details)
+        message = str(error)
+        if isinstance(error, errors.RateLimited) and error.retry_after:
+            details["retry_after_seconds"] = math.ceil(error.retry_after)
+            message += f" (still limited after the SDK's retries: try again in {math.ceil(error.retry_after)} s)"
+        code = _fail(message, exit_code, error.code, **details)
     except NoCredentialsError:
         code = _fail("no AWS credentials for the operator command (or set AWS_ENDPOINT_URL)", Exit.AUTH, "no_aws")
     except ClientError as error:

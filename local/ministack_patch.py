@@ -1,4 +1,4 @@
-"""Four corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping) toward AWS, applied at launch.
+"""Corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping, SQS receive), applied at launch.
 
 local/ministack.py starts the emulator as `<ministack venv>/bin/python -P local/ministack_patch.py`
 instead of its `ministack` script: this module patches the running emulator, then calls
@@ -28,6 +28,16 @@ It runs in the emulator's own venv, so it imports only the standard library and 
    "gradually backs off, reducing the amount of concurrency allocated" to the mapping (Lambda
    developer guide, SQS error handling). Here each failed batch takes one concurrent batch off
    the mapping for that same second, never below one.
+
+5. A standard queue with message groups receives fairly. ministack stores a standard queue's
+   MessageGroupId but receives strictly oldest first, so one tenant's backlog delays every other
+   tenant's jobs. AWS fair queues (SQS developer guide, "How Amazon SQS fair queues work") deliver
+   a quiet group's messages ahead of a group holding a disproportionate share of the in-flight
+   messages, and count each message without a group as a tenant of its own. Here each receive
+   takes, message by message, the oldest waiting message of the group with the fewest in flight
+   (ties: the group whose oldest message is oldest). Stronger than AWS, which reorders only once
+   a group is detected noisy (over ~10 % of in-flight and ~30 of its own in flight): the emulator's
+   few concurrent batches would rarely reach those thresholds. FIFO queues are untouched.
 
 Evidence and figures: docs/benchmark.md, "The emulator, corrected". Any other ministack version
 is refused: these replace private internals, checked by version and by the hash of each replaced
@@ -60,6 +70,7 @@ EXPECTED_SOURCES = {
     "acquire_worker": "5017d144adb5b983050914401f482f2ad1332f4564c96903c20ab7e4defad7da",
     "_run_sqs_batch": "f9bf630aabf3d1b9dba295fc9929df7230c454d5e530da6fed883be0097500cd",
     "_sqs_esm_concurrency": "d3e9d1e865aa0b28e7873a2ec3d794ce0383435741658f6fdec000b1b0d9b224",
+    "sqs._collect_msgs": "308a6eb1b3d4c8ad5e5e63b0abb0e8ae9556d70f8c8126bfa221b0b3dbf6360a",
 }
 
 
@@ -81,9 +92,10 @@ def check_supported() -> None:
             "EXPECTED_SOURCES (or pin ministack back in local/requirements-ministack.txt)"
         )
     from ministack.core import lambda_runtime as runtime
-    from ministack.services import lambda_svc
+    from ministack.services import lambda_svc, sqs
 
     found = {
+        "sqs._collect_msgs": _source_hash(sqs._collect_msgs),
         "Worker.invoke": _source_hash(runtime.Worker.invoke),
         "Worker._spawn": _source_hash(runtime.Worker._spawn),
         "acquire_worker": _source_hash(runtime.acquire_worker),
@@ -344,8 +356,61 @@ def apply() -> None:
     runtime.Worker.invoke = invoke
     runtime.acquire_worker = acquire_worker
     lambda_svc.acquire_worker = acquire_worker  # imported by name there
+    apply_fair_receive()
     runtime._corral_patched = True
     os.environ[MARKER_ENV] = SUPPORTED_VERSION
+
+
+def fair_order(messages: list[dict], now: float, wanted: int) -> list[dict]:
+    """Which visible messages of a standard queue one receive takes, fairest first (correction 5).
+
+    Each pick is the oldest waiting message of the group with the fewest messages in flight,
+    counting the picks; a message without a group is a group of its own.
+    """
+    in_flight: dict[Any, int] = {}
+    for message in messages:
+        group = message.get("group_id")
+        if group and message["receive_count"] > 0 and message["visible_at"] > now:
+            in_flight[group] = in_flight.get(group, 0) + 1
+    waiting: dict[Any, list[dict]] = {}  # group -> its visible messages, oldest first; groups by oldest message
+    for message in messages:
+        if message["visible_at"] <= now:
+            waiting.setdefault(message.get("group_id") or ("", message["id"]), []).append(message)
+    picked: list[dict] = []
+    taken: dict[Any, int] = {}
+    while len(picked) < wanted and waiting:
+        group = min(waiting, key=lambda g: in_flight.get(g, 0))  # min keeps the first of equals: oldest
+        queue = waiting[group]
+        picked.append(queue[taken.get(group, 0)])
+        taken[group] = taken.get(group, 0) + 1
+        in_flight[group] = in_flight.get(group, 0) + 1
+        if taken[group] == len(queue):
+            del waiting[group]
+    return picked
+
+
+def apply_fair_receive() -> None:
+    """Correction 5: standard queues receive by fair_order(); FIFO queues as ministack does."""
+    from ministack.services import sqs
+
+    original_collect = sqs._collect_msgs
+
+    def collect_msgs(q: dict, max_n: int, vis_timeout: int) -> list:
+        if q["is_fifo"]:
+            return original_collect(q, max_n, vis_timeout)
+        now = time.time()
+        for message in q["messages"]:
+            sqs._ensure_msg_fields(message)
+        result = fair_order(q["messages"], now, max_n)
+        for message in result:  # as ministack marks a received message
+            message["receipt_handle"] = sqs.new_uuid()
+            message["visible_at"] = now + vis_timeout
+            message["receive_count"] += 1
+            if message.get("first_receive_at") is None:
+                message["first_receive_at"] = now
+        return result
+
+    sqs._collect_msgs = collect_msgs
 
 
 def main() -> None:

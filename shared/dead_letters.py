@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import settings, steering, store
+from shared import queue, settings, steering, store, tenants
 from shared.aws import client
 from shared.model import Status
 
@@ -35,7 +35,10 @@ def _dlq_url() -> str:
 
 
 def _send_as_it_was(body: dict[str, Any]) -> None:
-    client("sqs").send_message(QueueUrl=settings.env("CORRAL_QUEUE_URL"), MessageBody=json.dumps(body))
+    tenant = body.get("tenant")
+    valid = isinstance(tenant, str) and tenants.TENANT_NAME.fullmatch(tenant)  # a hand-made body may carry anything
+    group = {"MessageGroupId": queue.message_group(tenant)} if valid else {}
+    client("sqs").send_message(QueueUrl=settings.env("CORRAL_QUEUE_URL"), MessageBody=json.dumps(body), **group)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import far_future, ids, job_types, payloads, queue, scheduler, settings
+from shared import far_future, ids, job_types, payloads, queue, rate_limit, scheduler, settings
 from shared.model import JobMessage
 from shared.quotas import QuotaExceeded
 from shared.schedule_expressions import at_expression
@@ -174,7 +174,13 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
     try:
         # due_at marks the message as one that holds a unit: the worker gives it back when it arrives.
         firing = replace(message, due_at=due.timestamp()).to_json()
-        scheduler.create(delayed_schedule_name(message.id), at_expression(due), firing, delete_after_completion=True)
+        scheduler.create(
+            delayed_schedule_name(message.id),
+            at_expression(due),
+            firing,
+            delete_after_completion=True,
+            message_group=queue.message_group(message.tenant),
+        )
     except scheduler.AlreadyExists:
         # The same idempotency key enqueued again: one job, already scheduled, holding its unit already.
         if took:
@@ -191,6 +197,7 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
 def enqueue(tenant: str, request: JobRequest) -> JobMessage:
     now = time.time()
     message, delay = _prepare(tenant, request, now)
+    rate_limit.check(tenant)  # RateLimited: nothing sent
     if delay <= settings.MAX_SQS_DELAY_SECONDS:
         queue.send(message, math.ceil(delay))
     else:
@@ -217,7 +224,11 @@ BulkOutcome = JobMessage | InvalidJob | NotSent | QuotaExceeded
 
 
 def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcome]:
-    """Enqueue each request; the outcome per request, in order. One bad job loses none of the others."""
+    """Enqueue each request; the outcome per request, in order. One bad job loses none of the others.
+
+    The rate limit counts every job of the request, all or nothing: RateLimited sends none.
+    """
+    rate_limit.check(tenant, len(requests))
     now = time.time()
     outcomes: list[BulkOutcome] = []
     to_queue: list[tuple[int, JobMessage, int]] = []  # (index, message, SQS delay): the jobs sent in batches

@@ -51,6 +51,11 @@ def _rejected(error: ClientError) -> Rejected:
     return Rejected(field, detail)
 
 
+def _sets_message_group() -> bool:
+    default = "1" if settings.SCHEDULER_SETS_MESSAGE_GROUP else "0"
+    return settings.env("CORRAL_SCHEDULER_SETS_MESSAGE_GROUP", default) == "1"
+
+
 def _group() -> str:
     return settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
 
@@ -65,8 +70,15 @@ def create(
     end: datetime | None = None,
     flexible_window_minutes: int = 0,
     delete_after_completion: bool = False,
+    message_group: str | None = None,
 ) -> None:
-    """Create the schedule; AlreadyExists if one of that name is in the group."""
+    """Create the schedule; AlreadyExists if one of that name is in the group.
+
+    `message_group`: the tenant's SQS message group, set on the firings only where Scheduler is
+    known to accept it for a standard queue (settings.SCHEDULER_SETS_MESSAGE_GROUP): Scheduler
+    documents SqsParameters for FIFO targets only. Without it, SQS fair queues count each firing
+    as a tenant of its own, never deprioritised (docs/architecture.md "Fair and bounded").
+    """
     window: dict[str, Any] = (
         {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": flexible_window_minutes}
         if flexible_window_minutes
@@ -92,6 +104,8 @@ def create(
             "DeadLetterConfig": {"Arn": settings.env("CORRAL_DLQ_ARN")},
         },
     }
+    if message_group is not None and _sets_message_group():
+        params["Target"]["SqsParameters"] = {"MessageGroupId": message_group}
     if start is not None:
         params["StartDate"] = start
     if end is not None:

@@ -20,7 +20,7 @@ from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared import quotas, schedule_expressions, scheduler, settings, store
+from shared import queue, quotas, schedule_expressions, scheduler, settings, store
 from shared.aws import client
 from shared.enqueue import InvalidJob, check_job
 from shared.firings import firing_input
@@ -186,6 +186,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
             start=start,
             end=end,
             flexible_window_minutes=request.flexible_window_minutes,
+            message_group=queue.message_group(tenant),
         )
 
     try:

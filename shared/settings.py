@@ -116,6 +116,10 @@ TENANT_MAX_FAR_FUTURE_JOBS = 10_000  # delayed jobs due beyond SQS's 15-minute d
 TENANT_ENQUEUE_RATE_PER_SECOND = 1_000.0
 TENANT_ENQUEUE_BURST = 5_000
 TENANT_LIMITS_CACHE_SECONDS = 60  # an API instance re-reads a tenant's overrides at most this often
+# Scheduler's SqsParameters.MessageGroupId is documented for FIFO targets only (EventBridge rules
+# accepted it on standard queues only from late 2025): off until verified on the account
+# (CORRAL_SCHEDULER_SETS_MESSAGE_GROUP=1 turns it on). See docs/architecture.md "Fair and bounded".
+SCHEDULER_SETS_MESSAGE_GROUP = False
 
 # Seeing and steering jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats). See docs/architecture.md.
 # A tenant's jobs are spread over this many listing-index partitions (each takes <= 1,000 writes/s,

@@ -24,11 +24,13 @@ from functions.api.responses import (
     error_response,
     error_result,
     quota_exceeded_response,
+    rate_limited,
 )
 from shared import aws, job_types, scheduler, settings
 from shared.enqueue import InvalidJob, PayloadTooLarge
 from shared.metrics import metrics
 from shared.quotas import QuotaExceeded
+from shared.rate_limit import RateLimited
 
 logger = Logger(service="corral-api")
 aws.use_timeouts(
@@ -86,6 +88,11 @@ def invalid_job(error: InvalidJob) -> Response:
 @app.exception_handler(QuotaExceeded)
 def quota_exceeded(error: QuotaExceeded) -> Response:
     return quota_exceeded_response(error)
+
+
+@app.exception_handler(RateLimited)
+def over_rate(error: RateLimited) -> Response:
+    return rate_limited(error.retry_after_seconds, str(error))
 
 
 @app.exception_handler([ClientError, BotoCoreError])  # a list: Powertools keys a tuple as one type

@@ -91,6 +91,7 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
         400,
         413,
         422,
+        429,
     ),
 )
 def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:

@@ -56,6 +56,17 @@ def error_result(status: int, code: str, message: str, **details: Any) -> dict[s
     }
 
 
+def rate_limited(retry_after_seconds: int, message: str) -> Response:
+    """429 with Retry-After (whole seconds, >= 1), also in the body for clients that drop headers."""
+    seconds = max(1, int(retry_after_seconds))
+    return Response(
+        status_code=429,
+        content_type="application/json",
+        body=error_body("rate_limited", message, retry_after_seconds=seconds),
+        headers={"Retry-After": str(seconds)},
+    )
+
+
 class FieldProblemOut(BaseModel):
     field: str
     message: str
@@ -68,6 +79,7 @@ class ErrorOut(BaseModel):
     message: str
     field: str | None = None
     fields: list[FieldProblemOut] | None = None
+    retry_after_seconds: int | None = None  # rate_limited: as the Retry-After header
 
 
 _ERRORS: dict[int, str] = {
@@ -79,10 +91,11 @@ _ERRORS: dict[int, str] = {
     409: "conflict: the resource's state does not allow this (e.g. the schedule name is taken)",
     413: f"payload_too_large: a payload over {settings.MAX_PAYLOAD_BYTES} bytes serialised,"
     f" or a body over {settings.MAX_REQUEST_BODY_BYTES} bytes",
-    429: "quota_exceeded: the tenant holds its quota (the message names it and the count); a retry helps once"
-    " it holds less (e.g. deleting schedules)",
     422: "invalid_request: a field is invalid (named in field/fields), including a payload nested deeper than"
     f" {settings.MAX_PAYLOAD_DEPTH} levels or holding NaN/Infinity",
+    429: "rate_limited: the tenant's enqueue rate limit (every job of a batch counts; none was enqueued):"
+    " retry after the Retry-After header's seconds; or quota_exceeded: the tenant holds its quota (the message"
+    " names it and the count), a retry helps once it holds less (e.g. deleting schedules)",
     500: "internal_error: a bug; it has been logged",
     503: "unavailable: AWS briefly failed or was too slow; nothing was changed: retry with backoff"
     " (with an idempotency_key, a retry is safe)",

@@ -170,6 +170,40 @@ def check_a_failed_batch_lowers_concurrency_instead_of_pausing_the_mapping() -> 
     assert concurrency() == 8, "the concurrency did not come back"
 
 
+def check_a_standard_queue_receives_the_quiet_group_ahead_of_a_backlog() -> None:
+    load_patch().apply()
+    from ministack.services import sqs
+
+    def send(url: str, group: str | None, body: str) -> None:
+        data: dict[str, Any] = {"QueueUrl": url, "MessageBody": body}
+        if group:
+            data["MessageGroupId"] = group
+        sqs._act_send_message(data, url)
+
+    def receive(url: str, count: int) -> list[str]:
+        return [message["body"] for message in sqs._receive_messages_for_esm(url, count)]
+
+    url = sqs._act_create_queue({"QueueName": "fair", "Attributes": {}}, "")["QueueUrl"]
+    for n in range(30):
+        send(url, "noisy", f"noisy-{n}")
+    assert receive(url, 10) == [f"noisy-{n}" for n in range(10)], "one group alone: oldest first"
+    send(url, "quiet", "quiet-0")
+    send(url, None, "no-group")
+    send(url, "quiet", "quiet-1")
+    second = receive(url, 3)
+    assert second == ["quiet-0", "no-group", "quiet-1"], f"the backlog went first: {second}"
+    assert receive(url, 2) == ["noisy-10", "noisy-11"]  # the noisy group still drains, oldest first
+
+    fifo = sqs._act_create_queue(
+        {"QueueName": "fair.fifo", "Attributes": {"FifoQueue": "true", "ContentBasedDeduplication": "true"}}, ""
+    )["QueueUrl"]
+    for n in range(3):
+        send(fifo, "noisy", f"fifo-{n}")
+    send(fifo, "quiet", "fifo-quiet")
+    got = receive(fifo, 10)
+    assert got == ["fifo-0", "fifo-1", "fifo-2", "fifo-quiet"], f"a FIFO queue is not received as ministack does: {got}"
+
+
 if __name__ == "__main__":
     globals()[f"check_{sys.argv[1]}"]()
     print("ok")

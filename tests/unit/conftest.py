@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from shared import operators, quotas, settings, table_schema, tenants, work
+from shared import operators, quotas, rate_limit, settings, table_schema, tenants, work
 from shared.aws import client
 from shared.signing import id_secret
 
@@ -28,6 +28,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     tenants.clear_caches()
     operators.clear_cache()
     quotas.clear_cache()
+    rate_limit.reset()  # each test's tenants start with full buckets
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
         dynamodb.create_table(**table_schema.create_table_params())  # the schema the stack deploys

@@ -133,6 +133,20 @@ def test_429_is_retried_and_retries_run_out_as_a_typed_error(stub, corral, slept
     assert len(stub.requests) == 5 and len(slept) == 4
 
 
+def test_an_enqueue_over_the_rate_limit_waits_the_retry_after_then_succeeds(stub, corral, slept):
+    limited = (429, {"error": "rate_limited", "message": "slow down", "retry_after_seconds": 2}, {"Retry-After": "2"})
+    stub.replies = [limited, (202, {"id": "jt-1", "status": "queued"})]
+    assert corral.enqueue("echo", {}) == "jt-1"
+    assert slept and slept[0] >= 2.0
+
+
+def test_a_retry_after_beyond_the_policy_is_raised_at_once_with_its_wait(stub, corral, slept):
+    stub.default = lambda _seen: (429, {"error": "rate_limited", "message": "slow down"}, {"Retry-After": "3600"})
+    with pytest.raises(errors.RateLimited) as raised:
+        corral.enqueue("echo", {})
+    assert raised.value.retry_after == 3600 and len(stub.requests) == 1 and not slept
+
+
 def test_errors_carry_status_code_and_field_and_are_never_assertion_errors(stub, corral):
     stub.replies = [
         (422, {"error": "invalid_request", "message": "must be 1-25", "field": "max_attempts"}),

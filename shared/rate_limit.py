@@ -1,0 +1,228 @@
+"""A tenant's enqueue rate limit (steady rate + burst), enforced without a store write per enqueue.
+
+Each API instance keeps one token bucket per tenant, sized from the tenant's share of the limit:
+rate / n and burst / n, where n is how many instances served the tenant in the last
+COUNTED_SECONDS. Instances learn n from one shared item per tenant (`ratewin#<tenant>`: a map of instance
+id -> the last second it served the tenant): an instance writes its entry at most once per second
+per tenant it serves, off the request path, and counts the recent entries in what the write
+returns. So a tenant's enqueue costs no store call, and the store sees one small write per second
+per (instance, active tenant).
+
+Accuracy (measured by `python -m bench.rate_limit`, docs/benchmark.md): requests spread evenly over
+the instances admit close to the limit; an uneven spread admits less (a busy instance's share runs
+out while another's is idle: conservative); a new instance, until its first report comes back
+(one round trip), counts the instances it saw last, or itself alone, so a sudden fan-out can admit
+up to a burst per new instance once.
+
+A batch of more jobs than the bucket holds is admitted only into a full bucket and leaves it in
+debt: per instance, admitted <= rate x t + max(burst share, largest batch).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from botocore.exceptions import ClientError
+
+from shared import quotas, settings
+from shared.aws import client
+
+DIRECTORY_ITEM_SECONDS_KEPT = 3600  # a tenant idle this long loses its directory item (TTL)
+# An instance counts as serving the tenant for this long after its last request of the tenant's:
+# long enough that instances each seeing the tenant rarely (many instances, a low rate) are all
+# counted; short enough that instances gone idle stop shrinking the others' shares within seconds.
+COUNTED_SECONDS = 10
+STALE_WINDOWS = 60  # an instance silent this many seconds is dropped from the directory
+PRUNE_PER_REPORT = 10
+
+
+class RateLimited(Exception):
+    """The tenant is over its enqueue rate; retry after `retry_after_seconds` (whole seconds, >= 1)."""
+
+    def __init__(
+        self, retry_after_seconds: int, rate_per_second: float | None = None, burst: int | None = None
+    ) -> None:
+        limits = "" if rate_per_second is None else f" {rate_per_second:g} jobs/s with bursts of {burst}"
+        super().__init__(
+            f"enqueue rate limit reached:{limits} (enqueue_rate_per_second, enqueue_burst);"
+            f" retry after {retry_after_seconds} s"
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
+@dataclass
+class TokenBucket:
+    rate: float  # tokens per second
+    capacity: float
+    tokens: float
+    updated: float  # clock reading of the last refill
+
+    def refill(self, now: float) -> None:
+        self.tokens = min(self.capacity, self.tokens + max(0.0, now - self.updated) * self.rate)
+        self.updated = now
+
+    def resize(self, rate: float, capacity: float, now: float) -> None:
+        self.refill(now)
+        self.rate, self.capacity = rate, capacity
+        self.tokens = min(self.tokens, capacity)
+
+    def take(self, count: int, now: float) -> float:
+        """Take `count` tokens: 0.0 if taken, else the seconds until they could be.
+
+        More than the capacity is taken only from a full bucket, which goes into debt.
+        """
+        self.refill(now)
+        needed = min(float(count), self.capacity)
+        if self.tokens >= needed:
+            self.tokens -= count
+            return 0.0
+        return (needed - self.tokens) / self.rate if self.rate > 0 else math.inf
+
+
+class InstanceDirectory(Protocol):
+    """Where instances say which tenants they served in a one-second window, and learn how many did."""
+
+    def report(self, tenant: str, instance: str, window: int) -> int:
+        """Add `instance` to the tenant's window; returns how many instances the window holds now."""
+        ...
+
+
+class DynamoDirectory:
+    """One item per tenant in the jobs table: a map of instance id -> the last window it served the
+    tenant. One UpdateItem per report, which also drops a few long-gone instances' entries."""
+
+    def report(self, tenant: str, instance: str, window: int) -> int:
+        ddb = client("dynamodb")
+        table = settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+        key = {"pk": {"S": f"ratewin#{tenant}"}}
+        names = {"#i": "instances", "#me": instance} | {f"#g{n}": gone for n, gone in enumerate(self._gone)}
+        removes = ", ".join(f"#i.#g{n}" for n in range(len(self._gone)))
+        update = "SET #i.#me = :w, expires_at = :ttl" + (f" REMOVE {removes}" if removes else "")
+        values = {":w": {"N": str(window)}, ":ttl": {"N": str(window + DIRECTORY_ITEM_SECONDS_KEPT)}}
+        try:
+            response = ddb.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression=update,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:  # the tenant's first report: no map yet to set an entry in
+            if error.response["Error"]["Code"] != "ValidationException":
+                raise
+            response = ddb.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="SET #i = :entry, expires_at = :ttl",
+                ExpressionAttributeNames={"#i": "instances"},
+                ExpressionAttributeValues={":entry": {"M": {instance: values[":w"]}}, ":ttl": values[":ttl"]},
+                ReturnValues="ALL_NEW",
+            )
+        found = response["Attributes"].get("instances", {}).get("M", {})
+        entries = {name: int(value["N"]) for name, value in found.items()}
+        self._gone = [name for name, last in entries.items() if last < window - STALE_WINDOWS][:PRUNE_PER_REPORT]
+        return counted(entries.values(), window)
+
+    def __init__(self) -> None:
+        self._gone: list[str] = []  # instances not seen for a while: removed with the next report
+
+
+def counted(last_windows: Iterable[int], window: int) -> int:
+    """How many instances served the tenant within COUNTED_SECONDS of `window`."""
+    return sum(1 for last in last_windows if last > window - COUNTED_SECONDS)
+
+
+@dataclass
+class _TenantState:
+    bucket: TokenBucket
+    instances: int = 1  # serving the tenant, as the last report counted them
+    reported_window: int = -1
+
+
+class RateLimiter:
+    """Per-instance token buckets, each sized from the tenant's share of its limit."""
+
+    def __init__(
+        self,
+        directory: InstanceDirectory | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        instance_id: str | None = None,
+        background: bool = True,
+    ) -> None:
+        self._directory = directory
+        self._clock, self._wall_clock = clock, wall_clock
+        self.instance_id = instance_id or uuid.uuid4().hex[:12]
+        self._reporter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rate-report") if background else None
+        self._tenants: dict[str, _TenantState] = {}
+        self._lock = threading.Lock()
+
+    def instances(self, tenant: str) -> int:
+        """The estimated number of instances serving the tenant (1 until a report says otherwise)."""
+        state = self._tenants.get(tenant)
+        return state.instances if state else 1
+
+    def admit(self, tenant: str, count: int, rate: float, burst: int) -> None:
+        """Admit `count` jobs of the tenant, or raise RateLimited."""
+        now = self._clock()
+        with self._lock:
+            state = self._tenants.get(tenant)
+            if state is None:
+                state = _TenantState(TokenBucket(rate, float(burst), float(burst), now))
+                self._tenants[tenant] = state
+            self._report(tenant, state)
+            share = self.instances(tenant)
+            state.bucket.resize(rate / share, max(1.0, burst / share), now)
+            wait = state.bucket.take(count, now)
+        if wait > 0:
+            raise RateLimited(max(1, math.ceil(min(wait, 3600.0))), rate, burst)
+
+    def _report(self, tenant: str, state: _TenantState) -> None:
+        """Say once per window that this instance serves the tenant (off the request path)."""
+        window = int(self._wall_clock())
+        if self._directory is None or state.reported_window == window:
+            return
+        state.reported_window = window
+        if self._reporter is None:
+            self._record(state, window, tenant)
+        else:
+            self._reporter.submit(self._record, state, window, tenant)
+
+    def _record(self, state: _TenantState, window: int, tenant: str) -> None:
+        assert self._directory is not None
+        try:
+            seen = self._directory.report(tenant, self.instance_id, window)
+        except Exception:  # an outage of the directory keeps the last estimate; enqueues go on
+            return
+        state.instances = max(1, seen)
+
+
+_limiter: RateLimiter | None = None
+
+
+def limiter() -> RateLimiter:
+    global _limiter
+    if _limiter is None:
+        _limiter = RateLimiter(DynamoDirectory())
+    return _limiter
+
+
+def check(tenant: str, count: int = 1) -> None:
+    """Admit `count` enqueues for the tenant under its limits, or raise RateLimited."""
+    limits = quotas.limits_for(tenant)
+    limiter().admit(tenant, count, limits.enqueue_rate_per_second, limits.enqueue_burst)
+
+
+def reset() -> None:
+    """Forget every bucket (tests)."""
+    global _limiter
+    _limiter = None

@@ -22,8 +22,9 @@ from shared import settings
 BLIP_SECONDS = 5
 # How long after a kill a job's wait is still blamed on it: the replacement environment's cold start.
 KILL_RECOVERY_SECONDS = 3.0
-# The emulator fires at() schedules up to 10 s after they are due (its scheduler ticks), in one burst.
-SCHEDULER_LATENESS_SECONDS = 10.0
+# How long after their due second the crons' firings arrive: the corrected emulator sweeps its
+# schedules just after every whole second (local/ministack_patch.py; ministack alone: up to 10 s).
+SCHEDULER_LATENESS_SECONDS = 1.0
 # Crons due at the herd second: this many seconds' worth of the base rate, as at() schedules.
 CRON_HERD_SECONDS_OF_BASE = 10
 CRON_LEAD_SECONDS = 12  # creating the schedules must finish before they are due

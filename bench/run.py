@@ -26,7 +26,7 @@ from bench.bulk import bulk_rate
 from bench.herd import Aws, herd_records
 from bench.load import EnqueueLoad, Sample
 from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
-from local.chaos import Chaos, Sidecars
+from local.chaos import Chaos, Sidecars, worker_pids
 from local.deploy import deploy
 from local.ministack import CREDENTIALS, STATE, Ministack
 from shared import settings
@@ -146,7 +146,14 @@ def run_scenario(context: RunContext, scenario: Scenario, queue_url: str, drain_
     events.join()
     drained = _drain(context, queue_url, drain_timeout, "drain")
     depth.stop()
+    # Execution environments alive at the end: more API ones than the pre-warm started are cold
+    # starts the herd caused in its requests' path.
+    environments = {
+        function: len(worker_pids(context.chaos.emulator, function))
+        for function in (settings.API_FUNCTION, settings.WORKER_FUNCTION)
+    }
     return {
+        "environments": environments,
         "samples": load.samples,
         "skipped": load.skipped,
         "depth": depth.samples,
@@ -291,6 +298,10 @@ def _results(
     samples: list[Sample] = run["samples"]
     accepted = [s.job_id for s in samples if s.job_id]
     cron = _cron_herd(context)
+    if cron["ids"] and "due_epoch" in cron:
+        lateness = slo.firing_lateness_ms(rows, cron["ids"], cron["due_epoch"])
+        cron["fired_after_due_ms"] = {p: _round(slo.percentile(lateness, p)) for p in (50, 99, 100)}
+        rows = slo.waiting_from_due(rows, cron["ids"], cron["due_epoch"])  # a cron waits from its due second
     done = slo.executed(accepted + cron["ids"], rows)
     e2r = slo.enqueue_to_run_ms(accepted + cron["ids"], rows)
     # Over every job the clients tried to create: an enqueue that timed out or got no 202 is a job
@@ -356,6 +367,7 @@ def _results(
             "footprint": footprint,
             "events": [asdict(m) for m in run["markers"]],
             "drain_seconds": round(run["drain_seconds"], 1),
+            "environments_after_run": run["environments"],
             "ramp": ramp,
         },
         "run": {
@@ -453,6 +465,9 @@ def _print_and_plot(
     )
     slow = {cause: n for cause, n in details["slow_jobs_by_cause"].items() if cause != "on time"}
     print(f"jobs slower than {slo.ON_TIME_MS:g} ms, by the window their wait overlapped: {slow or 'none'}")
+    print(f"execution environments alive after the run: {details['environments_after_run']}")
+    if "fired_after_due_ms" in details["cron_herd"]:
+        print(f"crons fired after their due second (ms, p50/p99/max): {details['cron_herd']['fired_after_due_ms']}")
     for marker in details["events"]:
         print(f"  t={marker['at']:5.1f}s {marker['name']}: {marker['note']}")
 

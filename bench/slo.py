@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bench.load import Sample
 from bench.measure import Batch, JobRow
@@ -75,6 +75,21 @@ def enqueue_to_run_ms(accepted_ids: list[str], rows: dict[str, JobRow]) -> list[
         if row and row.started_at is not None and row.enqueued_at is not None:
             values.append((row.started_at - row.enqueued_at) * 1000)
     return values
+
+
+def waiting_from_due(rows: dict[str, JobRow], cron_ids: list[str], due_epoch: float) -> dict[str, JobRow]:
+    """The rows with each cron's wait starting at its due second, not at its firing.
+
+    A cron's record has enqueued_at = when Scheduler put its firing in the queue; what its owner
+    feels is due -> started, so Scheduler's lateness counts against the SLO like our own delay.
+    """
+    due_rows = {job_id: replace(rows[job_id], enqueued_at=due_epoch) for job_id in cron_ids if job_id in rows}
+    return {**rows, **due_rows}
+
+
+def firing_lateness_ms(rows: dict[str, JobRow], cron_ids: list[str], due_epoch: float) -> list[float]:
+    """How long after its due second each cron's firing reached the queue (Scheduler's own lateness)."""
+    return [(rows[i].enqueued_at - due_epoch) * 1000 for i in cron_ids if i in rows and rows[i].enqueued_at]
 
 
 ON_TIME_MS = 260.0  # the enqueue-to-run target: a job slower than this is a miss the report explains

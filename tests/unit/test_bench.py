@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import capacity, faults, report, run, slo
+from bench import capacity, faults, measure, report, run, slo
 from bench.load import Sample
 from bench.measure import Batch
 from bench.scenario import midnight_herd
@@ -118,3 +118,16 @@ def test_failed_enqueues_are_counted_by_what_the_client_saw():
     failed = [Sample(0, 10_000, 0, None, "herd"), Sample(1, 50, 503, None, "herd"), Sample(2, 40, 0, None, "herd")]
 
     assert run._by_status(failed) == {"5xx": 1, "no answer": 2}
+
+
+def test_a_cron_waits_from_its_due_second_not_from_its_firing():
+    due = 1_000_000.0
+    rows = {
+        "cron": measure.JobRow("cron", "succeeded", 1, enqueued_at=due + 8.0, started_at=due + 8.1, finished_at=None),
+        "api": measure.JobRow("api", "succeeded", 1, enqueued_at=due + 1.0, started_at=due + 1.1, finished_at=None),
+    }
+
+    assert slo.firing_lateness_ms(rows, ["cron", "missing"], due) == [8000.0]
+    waits = slo.enqueue_to_run_ms(["cron", "api"], slo.waiting_from_due(rows, ["cron", "missing"], due))
+    assert [round(w) for w in waits] == [8100, 100]
+    assert rows["cron"].enqueued_at == due + 8.0, "the measured rows are left as they were"

@@ -54,6 +54,8 @@ def test_the_installed_emulator_is_the_one_the_corrections_were_written_for():
         "a_lease_prefers_a_live_environment_and_rewarms_the_dead_one",
         "init_is_bounded",
         "a_failed_batch_lowers_concurrency_instead_of_pausing_the_mapping",
+        "scheduler_fires_at_the_due_second",
+        "a_busy_warm_environment_is_awaited_before_a_cold_start",
     ],
 )
 def test_the_correction_holds_in_the_real_runtime(check: str):

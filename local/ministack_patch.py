@@ -1,4 +1,4 @@
-"""Four corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping) toward AWS, applied at launch.
+"""Six corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping, Scheduler) toward AWS, at launch.
 
 local/ministack.py starts the emulator as `<ministack venv>/bin/python -P local/ministack_patch.py`
 instead of its `ministack` script: this module patches the running emulator, then calls
@@ -28,6 +28,11 @@ It runs in the emulator's own venv, so it imports only the standard library and 
    "gradually backs off, reducing the amount of concurrency allocated" to the mapping (Lambda
    developer guide, SQS error handling). Here each failed batch takes one concurrent batch off
    the mapping for that same second, never below one.
+
+5. EventBridge Scheduler fires a schedule at its due second (apply_scheduler_on_the_second), not
+   up to 10 s late in one burst.
+6. A request that finds every warm environment of its function busy waits up to 1 s for one to be
+   released before cold-starting another (apply_wait_for_a_warm_environment).
 
 Evidence and figures: docs/benchmark.md, "The emulator, corrected". Any other ministack version
 is refused: these replace private internals, checked by version and by the hash of each replaced

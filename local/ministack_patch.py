@@ -420,8 +420,10 @@ def apply_wait_for_a_warm_environment() -> None:
     answer within 10 s. On AWS a cold start costs the request that meets it ~1 s on capacity of
     its own and nobody else anything. Here, when the function already has a warm environment that
     is busy, the lease waits up to warm_wait() (1 s, the cost of that AWS cold start) for one to be
-    released, and only then starts a new one; so no request waits longer than AWS would make it,
-    and a warm environment answering in milliseconds serves it instead of a local cold start.
+    released, and only then starts a new one, one at a time: while a start is under way, further
+    leases wait for the first release (that start's own included: it is ready before a second one
+    started now would be, on the same cores), at most the function's timeout. A warm environment
+    answering in milliseconds serves them instead of a storm of local cold starts.
     A function with no warm environment yet (the first requests, the pre-warm) starts them as before.
     Apply after apply(): it wraps the corrected lease.
     """
@@ -449,7 +451,8 @@ def apply_wait_for_a_warm_environment() -> None:
         max_concurrency: int | None = None,
     ) -> tuple[Any, str]:
         key = runtime._worker_key(func_name, config, qualifier)
-        deadline = time.monotonic() + warm_wait()
+        now = time.monotonic()
+        deadline, last_resort = now + warm_wait(), now + float(config.get("Timeout", 3))
         while True:
             with freed:
                 seen = releases[0]
@@ -462,12 +465,16 @@ def apply_wait_for_a_warm_environment() -> None:
                     idle.last_used = time.time()
                     return idle, "reused"
                 warm_busy = any(w.in_use and not getattr(w, "_cold", True) and _is_live(w) for w in entries)
-            remaining = deadline - time.monotonic()
-            if idle is not None or not warm_busy or remaining <= 0:  # the corrected lease (drops the dead)
+                starting = any(w.in_use and getattr(w, "_cold", True) for w in entries)  # a cold start under way
+            now = time.monotonic()
+            # Start another only after the wait, and only when no start is under way: that one will
+            # be ready before a new one would, on the same cores.
+            waited = now >= deadline and not starting
+            if idle is not None or not warm_busy or waited or now >= last_resort:  # the corrected lease
                 return inner_acquire(func_name, config, code_zip, qualifier, max_concurrency)
             with freed:
                 if releases[0] == seen:
-                    freed.wait(remaining)
+                    freed.wait((deadline if now < deadline else last_resort) - now)
 
     runtime.acquire_worker = lambda_svc.acquire_worker = acquire_worker
     runtime.release_worker = lambda_svc.release_worker = release_worker

@@ -224,6 +224,12 @@ def check_a_busy_warm_environment_is_awaited_before_a_cold_start() -> None:
         other, reason = runtime.acquire_worker("busy", _config("busy"), _code_zip())
         assert other is not warm and reason == "spawn", reason
         assert time.monotonic() - started < 3
+        # While that start is under way, a further lease waits past the 0.3 s for a release, not a third start.
+        threading.Timer(1.0, runtime.release_worker, args=(warm,)).start()
+        started = time.monotonic()
+        third, reason = runtime.acquire_worker("busy", _config("busy"), _code_zip())
+        assert third is warm and reason == "reused", f"a second start began while one was under way: {reason}"
+        assert time.monotonic() - started > 0.8
         _fresh, reason = runtime.acquire_worker("cold", _config("cold"), _code_zip())
         assert reason == "spawn", "a function with no warm environment must start one at once"
     finally:

@@ -385,6 +385,12 @@ def _windows(context: RunContext, scenario: Scenario, run: dict[str, Any]) -> li
     """Where each fault and the herd acted (seconds since the load started), in the order a slow job is blamed."""
     spans = {"kill": faults.KILL_RECOVERY_SECONDS, "blip": faults.BLIP_SECONDS}
     windows = [slo.Window(m.name, m.at, m.at + spans[m.name]) for m in run["markers"] if m.wired and m.name in spans]
+    # The blip's failed claims are handed back and come back later: its window lasts until the
+    # queue is back to its depth before the blip.
+    windows = [
+        slo.Window(w.cause, w.start, slo.backlog_end(run.get("depth", []), w.start, w.end)) if w.cause == "blip" else w
+        for w in windows
+    ]
     windows.sort(key=lambda w: list(spans).index(w.cause))
     if context.cron_herd and "due_epoch" in context.cron_herd:
         due = context.cron_herd["due_epoch"] - run["started_epoch"]

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from bench.load import Sample
-from bench.measure import Batch, JobRow
+from bench.measure import Batch, DepthSample, JobRow
 
 TARGETS = {
     "executed_pct": (">=", 96.0),
@@ -109,6 +109,19 @@ def cause_of_wait(enqueued: float, started: float, wait_ms: float, windows: list
     if wait_ms <= ON_TIME_MS:
         return "on time"
     return next((w.cause for w in windows if enqueued <= w.end and started >= w.start), "unexplained")
+
+
+def backlog_end(depth: list[DepthSample], start: float, end: float, margin: int = 5) -> float:
+    """When the queue (visible + in flight) is back to its depth before `start`: the end of what a
+    fault at [start, end] left behind. A job waiting in that backlog waits because of the fault.
+
+    The depth before is the largest sample in the 2 s before `start`, plus `margin` messages.
+    Never before `end`; `end` itself when the depth was never sampled after it.
+    """
+    before = [s.visible + s.in_flight for s in depth if start - 2 <= s.at < start]
+    level = max(before, default=0) + margin
+    after = sorted((s for s in depth if s.at >= end), key=lambda s: s.at)
+    return next((s.at for s in after if s.visible + s.in_flight <= level), after[-1].at if after else end)
 
 
 def phase_latencies(samples: list[Sample], phase: str) -> list[float]:

@@ -131,3 +131,15 @@ def test_a_cron_waits_from_its_due_second_not_from_its_firing():
     waits = slo.enqueue_to_run_ms(["cron", "api"], slo.waiting_from_due(rows, ["cron", "missing"], due))
     assert [round(w) for w in waits] == [8100, 100]
     assert rows["cron"].enqueued_at == due + 8.0, "the measured rows are left as they were"
+
+
+def test_the_blip_is_blamed_until_the_queue_is_back_to_its_depth_before_it():
+    depth = [measure.DepthSample(at / 2, 2, 3) for at in range(0, 40)]  # 5 messages until t = 20
+    depth += [measure.DepthSample(20 + at / 2, 10, 80) for at in range(0, 20)]  # a backlog until t = 30
+    depth += [measure.DepthSample(30 + at / 2, 1, 4) for at in range(0, 10)]
+
+    assert slo.backlog_end(depth, start=20.0, end=25.0) == 30.0
+    assert slo.backlog_end(depth, start=5.0, end=6.0) == 6.0, "no backlog: the window is the fault's own"
+    assert slo.backlog_end([], start=20.0, end=25.0) == 25.0
+    stuck = depth[:50]
+    assert slo.backlog_end(stuck, start=20.0, end=22.0) == stuck[-1].at, "never drained: to the last sample"

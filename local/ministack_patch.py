@@ -450,6 +450,8 @@ def apply_wait_for_a_warm_environment() -> None:
         qualifier: str = "$LATEST",
         max_concurrency: int | None = None,
     ) -> tuple[Any, str]:
+        if warm_wait() <= 0:  # CORRAL_MINISTACK_WARM_WAIT=0: ministack's own lease (corrected)
+            return inner_acquire(func_name, config, code_zip, qualifier, max_concurrency)
         key = runtime._worker_key(func_name, config, qualifier)
         now = time.monotonic()
         deadline, last_resort = now + warm_wait(), now + float(config.get("Timeout", 3))

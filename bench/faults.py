@@ -45,8 +45,22 @@ def store_blip(context: Any) -> str:
     return f"DynamoDB answers throttling/5xx to the functions for {BLIP_SECONDS}s (fault proxy)"
 
 
+def create_crons_ahead(context: Any, due: datetime) -> None:
+    """The herd's schedules, created before the load starts: customers' crons exist long before the
+    second they are all due, so creating them is no part of the herd the API serves."""
+    count = max(50, int(context.base_rate * CRON_HERD_SECONDS_OF_BASE))
+    prefix = f"herd{int(time.time())}"
+    herd: dict[str, Any] = {"prefix": prefix, "expected": count, "due_epoch": due.timestamp(), "created": "ahead"}
+    herd["created_per_second"] = round(create_herd(Aws(context.platform.aws_env), prefix, count, due, 8), 1)
+    context.cron_herd = herd
+
+
 def herd_crons(context: Any) -> str:
-    """Schedules all due at one second, created in the background so the other events keep their times."""
+    """Schedules all due at one second: those created ahead (create_crons_ahead), else created now in
+    the background so the other events keep their times."""
+    if context.cron_herd and context.cron_herd.get("created") == "ahead":
+        due = datetime.fromtimestamp(context.cron_herd["due_epoch"], UTC)
+        return f"{context.cron_herd['expected']} schedules (created before the load) due at {due:%H:%M:%S} UTC"
     count = max(50, int(context.base_rate * CRON_HERD_SECONDS_OF_BASE))
     prefix = f"herd{int(time.time())}"
     due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=CRON_LEAD_SECONDS)

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ DEFAULT_RATE = 8.0
 RAMP_RATES = (9, 15, 21, 27, 33, 39, 45, 60, 90)  # requests/s tried by the search, each for RAMP_STEP_SECONDS
 RAMP_STEP_SECONDS = 6
 WARM_UP_SECONDS = 10
+CRON_CREATION_ALLOWANCE_SECONDS = 10  # creating the herd's crons before the load (80 at ~30-200/s here)
 
 
 @dataclass
@@ -177,6 +179,18 @@ def _fire_events(context: RunContext, events: list[Event], started: float, marke
         markers.append(report.Marker(time.monotonic() - started, event.name, note, wired))
 
 
+def _crons_ahead(context: RunContext, scenario: Scenario) -> None:
+    """Create the herd's crons before the load (CRON_LEAD_SECONDS after the herd starts, as before),
+    then start the load so that its herd phase begins CRON_LEAD_SECONDS before they are due."""
+    lead = scenario.start_of("herd") + faults.CRON_LEAD_SECONDS
+    due = datetime.fromtimestamp(math.ceil(time.time() + CRON_CREATION_ALLOWANCE_SECONDS + lead), UTC)
+    faults.create_crons_ahead(context, due)
+    wait = due.timestamp() - lead - time.time()
+    if wait < 0:  # the herd phase then starts less than CRON_LEAD_SECONDS before they are due
+        print(f"creating the herd's crons took {CRON_CREATION_ALLOWANCE_SECONDS - wait:.0f} s", flush=True)
+    time.sleep(max(0.0, wait))
+
+
 def _worker_mapping(context: RunContext) -> dict[str, Any]:
     return context.aws("lambda").list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)[
         "EventSourceMappings"
@@ -258,6 +272,7 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
         _drain(context, queue_url, 180, "post-search drain")  # the failed step's backlog is not the timeline's
     print(f"base rate R = {context.base_rate:g} enqueues/s (herd: {context.base_rate * HERD_FACTOR:g}/s)", flush=True)
     scenario = midnight_herd(quick=args.quick, herd=faults.herd_crons, kill=faults.kill_worker, blip=faults.store_blip)
+    _crons_ahead(context, scenario)
     run = run_scenario(context, scenario, queue_url, drain_timeout=60 if args.quick else 120)
     rows = measure.job_rows(context.aws("dynamodb"))
     worker = context.aws("lambda").get_function_configuration(FunctionName=settings.WORKER_FUNCTION)

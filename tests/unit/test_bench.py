@@ -143,3 +143,22 @@ def test_the_blip_is_blamed_until_the_queue_is_back_to_its_depth_before_it():
     assert slo.backlog_end([], start=20.0, end=25.0) == 25.0
     stuck = depth[:50]
     assert slo.backlog_end(stuck, start=20.0, end=22.0) == stuck[-1].at, "never drained: to the last sample"
+
+
+def test_the_herds_crons_are_created_before_the_load_and_due_cron_lead_seconds_into_the_herd(monkeypatch):
+    created = {}
+
+    def create(context, due):
+        created["due"] = due.timestamp()
+        context.cron_herd = {"expected": 80, "due_epoch": due.timestamp(), "created": "ahead"}
+
+    monkeypatch.setattr(faults, "create_crons_ahead", create)
+    monkeypatch.setattr(run.time, "sleep", lambda seconds: created.setdefault("slept", seconds))
+    context = SimpleNamespace(cron_herd=None)
+    scenario = midnight_herd(quick=True, herd=faults.herd_crons, kill=_never, blip=_never)
+
+    run._crons_ahead(context, scenario)
+    load_starts = run.time.time() + created["slept"]  # the sleep was skipped: the load starts after it
+
+    assert created["due"] - load_starts == pytest.approx(scenario.start_of("herd") + faults.CRON_LEAD_SECONDS, abs=1.5)
+    assert faults.herd_crons(context).startswith("80 schedules (created before the load) due at")

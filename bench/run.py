@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from bench.bulk import bulk_rate
 from bench.herd import Aws, herd_records
 from bench.load import EnqueueLoad, Sample
 from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
-from local.chaos import Chaos, Sidecars
+from local.chaos import Chaos, Sidecars, worker_pids
 from local.deploy import deploy
 from local.ministack import CREDENTIALS, STATE, Ministack
 from shared import settings
@@ -41,6 +42,7 @@ DEFAULT_RATE = 8.0
 RAMP_RATES = (9, 15, 21, 27, 33, 39, 45, 60, 90)  # requests/s tried by the search, each for RAMP_STEP_SECONDS
 RAMP_STEP_SECONDS = 6
 WARM_UP_SECONDS = 10
+CRON_CREATION_ALLOWANCE_SECONDS = 10  # creating the herd's crons before the load (80 at ~30-200/s here)
 
 
 @dataclass
@@ -146,7 +148,14 @@ def run_scenario(context: RunContext, scenario: Scenario, queue_url: str, drain_
     events.join()
     drained = _drain(context, queue_url, drain_timeout, "drain")
     depth.stop()
+    # Execution environments alive at the end: more API ones than the pre-warm started are cold
+    # starts the herd caused in its requests' path.
+    environments = {
+        function: len(worker_pids(context.chaos.emulator, function))
+        for function in (settings.API_FUNCTION, settings.WORKER_FUNCTION)
+    }
     return {
+        "environments": environments,
         "samples": load.samples,
         "skipped": load.skipped,
         "depth": depth.samples,
@@ -168,6 +177,18 @@ def _fire_events(context: RunContext, events: list[Event], started: float, marke
         except Exception as error:  # a fault that fails to fire is reported, and the run goes on
             note, wired = f"failed: {type(error).__name__}: {error}", False
         markers.append(report.Marker(time.monotonic() - started, event.name, note, wired))
+
+
+def _crons_ahead(context: RunContext, scenario: Scenario) -> None:
+    """Create the herd's crons before the load (CRON_LEAD_SECONDS after the herd starts, as before),
+    then start the load so that its herd phase begins CRON_LEAD_SECONDS before they are due."""
+    lead = scenario.start_of("herd") + faults.CRON_LEAD_SECONDS
+    due = datetime.fromtimestamp(math.ceil(time.time() + CRON_CREATION_ALLOWANCE_SECONDS + lead), UTC)
+    faults.create_crons_ahead(context, due)
+    wait = due.timestamp() - lead - time.time()
+    if wait < 0:  # the herd phase then starts less than CRON_LEAD_SECONDS before they are due
+        print(f"creating the herd's crons took {CRON_CREATION_ALLOWANCE_SECONDS - wait:.0f} s", flush=True)
+    time.sleep(max(0.0, wait))
 
 
 def _worker_mapping(context: RunContext) -> dict[str, Any]:
@@ -251,6 +272,7 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
         _drain(context, queue_url, 180, "post-search drain")  # the failed step's backlog is not the timeline's
     print(f"base rate R = {context.base_rate:g} enqueues/s (herd: {context.base_rate * HERD_FACTOR:g}/s)", flush=True)
     scenario = midnight_herd(quick=args.quick, herd=faults.herd_crons, kill=faults.kill_worker, blip=faults.store_blip)
+    _crons_ahead(context, scenario)
     run = run_scenario(context, scenario, queue_url, drain_timeout=60 if args.quick else 120)
     rows = measure.job_rows(context.aws("dynamodb"))
     worker = context.aws("lambda").get_function_configuration(FunctionName=settings.WORKER_FUNCTION)
@@ -291,6 +313,10 @@ def _results(
     samples: list[Sample] = run["samples"]
     accepted = [s.job_id for s in samples if s.job_id]
     cron = _cron_herd(context)
+    if cron["ids"] and "due_epoch" in cron:
+        lateness = slo.firing_lateness_ms(rows, cron["ids"], cron["due_epoch"])
+        cron["fired_after_due_ms"] = {p: _round(slo.percentile(lateness, p)) for p in (50, 99, 100)}
+        rows = slo.waiting_from_due(rows, cron["ids"], cron["due_epoch"])  # a cron waits from its due second
     done = slo.executed(accepted + cron["ids"], rows)
     e2r = slo.enqueue_to_run_ms(accepted + cron["ids"], rows)
     # Over every job the clients tried to create: an enqueue that timed out or got no 202 is a job
@@ -356,6 +382,7 @@ def _results(
             "footprint": footprint,
             "events": [asdict(m) for m in run["markers"]],
             "drain_seconds": round(run["drain_seconds"], 1),
+            "environments_after_run": run["environments"],
             "ramp": ramp,
         },
         "run": {
@@ -373,6 +400,12 @@ def _windows(context: RunContext, scenario: Scenario, run: dict[str, Any]) -> li
     """Where each fault and the herd acted (seconds since the load started), in the order a slow job is blamed."""
     spans = {"kill": faults.KILL_RECOVERY_SECONDS, "blip": faults.BLIP_SECONDS}
     windows = [slo.Window(m.name, m.at, m.at + spans[m.name]) for m in run["markers"] if m.wired and m.name in spans]
+    # The blip's failed claims are handed back and come back later: its window lasts until the
+    # queue is back to its depth before the blip.
+    windows = [
+        slo.Window(w.cause, w.start, slo.backlog_end(run.get("depth", []), w.start, w.end)) if w.cause == "blip" else w
+        for w in windows
+    ]
     windows.sort(key=lambda w: list(spans).index(w.cause))
     if context.cron_herd and "due_epoch" in context.cron_herd:
         due = context.cron_herd["due_epoch"] - run["started_epoch"]
@@ -453,6 +486,9 @@ def _print_and_plot(
     )
     slow = {cause: n for cause, n in details["slow_jobs_by_cause"].items() if cause != "on time"}
     print(f"jobs slower than {slo.ON_TIME_MS:g} ms, by the window their wait overlapped: {slow or 'none'}")
+    print(f"execution environments alive after the run: {details['environments_after_run']}")
+    if "fired_after_due_ms" in details["cron_herd"]:
+        print(f"crons fired after their due second (ms, p50/p99/max): {details['cron_herd']['fired_after_due_ms']}")
     for marker in details["events"]:
         print(f"  t={marker['at']:5.1f}s {marker['name']}: {marker['note']}")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bench.load import Sample
-from bench.measure import Batch, JobRow
+from bench.measure import Batch, DepthSample, JobRow
 
 TARGETS = {
     "executed_pct": (">=", 96.0),
@@ -77,6 +77,21 @@ def enqueue_to_run_ms(accepted_ids: list[str], rows: dict[str, JobRow]) -> list[
     return values
 
 
+def waiting_from_due(rows: dict[str, JobRow], cron_ids: list[str], due_epoch: float) -> dict[str, JobRow]:
+    """The rows with each cron's wait starting at its due second, not at its firing.
+
+    A cron's record has enqueued_at = when Scheduler put its firing in the queue; what its owner
+    feels is due -> started, so Scheduler's lateness counts against the SLO like our own delay.
+    """
+    due_rows = {job_id: replace(rows[job_id], enqueued_at=due_epoch) for job_id in cron_ids if job_id in rows}
+    return {**rows, **due_rows}
+
+
+def firing_lateness_ms(rows: dict[str, JobRow], cron_ids: list[str], due_epoch: float) -> list[float]:
+    """How long after its due second each cron's firing reached the queue (Scheduler's own lateness)."""
+    return [(rows[i].enqueued_at - due_epoch) * 1000 for i in cron_ids if i in rows and rows[i].enqueued_at]
+
+
 ON_TIME_MS = 260.0  # the enqueue-to-run target: a job slower than this is a miss the report explains
 
 
@@ -94,6 +109,19 @@ def cause_of_wait(enqueued: float, started: float, wait_ms: float, windows: list
     if wait_ms <= ON_TIME_MS:
         return "on time"
     return next((w.cause for w in windows if enqueued <= w.end and started >= w.start), "unexplained")
+
+
+def backlog_end(depth: list[DepthSample], start: float, end: float, margin: int = 5) -> float:
+    """When the queue (visible + in flight) is back to its depth before `start`: the end of what a
+    fault at [start, end] left behind. A job waiting in that backlog waits because of the fault.
+
+    The depth before is the largest sample in the 2 s before `start`, plus `margin` messages.
+    Never before `end`; `end` itself when the depth was never sampled after it.
+    """
+    before = [s.visible + s.in_flight for s in depth if start - 2 <= s.at < start]
+    level = max(before, default=0) + margin
+    after = sorted((s for s in depth if s.at >= end), key=lambda s: s.at)
+    return next((s.at for s in after if s.visible + s.in_flight <= level), after[-1].at if after else end)
 
 
 def phase_latencies(samples: list[Sample], phase: str) -> list[float]:

@@ -1,4 +1,5 @@
-"""Corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping, SQS receive), applied at launch.
+"""Seven corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping and receive, Scheduler) toward
+AWS, at launch.
 
 local/ministack.py starts the emulator as `<ministack venv>/bin/python -P local/ministack_patch.py`
 instead of its `ministack` script: this module patches the running emulator, then calls
@@ -29,7 +30,11 @@ It runs in the emulator's own venv, so it imports only the standard library and 
    developer guide, SQS error handling). Here each failed batch takes one concurrent batch off
    the mapping for that same second, never below one.
 
-5. A standard queue with message groups receives fairly. ministack stores a standard queue's
+5. EventBridge Scheduler fires a schedule at its due second (apply_scheduler_on_the_second), not
+   up to 10 s late in one burst.
+6. A request that finds every warm environment of its function busy waits up to 1 s for one to be
+   released before cold-starting another (apply_wait_for_a_warm_environment).
+7. A standard queue with message groups receives fairly. ministack stores a standard queue's
    MessageGroupId but receives strictly oldest first, so one tenant's backlog delays every other
    tenant's jobs. AWS fair queues (SQS developer guide, "How Amazon SQS fair queues work") deliver
    a quiet group's messages ahead of a group holding a disproportionate share of the in-flight
@@ -362,7 +367,7 @@ def apply() -> None:
 
 
 def fair_order(messages: list[dict], now: float, wanted: int) -> list[dict]:
-    """Which visible messages of a standard queue one receive takes, fairest first (correction 5).
+    """Which visible messages of a standard queue one receive takes, fairest first (correction 7).
 
     Each pick is the oldest waiting message of the group with the fewest messages in flight,
     counting the picks; a message without a group is a group of its own.
@@ -390,7 +395,7 @@ def fair_order(messages: list[dict], now: float, wanted: int) -> list[dict]:
 
 
 def apply_fair_receive() -> None:
-    """Correction 5: standard queues receive by fair_order(); FIFO queues as ministack does."""
+    """Correction 7: standard queues receive by fair_order(); FIFO queues as ministack does."""
     from ministack.services import sqs
 
     original_collect = sqs._collect_msgs
@@ -411,11 +416,145 @@ def apply_fair_receive() -> None:
         return result
 
     sqs._collect_msgs = collect_msgs
+SCHEDULER_SOURCES = {
+    "_ticker_loop": "51e1b1334023fb4a632d898aa0130eed4b945c6bd7c99cd171ca636436dc7f6d",
+    "_tick_schedules": "0ece514e91205b1dfd40a5a18ba84b213cd58e1623601bdc62648a02b6b44d2f",
+    "start_scheduler": "04a12e5e9f1eed76f01735d739325700e24ddf04b9c7b6b48ec2944c404d5aa2",
+}
+SCHEDULER_TICK_MARGIN_SECONDS = 0.005  # past the whole second, so an at() due at that second is never missed
+
+
+def _check_sources(module: Any, expected: dict[str, str]) -> None:
+    installed = version("ministack")
+    if installed != SUPPORTED_VERSION:
+        raise UnsupportedMinistack(f"these corrections are for ministack {SUPPORTED_VERSION}, not {installed}")
+    changed = sorted(name for name, digest in expected.items() if _source_hash(getattr(module, name)) != digest)
+    if changed:
+        raise UnsupportedMinistack(f"ministack {installed}'s {', '.join(changed)} differ from what was patched")
+
+
+def apply_scheduler_on_the_second() -> None:
+    """5. EventBridge Scheduler fires a due schedule at its second, not up to 10 s later in one burst.
+
+    ministack sweeps its schedules every 10 s (`_SCHEDULE_TICK_INTERVAL`, services/scheduler.py), so
+    an at() schedule fires 0-10 s late and a herd of crons due at one second arrives as one burst
+    with the next sweep. AWS invokes a schedule's target at its time (at(), rate() and cron() all
+    have one-second or coarser granularity). Here the sweep runs just after every whole second.
+    """
+    from ministack.services import scheduler
+
+    if getattr(scheduler, "_corral_patched", False):
+        return
+    _check_sources(scheduler, SCHEDULER_SOURCES)
+
+    def ticker_loop() -> None:
+        while True:
+            now = time.time()
+            time.sleep(1.0 - now % 1.0 + SCHEDULER_TICK_MARGIN_SECONDS)
+            try:
+                scheduler._tick_schedules()
+            except Exception:
+                scheduler.logger.exception("Scheduler ticker error")
+
+    scheduler._SCHEDULE_TICK_INTERVAL = 1
+    scheduler._ticker_loop = ticker_loop  # start_scheduler() looks it up when the gateway starts
+    scheduler._corral_patched = True
+
+
+WARM_WAIT_ENV = "CORRAL_MINISTACK_WARM_WAIT"
+# About what a cold start of this code costs a request on AWS: no request waits longer for a warm
+# environment than AWS would make it wait for a new one.
+WARM_WAIT_SECONDS = 1.0
+LEASE_SOURCES = {"release_worker": "25d5dd7d42b6e30ce6843a33cf159b418d185f46bfa0a76a64268ea83e203cdc"}
+
+
+def warm_wait() -> float:
+    override = os.environ.get(WARM_WAIT_ENV)
+    return float(override) if override else WARM_WAIT_SECONDS
+
+
+def apply_wait_for_a_warm_environment() -> None:
+    """6. A request that finds every warm environment busy waits briefly for one before cold-starting another.
+
+    ministack starts a new environment for every concurrent invocation that finds none idle, in the
+    request's path: unpack ~60 MB, start Python, import the handler — 3-10 s on 2 cores, while the
+    unzip holds the emulator's GIL and slows every other environment. A burst of API requests
+    (the midnight herd) thus turned into a storm of side-by-side cold starts, and enqueues got no
+    answer within 10 s. On AWS a cold start costs the request that meets it ~1 s on capacity of
+    its own and nobody else anything. Here, when the function already has a warm environment that
+    is busy, the lease waits up to warm_wait() (1 s, the cost of that AWS cold start) for one to be
+    released, and only then starts a new one, one at a time: while a start is under way, further
+    leases wait for the first release (that start's own included: it is ready before a second one
+    started now would be, on the same cores), at most the function's timeout. A warm environment
+    answering in milliseconds serves them instead of a storm of local cold starts.
+    A function with no warm environment yet (the first requests, the pre-warm) starts them as before.
+    Apply after apply(): it wraps the corrected lease.
+    """
+    from ministack.core import lambda_runtime as runtime
+    from ministack.services import lambda_svc
+
+    if getattr(runtime, "_corral_warm_wait", False):
+        return
+    _check_sources(runtime, LEASE_SOURCES)
+    inner_acquire, inner_release = runtime.acquire_worker, runtime.release_worker
+    freed = threading.Condition()
+    releases = [0]  # how many leases have been released: a waiter that saw n waits for n + 1
+
+    def release_worker(worker: Any) -> None:
+        inner_release(worker)
+        with freed:
+            releases[0] += 1
+            freed.notify_all()
+
+    def acquire_worker(
+        func_name: str,
+        config: dict,
+        code_zip: bytes,
+        qualifier: str = "$LATEST",
+        max_concurrency: int | None = None,
+    ) -> tuple[Any, str]:
+        if warm_wait() <= 0:  # CORRAL_MINISTACK_WARM_WAIT=0: ministack's own lease (corrected)
+            return inner_acquire(func_name, config, code_zip, qualifier, max_concurrency)
+        key = runtime._worker_key(func_name, config, qualifier)
+        now = time.monotonic()
+        deadline, last_resort = now + warm_wait(), now + float(config.get("Timeout", 3))
+        while True:
+            with freed:
+                seen = releases[0]
+            with runtime._lock:
+                entries = runtime._workers.get(key, [])
+                idle = next((w for w in entries if not w.in_use and _is_live(w)), None)
+                dead = any(not w.in_use and _is_dead(w) for w in entries)
+                if idle is not None and not dead:  # taken under the lock, so one release serves one waiter
+                    idle.in_use = True
+                    idle.last_used = time.time()
+                    return idle, "reused"
+                warm_busy = any(w.in_use and not getattr(w, "_cold", True) and _is_live(w) for w in entries)
+                starting = any(w.in_use and getattr(w, "_cold", True) for w in entries)  # a cold start under way
+            now = time.monotonic()
+            # Start another only after the wait, and only when no start is under way: that one will
+            # be ready before a new one would, on the same cores.
+            waited = now >= deadline and not starting
+            if idle is not None or not warm_busy or waited or now >= last_resort:  # the corrected lease
+                return inner_acquire(func_name, config, code_zip, qualifier, max_concurrency)
+            with freed:
+                if releases[0] == seen:
+                    freed.wait((deadline if now < deadline else last_resort) - now)
+
+    runtime.acquire_worker = lambda_svc.acquire_worker = acquire_worker
+    runtime.release_worker = lambda_svc.release_worker = release_worker
+    runtime._corral_warm_wait = True
+
+
+def apply_all() -> None:
+    apply()
+    apply_scheduler_on_the_second()
+    apply_wait_for_a_warm_environment()
 
 
 def main() -> None:
     try:
-        apply()
+        apply_all()
     except UnsupportedMinistack as refused:
         print(f"error: {refused}", file=sys.stderr)
         sys.exit(REFUSED_EXIT_CODE)

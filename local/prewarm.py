@@ -100,7 +100,9 @@ def prewarm(aws_env: dict[str, str], workers: int | None = None, apis: int | Non
 
     Up to two more rounds top up a function whose environments did not all start (an init that ran
     out of time on a crowded machine): each invokes N at once again, so the warm ones are reused
-    and the missing ones start (best effort: a warm one that finishes first may serve two).
+    and the missing ones start (best effort: a warm one that finishes first may serve two; and on
+    the corrected emulator an invoke finding every warm one busy waits up to 1 s for a release
+    before starting another, local/ministack_patch.py, so a top-up mostly reuses warm ones).
     """
     workers = workers or worker_concurrency(aws_env)
     apis = apis or max(1, workers // 2)

@@ -70,6 +70,13 @@ def check_version_is_enforced() -> None:
         assert "1.5.33" in str(refused) and "1.5.34" in str(refused), refused
     else:
         raise AssertionError("another ministack version was accepted")
+    for later_correction in (patch.apply_scheduler_on_the_second, patch.apply_wait_for_a_warm_environment):
+        try:
+            later_correction()
+        except patch.UnsupportedMinistack as refused:
+            assert "1.5.34" in str(refused), refused
+        else:
+            raise AssertionError(f"{later_correction.__name__} accepted another ministack version")
 
 
 def check_a_handler_error_keeps_the_environment() -> None:
@@ -202,6 +209,63 @@ def check_a_standard_queue_receives_the_quiet_group_ahead_of_a_backlog() -> None
     send(fifo, "quiet", "fifo-quiet")
     got = receive(fifo, 10)
     assert got == ["fifo-0", "fifo-1", "fifo-2", "fifo-quiet"], f"a FIFO queue is not received as ministack does: {got}"
+def check_scheduler_fires_at_the_due_second() -> None:
+    load_patch().apply_scheduler_on_the_second()
+    from datetime import UTC, datetime
+
+    from ministack.services import eventbridge, scheduler
+
+    fired: list[float] = []
+    eventbridge._invoke_target = lambda _target, _event, _schedule: fired.append(time.time())
+    due = int(time.time()) + 2
+    at = datetime.fromtimestamp(due, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    body = {
+        "ScheduleExpression": f"at({at})",
+        "FlexibleTimeWindow": {"Mode": "OFF"},
+        "Target": {"Arn": "arn:aws:sqs:us-east-1:000000000000:q", "RoleArn": "arn:aws:iam::000000000000:role/r"},
+    }
+    scheduler._create_schedule("due-soon", body)
+    scheduler.start_scheduler()
+    deadline = time.monotonic() + 15
+    while not fired and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fired, "the schedule never fired"
+    assert fired[0] >= due and fired[0] - due < 0.5, f"fired {fired[0] - due:.2f} s after its due second"
+
+
+def check_a_busy_warm_environment_is_awaited_before_a_cold_start() -> None:
+    patch = load_patch()
+    patch.apply()
+    os.environ[patch.WARM_WAIT_ENV] = "5"
+    patch.apply_wait_for_a_warm_environment()
+    import threading
+
+    from ministack.core import lambda_runtime as runtime
+
+    try:
+        warm = _lease(runtime, "busy")
+        warm.invoke({}, "warm")  # now warm, and still leased: busy
+        threading.Timer(0.5, runtime.release_worker, args=(warm,)).start()
+        started = time.monotonic()
+        leased, reason = runtime.acquire_worker("busy", _config("busy"), _code_zip())
+        waited = time.monotonic() - started
+        assert leased is warm and reason == "reused", f"a second environment was started: {reason}"
+        assert 0.3 < waited < 4, f"waited {waited:.2f} s"
+        os.environ[patch.WARM_WAIT_ENV] = "0.3"  # nobody releases: after the wait, a new one starts
+        started = time.monotonic()
+        other, reason = runtime.acquire_worker("busy", _config("busy"), _code_zip())
+        assert other is not warm and reason == "spawn", reason
+        assert time.monotonic() - started < 3
+        # While that start is under way, a further lease waits past the 0.3 s for a release, not a third start.
+        threading.Timer(1.0, runtime.release_worker, args=(warm,)).start()
+        started = time.monotonic()
+        third, reason = runtime.acquire_worker("busy", _config("busy"), _code_zip())
+        assert third is warm and reason == "reused", f"a second start began while one was under way: {reason}"
+        assert time.monotonic() - started > 0.8
+        _fresh, reason = runtime.acquire_worker("cold", _config("cold"), _code_zip())
+        assert reason == "spawn", "a function with no warm environment must start one at once"
+    finally:
+        runtime.reset()
 
 
 if __name__ == "__main__":

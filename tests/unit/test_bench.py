@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import capacity, faults, report, run, slo
+from bench import capacity, faults, measure, report, run, slo
 from bench.load import Sample
 from bench.measure import Batch
 from bench.scenario import midnight_herd
@@ -118,3 +118,47 @@ def test_failed_enqueues_are_counted_by_what_the_client_saw():
     failed = [Sample(0, 10_000, 0, None, "herd"), Sample(1, 50, 503, None, "herd"), Sample(2, 40, 0, None, "herd")]
 
     assert run._by_status(failed) == {"5xx": 1, "no answer": 2}
+
+
+def test_a_cron_waits_from_its_due_second_not_from_its_firing():
+    due = 1_000_000.0
+    rows = {
+        "cron": measure.JobRow("cron", "succeeded", 1, enqueued_at=due + 8.0, started_at=due + 8.1, finished_at=None),
+        "api": measure.JobRow("api", "succeeded", 1, enqueued_at=due + 1.0, started_at=due + 1.1, finished_at=None),
+    }
+
+    assert slo.firing_lateness_ms(rows, ["cron", "missing"], due) == [8000.0]
+    waits = slo.enqueue_to_run_ms(["cron", "api"], slo.waiting_from_due(rows, ["cron", "missing"], due))
+    assert [round(w) for w in waits] == [8100, 100]
+    assert rows["cron"].enqueued_at == due + 8.0, "the measured rows are left as they were"
+
+
+def test_the_blip_is_blamed_until_the_queue_is_back_to_its_depth_before_it():
+    depth = [measure.DepthSample(at / 2, 2, 3) for at in range(0, 40)]  # 5 messages until t = 20
+    depth += [measure.DepthSample(20 + at / 2, 10, 80) for at in range(0, 20)]  # a backlog until t = 30
+    depth += [measure.DepthSample(30 + at / 2, 1, 4) for at in range(0, 10)]
+
+    assert slo.backlog_end(depth, start=20.0, end=25.0) == 30.0
+    assert slo.backlog_end(depth, start=5.0, end=6.0) == 6.0, "no backlog: the window is the fault's own"
+    assert slo.backlog_end([], start=20.0, end=25.0) == 25.0
+    stuck = depth[:50]
+    assert slo.backlog_end(stuck, start=20.0, end=22.0) == stuck[-1].at, "never drained: to the last sample"
+
+
+def test_the_herds_crons_are_created_before_the_load_and_due_cron_lead_seconds_into_the_herd(monkeypatch):
+    created = {}
+
+    def create(context, due):
+        created["due"] = due.timestamp()
+        context.cron_herd = {"expected": 80, "due_epoch": due.timestamp(), "created": "ahead"}
+
+    monkeypatch.setattr(faults, "create_crons_ahead", create)
+    monkeypatch.setattr(run.time, "sleep", lambda seconds: created.setdefault("slept", seconds))
+    context = SimpleNamespace(cron_herd=None)
+    scenario = midnight_herd(quick=True, herd=faults.herd_crons, kill=_never, blip=_never)
+
+    run._crons_ahead(context, scenario)
+    load_starts = run.time.time() + created["slept"]  # the sleep was skipped: the load starts after it
+
+    assert created["due"] - load_starts == pytest.approx(scenario.start_of("herd") + faults.CRON_LEAD_SECONDS, abs=1.5)
+    assert faults.herd_crons(context).startswith("80 schedules (created before the load) due at")

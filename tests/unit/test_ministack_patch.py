@@ -55,6 +55,8 @@ def test_the_installed_emulator_is_the_one_the_corrections_were_written_for():
         "init_is_bounded",
         "a_failed_batch_lowers_concurrency_instead_of_pausing_the_mapping",
         "a_standard_queue_receives_the_quiet_group_ahead_of_a_backlog",
+        "scheduler_fires_at_the_due_second",
+        "a_busy_warm_environment_is_awaited_before_a_cold_start",
     ],
 )
 def test_the_correction_holds_in_the_real_runtime(check: str):

@@ -416,6 +416,8 @@ def apply_fair_receive() -> None:
         return result
 
     sqs._collect_msgs = collect_msgs
+
+
 SCHEDULER_SOURCES = {
     "_ticker_loop": "51e1b1334023fb4a632d898aa0130eed4b945c6bd7c99cd171ca636436dc7f6d",
     "_tick_schedules": "0ece514e91205b1dfd40a5a18ba84b213cd58e1623601bdc62648a02b6b44d2f",

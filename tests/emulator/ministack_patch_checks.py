@@ -209,6 +209,8 @@ def check_a_standard_queue_receives_the_quiet_group_ahead_of_a_backlog() -> None
     send(fifo, "quiet", "fifo-quiet")
     got = receive(fifo, 10)
     assert got == ["fifo-0", "fifo-1", "fifo-2", "fifo-quiet"], f"a FIFO queue is not received as ministack does: {got}"
+
+
 def check_scheduler_fires_at_the_due_second() -> None:
     load_patch().apply_scheduler_on_the_second()
     from datetime import UTC, datetime

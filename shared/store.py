@@ -65,11 +65,11 @@ def _if_not_exists(values: dict[str, dict[str, str]]) -> tuple[list[str], dict[s
     return [f"{name} = if_not_exists({name}, :{name})" for name in values], {f":{k}": v for k, v in values.items()}
 
 
-def _jobs_client() -> Any:
+def _jobs_client(single_attempt: bool = False) -> Any:
     """The client job items go through: the status cache where there is one."""
     from shared.status_cache import jobs_client
 
-    return jobs_client()
+    return jobs_client(single_attempt)
 
 
 @dataclass(frozen=True)
@@ -205,8 +205,12 @@ def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict
     return sets, values
 
 
-def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) -> ClaimResult:
+def claim(
+    message: JobMessage, message_id: str, now: float, lease_seconds: int, *, single_attempt: bool = False
+) -> ClaimResult:
     """Start an attempt: the job is new, queued again by a retry, failed (retry due) or its holder's lease expired.
+
+    `single_attempt`: no botocore retries, for a delivery that runs without the claim if this one fails.
 
     The record keeps what rebuilds the message (payload_json, written once) and its tenant:
     a claim never changes a record's tenant, so a message naming another tenant cannot take it over.
@@ -234,7 +238,7 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
         *job_sets,
     ]
     try:
-        item = _jobs_client().update_item(
+        item = _jobs_client(single_attempt).update_item(
             TableName=_table(),
             Key=_key(message.id),
             UpdateExpression="SET " + ", ".join(sets),

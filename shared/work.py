@@ -123,7 +123,9 @@ def work(message: JobMessage, delivery: Delivery, *, first_run: bool = True) -> 
     claimed_at = time.time()
     lease = deadline.lease_seconds(timeout)
     try:
-        claim = store.claim(message, delivery.message_id, claimed_at, lease)
+        # One attempt where a failed claim has a fallback (running unclaimed) cheaper than botocore's backoff.
+        single = _may_run_unclaimed(message, delivery, first_run=first_run)
+        claim = store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=single)
     except _AWS_ERRORS as error:
         if not is_outage(error):
             return _reject(UnreadableMessage(f"the store refuses this job: {error}"), delivery)
@@ -179,9 +181,19 @@ def _without_claim(message: JobMessage, delivery: Delivery, timeout: int, why: s
     (its job ran, perhaps), and an exclusive type never runs without the claim.
     """
     job_type = job_types.lookup(message.type)
-    if not first_run or delivery.receive_count != 1 or job_type is None or job_type.is_exclusive(message.payload):
+    if job_type is None or not _may_run_unclaimed(message, delivery, first_run=first_run):
         raise delivery.hand_back(f"{why}: not claiming now")
     return _run_unclaimed(message, job_type, delivery, timeout)
+
+
+def _may_run_unclaimed(message: JobMessage, delivery: Delivery, *, first_run: bool) -> bool:
+    job_type = job_types.lookup(message.type)
+    return (
+        first_run
+        and delivery.receive_count == 1
+        and job_type is not None
+        and not job_type.is_exclusive(message.payload)
+    )
 
 
 def _run_unclaimed(message: JobMessage, job_type: job_types.JobType, delivery: Delivery, timeout: int) -> Outcome:

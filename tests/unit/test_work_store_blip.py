@@ -377,3 +377,21 @@ def _in_flight(aws) -> int:
     return int(attributes["ApproximateNumberOfMessagesNotVisible"]) + int(
         attributes["ApproximateNumberOfMessagesDelayed"]
     )
+
+
+def test_only_a_claim_with_the_unclaimed_fallback_skips_botocores_retries(aws, monkeypatch):
+    asked = []
+    claim = store.claim
+
+    def spy(*args: Any, single_attempt: bool = False, **kwargs: Any) -> Any:
+        asked.append(single_attempt)
+        return claim(*args, single_attempt=single_attempt, **kwargs)
+
+    monkeypatch.setattr(store, "claim", spy)
+    _deliver(_job())
+    job = _job()
+    work.work(job, Delivery(message_id="m2", body=job.to_json(), receive_count=2))
+    monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(job_types.lookup("echo"), exclusive=True))
+    _deliver(_job())
+
+    assert asked == [True, False, False]  # a first delivery; a redelivery; an exclusive type

@@ -279,7 +279,9 @@ class JobRecord:
 OUTCOME_KIND = "outcome"
 # What an attempt run without the store's claim may end as (shared/work.py): `failed` carries the job's retry.
 _CARRIED = (Status.SUCCEEDED, Status.FAILED, Status.DEAD)
-_OUTCOME_FIELDS = frozenset({"kind", "v", "job", "status", "started_at", "finished_at", "result", "error"})
+_OUTCOME_FIELDS = frozenset(
+    {"kind", "v", "job", "status", "started_at", "finished_at", "result", "error", "attempt_token"}
+)
 
 
 @dataclass(frozen=True)
@@ -297,6 +299,9 @@ class OutcomeMessage:
     finished_at: float
     result: Any = None
     error: str | None = None
+    # Set when the attempt ran under a claim and only its outcome write failed: the claim's token,
+    # so the outcome is recorded as that attempt's (shared/store.py `complete`).
+    attempt_token: str | None = None
     v: int = 1
 
     def to_json(self) -> str:
@@ -312,6 +317,8 @@ class OutcomeMessage:
             body["result"] = self.result
         else:
             body["error"] = self.error or ""
+        if self.attempt_token is not None:
+            body["attempt_token"] = self.attempt_token
         return json.dumps(body, separators=(",", ":"), default=str)
 
     @classmethod
@@ -334,6 +341,9 @@ class OutcomeMessage:
             problems.append(f"a {status} outcome carries exactly one of 'result' and 'error': {carried!r}")
         if status in (Status.FAILED, Status.DEAD) and not isinstance(data.get("error"), str):
             problems.append("field 'error' must be a string")
+        token = data.get("attempt_token")
+        if token is not None and (status != Status.SUCCEEDED or _text(64)(token) is not None):
+            problems.append("field 'attempt_token' must be a claim's token, on a succeeded outcome only")
         job = data.get("job")
         if not isinstance(job, dict) or "id" not in job:
             problems.append("field 'job' must be a job message with its id")
@@ -350,6 +360,7 @@ class OutcomeMessage:
             finished_at=data["finished_at"],
             result=data.get("result"),
             error=data.get("error"),
+            attempt_token=token,
         )
 
 

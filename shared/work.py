@@ -244,7 +244,10 @@ def _deliver_outcome(outcome: OutcomeMessage, delivery: Delivery) -> Outcome:
     if outcome.status is Status.FAILED and delivery.seconds_left < deadline.seconds_needed_to_start(outcome.job):
         raise delivery.hand_back("too little of the invocation left to start this job within its timeout")
     try:
-        recorded = store.record_carried(outcome, delivery.message_id)
+        if outcome.attempt_token is not None:  # a claimed attempt's: recorded as that attempt's, if it still holds
+            recorded = store.complete(outcome.job.id, outcome.attempt_token, outcome.result, outcome.finished_at)
+        else:
+            recorded = store.record_carried(outcome, delivery.message_id)
     except _AWS_ERRORS as error:
         if is_outage(error):
             _store_failed()
@@ -273,6 +276,7 @@ def _result_problem(result: object) -> str | None:
 
 
 def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, timeout: int) -> Outcome:
+    started_at = time.time()
     job_type = job_types.lookup(message.type)
     context = job_types.JobContext(
         job_id=message.id,
@@ -304,7 +308,19 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, time
         queue.bury(delivery.body, problem)
         store.fail(message.id, token, problem, time.time(), dead=True)
         return Outcome.DEAD
-    store.complete(message.id, token, result, time.time())
+    finished_at = time.time()
+    try:
+        store.complete(message.id, token, result, finished_at)
+    except _AWS_ERRORS as error:
+        if not is_outage(error):
+            raise
+        _store_failed()
+        # The job ran; rather than run it again when the lease ends, carry its outcome to a later delivery.
+        carried = OutcomeMessage(message, Status.SUCCEEDED, started_at, finished_at, result=result, attempt_token=token)
+        try:
+            queue.send_outcome(carried)
+        except (*_AWS_ERRORS, ParamValidationError):
+            raise error from None  # retried when the lease ends, as any attempt whose outcome was lost
     return Outcome.SUCCEEDED
 
 

@@ -91,14 +91,35 @@ def test_a_redelivery_during_an_outage_is_handed_back_within_seconds(aws, monkey
     assert later.value.seconds <= 3
 
 
-def test_an_outcome_the_store_would_not_take_is_retried_when_the_holders_lease_ends(aws, monkeypatch):
+def test_an_outcome_neither_the_store_nor_the_queue_would_take_is_retried_when_the_holders_lease_ends(aws, monkeypatch):
     message = _message()
     with monkeypatch.context() as blip:
         blip.setattr(store, "complete", _throttled)
+        blip.setattr(queue, "send_outcome", _throttled)
         with pytest.raises(RetryLater) as later:
             _deliver(message)
     assert 9 <= later.value.seconds <= 11  # CORRAL_LEASE_SECONDS=10: the holder's lease must run out first
     assert store.get(message.id)[0].status is Status.RUNNING
+
+
+def test_a_claimed_attempt_whose_outcome_write_fails_carries_it_instead_of_running_again(blip, aws, monkeypatch):
+    blip.end()
+    job = _job(payload="claimed")
+    send(aws, job.to_json())
+    complete = store.complete
+    with monkeypatch.context() as patch:
+        patch.setattr(store, "complete", _throttled)
+        assert poll(aws).failed == []  # acknowledged: the outcome is on its way
+    monkeypatch.setattr(store, "complete", complete)
+    running = record(job.id)
+    assert running.status is Status.RUNNING
+    work._store_down_until = 0.0
+
+    assert poll(aws).failed == []
+
+    done = record(job.id)
+    assert done.status is Status.SUCCEEDED and done.result == "claimed" and done.attempts == 1
+    assert done.started_at == running.started_at
 
 
 def test_an_outcome_write_whose_answer_was_lost_can_be_applied_again_by_the_same_attempt(aws):

@@ -227,7 +227,8 @@ def plan(inputs: Inputs) -> dict[str, object]:
         changes.append(
             f"a {inputs.blip_seconds} s store blip in the burst would stop every start if the store had to grant "
             f"each claim: {blocked['peak_backlog']:,} jobs would wait, enqueue-to-run p99 "
-            f"~{blocked['p99_wait_ms']:,.0f} ms; first deliveries run without a store claim while the store fails (the design), which keeps it at "
+            f"~{blocked['p99_wait_ms']:,.0f} ms; "
+            f"first deliveries run without a store claim while the store fails (the design), which keeps it at "
             f"~{faulted['burst, start without a claim in a blip']['p99_wait_ms']:,.0f} ms"
         )
     if inputs.killed_batch_returns_s > 60:

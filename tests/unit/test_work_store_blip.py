@@ -416,3 +416,24 @@ def test_only_a_claim_with_the_unclaimed_fallback_skips_botocores_retries(aws, m
     _deliver(_job())
 
     assert asked == [True, False, False]  # a first delivery; a redelivery; an exclusive type
+
+
+def test_a_schedules_firing_during_a_blip_runs_and_is_recorded_under_its_derived_id(blip, aws):
+    from shared import ids
+    from shared.signing import id_secret
+
+    firing = {"v": 1, "tenant": "acme", "type": "echo", "payload": 3, "max_attempts": 2, "schedule": "nightly"}
+    firing["scheduled_for"] = "2026-12-01T00:00:00Z"
+    send(aws, json.dumps(firing))
+
+    assert poll(aws).failed == []
+    blip.end()
+    assert poll(aws).failed == []
+
+    job = record(ids.scheduled_id(id_secret(), "acme", "nightly", "2026-12-01T00:00:00Z"))
+    assert (job.status, job.result, job.schedule, job.scheduled_for) == (
+        Status.SUCCEEDED,
+        3,
+        "nightly",
+        "2026-12-01T00:00:00Z",
+    )

@@ -437,3 +437,25 @@ def test_a_schedules_firing_during_a_blip_runs_and_is_recorded_under_its_derived
         "nightly",
         "2026-12-01T00:00:00Z",
     )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"status": "running"},
+        {"v": 2},
+        {"started_at": "soon"},
+        {"attempt_token": 7},
+        {"error": "both a result and an error"},
+        {"job": {"tenant": "acme", "type": "echo"}},
+    ],
+)
+def test_an_outcome_message_is_parsed_strictly(aws, change):
+    from shared.model import UnreadableMessage
+
+    outcome = OutcomeMessage(_job(), Status.SUCCEEDED, time.time(), time.time(), result=1, attempt_token="t1")
+    data = json.loads(outcome.to_json())
+    assert OutcomeMessage.from_data(data, secret=_secret()) == outcome
+
+    with pytest.raises(UnreadableMessage):
+        OutcomeMessage.from_data(data | change, secret=_secret())

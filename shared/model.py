@@ -367,6 +367,6 @@ class OutcomeMessage:
 def read_message(body: str, *, sent_at: float, secret: bytes) -> JobMessage | OutcomeMessage:
     """What a jobs-queue message carries: a job (most), or an outcome on its way to the store."""
     data = _json_object(body)
-    if "kind" in data:
+    if data.get("kind") == OUTCOME_KIND:  # any other "kind" is a job message's unknown field
         return OutcomeMessage.from_data(data, secret=secret)
     return JobMessage.from_data(data, sent_at=sent_at, secret=secret)

@@ -459,3 +459,10 @@ def test_an_outcome_message_is_parsed_strictly(aws, change):
 
     with pytest.raises(UnreadableMessage):
         OutcomeMessage.from_data(data | change, secret=_secret())
+
+
+def test_a_job_message_with_a_stray_kind_field_is_still_a_job_message_refused_by_name(aws):
+    body = json.loads(_job().to_json()) | {"kind": "urgent"}
+
+    assert work.receive(Delivery(message_id="m1", body=json.dumps(body))) is Outcome.UNREADABLE
+    assert "unknown field 'kind'" in record(body["id"]).error  # recorded dead with the reason, as before

@@ -35,7 +35,7 @@ class JobQueue(Construct):
         )
 
     def allow_only_senders(self, *senders: iam.IRole, operator_role_arns: list[str] = ()) -> None:  # type: ignore[assignment]
-        """Only these roles may put messages on the jobs queue (the API, Scheduler's role, and the operator
+        """Only these roles may put messages on the jobs queue (the API, Scheduler's role, the workers, and the operator
         roles named in `-c corral:operator_roles=arn,arn` that redrive dead letters with the `corral` CLI);
         any other principal of the account is denied, whatever its own policies grant. A message on this
         queue runs as its tenant's job, so who may write one is part of the tenant boundary."""

@@ -73,8 +73,13 @@ class CorralStack(Stack):
         operator_roles = [
             arn.strip() for arn in str(self.node.try_get_context("corral:operator_roles") or "").split(",")
         ]
-        queue.allow_only_senders(api_role, schedules.role, operator_role_arns=[arn for arn in operator_roles if arn])
         workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
+        worker_role = workers.function.role
+        assert worker_role is not None
+        # The workers send outcome messages recorded late (a store outage): shared/work.py.
+        queue.allow_only_senders(
+            api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
+        )
         lambda_targets.grant_invoke(self, workers.function)
         if cache:
             cache.grant_data_access(api.function)

@@ -55,9 +55,11 @@ class Workers(Construct):
         )
         store.table.grant_read_write_data(self.function)
         acknowledgements.table_grantee(self.function, store.table)
-        # No SendMessage on the jobs queue: the event source grants what the worker does there (receive,
-        # delete, ChangeMessageVisibility for hand-backs); it sends only to the DLQ.
+        # The event source grants what the worker does on the jobs queue (receive, delete,
+        # ChangeMessageVisibility for hand-backs). SendMessage there carries an outcome produced while
+        # the store failed (shared/work.py); the queue's policy names this role among its senders.
         queue.dlq.grant_send_messages(self.function)
+        queue.queue.grant_send_messages(self.function)
         self.function.add_event_source(
             event_sources.SqsEventSource(
                 queue.queue,

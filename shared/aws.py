@@ -42,13 +42,14 @@ def use_timeouts(timeouts: Timeouts) -> None:
     global _timeouts
     _timeouts = timeouts
     client.cache_clear()
+    single_attempt_client.cache_clear()
 
 
-def _config() -> Config:
+def _config(*, retry: bool = True) -> Config:
     # Standard mode retries throttling and 5xx with jittered backoff; short timeouts keep
     # an enqueue fast when one connection is slow, at the price of a retry.
     return Config(
-        retries={"mode": "standard", "max_attempts": 4},
+        retries={"mode": "standard", "max_attempts": 4} if retry else {"mode": "standard", "total_max_attempts": 1},
         connect_timeout=_timeouts.connect,
         read_timeout=_timeouts.read,
         max_pool_connections=50,
@@ -84,6 +85,7 @@ def use_client_factory(factory: Callable[[str, Config], Any] | None) -> None:
     global _factory
     _factory = factory
     client.cache_clear()
+    single_attempt_client.cache_clear()
 
 
 @cache
@@ -93,6 +95,16 @@ def client(service: str, endpoint_url: str | None = None) -> Any:
         made = _factory(service, _config())
     else:
         made = boto3.session.Session().client(service, config=_config(), endpoint_url=endpoint_url)
+    made.meta.events.register("before-send", _refuse_late_attempt)
+    return made
+
+
+@cache
+def single_attempt_client(service: str, endpoint_url: str | None = None) -> Any:
+    """A client that makes one attempt per call, no retries: for a call with a cheaper fallback than
+    waiting out botocore's backoff (4 retries, seconds of backoff), e.g. the claim of a job that may
+    run without it while the store fails (shared/work.py)."""
+    made = boto3.session.Session().client(service, config=_config(retry=False), endpoint_url=endpoint_url)
     made.meta.events.register("before-send", _refuse_late_attempt)
     return made
 

@@ -86,6 +86,8 @@ class JobContext:
 
 JobFunction = Callable[[Any, JobContext], Any]
 PayloadValidator = Callable[[Any], None]
+# Whether a job must hold the store's claim to run: a flag for the whole type, or a function of the payload.
+Exclusivity = bool | Callable[[Any], bool]
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,19 @@ class JobType:
     validate: PayloadValidator | None = None  # run at enqueue (the API); raise InvalidPayload
     chaos: bool = False  # only deployed where fault injection is allowed (the local profile)
     builtin: bool = False
+    # True: a job runs only under the store's claim, so while the store fails it waits (handed back).
+    # False: a first delivery runs without the claim during a store outage (docs/architecture.md
+    # "Store blips: jobs keep starting"); a duplicate delivery in that window may run it twice.
+    exclusive: Exclusivity = False
+
+    def is_exclusive(self, payload: Any) -> bool:
+        """Whether this job must hold the claim to run. A payload the check cannot read: exclusive."""
+        if not callable(self.exclusive):
+            return bool(self.exclusive)
+        try:
+            return bool(self.exclusive(payload))
+        except Exception:  # the type's own check on a payload it did not expect: the safe answer
+            return True
 
     def timeout_for(self, requested: int | None) -> int:
         """The timeout of one job: its own if it gave one (checked at enqueue), else the type's."""
@@ -114,6 +129,7 @@ class JobType:
             "backoff_base_seconds": self.backoff_base_seconds,
             "backoff_cap_seconds": self.backoff_cap_seconds,
             "builtin": self.builtin,
+            "exclusive": "per job" if callable(self.exclusive) else bool(self.exclusive),
         }
 
 
@@ -132,8 +148,13 @@ def job_type(
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
     validate: PayloadValidator | None = None,
     chaos: bool = False,
+    exclusive: Exclusivity = False,
 ) -> Callable[[JobFunction], JobFunction]:
-    """Register a job type. Limits are checked here, so a bad one fails the synth, not a job."""
+    """Register a job type. Limits are checked here, so a bad one fails the synth, not a job.
+
+    `exclusive`: True if a job of this type must never run twice at once, even while the store
+    fails (it then waits for the store); or a function of the payload deciding it per job.
+    """
     ceiling = settings.MAX_JOB_TIMEOUT_SECONDS if max_timeout_seconds is None else max_timeout_seconds
     _check_options(name, timeout_seconds, ceiling, max_attempts, backoff_base_seconds, backoff_cap_seconds)
 
@@ -152,6 +173,7 @@ def job_type(
             validate=validate,
             chaos=chaos,
             builtin=_registering_builtins,
+            exclusive=exclusive,
         )
         return function
 

@@ -23,6 +23,7 @@ _OUTCOMES = {
     Outcome.DUPLICATE: "DuplicateDeliveries",
     Outcome.LOST_CLAIM: "LostClaims",
     Outcome.UNREADABLE: "UnreadableMessages",
+    Outcome.RETRY_SENT: "RetriesSentUnclaimed",
 }
 
 

@@ -11,11 +11,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import settings
 from shared.aws import client
-from shared.model import JobMessage
+from shared.model import JobMessage, OutcomeMessage
 
 # SendMessageBatch limits (SQS quotas): 10 entries, and the whole request's bodies within 256 KiB.
 BATCH_MAX_ENTRIES = 10
 BATCH_MAX_BYTES = 256 * 1024
+MAX_DELAY_SECONDS = 900  # SendMessage's DelaySeconds
 # A full bulk request is 10 SendMessageBatch calls: sent side by side, it costs about one round trip.
 _senders = ThreadPoolExecutor(max_workers=10, thread_name_prefix="sqs-batch")
 
@@ -37,6 +38,16 @@ def message_group(tenant: str) -> str:
     """The SQS message group of a tenant's jobs: fair queues tell tenants apart by it (on a standard
     queue it orders nothing; SQS deprioritises a group holding a disproportionate share in flight)."""
     return tenant
+
+
+def send_outcome(outcome: OutcomeMessage, delay_seconds: int = 0) -> None:
+    """Carry an attempt's outcome (and, for a failed one, its job's retry) to a later delivery."""
+    client("sqs").send_message(
+        QueueUrl=_queue_url(),
+        MessageBody=outcome.to_json(),
+        DelaySeconds=delay_seconds,
+        MessageGroupId=message_group(outcome.job.tenant),
+    )
 
 
 def send_batch(messages: Sequence[tuple[JobMessage, int]]) -> list[str | None]:

@@ -14,19 +14,22 @@ import os
 from functools import cache
 from typing import Any
 
-from shared.aws import client
+from shared.aws import client, single_attempt_client
 
 DAX_ENDPOINT_ENV = "CORRAL_DAX_ENDPOINT"
 LOCAL_CACHE_ENDPOINT_ENV = "CORRAL_STATUS_CACHE_ENDPOINT"
 
 
-def jobs_client() -> Any:
-    """A boto3-compatible low-level DynamoDB client: DAX, the local stand-in, or DynamoDB itself."""
+def jobs_client(single_attempt: bool = False) -> Any:
+    """A boto3-compatible low-level DynamoDB client: DAX, the local stand-in, or DynamoDB itself.
+
+    `single_attempt`: no botocore retries (DAX's client keeps its own)."""
     dax_endpoint = os.environ.get(DAX_ENDPOINT_ENV)
     if dax_endpoint:
         return _dax_client(dax_endpoint)
+    make = single_attempt_client if single_attempt else client
     local_endpoint = os.environ.get(LOCAL_CACHE_ENDPOINT_ENV)
-    return client("dynamodb", local_endpoint) if local_endpoint else client("dynamodb")
+    return make("dynamodb", local_endpoint) if local_endpoint else make("dynamodb")
 
 
 @cache

@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from shared import settings
 from shared.aws import aws_error_code, client
-from shared.model import JobMessage, JobRecord, Status
+from shared.model import JobMessage, JobRecord, OutcomeMessage, Status
 from shared.table_schema import JOBS_INDEX
 
 _DAY = 86_400
@@ -65,11 +65,11 @@ def _if_not_exists(values: dict[str, dict[str, str]]) -> tuple[list[str], dict[s
     return [f"{name} = if_not_exists({name}, :{name})" for name in values], {f":{k}": v for k, v in values.items()}
 
 
-def _jobs_client() -> Any:
+def _jobs_client(single_attempt: bool = False) -> Any:
     """The client job items go through: the status cache where there is one."""
     from shared.status_cache import jobs_client
 
-    return jobs_client()
+    return jobs_client(single_attempt)
 
 
 @dataclass(frozen=True)
@@ -167,46 +167,26 @@ def _payload_json(payload: Any) -> dict[str, str]:
     return {"S": json.dumps(payload, separators=(",", ":"))}
 
 
-def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) -> ClaimResult:
-    """Start an attempt: the job is new, queued again by a retry, failed (retry due) or its holder's lease expired.
-
-    The record keeps what rebuilds the message (payload_json, written once) and its tenant:
-    a claim never changes a record's tenant, so a message naming another tenant cannot take it over.
-    """
-    token = secrets.token_hex(8)
-    first_seen, first_seen_values = _if_not_exists(
+def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict[str, Any]]:
+    """SET clauses (and values) recording what the message says of its job, written by every attempt:
+    its tenant and type, what a retry needs to run it again, and its place in the tenant's listing."""
+    first_seen, values = _if_not_exists(
         index_attributes(message.tenant, message.enqueued_at, message.id)
-        | {"payload_json": _payload_json(message.payload), "first_started_at": _n(now)}
+        | {"payload_json": _payload_json(message.payload), "first_started_at": _n(started_at)}
     )
-    values: dict[str, Any] = {
-        ":queued": {"S": Status.QUEUED},
-        ":running": {"S": Status.RUNNING},
-        ":failed": {"S": Status.FAILED},
-        ":zero": _n(0),
-        ":one": _n(1),
-        ":now": _n(now),
-        ":lease": _n(now + lease_seconds),
-        ":token": {"S": token},
-        ":message": {"S": message_id},
+    values |= {
         ":tenant": {"S": message.tenant},
         ":type": {"S": message.type},
         ":max": _n(message.max_attempts),
         ":enqueued": _n(message.enqueued_at),
     }
     sets = [
-        "#status = :running",
-        "attempts = if_not_exists(attempts, :zero) + :one",
-        "lease_until = :lease",
-        "attempt_token = :token",
-        "claimed_by = :message",
-        "started_at = :now",
         "#tenant = :tenant",
         "job_type = :type",
         "max_attempts = if_not_exists(max_attempts, :max)",
         "enqueued_at = if_not_exists(enqueued_at, :enqueued)",
-        *first_seen,  # what a retry needs to run the job again, and its place in the tenant's listing
+        *first_seen,
     ]
-    values |= first_seen_values
     if message.timeout_seconds is not None:
         values[":timeout"] = _n(message.timeout_seconds)
         sets.append("timeout_seconds = :timeout")
@@ -222,8 +202,43 @@ def claim(message: JobMessage, message_id: str, now: float, lease_seconds: int) 
             "gsi1pk = :runs_key",
             "gsi1sk = :scheduled_for",
         ]
+    return sets, values
+
+
+def claim(
+    message: JobMessage, message_id: str, now: float, lease_seconds: int, *, single_attempt: bool = False
+) -> ClaimResult:
+    """Start an attempt: the job is new, queued again by a retry, failed (retry due) or its holder's lease expired.
+
+    `single_attempt`: no botocore retries, for a delivery that runs without the claim if this one fails.
+
+    The record keeps what rebuilds the message (payload_json, written once) and its tenant:
+    a claim never changes a record's tenant, so a message naming another tenant cannot take it over.
+    """
+    token = secrets.token_hex(8)
+    job_sets, values = _job_fields(message, now)
+    values |= {
+        ":queued": {"S": Status.QUEUED},
+        ":running": {"S": Status.RUNNING},
+        ":failed": {"S": Status.FAILED},
+        ":zero": _n(0),
+        ":one": _n(1),
+        ":now": _n(now),
+        ":lease": _n(now + lease_seconds),
+        ":token": {"S": token},
+        ":message": {"S": message_id},
+    }
+    sets = [
+        "#status = :running",
+        "attempts = if_not_exists(attempts, :zero) + :one",
+        "lease_until = :lease",
+        "attempt_token = :token",
+        "claimed_by = :message",
+        "started_at = :now",
+        *job_sets,
+    ]
     try:
-        item = _jobs_client().update_item(
+        item = _jobs_client(single_attempt).update_item(
             TableName=_table(),
             Key=_key(message.id),
             UpdateExpression="SET " + ", ".join(sets),
@@ -373,6 +388,68 @@ def bury(message: JobMessage, error: str, now: float) -> None:
             ":ttl": _n(_expires_at(now)),
         },
     )
+
+
+def record_carried(outcome: OutcomeMessage, message_id: str) -> bool:
+    """Record an attempt that ran without a claim while the store failed (shared/work.py), from the
+    outcome message `message_id` that carried it here. False: the store already had an outcome.
+
+    `succeeded`/`dead`: written unless the job is finished already (of two outcomes, the first
+    recorded wins), so a claimed attempt running meanwhile loses its claim and records nothing.
+    `failed`: written only where there is no record yet; the message then runs the job's retry.
+    The same message finds it written already when botocore retried a write whose answer was lost: True.
+    """
+    message = outcome.job
+    token = f"carried-{message_id}"
+    job_sets, values = _job_fields(message, outcome.started_at)
+    values |= {
+        ":outcome": {"S": outcome.status},
+        ":zero": _n(0),
+        ":one": _n(1),
+        ":started": _n(outcome.started_at),
+        ":token": {"S": token},
+        ":message": {"S": message_id},
+    }
+    sets = [
+        "#status = :outcome",
+        "attempts = if_not_exists(attempts, :zero) + :one",
+        "attempt_token = :token",
+        "claimed_by = :message",
+        "started_at = :started",
+        *job_sets,
+    ]
+    if outcome.status is Status.SUCCEEDED:
+        sets.append("result_json = :result")
+        values[":result"] = {"S": result_json(outcome.result)}
+    else:
+        sets.append("last_error = :error")
+        values[":error"] = {"S": (outcome.error or "")[:2000]}
+    condition = "attribute_not_exists(pk)"
+    if outcome.status.finished:
+        sets += ["finished_at = :finished", "expires_at = :ttl"]
+        values |= {
+            ":finished": _n(outcome.finished_at),
+            ":ttl": _n(_expires_at(outcome.finished_at)),
+            ":running": {"S": Status.RUNNING},
+            ":failed": {"S": Status.FAILED},
+        }
+        condition += " OR (#tenant = :tenant AND #status IN (:running, :failed))"
+    try:
+        _jobs_client().update_item(
+            TableName=_table(),
+            Key=_key(message.id),
+            UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+            ExpressionAttributeValues=values,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as error:
+        if aws_error_code(error) != "ConditionalCheckFailedException":
+            raise
+        old = _old_item(error, message.id)
+        return _as_str(old, "attempt_token") == token and _as_str(old, "status") == outcome.status
+    return True
 
 
 def record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:

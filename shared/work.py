@@ -5,6 +5,11 @@ deliveries of one job only one runs at a time, and only the attempt that holds
 the claim can record an outcome. A message that cannot run is never retried:
 it goes to the DLQ with its reason, and its job (if its id verifies) is recorded
 `dead` with that reason.
+
+While the store fails, a job's first delivery runs without a claim (unless its type is
+exclusive), and its outcome travels on the jobs queue in an outcome message that a later
+delivery records, once, with a conditional write (docs/architecture.md "Store blips: jobs
+keep starting").
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 from shared import deadline, far_future, job_logging, job_types, metrics, queue, settings, store
 from shared.aws import aws_error_code
-from shared.model import JobMessage, Outcome, UnreadableMessage
+from shared.model import JobMessage, Outcome, OutcomeMessage, Status, UnreadableMessage, read_message
 from shared.signing import id_secret
 
 # A store (or queue) call that failed after botocore's own retries (throttling, 5xx, timeouts): a blip.
@@ -74,7 +79,10 @@ def receive(delivery: Delivery) -> Outcome:
         _store_failed()
         raise delivery.hand_back(f"store unavailable reading the id secret: {error}") from error
     try:
-        message = JobMessage.from_body(delivery.body, sent_at=delivery.sent_at, secret=secret)
+        parsed = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
+        if isinstance(parsed, OutcomeMessage):
+            return _deliver_outcome(parsed, delivery)
+        message = parsed
         if job_types.lookup(message.type) is None:
             raise UnreadableMessage(f"unknown job type {message.type!r} on this worker", job=message.to_dict())
     except UnreadableMessage as unreadable:
@@ -111,21 +119,27 @@ def _reject(unreadable: UnreadableMessage, delivery: Delivery) -> Outcome:
     return Outcome.UNREADABLE
 
 
-def work(message: JobMessage, delivery: Delivery) -> Outcome:
-    """Handle one delivery of a readable message whose id verified. Raises RetryLater to redeliver."""
-    if time.monotonic() < _store_down_until:
-        raise delivery.hand_back("the store failed moments ago: not claiming now")
-    claimed_at = time.time()
+def work(message: JobMessage, delivery: Delivery, *, first_run: bool = True) -> Outcome:
+    """Handle one delivery of a readable message whose id verified. Raises RetryLater to redeliver.
+
+    `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
+    """
     timeout = deadline.timeout_of(message)
+    if time.monotonic() < _store_down_until:
+        return _without_claim(message, delivery, timeout, "the store failed moments ago", first_run=first_run)
+    claimed_at = time.time()
     lease = deadline.lease_seconds(timeout)
     try:
-        claim = store.claim(message, delivery.message_id, claimed_at, lease)
+        # One attempt where a failed claim has a fallback (running unclaimed) cheaper than botocore's backoff.
+        single = _may_run_unclaimed(message, delivery, first_run=first_run)
+        claim = store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=single)
     except _AWS_ERRORS as error:
         if not is_outage(error):
             return _reject(UnreadableMessage(f"the store refuses this job: {error}"), delivery)
-        # Nothing happened yet: come back soon rather than after the whole visibility timeout.
         _store_failed()
-        raise delivery.hand_back(f"store unavailable for the claim: {error}") from error
+        return _without_claim(
+            message, delivery, timeout, f"store unavailable for the claim: {error}", first_run=first_run
+        )
     match claim:
         case store.Finished():
             return Outcome.DUPLICATE
@@ -167,6 +181,96 @@ def work(message: JobMessage, delivery: Delivery) -> Outcome:
     raise AssertionError(f"unexpected claim result {claim!r}")
 
 
+def _without_claim(message: JobMessage, delivery: Delivery, timeout: int, why: str, *, first_run: bool) -> Outcome:
+    """The store cannot claim: run a first delivery without the claim, or hand it back (nothing happened yet).
+
+    Only a first delivery runs: a message received again may be one whose unclaimed run died
+    (its job ran, perhaps), and an exclusive type never runs without the claim.
+    """
+    job_type = job_types.lookup(message.type)
+    if job_type is None or not _may_run_unclaimed(message, delivery, first_run=first_run):
+        raise delivery.hand_back(f"{why}: not claiming now")
+    return _run_unclaimed(message, job_type, delivery, timeout)
+
+
+def _may_run_unclaimed(message: JobMessage, delivery: Delivery, *, first_run: bool) -> bool:
+    job_type = job_types.lookup(message.type)
+    return (
+        first_run
+        and delivery.receive_count == 1
+        and job_type is not None
+        and not job_type.is_exclusive(message.payload)
+    )
+
+
+def _run_unclaimed(message: JobMessage, job_type: job_types.JobType, delivery: Delivery, timeout: int) -> Outcome:
+    """Run attempt 1 without a claim; its outcome goes to the store by an outcome message, the
+    original is then acknowledged. If the outcome cannot be sent, the original comes back and
+    runs again under a claim (the job ran twice, and only that claimed run is recorded)."""
+    started_at = time.time()
+    context = job_types.JobContext(
+        job_id=message.id,
+        attempt=1,
+        max_attempts=message.max_attempts,
+        deadline=started_at + timeout,
+        logger=job_logging.logger_for(message, 1),
+        tenant=message.tenant,
+    )
+    delay = 0
+    try:
+        with deadline.time_limit(timeout):
+            result = job_type.run(message.payload, context)
+    except Exception as error:  # a job's failure is data, whatever it raised
+        reason = str(error) if isinstance(error, job_types.JobTimedOut) else f"{type(error).__name__}: {error}"
+        retry_after = error.retry_after if isinstance(error, job_types.JobFailed) else None
+        if message.max_attempts <= 1 or isinstance(error, job_types.JobDead):
+            queue.bury(delivery.body, reason)  # DLQ first, as a claimed attempt does
+            outcome = OutcomeMessage(message, Status.DEAD, started_at, time.time(), error=reason)
+        else:
+            outcome = OutcomeMessage(message, Status.FAILED, started_at, time.time(), error=reason)
+            delay = min(math.ceil(_retry_delay(job_type, 1, retry_after)), queue.MAX_DELAY_SECONDS)
+    else:
+        if (problem := _result_problem(result)) is not None:
+            queue.bury(delivery.body, problem)
+            outcome = OutcomeMessage(message, Status.DEAD, started_at, time.time(), error=problem)
+        else:
+            outcome = OutcomeMessage(message, Status.SUCCEEDED, started_at, time.time(), result=result)
+    try:
+        queue.send_outcome(outcome, delay)
+    except (*_AWS_ERRORS, ParamValidationError) as error:
+        raise delivery.hand_back(
+            f"ran without a claim while the store failed, but its outcome could not be sent: {error}"
+        ) from error
+    return {Status.SUCCEEDED: Outcome.SUCCEEDED, Status.DEAD: Outcome.DEAD}.get(outcome.status, Outcome.RETRY_SENT)
+
+
+def _deliver_outcome(outcome: OutcomeMessage, delivery: Delivery) -> Outcome:
+    """Record an outcome that an unclaimed attempt sent; a `failed` one then runs the job's retry, claimed."""
+    if time.monotonic() < _store_down_until:
+        raise delivery.hand_back("the store failed moments ago: not recording now")
+    if outcome.status is Status.FAILED and delivery.seconds_left < deadline.seconds_needed_to_start(outcome.job):
+        raise delivery.hand_back("too little of the invocation left to start this job within its timeout")
+    try:
+        if outcome.attempt_token is not None:  # a claimed attempt's: recorded as that attempt's, if it still holds
+            recorded = store.complete(outcome.job.id, outcome.attempt_token, outcome.result, outcome.finished_at)
+        else:
+            recorded = store.record_carried(outcome, delivery.message_id)
+    except _AWS_ERRORS as error:
+        if is_outage(error):
+            _store_failed()
+            raise delivery.hand_back(f"store unavailable recording a carried outcome: {error}") from error
+        # The store refuses it (and would every time): the DLQ keeps the job, with the reason.
+        reason = f"the store refused an outcome recorded late ({aws_error_code(error) or type(error).__name__})"
+        queue.bury(outcome.job.to_json(), reason)
+        return Outcome.UNREADABLE
+    if outcome.status is Status.FAILED:
+        # The retry runs as the job's own message would: its DLQ entry is the job, redrivable as any.
+        return work(outcome.job, replace(delivery, body=outcome.job.to_json()), first_run=False)
+    if not recorded:
+        return Outcome.DUPLICATE
+    return Outcome.SUCCEEDED if outcome.status is Status.SUCCEEDED else Outcome.DEAD
+
+
 def _result_problem(result: object) -> str | None:
     """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it."""
     try:
@@ -179,6 +283,7 @@ def _result_problem(result: object) -> str | None:
 
 
 def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, timeout: int) -> Outcome:
+    started_at = time.time()
     job_type = job_types.lookup(message.type)
     context = job_types.JobContext(
         job_id=message.id,
@@ -210,7 +315,19 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, time
         queue.bury(delivery.body, problem)
         store.fail(message.id, token, problem, time.time(), dead=True)
         return Outcome.DEAD
-    store.complete(message.id, token, result, time.time())
+    finished_at = time.time()
+    try:
+        store.complete(message.id, token, result, finished_at)
+    except _AWS_ERRORS as error:
+        if not is_outage(error):
+            raise
+        _store_failed()
+        # The job ran; rather than run it again when the lease ends, carry its outcome to a later delivery.
+        carried = OutcomeMessage(message, Status.SUCCEEDED, started_at, finished_at, result=result, attempt_token=token)
+        try:
+            queue.send_outcome(carried)
+        except (*_AWS_ERRORS, ParamValidationError):
+            raise error from None  # retried when the lease ends, as any attempt whose outcome was lost
     return Outcome.SUCCEEDED
 
 

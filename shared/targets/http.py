@@ -116,7 +116,27 @@ def validate_payload(payload: Any) -> None:
     _parse(payload, TargetPolicy.from_env())
 
 
-@job_type("http", validate=validate_payload, timeout_seconds=settings.HTTP_DEFAULT_TIMEOUT_SECONDS)
+# Methods a receiver may not expect twice (RFC 9110 9.2.2: GET, PUT and DELETE are idempotent).
+NON_IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
+
+
+def needs_exclusive_claim(payload: Any) -> bool:
+    """A POST or PATCH runs only under the store's claim, never twice at once during a store outage,
+    unless the request carries an Idempotency-Key header: its receiver then drops a repeat itself."""
+    if not isinstance(payload, dict):
+        return True
+    method = str(payload.get("method", "POST")).upper()
+    headers = payload.get("headers")
+    keyed = isinstance(headers, dict) and any(str(name).lower() == "idempotency-key" for name in headers)
+    return method in NON_IDEMPOTENT_METHODS and not keyed
+
+
+@job_type(
+    "http",
+    validate=validate_payload,
+    timeout_seconds=settings.HTTP_DEFAULT_TIMEOUT_SECONDS,
+    exclusive=needs_exclusive_claim,
+)
 def http(payload: Any, context: JobContext) -> dict[str, Any]:
     return call(payload, context, TargetPolicy.from_env())
 

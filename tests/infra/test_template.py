@@ -113,9 +113,15 @@ def _queue_policy_statements(template: Template, queue_logical_prefix: str) -> l
     return policies[0]["Properties"]["PolicyDocument"]["Statement"]
 
 
-def test_only_the_api_and_the_scheduler_role_may_send_to_the_jobs_queue(aws: Template, local: Template):
+def _corral_senders(template: Template) -> list[dict]:
+    """The API, Scheduler's role, and the workers (outcome messages recorded late, shared/work.py)."""
+    names = ("ApiHandlerServiceRole", "SchedulesRole", "WorkersHandlerServiceRole")
+    return [_role_arn(template, name) for name in names]
+
+
+def test_only_the_api_the_scheduler_role_and_the_workers_may_send_to_the_jobs_queue(aws: Template, local: Template):
     for template in (aws, local):
-        senders = [_role_arn(template, "ApiHandlerServiceRole"), _role_arn(template, "SchedulesRole")]
+        senders = _corral_senders(template)
         statements = {s.get("Sid"): s for s in _queue_policy_statements(template, "QueueJobs")}
         deny = statements["OnlyCorralSends"]
         assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", {"AWS": "*"}, "sqs:SendMessage")
@@ -129,7 +135,7 @@ def test_operator_roles_named_at_deploy_may_send_too(tmp_path):
     ops = "arn:aws:iam::123456789012:role/ops"
     template = Template.from_json(synth("local", tmp_path, context={"corral:operator_roles": f" {ops} ,"}).template)
     statements = {s.get("Sid"): s for s in _queue_policy_statements(template, "QueueJobs")}
-    senders = [_role_arn(template, "ApiHandlerServiceRole"), _role_arn(template, "SchedulesRole"), ops]
+    senders = [*_corral_senders(template), ops]
     assert statements["OnlyCorralSends"]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": senders}}
     assert sorted(map(json.dumps, statements["CorralSenders"]["Principal"]["AWS"])) == sorted(map(json.dumps, senders))
 
@@ -142,13 +148,13 @@ def _grants_on(statements: list[dict], action: str, resource: dict) -> bool:
     return any(action in _actions(s) and resource in resources(s) for s in statements if s["Effect"] == "Allow")
 
 
-def test_the_worker_may_not_send_to_the_jobs_queue_but_may_hand_back_and_bury(aws: Template, local: Template):
+def test_the_worker_may_send_outcomes_to_the_jobs_queue_hand_back_and_bury(aws: Template, local: Template):
     for template in (aws, local):
         worker = _policy_statements_of_role_of_function(template, settings.WORKER_FUNCTION)
         (jobs,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.QUEUE_NAME}})
         (dlq,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.DLQ_NAME}})
         jobs_arn, dlq_arn = {"Fn::GetAtt": [jobs, "Arn"]}, {"Fn::GetAtt": [dlq, "Arn"]}
-        assert not _grants_on(worker, "sqs:SendMessage", jobs_arn)
+        assert _grants_on(worker, "sqs:SendMessage", jobs_arn)  # outcome messages (shared/work.py)
         assert _grants_on(worker, "sqs:ChangeMessageVisibility", jobs_arn)
         assert _grants_on(worker, "sqs:SendMessage", dlq_arn)
 

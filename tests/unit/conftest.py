@@ -10,7 +10,7 @@ import pytest
 from moto import mock_aws
 
 from shared import operators, quotas, rate_limit, settings, table_schema, tenants, work
-from shared.aws import client
+from shared.aws import client, single_attempt_client
 from shared.signing import id_secret
 
 
@@ -23,6 +23,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     client.cache_clear()
+    single_attempt_client.cache_clear()
     id_secret.cache_clear()
     monkeypatch.setattr(work, "_store_down_until", 0.0)  # each test starts with a store that has not failed
     tenants.clear_caches()
@@ -42,6 +43,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         monkeypatch.setenv("CORRAL_CHAOS_JOB_TYPES", "0")
         yield {"queue_url": queue_url, "dlq_url": dlq_url, "sqs": sqs, "dynamodb": dynamodb}
     client.cache_clear()
+    single_attempt_client.cache_clear()
     id_secret.cache_clear()
 
 

@@ -65,13 +65,11 @@ def test_bulk_enqueue_lowers_the_cost_per_million_jobs():
 
 def test_a_store_blip_that_blocks_claims_backs_up_the_burst_and_starting_without_a_claim_does_not():
     faults = capacity.Faults(kill_at=10, blip_at=12)
-    inputs = capacity.Inputs(min_pollers_concurrency=240)
+    inputs = capacity.Inputs(min_pollers_concurrency=240, blip_blocks_starts=True)
     rate = capacity.ESM_STANDARD_ADD_PER_SECOND * capacity.PROVISIONED_SCALING_SPEEDUP
     quiet = capacity.simulate(inputs, add_per_second=rate)
     blocked = capacity.simulate(inputs, add_per_second=rate, faults=faults)
-    unclaimed = capacity.simulate(
-        capacity.Inputs(min_pollers_concurrency=240, blip_blocks_starts=False), add_per_second=rate, faults=faults
-    )
+    unclaimed = capacity.simulate(capacity.Inputs(min_pollers_concurrency=240), add_per_second=rate, faults=faults)
 
     assert blocked.peak_backlog == inputs.burst_rps * inputs.blip_seconds
     assert blocked.p99_wait_ms > 260 >= quiet.p99_wait_ms

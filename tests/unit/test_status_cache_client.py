@@ -36,3 +36,14 @@ def test_dax_is_used_when_its_endpoint_is_set(monkeypatch):
 
     with pytest.raises(DaxClientError, match="NoRouteException"):
         jobs_client()
+
+
+def test_a_single_attempt_client_goes_the_same_way_without_retries(monkeypatch):
+    monkeypatch.delenv(DAX_ENDPOINT_ENV, raising=False)
+    monkeypatch.setenv(LOCAL_CACHE_ENDPOINT_ENV, "http://127.0.0.1:4999")
+
+    single = jobs_client(single_attempt=True)
+
+    assert single.meta.endpoint_url == "http://127.0.0.1:4999"
+    assert single.meta.config.retries["total_max_attempts"] == 1
+    assert jobs_client().meta.config.retries["total_max_attempts"] == 5  # botocore's 4 retries

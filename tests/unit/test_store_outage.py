@@ -1,11 +1,16 @@
 """A long store outage moves no unrun job to the DLQ: hand-back delays grow with the receive count.
 
+The job here is of an exclusive type: a job that may run without the claim does so on its first
+delivery (tests/unit/test_work_store_blip.py); an exclusive one waits for the store, which is what
+the hand-back arithmetic is for.
+
 Time is virtual: moto's SQS reads the clock below, and each hand-back moves it on by the delay the
 worker asked for, so an hour of outage (and SQS's own redrive after maxReceiveCount) takes seconds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 
@@ -13,7 +18,7 @@ import moto.sqs.models
 import pytest
 from botocore.exceptions import ClientError
 
-from shared import queue, settings, store, work
+from shared import job_types, queue, settings, store, work
 from shared.enqueue import JobRequest, build_message
 from shared.model import Status
 from tests.unit.worker_harness import poll, record, send
@@ -53,6 +58,8 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
         return claim(*args, **kwargs)
 
     monkeypatch.setattr(store, "claim", claim_while_the_store_is_down)
+    echo = job_types.lookup("echo")
+    monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(echo, exclusive=True))
     delays: list[float] = []
     retry_later = queue.retry_later
 

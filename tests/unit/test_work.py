@@ -118,7 +118,7 @@ def test_a_failed_job_with_attempts_left_is_retried_not_buried_when_a_second_mes
     message = _message("fail", {"times": 1})
     first = store.claim(message, "m1", time.time(), lease_seconds=60)
     client = store._jobs_client()
-    monkeypatch.setattr(store, "_jobs_client", lambda: _NoOldItemOnConditionFailure(client))
+    monkeypatch.setattr(store, "_jobs_client", lambda single_attempt=False: _NoOldItemOnConditionFailure(client))
     read_item = store._read_item
 
     def m1_fails_first(job_id):

@@ -14,10 +14,16 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from shared import api_keys
 
 UNKNOWN_KEYS_CACHED = 10_000
 UNKNOWN_KEY_CACHE_SECONDS = 10  # a key created a moment ago starts working within this
+# While the store fails, a known key whose cache time ran out keeps working this long past it, re-read
+# every STALE_RETRY_SECONDS: a store blip must not fail the enqueues, which otherwise never touch the store.
+STALE_KNOWN_SECONDS = 15 * 60
+STALE_RETRY_SECONDS = 5
 
 
 class KeyLookup:
@@ -53,7 +59,15 @@ class KeyLookup:
                 self.unknown.move_to_end(digest)
                 return None
             del self.unknown[digest]
-        item = self._read_item(digest)
+        try:
+            item = self._read_item(digest)
+        except (ClientError, BotoCoreError):
+            if known is None or now - known[1] > STALE_KNOWN_SECONDS:
+                raise
+            # The store is failing: a key that was real a moment ago stays so for the blip, rather than
+            # every request of its tenant failing (revocation waits for the store, at most STALE_KNOWN_SECONDS).
+            self.known[digest] = (known[0], now + STALE_RETRY_SECONDS)
+            return known[0]
         owner = self._owner_of(item) if item else None
         if owner is not None:
             self.known[digest] = (owner, now + self._known_seconds())

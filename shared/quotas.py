@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import settings
 from shared.aws import aws_error_code, client
@@ -114,13 +114,23 @@ def overrides_of(tenant: str) -> dict[str, float | int]:
     return {name: getattr(limits, name) for name in TenantLimits.names() if name in overridden}
 
 
+STALE_RETRY_SECONDS = 5  # after a failed read, the limits in hand serve this long before the next try
+
+
 def limits_for(tenant: str) -> TenantLimits:
     """The tenant's limits, read at most once per TENANT_LIMITS_CACHE_SECONDS per instance."""
     now = time.monotonic()
     cached = _cached.get(tenant)
     if cached and cached[1] > now:
         return cached[0]
-    item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_key(tenant)).get("Item")
+    try:
+        item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_key(tenant)).get("Item")
+    except (ClientError, BotoCoreError):
+        # A store blip must not fail enqueues, which never touch the store otherwise: keep what was read
+        # last (or the defaults, for a tenant this instance has not read yet) and try again shortly.
+        limits = cached[0] if cached else DEFAULTS
+        _cached[tenant] = (limits, now + STALE_RETRY_SECONDS)
+        return limits
     limits = _from_item(item)
     _cached[tenant] = (limits, now + settings.TENANT_LIMITS_CACHE_SECONDS)
     return limits

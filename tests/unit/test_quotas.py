@@ -57,6 +57,22 @@ def test_defaults_apply_until_an_operator_overrides_and_clearing_restores_them(a
     assert quotas.overrides_of("acme") == {"enqueue_rate_per_second": 2.5}
 
 
+def test_a_store_blip_keeps_the_limits_in_hand_instead_of_failing_enqueues(aws, monkeypatch):
+    from botocore.exceptions import EndpointConnectionError
+
+    quotas.set_limits("acme", enqueue_rate_per_second=7.0)
+    assert quotas.limits_for("acme").enqueue_rate_per_second == 7.0
+    quotas._cached["acme"] = (quotas._cached["acme"][0], 0.0)  # its cache time ran out
+
+    class Down:
+        def get_item(self, **_kwargs):
+            raise EndpointConnectionError(endpoint_url="http://dynamodb")
+
+    monkeypatch.setattr(quotas, "client", lambda _service: Down())
+    assert quotas.limits_for("acme").enqueue_rate_per_second == 7.0  # the last read, not an error
+    assert quotas.limits_for("globex") == quotas.DEFAULTS  # never read here: the defaults
+
+
 @pytest.mark.parametrize(
     "overrides",
     [{"max_schedules": -1}, {"max_schedules": 1.5}, {"enqueue_rate_per_second": 0}, {"no_such_limit": 3}],

@@ -139,3 +139,25 @@ def test_operator_keys_share_the_format_and_the_flood_proof_lookup(aws, monkeypa
     monkeypatch.setattr(operators, "client", no_io)
     assert operators.is_operator(operator_key)  # still cached: the flood did not evict it
     assert not operators.is_operator(operator_key[:-1] + ("x" if operator_key[-1] != "x" else "y"))
+
+
+def test_a_known_key_outlives_its_cache_time_while_the_store_fails(aws, monkeypatch):
+    from botocore.exceptions import EndpointConnectionError
+
+    from shared import key_lookup
+
+    real = tenants.create_key("acme")
+    assert tenants.tenant_for(real) == "acme"
+    digest = api_keys.digest(real)
+    tenants._lookup.known[digest] = ("acme", 0.0)  # its cache time ran out
+
+    def store_down(*_args, **_kwargs):
+        raise EndpointConnectionError(endpoint_url="http://dynamodb")
+
+    monkeypatch.setattr(tenants, "client", lambda _service: type("Down", (), {"get_item": store_down})())
+    assert tenants.tenant_for(real) == "acme"  # served from the stale entry, not a 503
+    with pytest.raises(EndpointConnectionError):
+        tenants.tenant_for(api_keys.mint())  # a key never seen is not guessed at
+    tenants._lookup.known[digest] = ("acme", -key_lookup.STALE_KNOWN_SECONDS - 1_000_000.0)
+    with pytest.raises(EndpointConnectionError):
+        tenants.tenant_for(real)  # stale beyond the bound: the outage shows

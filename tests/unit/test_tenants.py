@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import string
+import time
 
 import pytest
 from hypothesis import given
@@ -149,7 +150,7 @@ def test_a_known_key_outlives_its_cache_time_while_the_store_fails(aws, monkeypa
     real = tenants.create_key("acme")
     assert tenants.tenant_for(real) == "acme"
     digest = api_keys.digest(real)
-    tenants._lookup.known[digest] = ("acme", 0.0)  # its cache time ran out
+    tenants._lookup.known[digest] = ("acme", time.monotonic() - 1)  # its cache time ran out
 
     def store_down(*_args, **_kwargs):
         raise EndpointConnectionError(endpoint_url="http://dynamodb")
@@ -158,6 +159,6 @@ def test_a_known_key_outlives_its_cache_time_while_the_store_fails(aws, monkeypa
     assert tenants.tenant_for(real) == "acme"  # served from the stale entry, not a 503
     with pytest.raises(EndpointConnectionError):
         tenants.tenant_for(api_keys.mint())  # a key never seen is not guessed at
-    tenants._lookup.known[digest] = ("acme", -key_lookup.STALE_KNOWN_SECONDS - 1_000_000.0)
+    tenants._lookup.known[digest] = ("acme", time.monotonic() - key_lookup.STALE_KNOWN_SECONDS - 1)
     with pytest.raises(EndpointConnectionError):
         tenants.tenant_for(real)  # stale beyond the bound: the outage shows

@@ -12,9 +12,11 @@ import {
   Flash,
   Json,
   Loading,
+  Pager,
   STATUSES,
   StatusBadge,
   Time,
+  useCursors,
   useFlash,
   usePoll,
 } from "./ui.js";
@@ -53,17 +55,17 @@ export function JobsPage({ mode = "all", params, navigate }) {
     since: params.since || "",
     until: params.until || "",
   };
-  const [cursors, setCursors] = useState([null]);
+  const pages = useCursors();
   const [flash, showFlash] = useFlash();
-  const page = cursors.length - 1;
+  const page = pages.page;
   const key = JSON.stringify(filters);
   const jobs = usePoll(
-    () => api("GET", "/v1/jobs" + query({ ...filters, limit: PAGE_SIZE, cursor: cursors[page] })),
+    () => api("GET", "/v1/jobs" + query({ ...filters, limit: PAGE_SIZE, cursor: pages.cursor })),
     [key, page],
     page === 0 ? REFRESH_MS : 0,
   );
   const applyFilters = (next) => {
-    setCursors([null]);
+    pages.reset();
     const path = mode === "all" ? "/jobs" : `/${mode}`;
     navigate(path + query({ ...next, status: preset.status ? "" : next.status }));
   };
@@ -87,26 +89,7 @@ export function JobsPage({ mode = "all", params, navigate }) {
       ? h(JobsTable, { jobs: jobs.data.jobs || [], mode, emptyText: preset.empty, onDone: done, onError: failed })
       : null,
     jobs.data?.note ? h("p", { class: "muted small note" }, jobs.data.note) : null,
-    h(
-      "nav",
-      { class: "pager", "aria-label": "Pages" },
-      h(
-        "button",
-        { type: "button", class: "btn btn-secondary", disabled: page === 0, onClick: () => setCursors(cursors.slice(0, -1)) },
-        "← Newer",
-      ),
-      h("span", { class: "muted" }, `Page ${page + 1}`),
-      h(
-        "button",
-        {
-          type: "button",
-          class: "btn btn-secondary",
-          disabled: !jobs.data?.next_cursor,
-          onClick: () => setCursors([...cursors, jobs.data.next_cursor]),
-        },
-        "Older →",
-      ),
-    ),
+    h(Pager, { pages, nextCursor: jobs.data?.next_cursor }),
   );
 }
 

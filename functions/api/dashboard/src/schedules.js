@@ -3,9 +3,9 @@
 import cronstrue from "cronstrue";
 import { h } from "preact";
 import { useState } from "preact/hooks";
-import { api } from "./api.js";
+import { api, query } from "./api.js";
 import { formatDateTime, timeZone } from "./format.js";
-import { ActionButton, Card, Empty, ErrorBox, Flash, Loading, StatusBadge, Time, useFlash, usePoll } from "./ui.js";
+import { ActionButton, Card, Empty, ErrorBox, Flash, Loading, Pager, StatusBadge, Time, useCursors, useFlash, usePoll } from "./ui.js";
 
 // EventBridge Scheduler expressions in words; cron() via cronstrue (AWS cron: 6 fields, year last,
 // day-of-week 1 = Sunday, which cronstrue reads with a leading seconds field and 1-based days).
@@ -22,9 +22,12 @@ export function describeExpression(expression, zone) {
   }
 }
 
+const PAGE_SIZE = 50;
+
 export function SchedulesPage({ navigate }) {
   const [flash, showFlash] = useFlash();
-  const list = usePoll(() => api("GET", "/v1/schedules"), [], 0);
+  const pages = useCursors();
+  const list = usePoll(() => api("GET", "/v1/schedules" + query({ limit: PAGE_SIZE, cursor: pages.cursor })), [pages.page], 0);
   const schedules = list.data?.schedules || [];
   return h(
     "div",
@@ -72,6 +75,9 @@ export function SchedulesPage({ navigate }) {
             ),
           ),
         )
+      : null,
+    pages.page > 0 || list.data?.next_cursor
+      ? h(Pager, { pages, nextCursor: list.data?.next_cursor, backLabel: "← Previous", forwardLabel: "Next →" })
       : null,
     h(CreateSchedule, {
       onCreated: (created) => {

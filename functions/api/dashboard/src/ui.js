@@ -124,3 +124,29 @@ export function useFlash() {
   useEffect(() => () => clearTimeout(timer.current), []);
   return [flash, show];
 }
+
+// Cursor pagination: the cursors of the pages seen so far; the page shown is the last.
+export function useCursors() {
+  const [cursors, setCursors] = useState([null]);
+  return {
+    cursor: cursors[cursors.length - 1],
+    page: cursors.length - 1,
+    reset: () => setCursors([null]),
+    back: () => setCursors(cursors.slice(0, -1)),
+    forward: (cursor) => setCursors([...cursors, cursor]),
+  };
+}
+
+export function Pager({ pages, nextCursor, backLabel = "← Newer", forwardLabel = "Older →" }) {
+  return h(
+    "nav",
+    { class: "pager", "aria-label": "Pages" },
+    h("button", { type: "button", class: "btn btn-secondary", disabled: pages.page === 0, onClick: pages.back }, backLabel),
+    h("span", { class: "muted" }, `Page ${pages.page + 1}`),
+    h(
+      "button",
+      { type: "button", class: "btn btn-secondary", disabled: !nextCursor, onClick: () => pages.forward(nextCursor) },
+      forwardLabel,
+    ),
+  );
+}

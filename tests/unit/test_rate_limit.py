@@ -219,3 +219,14 @@ def _fresh_limiter() -> Any:
     rate_limit.reset()
     yield
     rate_limit.reset()
+
+
+@pytest.mark.parametrize("spread", ["even", "skewed"])
+def test_across_instances_the_admitted_rate_stays_at_or_under_the_limit(spread: str) -> None:
+    from bench.rate_limit import simulate
+
+    cell = simulate(instances=10, limit=100.0, spread=spread, offered=2.0, seconds=40.0)
+
+    assert cell.ratio <= 1.02  # never meaningfully over the limit
+    assert cell.ratio >= (0.98 if spread == "even" else 0.85)  # an even spread admits the limit
+    assert cell.writes_per_second <= 10.5  # one directory write per instance per second, none per job

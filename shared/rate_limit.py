@@ -4,15 +4,14 @@ Each API instance keeps one token bucket per tenant, sized from the tenant's sha
 rate / n and burst / n, where n is how many instances served the tenant in the last
 COUNTED_SECONDS. Instances learn n from one shared item per tenant (`ratewin#<tenant>`: a map of instance
 id -> the last second it served the tenant): an instance writes its entry at most once per second
-per tenant it serves, off the request path, and counts the recent entries in what the write
-returns. So a tenant's enqueue costs no store call, and the store sees one small write per second
-per (instance, active tenant).
+per tenant it serves, off the request path (except its first: see `_first_sight`), and counts the
+recent entries in what the write returns. So a tenant's enqueue costs no store call, and the store
+sees one small write per second per (instance, active tenant).
 
 Accuracy (measured by `python -m bench.rate_limit`, docs/benchmark.md): requests spread evenly over
 the instances admit close to the limit; an uneven spread admits less (a busy instance's share runs
-out while another's is idle: conservative); a new instance, until its first report comes back
-(one round trip), counts the instances it saw last, or itself alone, so a sudden fan-out can admit
-up to a burst per new instance once.
+out while another's is idle: conservative); k instances appearing at once admit up to
+burst x (1 + 1/2 + ... + 1/k) in their first second.
 
 A batch of more jobs than the bucket holds is admitted only into a full bucket and leaves it in
 debt: per instance, admitted <= rate x t + max(burst share, largest batch).
@@ -175,16 +174,28 @@ class RateLimiter:
         """Admit `count` jobs of the tenant, or raise RateLimited."""
         now = self._clock()
         with self._lock:
-            state = self._tenants.get(tenant)
-            if state is None:
-                state = _TenantState(TokenBucket(rate, float(burst), float(burst), now))
-                self._tenants[tenant] = state
+            state = self._tenants.get(tenant) or self._first_sight(tenant, rate, burst, now)
             self._report(tenant, state)
             share = self.instances(tenant)
             state.bucket.resize(rate / share, max(1.0, burst / share), now)
             wait = state.bucket.take(count, now)
         if wait > 0:
             raise RateLimited(max(1, math.ceil(min(wait, 3600.0))), rate, burst)
+
+    def _first_sight(self, tenant: str, rate: float, burst: int, now: float) -> _TenantState:
+        """The tenant's first request on this instance: count the instances before sizing the bucket.
+
+        This report is on the request path, once per tenant per instance lifetime: a fleet scaling
+        out for a flood would otherwise give every new instance a whole burst before its first
+        background report came back. The k-th instance to appear counts k, so k instances that
+        appear at once grant burst x (1 + 1/2 + ... + 1/k) between them (4.5 bursts for 50).
+        """
+        state = _TenantState(TokenBucket(rate, float(burst), float(burst), now))
+        if self._directory is not None:
+            state.reported_window = int(self._wall_clock())
+            self._record(state, state.reported_window, tenant)
+        self._tenants[tenant] = state
+        return state
 
     def _report(self, tenant: str, state: _TenantState) -> None:
         """Say once per window that this instance serves the tenant (off the request path)."""

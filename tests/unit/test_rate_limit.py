@@ -4,6 +4,7 @@ and the domain refusing over-rate enqueues with nothing sent."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -98,6 +99,36 @@ def test_the_share_is_the_limit_divided_by_the_instances_serving_the_tenant() ->
             pass
     assert admitted == 20  # + 1 s at 10/s
     assert [r[2] for r in directory.reports] == [1000, 1001]  # one report per second, not per enqueue
+
+
+def test_a_new_instance_counts_the_others_before_its_first_admission_even_when_reports_run_in_background() -> None:
+    class SlowInBackground(FixedDirectory):
+        """Five instances serve the tenant; a report off the request path does not come back yet."""
+
+        def __init__(self) -> None:
+            super().__init__(instances=5)
+            self.released = threading.Event()
+
+        def report(self, tenant: str, instance: str, window: int) -> int:
+            if threading.current_thread() is not threading.main_thread():
+                self.released.wait(5)
+            return super().report(tenant, instance, window)
+
+    clock = FakeClock()
+    directory = SlowInBackground()
+    limiter = RateLimiter(directory, clock=clock, wall_clock=clock, instance_id="new", background=True)
+    admitted = 0
+    try:
+        for _ in range(100):
+            try:
+                limiter.admit("t", 1, rate=50.0, burst=50)
+                admitted += 1
+            except RateLimited:
+                pass
+    finally:
+        directory.released.set()
+    assert admitted == 10  # its share of the burst (50 / 5), not the whole burst
+    assert directory.reports[0] == ("t", "new", 1000)
 
 
 def test_a_failing_directory_keeps_the_last_estimate_and_admits() -> None:

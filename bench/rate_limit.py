@@ -16,7 +16,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.rate_limit import RateLimited, RateLimiter, counted
+from shared.rate_limit import Census, RateLimited, RateLimiter, census
 
 BURST_SECONDS = 5.0  # the burst is this many seconds of the steady rate, as in the defaults (1,000/s, 5,000)
 SETTLE_SECONDS = 20.0  # the first burst is spent (at 2x offered) before the admitted rate is measured
@@ -31,17 +31,17 @@ class SimClock:
 
 
 class SharedDirectory:
-    """DynamoDirectory's arithmetic, in memory: instance -> the last second it served the tenant."""
+    """DynamoDirectory's arithmetic, in memory: instance -> (the last second it served the tenant, its demand)."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, dict[str, int]] = {}
+        self.entries: dict[str, dict[str, tuple[int, float]]] = {}
         self.writes = 0
 
-    def report(self, tenant: str, instance: str, window: int) -> int:
+    def report(self, tenant: str, instance: str, window: int, demand: float) -> Census:
         self.writes += 1
         entries = self.entries.setdefault(tenant, {})
-        entries[instance] = window
-        return counted(entries.values(), window)
+        entries[instance] = (window, demand)
+        return census(entries.values(), window)
 
 
 @dataclass(frozen=True)

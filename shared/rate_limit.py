@@ -1,16 +1,18 @@
 """A tenant's enqueue rate limit (steady rate + burst), enforced without a store write per enqueue.
 
-Each API instance keeps one token bucket per tenant, sized from the tenant's share of the limit:
-rate / n and burst / n, where n is how many instances served the tenant in the last
-COUNTED_SECONDS. Instances learn n from one shared item per tenant (`ratewin#<tenant>`: a map of instance
-id -> the last second it served the tenant): an instance writes its entry at most once per second
-per tenant it serves, off the request path (except its first: see `_first_sight`), and counts the
-recent entries in what the write returns. So a tenant's enqueue costs no store call, and the store
-sees one small write per second per (instance, active tenant).
+Each API instance keeps one token bucket per tenant, sized from the instance's share of the limit:
+rate x s and burst x s, where s is this instance's part of the tenant's recent demand (jobs/s asked
+of it over the jobs/s asked of every instance that served the tenant in the last COUNTED_SECONDS),
+or 1/n of n instances while no demand is known. Instances learn it from one shared item per tenant
+(`ratewin#<tenant>`: a map of instance id -> the last second it served the tenant and its demand):
+an instance writes its entry at most once per second per tenant it serves, off the request path
+(except its first: see `_first_sight`), and reads the others' in what the write returns. So a
+tenant's enqueue costs no store call, and the store sees one small write per second per
+(instance, active tenant).
 
-Accuracy (measured by `python -m bench.rate_limit`, docs/benchmark.md): requests spread evenly over
-the instances admit close to the limit; an uneven spread admits less (a busy instance's share runs
-out while another's is idle: conservative); k instances appearing at once admit up to
+Accuracy (measured by `python -m bench.rate_limit`, docs/benchmark.md): 0.95-1.00 of the limit at
+100/s and more, however unevenly requests reach 1-50 instances; less at low rates over many
+instances (small buckets overflow: conservative); k instances appearing at once admit about
 burst x (1 + 1/2 + ... + 1/k) in their first second.
 
 A batch of more jobs than the bucket holds is admitted only into a full bucket and leaves it in

@@ -203,6 +203,8 @@ class RateLimiter:
                 self._report(tenant, state)
             state.bucket.resize(rate * state.share, max(1.0, burst * state.share), now)
             wait = state.bucket.take(count, now)
+            if wait > 0:  # a share shrunk by a lull grows back with the next report: wait at least an equal share
+                wait *= state.bucket.rate / (rate * max(state.share, 1.0 / state.instances))
         if wait > 0:
             raise RateLimited(max(1, math.ceil(min(wait, 3600.0))), rate, burst)
 

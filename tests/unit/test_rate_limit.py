@@ -131,6 +131,20 @@ def test_a_new_instance_counts_the_others_before_its_first_admission_even_when_r
     assert directory.reports[0] == ("t", "new", 1000)
 
 
+def test_retry_after_assumes_at_least_an_equal_share_when_the_demand_share_is_small() -> None:
+    class Quiet:
+        """Two instances; the other one was asked 1,000 times as much."""
+
+        def report(self, tenant: str, instance: str, window: int, demand: float) -> Census:
+            return Census(2, demand * 1001)
+
+    limiter = _limiter(FakeClock(), Quiet())
+    limiter.admit("t", 1, rate=10.0, burst=10)  # a share of 1/1001: a bucket of one token
+    with pytest.raises(RateLimited) as refused:
+        limiter.admit("t", 1, rate=10.0, burst=10)
+    assert refused.value.retry_after_seconds == 1  # 1 token at 5/s (half of 10/s), not at 0.01/s (100 s)
+
+
 def test_a_failing_directory_keeps_the_last_estimate_and_admits() -> None:
     class Down:
         def report(self, tenant: str, instance: str, window: int, demand: int) -> Census:

@@ -16,7 +16,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.rate_limit import RateLimited, RateLimiter, counted
+from shared.rate_limit import Census, RateLimited, RateLimiter, census
 
 BURST_SECONDS = 5.0  # the burst is this many seconds of the steady rate, as in the defaults (1,000/s, 5,000)
 SETTLE_SECONDS = 20.0  # the first burst is spent (at 2x offered) before the admitted rate is measured
@@ -31,17 +31,17 @@ class SimClock:
 
 
 class SharedDirectory:
-    """DynamoDirectory's arithmetic, in memory: instance -> the last second it served the tenant."""
+    """DynamoDirectory's arithmetic, in memory: instance -> (the last second it served the tenant, its demand)."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, dict[str, int]] = {}
+        self.entries: dict[str, dict[str, tuple[int, float]]] = {}
         self.writes = 0
 
-    def report(self, tenant: str, instance: str, window: int) -> int:
+    def report(self, tenant: str, instance: str, window: int, demand: float) -> Census:
         self.writes += 1
         entries = self.entries.setdefault(tenant, {})
-        entries[instance] = window
-        return counted(entries.values(), window)
+        entries[instance] = (window, demand)
+        return census(entries.values(), window)
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,29 @@ def simulate(instances: int, limit: float, spread: str, offered: float, seconds:
     )
 
 
+def fan_out(instances: int, limit: float, seed: int = 7) -> float:
+    """Admitted in the first second by `instances` API instances that all appear at once (a flood
+    scaling the API out), in bursts: the limit allows one burst plus a second of the rate."""
+    rng = random.Random(seed)
+    clock = SimClock()
+    directory = SharedDirectory()
+    limiters = [
+        RateLimiter(directory, clock=clock, wall_clock=clock, instance_id=f"i{k}", background=False)
+        for k in range(instances)
+    ]
+    burst = int(limit * BURST_SECONDS)
+    start = clock.now
+    admitted = 0
+    while clock.now - start < 1.0:  # offered far above the limit: 10 bursts a second
+        clock.now += rng.expovariate(10 * burst)
+        try:
+            rng.choice(limiters).admit("tenant", 1, limit, burst)
+            admitted += 1
+        except RateLimited:
+            pass
+    return admitted / burst
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.rate_limit", description=__doc__)
     parser.add_argument("--instances", type=int, nargs="+", default=[1, 2, 5, 10, 50])
@@ -112,6 +135,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f" {cell.writes_per_second:.1f} |",
                     flush=True,
                 )
+    print("\nA fan-out: N instances appear at once, offered 10 bursts in one second")
+    print("(allowed: 1 burst + 1 s of the rate = 1.2 bursts)\n")
+    print("| new instances | limit (jobs/s) | admitted in the first second (bursts) |")
+    print("|---:|---:|---:|")
+    for limit in args.limits:
+        for instances in args.instances:
+            print(f"| {instances} | {limit:g} | {fan_out(instances, limit):.2f} |", flush=True)
     return 0
 
 

@@ -4,6 +4,7 @@ and the domain refusing over-rate enqueues with nothing sent."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from shared import quotas, rate_limit
 from shared.enqueue import JobRequest, enqueue, enqueue_many
-from shared.rate_limit import DynamoDirectory, RateLimited, RateLimiter, TokenBucket
+from shared.rate_limit import Census, DynamoDirectory, RateLimited, RateLimiter, TokenBucket
 
 
 class FakeClock:
@@ -24,15 +25,15 @@ class FakeClock:
 
 
 class FixedDirectory:
-    """`instances` instances serve every tenant."""
+    """`instances` instances serve every tenant, each asked as much as the reporting one."""
 
     def __init__(self, instances: int) -> None:
         self.instances = instances
         self.reports: list[tuple[str, str, int]] = []
 
-    def report(self, tenant: str, instance: str, window: int) -> int:
+    def report(self, tenant: str, instance: str, window: int, demand: int) -> Census:
         self.reports.append((tenant, instance, window))
-        return self.instances
+        return Census(self.instances, demand * self.instances)
 
 
 def _limiter(clock: FakeClock, directory: Any = None) -> RateLimiter:
@@ -100,9 +101,53 @@ def test_the_share_is_the_limit_divided_by_the_instances_serving_the_tenant() ->
     assert [r[2] for r in directory.reports] == [1000, 1001]  # one report per second, not per enqueue
 
 
+def test_a_new_instance_counts_the_others_before_its_first_admission_even_when_reports_run_in_background() -> None:
+    class SlowInBackground(FixedDirectory):
+        """Five instances serve the tenant; a report off the request path does not come back yet."""
+
+        def __init__(self) -> None:
+            super().__init__(instances=5)
+            self.released = threading.Event()
+
+        def report(self, tenant: str, instance: str, window: int, demand: int) -> Census:
+            if threading.current_thread() is not threading.main_thread():
+                self.released.wait(5)
+            return super().report(tenant, instance, window, demand)
+
+    clock = FakeClock()
+    directory = SlowInBackground()
+    limiter = RateLimiter(directory, clock=clock, wall_clock=clock, instance_id="new", background=True)
+    admitted = 0
+    try:
+        for _ in range(100):
+            try:
+                limiter.admit("t", 1, rate=50.0, burst=50)
+                admitted += 1
+            except RateLimited:
+                pass
+    finally:
+        directory.released.set()
+    assert admitted == 10  # its share of the burst (50 / 5), not the whole burst
+    assert directory.reports[0] == ("t", "new", 1000)
+
+
+def test_retry_after_assumes_at_least_an_equal_share_when_the_demand_share_is_small() -> None:
+    class Quiet:
+        """Two instances; the other one was asked 1,000 times as much."""
+
+        def report(self, tenant: str, instance: str, window: int, demand: float) -> Census:
+            return Census(2, demand * 1001)
+
+    limiter = _limiter(FakeClock(), Quiet())
+    limiter.admit("t", 1, rate=10.0, burst=10)  # a share of 1/1001: a bucket of one token
+    with pytest.raises(RateLimited) as refused:
+        limiter.admit("t", 1, rate=10.0, burst=10)
+    assert refused.value.retry_after_seconds == 1  # 1 token at 5/s (half of 10/s), not at 0.01/s (100 s)
+
+
 def test_a_failing_directory_keeps_the_last_estimate_and_admits() -> None:
     class Down:
-        def report(self, tenant: str, instance: str, window: int) -> int:
+        def report(self, tenant: str, instance: str, window: int, demand: int) -> Census:
             raise RuntimeError("store down")
 
     limiter = _limiter(FakeClock(), Down())
@@ -165,13 +210,14 @@ def test_the_directory_counts_recent_instances_and_drops_long_gone_ones(
     aws: dict[str, Any],
 ) -> None:
     directory = DynamoDirectory()
-    assert directory.report("t", "a", 100) == 1
-    assert directory.report("t", "b", 100) == 2
-    assert directory.report("t", "c", 109) == 3  # a and b served the tenant within COUNTED_SECONDS
-    assert directory.report("t", "c", 110) == 1  # now they are older than that
-    assert directory.report("other", "a", 103) == 1  # per tenant
-    directory.report("t", "c", 200)  # a and b silent for over a minute: pruned by the next report
-    directory.report("t", "c", 201)
+    assert directory.report("t", "a", 100, 5) == Census(1, 5)
+    assert directory.report("t", "b", 100, 7) == Census(2, 12)
+    assert directory.report("t", "a", 101, 1) == Census(2, 8)  # an instance's last report replaces its demand
+    assert directory.report("t", "c", 109, 3) == Census(3, 11)  # a and b served it within COUNTED_SECONDS
+    assert directory.report("t", "c", 111, 3) == Census(1, 3)  # now they are older than COUNTED_SECONDS
+    assert directory.report("other", "a", 103, 1) == Census(1, 1)  # per tenant
+    directory.report("t", "c", 200, 1)  # a and b silent for over a minute: pruned by the next report
+    directory.report("t", "c", 201, 1)
     item = aws["dynamodb"].get_item(TableName="corral-jobs", Key={"pk": {"S": "ratewin#t"}})["Item"]
     assert set(item["instances"]["M"]) == {"c"}
     assert int(item["expires_at"]["N"]) > 201  # expires with the table's TTL
@@ -219,3 +265,14 @@ def _fresh_limiter() -> Any:
     rate_limit.reset()
     yield
     rate_limit.reset()
+
+
+@pytest.mark.parametrize("spread", ["even", "skewed"])
+def test_across_instances_the_admitted_rate_stays_at_or_under_the_limit(spread: str) -> None:
+    from bench.rate_limit import simulate
+
+    cell = simulate(instances=10, limit=100.0, spread=spread, offered=2.0, seconds=40.0)
+
+    assert cell.ratio <= 1.02  # never meaningfully over the limit
+    assert cell.ratio >= 0.95  # skewed too: each instance's share follows the demand it sees
+    assert cell.writes_per_second <= 10.5  # one directory write per instance per second, none per job

@@ -41,7 +41,10 @@ def import_seconds(module: str) -> float:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # measure what ships, write nothing
     if built:
         env["PYTHONPATH"] = os.pathsep.join(str(path) for path in _ASSET_PATH)
-    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True, env=env)
+    # In the asset's folder, as a function runs in its code's (-c puts the working folder first on the path).
+    out = subprocess.run(
+        command, cwd=_ASSET_PATH[0] if built else ROOT, capture_output=True, text=True, check=True, env=env
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 

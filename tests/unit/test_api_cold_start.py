@@ -95,6 +95,7 @@ def test_a_cold_start_and_its_first_enqueues_load_nothing_only_other_routes_need
         "AWS_DEFAULT_REGION": "us-east-1",
         "CORRAL_TABLE": corral_settings.TABLE_NAME,
         "POWERTOOLS_LOG_LEVEL": "ERROR",
+        "PYTHONDONTWRITEBYTECODE": "1",
     }
     out = subprocess.run(
         [sys.executable, "-c", _COLD_ENQUEUE, json.dumps(NOT_ON_THE_ENQUEUE_PATH), str(declarations)],

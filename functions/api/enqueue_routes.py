@@ -19,10 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
-from pydantic_core import SchemaValidator, ValidationError
 
 from functions.api import job_schemas
 from functions.api.responses import MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, cut, error_result, invalid_fields, json_result
@@ -30,6 +29,9 @@ from shared.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, Payload
 from shared.metrics import jobs_enqueued
 from shared.model import JobMessage
 from shared.status import job_status
+
+if TYPE_CHECKING:
+    from pydantic_core import SchemaValidator
 
 logger = Logger(service="corral-api", child=True)
 Route = Callable[[str, Any], dict[str, Any]]
@@ -43,11 +45,72 @@ class _Validated:
 
 @cache
 def _validator(name: str) -> SchemaValidator:
+    from pydantic_core import SchemaValidator  # on the first body that needs it: see _plain_fields
+
     return SchemaValidator({**getattr(job_schemas, name), "cls": _Validated})
 
 
 def _fields(schema: str, validated: _Validated) -> dict[str, Any]:
     return {name: getattr(validated, name) for name in getattr(job_schemas, schema)["schema"]["fields"]}
+
+
+_MISSING = object()
+
+
+def _length_within(schema: dict[str, Any], length: int) -> bool:
+    return schema.get("min_length", 0) <= length <= schema.get("max_length", length)
+
+
+def _plain(schema: dict[str, Any], value: Any) -> bool:
+    """Whether pydantic-core would take `value` for this field schema as it is, unconverted.
+
+    A subset only (exact JSON types within their bounds); False means "not sure", never "invalid".
+    """
+    kind = schema["type"]
+    if kind == "default":
+        return "default" in schema and (value is _MISSING or _plain(schema["schema"], value))
+    if kind == "nullable":
+        return value is None or _plain(schema["schema"], value)
+    if kind == "any":
+        return value is not _MISSING
+    if kind == "int":
+        return type(value) is int and schema.get("ge", value) <= value <= schema.get("le", value)
+    if kind == "str":
+        if type(value) is not str or not _length_within(schema, len(value)):
+            return False
+        try:
+            value.encode()  # a lone surrogate (JSON "\ud800") is not a string to pydantic-core
+        except UnicodeEncodeError:
+            return False
+        return True
+    if kind == "list":
+        items = schema.get("items_schema", {"type": "any"})
+        return type(value) is list and _length_within(schema, len(value)) and items["type"] == "any"
+    return False  # datetimes and the rest: pydantic-core parses them
+
+
+def _plain_fields(schema: str, value: Any) -> dict[str, Any] | None:
+    """The fields of a body pydantic-core would accept unchanged, without importing it; None: ask it.
+
+    Most enqueues are plain JSON of the right types: checking those here keeps pydantic-core (a fifth
+    of boto3's import time) off the cold path. Anything else, every invalid body included, is
+    validated by pydantic-core, so each answer and each 422 is its own.
+    """
+    whole = getattr(job_schemas, schema)
+    fields: dict[str, Any] = whole["schema"]["fields"]
+    if whole["config"] != {"extra_fields_behavior": "forbid", "title": whole["config"].get("title")}:
+        return None  # another config (strictness, stripping, aliases...) changes what is plain
+    if type(value) is not dict or not value.keys() <= fields.keys():
+        return None
+    found = {}
+    for name, field in fields.items():
+        if field.keys() != {"type", "schema"}:  # an alias, a validator...: not plain
+            return None
+        given = value.get(name, _MISSING)
+        if not _plain(field["schema"], given):
+            return None
+        found[name] = field["schema"].get("default") if given is _MISSING else given
+    return found
 
 
 def _validate(schema: str, value: Any) -> dict[str, Any] | list[dict[str, Any]]:
@@ -56,6 +119,11 @@ def _validate(schema: str, value: Any) -> dict[str, Any] | list[dict[str, Any]]:
         return [{"type": "missing", "loc": ("body",), "msg": "Field required"}]
     if isinstance(value, list) and value:  # as the resolver reads a body array for a model
         value = value[0]
+    plain = _plain_fields(schema, value)
+    if plain is not None:
+        return plain
+    from pydantic_core import ValidationError
+
     try:
         validated = _validator(schema).validate_python(value, from_attributes=True)
     except ValidationError as error:
@@ -113,6 +181,11 @@ def enqueue_items(tenant: str, items: list[Any]) -> tuple[int, dict[str, Any]]:
 
 
 def _parse_item(item: Any) -> JobRequest | InvalidJob:
+    plain = _plain_fields("JOB_IN", item)
+    if plain is not None:
+        return JobRequest(**plain)
+    from pydantic_core import ValidationError
+
     try:
         validated = _validator("JOB_IN").validate_python(item)
     except ValidationError as error:

@@ -3,10 +3,13 @@
 - Enqueue: the API handler called in-process with a synthetic HTTP API event (routing,
   validation, auth from the key cache, id minting, the SendMessage, the access log line)
   vs a bare boto3 `send_message` of the same body size to the same emulator queue.
-- Cold start: `import functions.api.handler` vs `import boto3`, each in fresh interpreters.
+- Cold start: `import functions.api.handler` vs `import boto3`, each in fresh interpreters, from
+  the built code asset and dependencies layer as a function imports them (their bytecode
+  included; only those two on the path), or from the checkout when they are not built.
 
 `python -m bench.cost enqueue` is the child process the benchmark starts with the
 emulator's endpoint and the functions' environment, so nothing leaks into the runner.
+`python -m bench.cost [module ...]` prints the cold-start figures alone (default: the API's handler).
 """
 
 from __future__ import annotations
@@ -23,31 +26,41 @@ ROOT = Path(__file__).resolve().parent.parent
 _IMPORT_TIMER = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
 
 
+BUILD = ROOT / ".corral" / "build"  # infra/bundling.py's output: the code asset and the layer
+_ASSET_PATH = [BUILD / "code", BUILD / "layer" / "python"]
+
+
 def import_seconds(module: str) -> float:
-    """Time to import `module` in a fresh interpreter (the interpreter's own startup excluded)."""
+    """Time to import `module` in a fresh interpreter (the interpreter's own startup excluded).
+
+    From the built asset and layer when they exist (`python -S`: nothing else on the path, as in
+    a function), else from the checkout and the venv.
+    """
+    built = all(path.is_dir() for path in _ASSET_PATH)
+    command = [sys.executable, *(["-S"] if built else []), "-c", _IMPORT_TIMER.format(module=module)]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}  # measure what ships, write nothing
+    if built:
+        env["PYTHONPATH"] = os.pathsep.join(str(path) for path in _ASSET_PATH)
+    # In the asset's folder, as a function runs in its code's (-c puts the working folder first on the path).
     out = subprocess.run(
-        [sys.executable, "-c", _IMPORT_TIMER.format(module=module)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        command, cwd=_ASSET_PATH[0] if built else ROOT, capture_output=True, text=True, check=True, env=env
     )
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def cold_start(runs: int = 7) -> dict[str, float]:
+def cold_start(runs: int = 7, module: str = "functions.api.handler") -> dict[str, float]:
     """Fastest of `runs` interleaved imports each: an import is fixed work, so on a shared
     machine the minimum is the estimate least inflated by other processes' load."""
     handler, boto3 = [], []
     for _ in range(runs):
-        handler.append(import_seconds("functions.api.handler"))
+        handler.append(import_seconds(module))
         boto3.append(import_seconds("boto3"))
     fastest_handler, fastest_boto3 = min(handler), min(boto3)
     return {
         "import_handler_ms": fastest_handler * 1000,
         "import_boto3_ms": fastest_boto3 * 1000,
         "ratio": fastest_handler / fastest_boto3,
+        "from_asset": float(all(path.is_dir() for path in _ASSET_PATH)),
     }
 
 
@@ -111,4 +124,5 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["enqueue"]:
         _child(sys.argv[2], int(sys.argv[3]))
     else:
-        print(json.dumps(cold_start()))
+        for module in sys.argv[1:] or ["functions.api.handler"]:
+            print(json.dumps({"module": module, **cold_start(module=module)}))

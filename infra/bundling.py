@@ -5,6 +5,11 @@ platform (manylinux x86_64, the runtime's CPython), rebuilt only when
 functions/requirements.txt changes; a customer job package's requirements get a
 second layer (jobs_layer_dir). The function code asset is a copy of functions/,
 shared/, corral_jobs/ and the customer's package, staged on every synth (it is small).
+
+Both carry their bytecode, compiled here: a function's code and layers are read-only, so without
+it every cold start compiles every module it imports, and a timestamp-checked .pyc is stale once
+the asset's zip has rewritten the files' times, so they are compiled unchecked-hash (valid whatever
+the file times; the asset is rebuilt whenever its sources change).
 The API's dashboard is bundled into it too:
 esbuild (pinned in package.json, installed by `npm ci`) bundles its modules and the front-end
 libraries they import from node_modules into one app.js and one app.css, which the API
@@ -13,7 +18,9 @@ function serves (no CDN at run time, four requests per page load).
 
 from __future__ import annotations
 
+import compileall
 import hashlib
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -24,6 +31,7 @@ BUILD = ROOT / ".corral" / "build"
 REQUIREMENTS = ROOT / "functions" / "requirements.txt"
 PYTHON_VERSION = "3.11"  # must match the Lambda runtime in infra/functions.py
 _CODE_PACKAGES = ("functions", "shared", "corral_jobs")
+BYTECODE_MARKER = ".bytecode"
 # Pure-Python requirements published only as source: pip cannot build a source distribution
 # for another platform, so they are built into (platform-independent) wheels first.
 _SOURCE_ONLY = ("amazon-dax-client",)
@@ -34,9 +42,39 @@ DASHBOARD_BUILD = DASHBOARD / "build"  # what functions/api/dashboard.py serves,
 DASHBOARD_LIBRARIES = ("preact", "uplot", "cronstrue")  # MIT; their licences ship beside the bundle
 
 
-def dependencies_layer_dir() -> Path:
-    """A directory holding python/<packages>, as a Lambda layer wants it."""
-    return _layer(REQUIREMENTS, BUILD / "layer")
+# The AWS services the functions call (shared/, functions/): the API models a trimmed layer keeps.
+PLATFORM_AWS_SERVICES = ("sqs", "dynamodb", "scheduler", "lambda", "cloudwatch", "logs", "sts", "sso", "sso-oidc")
+
+
+def dependencies_layer_dir(aws_services: tuple[str, ...] | None = None) -> Path:
+    """A directory holding python/<packages>, as a Lambda layer wants it.
+
+    `aws_services`: keep botocore's API models for these services (and the platform's) only. They
+    are about half of the layer's files (~2,000 of ~4,400, 28 of 34 MB), which the embedded
+    emulator deletes and re-extracts on every cold start of every environment; None keeps them all
+    (AWS: a customer's job may call any service).
+    """
+    full = _layer(REQUIREMENTS, BUILD / "layer")
+    return full if aws_services is None else _trimmed(full, {*PLATFORM_AWS_SERVICES, *aws_services})
+
+
+def _trimmed(full: Path, services: set[str]) -> Path:
+    target = BUILD / "layer-trimmed"
+    stamp = target / ".services"
+    wanted = ",".join(sorted(services)) + ":" + (full / ".requirements.sha256").read_text()
+    if stamp.exists() and stamp.read_text() == wanted:
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    models = full / "python" / "botocore" / "data"
+
+    def skip(directory: str, names: list[str]) -> set[str]:
+        if Path(directory) != models:
+            return set()
+        return {name for name in names if (models / name).is_dir() and name not in services}
+
+    shutil.copytree(full, target, ignore=skip)
+    stamp.write_text(wanted)
+    return target
 
 
 def jobs_layer_dir(requirements: Path) -> Path:
@@ -54,6 +92,7 @@ def _layer(requirements: Path, target: Path, constraints: Path | None = None) ->
     stamp = target / ".requirements.sha256"
     digest = hashlib.sha256(requirements.read_bytes() + (constraints.read_bytes() if constraints else b"")).hexdigest()
     if stamp.exists() and stamp.read_text() == digest:
+        compile_bytecode(target / "python")  # once: a layer built before the layers carried bytecode
         return target
     shutil.rmtree(target, ignore_errors=True)
     (target / "python").mkdir(parents=True)
@@ -83,8 +122,24 @@ def _layer(requirements: Path, target: Path, constraints: Path | None = None) ->
         ],
         check=True,
     )
+    compile_bytecode(target / "python")
     stamp.write_text(digest)
     return target
+
+
+def compile_bytecode(directory: Path) -> None:
+    """Every module's .pyc, for the runtime's Python (a synth on another Python leaves the sources alone)."""
+    marker = directory / BYTECODE_MARKER
+    if marker.exists() or sys.version_info[:2] != tuple(int(part) for part in PYTHON_VERSION.split(".")):
+        return
+    compileall.compile_dir(
+        directory,
+        quiet=2,
+        force=True,
+        workers=0,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    marker.write_text("unchecked-hash bytecode for CPython " + PYTHON_VERSION)
 
 
 def _source_only_wheels() -> Path:
@@ -112,6 +167,7 @@ def code_dir(jobs_package: Path | None = None) -> Path:
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt", "tests", "src", "build"),
         )
     build_dashboard(target / DASHBOARD_BUILD)
+    compile_bytecode(target)
     return target
 
 

@@ -27,13 +27,15 @@ class FunctionFactory(Construct):
         environment: dict[str, str],
         network: Network | None = None,
         jobs: JobsPackage | None = None,
+        aws_services: tuple[str, ...] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.network = network  # functions join the VPC only when there is one (the DAX cache needs it)
         # One code asset for the API and the worker: the API validates jobs against the same registry
         # (names, limits, payload checks) the worker runs them with.
         code_dir = bundling.code_dir(jobs.path if jobs else None)
-        layer_dirs = [bundling.dependencies_layer_dir()]
+        # A trimmed layer keeps the API models of the platform's services and `aws_services` only.
+        layer_dirs = [bundling.dependencies_layer_dir(aws_services)]
         self.code = lambda_.Code.from_asset(str(code_dir))
         self.layers = [self._layer("Dependencies", layer_dirs[0], "corral's pinned Python dependencies")]
         if jobs and jobs.requirements:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundling
+from shared.job_types import DECLARATIONS_FILE
 
 RESERVED_NAMES = ("functions", "shared", "corral_jobs", "client", "infra", "local", "tests", "python")
 
@@ -51,11 +52,15 @@ def from_context(raw: object) -> JobsPackage | None:
     return JobsPackage(path)
 
 
-_DESCRIBE = "import json; from shared import job_types; print(json.dumps(job_types.describe()))"
+_DECLARE = "import json; from shared import job_types; print(json.dumps(job_types.declarations()))"
 
 
 def registry(code_dir: Path, layer_dirs: list[Path], package: JobsPackage | None) -> list[dict[str, Any]]:
-    """The job types the deployed functions will know, loaded from the bundle exactly as they will load it."""
+    """The job types the deployed functions will know, loaded from the bundle exactly as they will load it.
+
+    Their declarations are written into the bundle (shared/job_types.py `declared`): the API accepts
+    jobs against them without importing the types' code.
+    """
     path = [str(code_dir), *(str(layer / "python") for layer in layer_dirs)]
     env = {
         "PATH": os.environ.get("PATH", ""),
@@ -65,10 +70,12 @@ def registry(code_dir: Path, layer_dirs: list[Path], package: JobsPackage | None
         "CORRAL_JOBS_PACKAGE": package.name if package else "",
     }
     result = subprocess.run(
-        [sys.executable, "-S", "-c", _DESCRIBE], env=env, capture_output=True, text=True, check=False, timeout=120
+        [sys.executable, "-S", "-B", "-c", _DECLARE], env=env, capture_output=True, text=True, check=False, timeout=120
     )
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
         source = f"the job package {package.path}" if package else "the built-in job types"
         raise SystemExit(f"corral:jobs: loading {source} failed: {last}")
-    return json.loads(result.stdout)
+    declarations = json.loads(result.stdout)
+    (code_dir / DECLARATIONS_FILE).write_text(json.dumps(declarations, indent=1))
+    return declarations

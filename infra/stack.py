@@ -50,6 +50,7 @@ class CorralStack(Stack):
             "Functions",
             network=network,
             jobs=jobs,
+            aws_services=aws_services_from_context(self.node.try_get_context("corral:aws_services"), profile),
             environment={
                 "CORRAL_TABLE": store.table.table_name,
                 "CORRAL_QUEUE_URL": queue.queue.queue_url,
@@ -92,6 +93,15 @@ def function_env_from_context(raw: object) -> dict[str, str]:
     if not raw:
         return {}
     return {str(k): str(v) for k, v in (json.loads(raw) if isinstance(raw, str) else raw).items()}
+
+
+def aws_services_from_context(raw: object, profile: Profile) -> tuple[str, ...] | None:
+    """The layer's botocore API models: on the local profile the platform's services plus
+    `-c corral:aws_services=s3,sns` (what a customer's jobs call), for cheaper emulator cold starts;
+    elsewhere all of them."""
+    if profile.name != "local":
+        return None
+    return tuple(name.strip() for name in str(raw or "").split(",") if name.strip())
 
 
 def profile_from_context(raw: object) -> Profile:

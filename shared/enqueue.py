@@ -66,9 +66,9 @@ def check_job(
     `scheduler_input`: the job travels as an EventBridge Scheduler target Input (a schedule's
     firings, a job due beyond SQS's longest delay), where Scheduler would rewrite its keywords.
     """
-    found = job_types.lookup(job_type)
+    found = job_types.declared(job_type)
     if found is None:
-        known = ", ".join(job_types.names())
+        known = ", ".join(job_types.declared_names())
         raise InvalidJob(f"{field_prefix}type", f"unknown job type {job_type!r}; known types: {known}")
     field = f"{field_prefix}payload"
     nesting = payloads.depth(payload)
@@ -104,7 +104,7 @@ def check_job(
 def _max_attempts(request: JobRequest) -> int:
     if request.max_attempts is not None:
         return request.max_attempts
-    found = job_types.lookup(request.type)
+    found = job_types.declared(request.type)
     return found.max_attempts if found else settings.DEFAULT_MAX_ATTEMPTS
 
 

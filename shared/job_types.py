@@ -12,18 +12,26 @@ Where types come from, in order (`load()`):
    `corral:jobs`), with every module in it imported. A name already taken is an error, raised
    where the stack is synthesized (infra/jobs_package.py), so it never reaches a deploy.
 
+The API does not import the types' code to accept a job: `declared(name)` reads the registry's
+declarations (names, limits, where each payload validator lives), written at synth into the code
+asset as job_types.json (infra/functions.py), and imports a validator's module only when a job of
+its type is enqueued. Without that file (tests, a checkout), it loads the registry.
+
 Customers import the public surface from `corral_jobs`, not from here.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import pkgutil
 import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from shared import settings
@@ -131,6 +139,11 @@ class JobType:
             "builtin": self.builtin,
             "exclusive": "per job" if callable(self.exclusive) else bool(self.exclusive),
         }
+
+    def declaration(self) -> dict[str, Any]:
+        """What the API needs to accept a job of this type, as data (see `declared`)."""
+        validator = f"{self.validate.__module__}:{self.validate.__qualname__}" if self.validate else None
+        return {**self.describe(), "chaos": self.chaos, "validator": validator}
 
 
 _REGISTRY: dict[str, JobType] = {}
@@ -242,3 +255,69 @@ def names() -> list[str]:
 def describe() -> list[dict[str, Any]]:
     """The registry as data: what `corral:jobs` deploys, checked at synth."""
     return [found.describe() for name in names() if (found := lookup(name))]
+
+
+DECLARATIONS_FILE = "job_types.json"  # beside the packages, at the root of the functions' code asset
+declarations_path = Path(__file__).resolve().parent.parent / DECLARATIONS_FILE
+
+
+def declarations() -> list[dict[str, Any]]:
+    """Every registered type's declaration, chaos types included (`declared` filters them as `lookup` does)."""
+    load()
+    return [_REGISTRY[name].declaration() for name in sorted(_REGISTRY)]
+
+
+def _not_loaded(payload: Any, context: JobContext) -> Any:
+    raise RuntimeError("a declared job type runs only on a worker, which loads the registry")
+
+
+def _lazy_validator(reference: str) -> PayloadValidator:
+    module_name, _, qualname = reference.partition(":")
+
+    def validate(payload: Any) -> None:
+        global _registering_builtins
+        registering, _registering_builtins = _registering_builtins, module_name.startswith("shared.")
+        try:  # its module registers its types as it is imported: built-ins as built-ins, as load() would
+            target: Any = importlib.import_module(module_name)
+        finally:
+            _registering_builtins = registering
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        target(payload)
+
+    return validate
+
+
+@cache
+def _declared() -> dict[str, JobType] | None:
+    if not declarations_path.is_file():
+        return None
+    found = {}
+    for entry in json.loads(declarations_path.read_text()):
+        options = {key: entry[key] for key in entry if key not in ("validator", "chaos", "builtin", "name")}
+        validator = _lazy_validator(entry["validator"]) if entry.get("validator") else None
+        found[entry["name"]] = JobType(
+            name=entry["name"],
+            run=_not_loaded,
+            validate=validator,
+            chaos=entry["chaos"],
+            builtin=entry["builtin"],
+            **options,
+        )
+    return found
+
+
+def declared(name: str) -> JobType | None:
+    """A type as the API needs it to accept a job (limits, validator), without importing its code if it can."""
+    table = None if _loaded else _declared()
+    if table is None:
+        return lookup(name)
+    found = table.get(name)
+    return None if found is None or (found.chaos and not _chaos_enabled()) else found
+
+
+def declared_names() -> list[str]:
+    table = None if _loaded else _declared()
+    if table is None:
+        return names()
+    return sorted(name for name in table if declared(name))

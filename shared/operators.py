@@ -11,7 +11,6 @@ two-cache lookup (shared/key_lookup.py). Minted by an operator with AWS credenti
 
 from __future__ import annotations
 
-import argparse
 from datetime import UTC, datetime
 from typing import Any
 
@@ -73,6 +72,8 @@ def clear_cache() -> None:
 
 
 def main() -> None:
+    import argparse  # the command line only: the API imports this module on every cold start
+
     parser = argparse.ArgumentParser(description="Mint an operator key (printed once; only its hash is stored).")
     parser.add_argument("--label", default="", help="who or what holds it, for the audit trail")
     print(create_key(parser.parse_args().label))

@@ -1,8 +1,9 @@
-"""The raw request body, checked before the resolver parses it: size, nesting, then JSON numbers.
+"""The raw request body, checked and parsed once, before any route reads it: size, nesting, then JSON numbers.
 
 The API reads every body as JSON, whatever its Content-Type says (`curl -d` sends
 application/x-www-form-urlencoded, and API Gateway then base64-encodes it): the body is decoded
-here and handed on marked as JSON. Nesting is measured on the text, before any parser recurses
+here and handed on marked as JSON, with its parsed value (the enqueue routes validate that value; the
+resolver's routes read the text). Nesting is measured on the text, before any parser recurses
 into it, so a body nested thousands of levels deep costs a scan, not a crash.
 """
 
@@ -34,6 +35,12 @@ class BodyProblem:
     code: str
     message: str
     field: str = "body"
+
+
+@dataclass(frozen=True)
+class CheckedBody:
+    event: dict[str, Any]  # the event, its body JSON text marked application/json
+    value: Any = None  # the body parsed (None: no body)
 
 
 class _NotANumber(float):
@@ -95,13 +102,13 @@ def _text(event: dict[str, Any]) -> str | BodyProblem:
         return BodyProblem(400, "malformed_json", "request body is not UTF-8 JSON")
 
 
-def check(event: dict[str, Any]) -> dict[str, Any] | BodyProblem:
-    """The event with its body as JSON text marked application/json, or the problem with the body."""
+def check(event: dict[str, Any]) -> CheckedBody | BodyProblem:
+    """The event with its body as JSON text marked application/json, and its value; or the problem with the body."""
     text = _text(event)
     if isinstance(text, BodyProblem):
         return text
     if not text:
-        return event
+        return CheckedBody(event)
     size = len(text.encode())
     if size > settings.MAX_REQUEST_BODY_BYTES:
         return BodyProblem(
@@ -129,4 +136,4 @@ def check(event: dict[str, Any]) -> dict[str, Any] | BodyProblem:
         return BodyProblem(422, "invalid_request", "NaN, Infinity and out-of-range numbers are not JSON numbers", where)
     headers = {name.lower(): value for name, value in (event.get("headers") or {}).items()}
     headers["content-type"] = "application/json"
-    return {**event, "body": text, "isBase64Encoded": False, "headers": headers}
+    return CheckedBody({**event, "body": text, "isBase64Encoded": False, "headers": headers}, parsed)

@@ -1,32 +1,26 @@
-"""/v1/jobs routes: parse -> domain -> response."""
+"""/v1/jobs routes as the resolver declares them: their models document the OpenAPI schema.
+
+Requests on these routes are answered by functions/api/enqueue_routes.py without the resolver,
+validated with the pydantic-core schemas of the models here (functions/api/job_schemas.py).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from functions.api.responses import (
-    MAX_FIELD_CHARS,
-    MAX_MESSAGE_CHARS,
-    cut,
-    documented,
-    error_response,
-    json_response,
-)
+from functions.api.enqueue_routes import enqueue_items
+from functions.api.responses import documented, error_response, json_response
 from shared import settings
-from shared.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
+from shared.enqueue import JobRequest, enqueue
 from shared.metrics import jobs_enqueued
-from shared.model import JobMessage
-from shared.quotas import QuotaExceeded
 from shared.status import job_status
 
-logger = Logger(service="corral-api", child=True)
 router = APIGatewayHttpRouter()
 
 
@@ -95,39 +89,7 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     ),
 )
 def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:
-    parsed = [_parse_item(item) for item in batch.jobs]
-    enqueued = iter(enqueue_many(_tenant(), [item for item in parsed if isinstance(item, JobRequest)]))
-    outcomes = [next(enqueued) if isinstance(item, JobRequest) else item for item in parsed]
-    not_sent = [outcome.detail for outcome in outcomes if isinstance(outcome, NotSent)]
-    if not_sent:  # AWS's words stay in the log: they can name the account and roles
-        logger.warning("bulk jobs not sent", extra={"count": len(not_sent), "details": sorted(set(not_sent))[:10]})
-    results = [_item_result(index, outcome) for index, outcome in enumerate(outcomes)]
-    rejected = sum(1 for result in results if result["status"] == "rejected")
-    body = {"accepted": len(results) - rejected, "rejected": rejected, "results": results}
-    return json_response(207 if rejected else 202, body)
-
-
-def _parse_item(item: Any) -> JobRequest | InvalidJob:
-    try:
-        return JobRequest(**JobIn.model_validate(item).model_dump())
-    except ValidationError as error:
-        problem = error.errors()[0]
-        return InvalidJob(".".join(str(part) for part in problem.get("loc", ())), problem.get("msg", "invalid"))
-
-
-def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
-    if isinstance(outcome, JobMessage):
-        return {"index": index, "id": outcome.id, "status": "queued"}
-    if isinstance(outcome, NotSent):
-        return {"index": index, "status": "rejected", "error": "unavailable", "message": outcome.reason}
-    if isinstance(outcome, QuotaExceeded):
-        code = "quota_exceeded" if outcome.retry_can_help else "forbidden"
-        message = outcome.message
-        return {"index": index, "status": "rejected", "error": code, "message": message, "quota": outcome.limit_name}
-    field = cut(f"jobs[{index}]" + (f".{outcome.field}" if outcome.field else ""), MAX_FIELD_CHARS)
-    code = "payload_too_large" if isinstance(outcome, PayloadTooLarge) else "invalid_request"
-    message = cut(outcome.message, MAX_MESSAGE_CHARS)
-    return {"index": index, "status": "rejected", "error": code, "message": message, "field": field}
+    return json_response(*enqueue_items(_tenant(), batch.jobs))
 
 
 @router.get(
@@ -140,3 +102,25 @@ def get_job(job_id: Annotated[str, Path(max_length=128)]) -> Response[dict[str, 
     if record is None:
         return error_response(404, "not_found", f"no job {job_id!r}")
     return json_response(200, record.public())
+
+
+def core_schemas() -> dict[str, dict[str, Any]]:
+    """The models' pydantic-core validation schemas as plain data: what functions/api/job_schemas.py holds."""
+
+    def plain(node: Any) -> Any:  # without the model class, its ref and the JSON-schema metadata (functions)
+        if isinstance(node, dict):
+            return {key: plain(value) for key, value in node.items() if key not in ("cls", "ref", "metadata")}
+        return [plain(value) for value in node] if isinstance(node, list) else node
+
+    models = {"JOB_IN": JobIn, "JOBS_BATCH_IN": JobsBatchIn}
+    return {name: plain(model.__pydantic_core_schema__) for name, model in models.items()}
+
+
+if __name__ == "__main__":  # python -m functions.api.jobs > functions/api/job_schemas.py
+    import pprint
+
+    print('"""Generated by `python -m functions.api.jobs > functions/api/job_schemas.py` from its models: do not edit.')
+    print("\nThe enqueue routes validate with these (functions/api/enqueue_routes.py) without importing pydantic;")
+    print('tests/unit/test_api_cold_start.py fails if they differ from the models."""\n')
+    for name, schema in core_schemas().items():
+        print(f"\n{name} = {pprint.pformat(schema, width=120, sort_dicts=False)}")

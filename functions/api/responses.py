@@ -6,15 +6,21 @@ path, an id) is cut to a few dozen characters here, whatever the caller passed.
 
 from __future__ import annotations
 
+import importlib
 import json
-from typing import Any
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel
+from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import settings
+from shared import scheduler
+from shared.enqueue import InvalidJob, PayloadTooLarge
 from shared.quotas import QuotaExceeded
+from shared.rate_limit import RateLimited
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import Response
 
 MAX_MESSAGE_CHARS = 300
 MAX_FIELD_CHARS = 100
@@ -23,6 +29,8 @@ MAX_FIELDS = 20
 
 def json_response(status: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
     # The resolver serialises the dict (and validates it against the route's return type).
+    from aws_lambda_powertools.event_handler import Response  # the resolver's routes only: see handler.py
+
     return Response(status_code=status, content_type="application/json", body=body)
 
 
@@ -46,101 +54,112 @@ def error_response(status: int, code: str, message: str, **details: Any) -> Resp
     return json_response(status, error_body(code, message, **details))
 
 
-def error_result(status: int, code: str, message: str, **details: Any) -> dict[str, Any]:
-    """An error as the Lambda's return value (API Gateway payload 2.0), for answers given before the resolver."""
+def json_result(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    """A JSON answer as the Lambda's return value (API Gateway payload 2.0), for answers given without the resolver."""
     return {
         "statusCode": status,
         "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(error_body(code, message, **details), separators=(",", ":")),
+        "body": json.dumps(body, separators=(",", ":")),
         "isBase64Encoded": False,
     }
 
 
-def rate_limited(retry_after_seconds: int, message: str) -> Response:
+def error_result(status: int, code: str, message: str, **details: Any) -> dict[str, Any]:
+    return json_result(status, error_body(code, message, **details))
+
+
+def problem_field(location: tuple[Any, ...]) -> str:
+    """A validation problem's location as a field name: ("body", "jobs", 0) -> "jobs.0"."""
+    parts = [str(part) for part in location if part != "body"]
+    return cut(".".join(parts) or "body", MAX_FIELD_CHARS)  # a made-up field name can be any length
+
+
+def invalid_fields(problems: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
+    """The answer to pydantic-shaped validation problems: 400 for JSON that does not parse, else 422 naming fields."""
+    if any(problem.get("type") == "json_invalid" for problem in problems):
+        return 400, error_body("malformed_json", "request body is not valid JSON")
+    fields = [{"field": problem_field(tuple(p.get("loc", ()))), "message": p.get("msg", "invalid")} for p in problems]
+    summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
+    return 422, error_body("invalid_request", summary, fields=fields)
+
+
+# How domain errors are answered, on every route: the enqueue routes (functions/api/enqueue_routes.py)
+# and the resolver's (functions/api/resolver.py) both look them up here. Register a mapping with
+# @answers(ErrorType); the most specific registered class of an error wins.
+ErrorAnswer = tuple[int, dict[str, Any], dict[str, str]]  # status, body, extra headers
+Answer = Callable[[Any], ErrorAnswer]
+_ANSWERS: dict[type[BaseException], Answer] = {}
+_log = logging.getLogger("corral-api")
+
+
+def answers(*error_types: type[BaseException]) -> Callable[[Answer], Answer]:
+    def register(answer: Answer) -> Answer:
+        for error_type in error_types:
+            _ANSWERS[error_type] = answer
+        return answer
+
+    return register
+
+
+def answered_types() -> list[type[BaseException]]:
+    return list(_ANSWERS)
+
+
+def answer_for(error: BaseException) -> ErrorAnswer:
+    """The answer to an error a route raised: its mapping, else a logged 500."""
+    for error_type in type(error).__mro__:
+        if error_type in _ANSWERS:
+            return _ANSWERS[error_type](error)
+    _log.exception("unhandled error", exc_info=error)
+    return 500, error_body("internal_error", "internal error; it has been logged"), {}
+
+
+def error_answer_result(error: BaseException) -> dict[str, Any]:
+    status, body, headers = answer_for(error)
+    result = json_result(status, body)
+    result["headers"].update(headers)
+    return result
+
+
+@answers(PayloadTooLarge)
+def _too_large(error: PayloadTooLarge) -> ErrorAnswer:
+    fields = [{"field": error.field, "message": error.message}]
+    return 413, error_body("payload_too_large", str(error), fields=fields), {}
+
+
+@answers(InvalidJob)
+def _invalid_job(error: InvalidJob) -> ErrorAnswer:
+    if isinstance(error.__cause__, scheduler.Rejected):
+        _log.warning("EventBridge Scheduler rejected a request", extra={"detail": error.__cause__.detail})
+    return 422, error_body("invalid_request", str(error), fields=[{"field": error.field, "message": error.message}]), {}
+
+
+@answers(QuotaExceeded)
+def _quota_exceeded(error: QuotaExceeded) -> ErrorAnswer:
+    """429 when holding less would let the request through, 403 when nothing would."""
+    status, code = (429, "quota_exceeded") if error.retry_can_help else (403, "forbidden")
+    return status, error_body(code, error.message, quota=error.limit_name, limit=error.limit, count=error.count), {}
+
+
+@answers(RateLimited)
+def _rate_limited(error: RateLimited) -> ErrorAnswer:
     """429 with Retry-After (whole seconds, >= 1), also in the body for clients that drop headers."""
-    seconds = max(1, int(retry_after_seconds))
-    return Response(
-        status_code=429,
-        content_type="application/json",
-        body=error_body("rate_limited", message, retry_after_seconds=seconds),
-        headers={"Retry-After": str(seconds)},
-    )
+    seconds = max(1, int(error.retry_after_seconds))
+    return 429, error_body("rate_limited", str(error), retry_after_seconds=seconds), {"Retry-After": str(seconds)}
 
 
-class FieldProblemOut(BaseModel):
-    field: str
-    message: str
+@answers(ClientError, BotoCoreError)
+def _aws_unavailable(error: Exception) -> ErrorAnswer:
+    _log.exception("AWS call failed", exc_info=error)
+    return 503, error_body("unavailable", "the job service is briefly unavailable; retry with backoff"), {}
 
 
-class ErrorOut(BaseModel):
-    """Every 4xx/5xx body. `field`/`fields` name the input at fault, when one is."""
-
-    error: str
-    message: str
-    field: str | None = None
-    fields: list[FieldProblemOut] | None = None
-    retry_after_seconds: int | None = None  # rate_limited: as the Retry-After header
+# The OpenAPI side (pydantic models of the error shape) is imported only where the document is
+# built: the enqueue routes answer without it (functions/api/handler.py).
+_OPENAPI_NAMES = frozenset({"FieldProblemOut", "ErrorOut", "ERRORS", "documented", "complete_error_responses"})
 
 
-_ERRORS: dict[int, str] = {
-    400: "malformed_json: the body is not JSON (any Content-Type is read as JSON)",
-    401: "unauthorized: no key, or an unknown one (checked before the body is read)",
-    403: "forbidden: the request alone is larger than a quota of this tenant's (named in the message);"
-    " a retry never helps: the operator can raise the limit",
-    404: "not_found: no such job or schedule for this key's tenant, or no such route",
-    409: "conflict: the resource's state does not allow this (e.g. the schedule name is taken)",
-    413: f"payload_too_large: a payload over {settings.MAX_PAYLOAD_BYTES} bytes serialised,"
-    f" or a body over {settings.MAX_REQUEST_BODY_BYTES} bytes",
-    422: "invalid_request: a field is invalid (named in field/fields), including a payload nested deeper than"
-    f" {settings.MAX_PAYLOAD_DEPTH} levels or holding NaN/Infinity",
-    429: "rate_limited: the tenant's enqueue rate limit (every job of a batch counts; none was enqueued):"
-    " retry after the Retry-After header's seconds; or quota_exceeded: the tenant holds its quota (the message"
-    " names it and the count), a retry helps once it holds less (e.g. deleting schedules)",
-    500: "internal_error: a bug; it has been logged",
-    503: "unavailable: AWS briefly failed or was too slow; nothing was changed: retry with backoff"
-    " (with an idempotency_key, a retry is safe)",
-}
-
-
-def documented(success: dict[int, OpenAPIResponse], *errors: int) -> dict[int, OpenAPIResponse]:
-    """A route's OpenAPI responses: its successes, then the errors it can answer, shaped like ErrorOut."""
-    shared = (401, 422, 500, 503)  # every route: the key, validation, a bug, AWS
-    codes = sorted({*errors, *shared})
-    return success | {
-        code: {"description": _ERRORS[code], "content": {"application/json": {"model": ErrorOut}}} for code in codes
-    }
-
-
-def complete_error_responses(schema: dict[str, Any]) -> dict[str, Any]:
-    """The OpenAPI document with every operation declaring the errors any route can answer.
-
-    A safety net for routes declared without `documented(...)`: the key, validation, a bug and
-    AWS on all; a bad or oversized body where there is one; 404 where the path names something.
-    Powertools' own 422 (`HTTPValidationError`, a shape this API never answers) is replaced.
-    """
-    error_schema = {"$ref": "#/components/schemas/ErrorOut"}
-    for path, operations in schema.get("paths", {}).items():
-        for method, operation in operations.items():
-            codes = {401, 422, 500, 503}
-            if method.upper() in ("POST", "PUT", "PATCH"):
-                codes |= {400, 413}
-            if "{" in path:
-                codes.add(404)
-            responses = operation.setdefault("responses", {})
-            for code in sorted(codes):
-                declared = responses.get(str(code))
-                if declared is None or "HTTPValidationError" in json.dumps(declared):
-                    responses[str(code)] = {
-                        "description": _ERRORS[code],
-                        "content": {"application/json": {"schema": error_schema}},
-                    }
-    return schema
-
-
-def quota_exceeded_response(error: QuotaExceeded) -> Response:
-    """A quota reached: 429 when holding less would let the request through, 403 when nothing would."""
-    if error.retry_can_help:
-        return error_response(
-            429, "quota_exceeded", error.message, quota=error.limit_name, limit=error.limit, count=error.count
-        )
-    return error_response(403, "forbidden", error.message, quota=error.limit_name, limit=error.limit, count=error.count)
+def __getattr__(name: str) -> Any:
+    if name in _OPENAPI_NAMES:
+        return getattr(importlib.import_module("functions.api.openapi_docs"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

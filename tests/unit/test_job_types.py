@@ -117,3 +117,54 @@ def test_no_lambda_target_is_allowed_by_default(aws, monkeypatch):
     monkeypatch.delenv(lambda_targets.ENVIRONMENT, raising=False)
     with pytest.raises(InvalidJob, match="not a Lambda target this stack allows"):
         build_message("acme", _request(type="lambda", payload={"function": "anything"}), time.time())
+
+
+_DECLARED = """
+import json, sys
+from shared import job_types
+from shared.enqueue import InvalidJob, check_job
+render = job_types.declared("render_email")
+before = any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)
+limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}
+try:
+    check_job("render_email", {"markdown": 5}, 2)
+    refused = None
+except InvalidJob as error:
+    refused = error.field
+print(json.dumps({**limits, "imported_before_validating": before, "refused": refused,
+                  "imported_after": any(name.startswith("jobs.") for name in sys.modules),
+                  "loaded": job_types._loaded}))
+"""
+
+
+def test_the_api_accepts_jobs_against_the_declarations_written_at_synth(tmp_path):
+    """In the asset, a type's limits come from job_types.json; its module is imported only to validate."""
+    import json
+    import subprocess
+    import sys
+
+    package = jobs_package.from_context("examples/jobs")
+    declarations = _registry(package)
+    code = bundling.BUILD / "code"  # the asset _registry built, where the registry wrote job_types.json
+    assert json.loads((code / job_types.DECLARATIONS_FILE).read_text()) == declarations
+    layers = [bundling.dependencies_layer_dir() / "python", bundling.jobs_layer_dir(package.requirements) / "python"]
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", _DECLARED],
+        cwd=code,
+        env={
+            "PYTHONPATH": ":".join(str(path) for path in [code, *layers]),
+            "PATH": "/usr/bin:/bin",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "CORRAL_JOBS_PACKAGE": package.name,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = json.loads(out.stdout)
+    assert (found["timeout"], found["attempts"]) == (30, 2)
+    assert "render_email" in found["known"] and "echo" in found["known"]
+    assert not found["imported_before_validating"] and not found["loaded"]  # no type's code for the limits
+    assert found["refused"] == "payload.markdown"  # its validator ran, imported on demand
+    assert found["imported_after"]

@@ -1,0 +1,61 @@
+"""The Powertools resolver: every route but the enqueue path's, with OpenAPI validation and the document.
+
+Built on the first request that needs it (functions/api/handler.py), not at import: it loads
+pydantic, the resolver's OpenAPI models and every router (dashboard, operator, steering, schedules,
+signing secrets), several times the import cost of boto3. The jobs router is included too, so
+the OpenAPI document describes the enqueue routes that functions/api/enqueue_routes.py answers.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+from functions.api import dashboard, jobs, operator, schedules, signing_secrets, steering
+from functions.api.openapi_docs import complete_error_responses
+from functions.api.responses import answer_for, answered_types, cut, error_response, invalid_fields, json_response
+from shared import job_types
+
+job_types.load()  # every type's code: the routes here (e.g. schedules) validate against the whole registry
+app = APIGatewayHttpResolver(enable_validation=True)
+app.include_router(jobs.router)
+app.include_router(schedules.router)
+app.include_router(steering.router)
+app.include_router(signing_secrets.router)
+app.include_router(operator.router)
+app.include_router(dashboard.router)
+
+
+@app.get("/v1/openapi.json", include_in_schema=False)
+def openapi() -> Response[str]:
+    schema = app.get_openapi_json_schema(
+        title="corral", security_schemes={"apiKey": HTTPBearer(description="an API key")}, security=[{"apiKey": []}]
+    )
+    return Response(
+        status_code=200, content_type="application/json", body=json.dumps(complete_error_responses(json.loads(schema)))
+    )
+
+
+@app.exception_handler(RequestValidationError)
+def invalid_request(error: RequestValidationError) -> Response:
+    return json_response(*invalid_fields(error.errors()))
+
+
+@app.exception_handler(answered_types())
+def domain_error(error: Exception) -> Response:
+    status, body, headers = answer_for(error)
+    return Response(status_code=status, content_type="application/json", body=body, headers=headers)
+
+
+@app.exception_handler(Exception)
+def internal_error(error: Exception) -> Response:
+    return domain_error(error)  # answer_for logs it and answers 500
+
+
+@app.not_found
+def not_found(error: Exception) -> Response:
+    path = cut(app.current_event.path, 100)
+    return error_response(404, "not_found", f"no route {app.current_event.http_method} {path}")

@@ -73,8 +73,9 @@ def enqueue_cost(aws_env: dict[str, str], function_env: dict[str, str], api_key:
         env=env,
         capture_output=True,
         text=True,
-        check=True,
     )
+    if out.returncode != 0:
+        raise RuntimeError(f"the enqueue-cost child failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

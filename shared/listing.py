@@ -9,8 +9,6 @@ more remain; each request reads at most settings.LIST_READ_BUDGET entries.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections import deque
 from collections.abc import Callable
@@ -18,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import settings, store
+from shared import cursors, settings, store
 from shared.model import JobRecord
 from shared.table_schema import JOBS_INDEX
 
@@ -167,19 +165,14 @@ def read_index(
 
 
 def encode_cursor(before: str) -> str:
-    return base64.urlsafe_b64encode(f"{_CURSOR_VERSION}:{before}".encode()).decode().rstrip("=")
+    return cursors.encode(_CURSOR_VERSION, before)
 
 
 def decode_cursor(cursor: str) -> str:
-    """The index position (a sort key) a cursor names. It carries no tenant: the partition is always
-    the caller's, from the API key, so a cursor cannot lead into another tenant's jobs."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError) as error:
-        raise InvalidQuery("cursor", "not a cursor this API returned; start again without it") from error
-    version, _, sort_key = raw.partition(":")
-    if version != _CURSOR_VERSION or not _SORT_KEY.fullmatch(sort_key):
-        raise InvalidQuery("cursor", "not a cursor this API returned; start again without it")
+    """The index position (a sort key) a cursor names (shared/cursors.py: never a tenant)."""
+    sort_key = cursors.decode(cursor, _CURSOR_VERSION, _SORT_KEY)
+    if sort_key is None:
+        raise InvalidQuery("cursor", cursors.NOT_A_CURSOR)
     return sort_key
 
 

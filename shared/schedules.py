@@ -8,8 +8,6 @@ jobs the firings became, found on the gsi1 index newest first.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import re
 from dataclasses import dataclass
@@ -20,7 +18,7 @@ from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared import queue, quotas, schedule_expressions, scheduler, settings, store
+from shared import cursors, queue, quotas, schedule_expressions, scheduler, settings, store
 from shared.aws import client
 from shared.enqueue import InvalidJob, check_job
 from shared.firings import firing_input
@@ -217,18 +215,14 @@ class SchedulePage:
 
 
 def encode_cursor(after_name: str) -> str:
-    return base64.urlsafe_b64encode(f"{_CURSOR_VERSION}:{after_name}".encode()).decode().rstrip("=")
+    return cursors.encode(_CURSOR_VERSION, after_name)
 
 
 def decode_cursor(cursor: str) -> str:
-    """The schedule name a cursor continues after. It names no tenant: the caller's key chooses that."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError) as error:
-        raise InvalidJob("cursor", "not a cursor this API returned; start again without it") from error
-    version, _, name = raw.partition(":")
-    if version != _CURSOR_VERSION or not _NAME.fullmatch(name):
-        raise InvalidJob("cursor", "not a cursor this API returned; start again without it")
+    """The schedule name a cursor continues after (shared/cursors.py: never a tenant)."""
+    name = cursors.decode(cursor, _CURSOR_VERSION, _NAME)
+    if name is None:
+        raise InvalidJob("cursor", cursors.NOT_A_CURSOR)
     return name
 
 

@@ -33,9 +33,16 @@ _ABSENT = None  # a negative entry: the store has no such item
 
 
 class ItemCache:
+    """Items by key for the TTL. A read's fill never overwrites a write that landed while the read
+    was fetching (a miss fetched "absent" just before the worker's write would otherwise keep the
+    job `queued` for the whole TTL): writes stamp the key, and a fill stores only if the stamp is
+    the one it saw when its fetch began."""
+
     def __init__(self, ttl_seconds: float) -> None:
         self.ttl_seconds = ttl_seconds
         self._entries: OrderedDict[tuple[str, str], tuple[float, dict[str, Any] | None]] = OrderedDict()
+        self._written: OrderedDict[tuple[str, str], int] = OrderedDict()  # key -> its last write's number
+        self._writes = 0
         self._lock = threading.Lock()
 
     @staticmethod
@@ -49,20 +56,45 @@ class ItemCache:
                 return False, None
             return True, found[1]
 
-    def put(self, key: tuple[str, str], item: dict[str, Any] | None) -> None:
+    def stamp(self, key: tuple[str, str]) -> int:
+        """What a read notes before fetching a miss, to hand to fill()."""
         with self._lock:
-            self._entries[key] = (time.monotonic() + self.ttl_seconds, item)
-            self._entries.move_to_end(key)
-            while len(self._entries) > MAX_ENTRIES:
-                self._entries.popitem(last=False)
+            return self._written.get(key, 0)
+
+    def fill(self, key: tuple[str, str], item: dict[str, Any] | None, stamp: int) -> None:
+        """Cache a fetched item, unless a write to the key landed since `stamp` was taken."""
+        with self._lock:
+            if self._written.get(key, 0) == stamp:
+                self._store(key, item)
+
+    def put(self, key: tuple[str, str], item: dict[str, Any] | None) -> None:
+        """A write's new item (None: deleted)."""
+        with self._lock:
+            self._mark_written(key)
+            self._store(key, item)
 
     def forget(self, key: tuple[str, str]) -> None:
+        """A write whose new item is not known: the next read fetches it."""
         with self._lock:
+            self._mark_written(key)
             self._entries.pop(key, None)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+    def _mark_written(self, key: tuple[str, str]) -> None:
+        self._writes += 1
+        self._written[key] = self._writes
+        self._written.move_to_end(key)
+        while len(self._written) > MAX_ENTRIES:
+            self._written.popitem(last=False)
+
+    def _store(self, key: tuple[str, str], item: dict[str, Any] | None) -> None:
+        self._entries[key] = (time.monotonic() + self.ttl_seconds, item)
+        self._entries.move_to_end(key)
+        while len(self._entries) > MAX_ENTRIES:
+            self._entries.popitem(last=False)
 
 
 class StatusCache:
@@ -108,9 +140,10 @@ class StatusCache:
             self._count("hits")
             return Reply.of_json(200, {} if item is _ABSENT else {"Item": item})
         self._count("misses")
+        stamp = self.items.stamp(key)
         reply = self.forward(request)
         if reply.status == 200:
-            self.items.put(key, reply.json().get("Item"))
+            self.items.fill(key, reply.json().get("Item"), stamp)
         return reply
 
     def _write(self, request: Request, operation: str) -> Reply:

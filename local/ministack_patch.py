@@ -87,8 +87,8 @@ def _source_hash(function: Any) -> str:
     return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()
 
 
-def check_supported() -> None:
-    """Refuse anything but the exact ministack these corrections were written against."""
+def _installed_version() -> str:
+    """The installed ministack's version; UnsupportedMinistack unless it is the one corrected here."""
     installed = version("ministack")
     if installed != SUPPORTED_VERSION:
         raise UnsupportedMinistack(
@@ -96,6 +96,18 @@ def check_supported() -> None:
             "re-read its core/lambda_runtime.py, port the corrections, and update SUPPORTED_VERSION and "
             "EXPECTED_SOURCES (or pin ministack back in local/requirements-ministack.txt)"
         )
+    return installed
+
+
+def _refuse_changed(installed: str, found: dict[str, str], expected: dict[str, str]) -> None:
+    changed = sorted(name for name, digest in found.items() if digest != expected[name])
+    if changed:
+        raise UnsupportedMinistack(f"ministack {installed}'s {', '.join(changed)} differ from what was patched")
+
+
+def check_supported() -> None:
+    """Refuse anything but the exact ministack these corrections were written against."""
+    installed = _installed_version()
     from ministack.core import lambda_runtime as runtime
     from ministack.services import lambda_svc, sqs
 
@@ -107,9 +119,7 @@ def check_supported() -> None:
         "_run_sqs_batch": _source_hash(lambda_svc._run_sqs_batch),
         "_sqs_esm_concurrency": _source_hash(lambda_svc._sqs_esm_concurrency),
     }
-    changed = sorted(name for name, digest in found.items() if digest != EXPECTED_SOURCES[name])
-    if changed:
-        raise UnsupportedMinistack(f"ministack {installed}'s {', '.join(changed)} differ from what was patched")
+    _refuse_changed(installed, found, EXPECTED_SOURCES)
 
 
 def init_timeout(config: dict) -> float:
@@ -427,12 +437,8 @@ SCHEDULER_TICK_MARGIN_SECONDS = 0.005  # past the whole second, so an at() due a
 
 
 def _check_sources(module: Any, expected: dict[str, str]) -> None:
-    installed = version("ministack")
-    if installed != SUPPORTED_VERSION:
-        raise UnsupportedMinistack(f"these corrections are for ministack {SUPPORTED_VERSION}, not {installed}")
-    changed = sorted(name for name, digest in expected.items() if _source_hash(getattr(module, name)) != digest)
-    if changed:
-        raise UnsupportedMinistack(f"ministack {installed}'s {', '.join(changed)} differ from what was patched")
+    installed = _installed_version()
+    _refuse_changed(installed, {name: _source_hash(getattr(module, name)) for name in expected}, expected)
 
 
 def apply_scheduler_on_the_second() -> None:

@@ -5,6 +5,12 @@ by the number of real keys and nothing a caller sends can evict one. Unknown (we
 in a bounded LRU beside it, so a flood of made-up keys costs one read each at most per
 UNKNOWN_KEY_CACHE_SECONDS and never grows memory without bound. Tenant keys (shared/tenants.py) and
 operator keys (shared/operators.py) each have one.
+
+A known key whose cache time ran out is answered from the cache and re-read in the background
+(shared/refresh.py): the request never waits for the store, and a store blip costs it nothing. While
+the re-reads fail, the key keeps working up to STALE_KNOWN_SECONDS past its cache time; after that a
+request reads it itself, and an outage shows. Revocation takes effect with the re-read that follows
+the cache time: within that time plus one request.
 """
 
 from __future__ import annotations
@@ -12,18 +18,22 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
-
-from botocore.exceptions import BotoCoreError, ClientError
+from typing import Any, NamedTuple
 
 from shared import api_keys
+from shared.refresh import Refresher
 
 UNKNOWN_KEYS_CACHED = 10_000
 UNKNOWN_KEY_CACHE_SECONDS = 10  # a key created a moment ago starts working within this
-# While the store fails, a known key whose cache time ran out keeps working this long past it, re-read
-# every STALE_RETRY_SECONDS: a store blip must not fail the enqueues, which otherwise never touch the store.
+# While the store fails, a known key whose cache time ran out keeps working this long past it: a store
+# blip must not fail the enqueues, which otherwise never touch the store.
 STALE_KNOWN_SECONDS = 15 * 60
-STALE_RETRY_SECONDS = 5
+
+
+class Known(NamedTuple):
+    owner: str
+    fresh_until: float  # time.monotonic(): re-read after this
+    stale_until: float  # served while the re-reads fail until this; then read on the request's path
 
 
 class KeyLookup:
@@ -41,8 +51,9 @@ class KeyLookup:
         self._read_item = read_item
         self._owner_of = owner_of
         self._known_seconds = known_seconds
-        self.known: dict[str, tuple[str, float]] = {}  # key digest -> (owner, cached until)
+        self.known: dict[str, Known] = {}  # by key digest
         self.unknown: OrderedDict[str, float] = OrderedDict()  # key digest -> cached until, LRU first
+        self.refresher = Refresher(f"{prefix}-keys")
 
     def owner(self, key: str) -> str | None:
         """The key's owner, or None; malformed keys and bad checksums cost no I/O."""
@@ -51,26 +62,26 @@ class KeyLookup:
         digest = api_keys.digest(key)
         now = time.monotonic()
         known = self.known.get(digest)
-        if known and known[1] > now:
-            return known[0]
+        if known is not None and known.stale_until > now:
+            if known.fresh_until <= now:
+                self.refresher.start(digest, lambda: self._read(digest))
+            return known.owner
         unknown_until = self.unknown.get(digest)
         if unknown_until is not None:
             if unknown_until > now:
                 self.unknown.move_to_end(digest)
                 return None
             del self.unknown[digest]
-        try:
-            item = self._read_item(digest)
-        except (ClientError, BotoCoreError):
-            if known is None or now - known[1] > STALE_KNOWN_SECONDS:
-                raise
-            # The store is failing: a key that was real a moment ago stays so for the blip, rather than
-            # every request of its tenant failing (revocation waits for the store, at most STALE_KNOWN_SECONDS).
-            self.known[digest] = (known[0], now + STALE_RETRY_SECONDS)
-            return known[0]
+        return self._read(digest)
+
+    def _read(self, digest: str) -> str | None:
+        """Read the key's item and cache what it says; a failed read raises and changes nothing."""
+        item = self._read_item(digest)
+        now = time.monotonic()
         owner = self._owner_of(item) if item else None
         if owner is not None:
-            self.known[digest] = (owner, now + self._known_seconds())
+            fresh_until = now + self._known_seconds()
+            self.known[digest] = Known(owner, fresh_until, fresh_until + STALE_KNOWN_SECONDS)
             return owner
         self.known.pop(digest, None)  # revoked
         self.unknown[digest] = now + UNKNOWN_KEY_CACHE_SECONDS

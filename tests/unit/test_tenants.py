@@ -106,12 +106,39 @@ def test_keys_are_listed_without_secrets_and_revoked_by_id(aws):
         tenants.revoke_key("0123456789ab")  # a key id needs its tenant
 
 
-def test_revoked_keys_stop_working_when_the_cache_expires(aws, monkeypatch):
+def test_revoked_keys_stop_working_with_the_reread_after_the_cache_time(aws, monkeypatch):
     monkeypatch.setenv("CORRAL_API_KEY_CACHE_SECONDS", "0")
     key = tenants.create_key("acme")
     assert tenants.tenant_for(key) == "acme"
     tenants.revoke_key(key)
+    assert tenants.tenant_for(key) == "acme"  # answered from the cache; the re-read starts in the background
+    tenants._lookup.refresher.wait()
     assert tenants.tenant_for(key) is None
+
+
+def test_a_request_never_waits_for_a_known_keys_reread(aws, monkeypatch):
+    key = tenants.create_key("acme")
+    assert tenants.tenant_for(key) == "acme"
+    digest = api_keys.digest(key)
+    entry = tenants._lookup.known[digest]
+    tenants._lookup.known[digest] = entry._replace(fresh_until=time.monotonic() - 1)  # its cache time ran out
+    real_client = tenants.client
+    reads = []
+
+    class Slow:
+        def get_item(self, **kwargs):
+            reads.append(kwargs)
+            time.sleep(1)  # a store answering slowly, e.g. botocore retrying a throttled read
+            return real_client("dynamodb").get_item(**kwargs)
+
+    monkeypatch.setattr(tenants, "client", lambda _service: Slow())
+    started = time.monotonic()
+    for _ in range(20):
+        assert tenants.tenant_for(key) == "acme"
+    assert time.monotonic() - started < 0.5
+    tenants._lookup.refresher.wait()
+    assert len(reads) == 1  # one re-read for the twenty requests
+    assert tenants._lookup.known[digest].fresh_until > time.monotonic()
 
 
 def test_tenants_are_created_once_with_valid_names(aws):
@@ -145,20 +172,21 @@ def test_operator_keys_share_the_format_and_the_flood_proof_lookup(aws, monkeypa
 def test_a_known_key_outlives_its_cache_time_while_the_store_fails(aws, monkeypatch):
     from botocore.exceptions import EndpointConnectionError
 
-    from shared import key_lookup
-
     real = tenants.create_key("acme")
     assert tenants.tenant_for(real) == "acme"
     digest = api_keys.digest(real)
-    tenants._lookup.known[digest] = ("acme", time.monotonic() - 1)  # its cache time ran out
+    entry = tenants._lookup.known[digest]
+    tenants._lookup.known[digest] = entry._replace(fresh_until=time.monotonic() - 1)  # its cache time ran out
 
     def store_down(*_args, **_kwargs):
         raise EndpointConnectionError(endpoint_url="http://dynamodb")
 
     monkeypatch.setattr(tenants, "client", lambda _service: type("Down", (), {"get_item": store_down})())
     assert tenants.tenant_for(real) == "acme"  # served from the stale entry, not a 503
+    tenants._lookup.refresher.wait()
+    assert tenants.tenant_for(real) == "acme"  # the failed re-read changed nothing
     with pytest.raises(EndpointConnectionError):
         tenants.tenant_for(api_keys.mint())  # a key never seen is not guessed at
-    tenants._lookup.known[digest] = ("acme", time.monotonic() - key_lookup.STALE_KNOWN_SECONDS - 1)
+    tenants._lookup.known[digest] = entry._replace(stale_until=time.monotonic() - 1)  # STALE_KNOWN_SECONDS later
     with pytest.raises(EndpointConnectionError):
         tenants.tenant_for(real)  # stale beyond the bound: the outage shows

@@ -37,12 +37,12 @@ def hold(tenant: str, job_id: str, due_at: float) -> bool:
     return quotas.take(tenant, quotas.FAR_FUTURE_JOBS, item)
 
 
-def release(tenant: str, job_id: str) -> bool:
+def release(tenant: str, job_id: str, *, single_attempt: bool = False) -> bool:
     """Give the job's unit back; False if it had none (given back already, or never far-future)."""
-    return quotas.give_back(tenant, quotas.FAR_FUTURE_JOBS, _key(job_id))
+    return quotas.give_back(tenant, quotas.FAR_FUTURE_JOBS, _key(job_id), single_attempt=single_attempt)
 
 
-def arrived(message: JobMessage) -> bool:
+def arrived(message: JobMessage, *, single_attempt: bool = False) -> bool:
     """The worker's hook: a far-future job's message reached the queue, so its unit comes back.
 
     Only messages that waited as a one-time schedule carry `due_at`, so only they cost a write; a
@@ -50,7 +50,7 @@ def arrived(message: JobMessage) -> bool:
     """
     if message.due_at is None:
         return False
-    return release(message.tenant, message.id)
+    return release(message.tenant, message.id, single_attempt=single_attempt)
 
 
 def held(tenant: str) -> list[dict[str, Any]]:

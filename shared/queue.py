@@ -6,6 +6,7 @@ import math
 import random
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -25,6 +26,12 @@ def _queue_url() -> str:
     return settings.env("CORRAL_QUEUE_URL")
 
 
+def prepare_client() -> None:
+    """Create the queue's client and make one cheap call with it, ahead of the first message (a
+    function's init phase; see store.prepare_clients)."""
+    client("sqs").get_queue_attributes(QueueUrl=_queue_url(), AttributeNames=["QueueArn"])
+
+
 def send(message: JobMessage, delay_seconds: int = 0) -> None:
     client("sqs").send_message(
         QueueUrl=_queue_url(),
@@ -40,14 +47,33 @@ def message_group(tenant: str) -> str:
     return tenant
 
 
+# A message attribute marking outcome messages, so the worker can order a batch without parsing bodies.
+KIND_ATTRIBUTE = "corral-kind"
+
+
 def send_outcome(outcome: OutcomeMessage, delay_seconds: int = 0) -> None:
     """Carry an attempt's outcome (and, for a failed one, its job's retry) to a later delivery."""
     client("sqs").send_message(
         QueueUrl=_queue_url(),
         MessageBody=outcome.to_json(),
         DelaySeconds=delay_seconds,
-        MessageGroupId=message_group(outcome.job.tenant),
+        MessageGroupId=outcome_group(outcome.job.tenant),
+        MessageAttributes={KIND_ATTRIBUTE: {"DataType": "String", "StringValue": "outcome"}},
     )
+
+
+def is_outcome_record(record: dict[str, Any]) -> bool:
+    """Whether a Lambda SQS event record is marked as an outcome message (its body decides what it is;
+    the mark only orders the batch)."""
+    attribute = (record.get("messageAttributes") or {}).get(KIND_ATTRIBUTE) or {}
+    return attribute.get("stringValue") == "outcome"
+
+
+def outcome_group(tenant: str) -> str:
+    """The message group of a tenant's outcome messages: a group of its own, so the backlog of outcomes
+    a store blip leaves behind is received after the tenant's new jobs, not ahead of them (fair
+    queues serve the group with less in flight first). `#` never occurs in a tenant's name."""
+    return f"{tenant}#outcomes"
 
 
 def send_batch(messages: Sequence[tuple[JobMessage, int]]) -> list[str | None]:

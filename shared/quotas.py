@@ -22,7 +22,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import settings
-from shared.aws import aws_error_code, client
+from shared.aws import aws_error_code, client, single_attempt_client
+from shared.refresh import Refresher
 
 
 @dataclass(frozen=True)
@@ -114,25 +115,32 @@ def overrides_of(tenant: str) -> dict[str, float | int]:
     return {name: getattr(limits, name) for name in TenantLimits.names() if name in overridden}
 
 
-STALE_RETRY_SECONDS = 5  # after a failed read, the limits in hand serve this long before the next try
+_rereads = Refresher("tenant-limits")
 
 
 def limits_for(tenant: str) -> TenantLimits:
-    """The tenant's limits, read at most once per TENANT_LIMITS_CACHE_SECONDS per instance."""
-    now = time.monotonic()
+    """The tenant's limits, read at most once per TENANT_LIMITS_CACHE_SECONDS per instance.
+
+    Once read, they are answered from the cache and re-read in the background when their time runs
+    out (shared/refresh.py): a store blip must not slow or fail enqueues, which never touch the store
+    otherwise. A tenant this instance has not read yet while the store fails gets the defaults.
+    """
     cached = _cached.get(tenant)
-    if cached and cached[1] > now:
+    if cached is not None:
+        if cached[1] <= time.monotonic():
+            _rereads.start(tenant, lambda: _read_limits(tenant))
         return cached[0]
     try:
-        item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_key(tenant)).get("Item")
+        return _read_limits(tenant)
     except (ClientError, BotoCoreError):
-        # A store blip must not fail enqueues, which never touch the store otherwise: keep what was read
-        # last (or the defaults, for a tenant this instance has not read yet) and try again shortly.
-        limits = cached[0] if cached else DEFAULTS
-        _cached[tenant] = (limits, now + STALE_RETRY_SECONDS)
-        return limits
+        _cached[tenant] = (DEFAULTS, 0.0)  # served from now on, and re-read in the background
+        return DEFAULTS
+
+
+def _read_limits(tenant: str) -> TenantLimits:
+    item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_key(tenant)).get("Item")
     limits = _from_item(item)
-    _cached[tenant] = (limits, now + settings.TENANT_LIMITS_CACHE_SECONDS)
+    _cached[tenant] = (limits, time.monotonic() + settings.TENANT_LIMITS_CACHE_SECONDS)
     return limits
 
 
@@ -254,10 +262,13 @@ def take(tenant: str, quota: Quota, item: dict[str, Any]) -> bool:
     return True
 
 
-def give_back(tenant: str, quota: Quota, key: dict[str, Any]) -> bool:
-    """Delete the item `key` and give its unit back, in one transaction. False if it was gone already."""
+def give_back(tenant: str, quota: Quota, key: dict[str, Any], *, single_attempt: bool = False) -> bool:
+    """Delete the item `key` and give its unit back, in one transaction. False if it was gone already.
+
+    `single_attempt`: no botocore retries, for a caller that gives it back later if the store fails."""
+    dynamodb = single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
     try:
-        client("dynamodb").transact_write_items(
+        dynamodb.transact_write_items(
             TransactItems=[
                 {
                     "Update": {
@@ -278,7 +289,7 @@ def give_back(tenant: str, quota: Quota, key: dict[str, Any]) -> bool:
             return False
         if usage_failed:
             # A counter already at 0 (reset by a recount while this item existed): delete the item alone.
-            client("dynamodb").delete_item(TableName=_table(), Key=key)
+            dynamodb.delete_item(TableName=_table(), Key=key)
             return True
         raise
     return True

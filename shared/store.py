@@ -72,6 +72,14 @@ def _jobs_client(single_attempt: bool = False) -> Any:
     return jobs_client(single_attempt)
 
 
+def prepare_clients() -> None:
+    """Create the clients job items go through and make one read with them (the worker's init phase):
+    a client's first request resolves its endpoint and builds its serializers, ~0.1 s on AWS and up to
+    ~1 s on a busy 2-core machine, which would otherwise fall on the first job's clock."""
+    _jobs_client(single_attempt=False)
+    _jobs_client(single_attempt=True).get_item(TableName=_table(), Key=_key("init-phase-read"))
+
+
 @dataclass(frozen=True)
 class Claimed:
     attempt: int
@@ -313,7 +321,9 @@ def _why_not_claimed(old: dict[str, Any], message: JobMessage, message_id: str, 
     return Contended()
 
 
-def _finish(job_id: str, token: str, outcome: str, sets: list[str], values: dict[str, Any]) -> bool:
+def _finish(
+    job_id: str, token: str, outcome: str, sets: list[str], values: dict[str, Any], *, single_attempt: bool = False
+) -> bool:
     """Apply an attempt's outcome if that attempt still holds the job. False if it lost it.
 
     The same attempt may apply the same outcome again: a write DynamoDB applied but whose answer
@@ -321,7 +331,7 @@ def _finish(job_id: str, token: str, outcome: str, sets: list[str], values: dict
     through the status cache and leaves the cache holding the outcome, not the stale `running`.
     """
     try:
-        _jobs_client().update_item(
+        _jobs_client(single_attempt).update_item(
             TableName=_table(),
             Key=_key(job_id),
             UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
@@ -345,7 +355,9 @@ def result_json(result: Any) -> str:
     return json.dumps(result, default=str)
 
 
-def complete(job_id: str, token: str, result: Any, now: float) -> bool:
+def complete(job_id: str, token: str, result: Any, now: float, *, single_attempt: bool = False) -> bool:
+    """`single_attempt`: no botocore retries, for a caller whose fallback (carrying the outcome in a
+    message) is cheaper than waiting out the backoff while the store fails."""
     return _finish(
         job_id,
         token,
@@ -357,6 +369,7 @@ def complete(job_id: str, token: str, result: Any, now: float) -> bool:
             ":now": _n(now),
             ":ttl": _n(_expires_at(now)),
         },
+        single_attempt=single_attempt,
     )
 
 
@@ -390,7 +403,7 @@ def bury(message: JobMessage, error: str, now: float) -> None:
     )
 
 
-def record_carried(outcome: OutcomeMessage, message_id: str) -> bool:
+def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: bool = False) -> bool:
     """Record an attempt that ran without a claim while the store failed (shared/work.py), from the
     outcome message `message_id` that carried it here. False: the store already had an outcome.
 
@@ -398,6 +411,7 @@ def record_carried(outcome: OutcomeMessage, message_id: str) -> bool:
     recorded wins), so a claimed attempt running meanwhile loses its claim and records nothing.
     `failed`: written only where there is no record yet; the message then runs the job's retry.
     The same message finds it written already when botocore retried a write whose answer was lost: True.
+    `message_id` may also be the original job message's, when its unclaimed run records directly.
     """
     message = outcome.job
     token = f"carried-{message_id}"
@@ -435,7 +449,7 @@ def record_carried(outcome: OutcomeMessage, message_id: str) -> bool:
         }
         condition += " OR (#tenant = :tenant AND #status IN (:running, :failed))"
     try:
-        _jobs_client().update_item(
+        _jobs_client(single_attempt).update_item(
             TableName=_table(),
             Key=_key(message.id),
             UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",

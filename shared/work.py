@@ -14,13 +14,14 @@ keep starting").
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, replace
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from shared import deadline, far_future, job_logging, job_types, metrics, queue, settings, store
+from shared import aws, deadline, far_future, job_logging, job_types, metrics, queue, settings, store
 from shared.aws import aws_error_code
 from shared.model import JobMessage, Outcome, OutcomeMessage, Status, UnreadableMessage, read_message
 from shared.signing import id_secret
@@ -28,10 +29,16 @@ from shared.signing import id_secret
 # A store (or queue) call that failed after botocore's own retries (throttling, 5xx, timeouts): a blip.
 _AWS_ERRORS = (ClientError, BotoCoreError)
 
-# After a store failure this worker process hands deliveries straight back for a short while instead
-# of spending botocore's retries on each: a batch of 10 that retried every record would outlast the
-# invocation's timeout, and a timed-out batch waits the whole visibility timeout (30 s local, 180 s AWS).
-STORE_COOLDOWN_SECONDS = 2.0
+# Every store call on the worker's path has a fallback (run unclaimed, carry the outcome in a message,
+# hand the delivery back), so each makes one attempt, never botocore's backoff: a batch of 10 that
+# retried every record would hold its jobs for seconds and could outlast the invocation's timeout.
+# After a failure, this process leaves the store alone for a moment: a blip costs each process one
+# failed call per STORE_COOLDOWN_SECONDS, and the first call after it finds out whether the store is back.
+STORE_COOLDOWN_SECONDS = 0.5
+# An outcome message sent because the store failed is first delivered this much later: received during
+# the blip it could only be handed back, and the blip's outcomes return spread out over its end instead
+# of together, beside the new jobs.
+OUTCOME_DELAY_SECONDS = 3
 _store_down_until = 0.0
 
 
@@ -48,12 +55,29 @@ def is_outage(error: Exception) -> bool:
     return isinstance(error, _AWS_ERRORS) and aws_error_code(error) != "ValidationException"
 
 
+# Of the init phase's 10 s: no call attempt starts that could end later (an attempt's worst case is
+# its connect + read timeouts, 7 s), so a store that hangs costs the init phase at most this.
+INIT_SECONDS = 9
+
+
+def prepare() -> None:
+    """Make what every delivery uses before the first one arrives: the store's and the queue's clients
+    (a client loads its service model: ~0.5-1 s on a busy 2-core machine, paid by the first batch's
+    first record otherwise) and the id secret. Called in the function's init phase; a store that
+    fails now is read again at the first delivery."""
+    with aws.deadline(INIT_SECONDS):
+        for prepare_one in (store.prepare_clients, queue.prepare_client, id_secret):
+            with contextlib.suppress(*_AWS_ERRORS):
+                prepare_one()
+
+
 class RetryLater(Exception):
     """Leave the message on the queue; it comes back after `seconds`."""
 
     def __init__(self, seconds: float, reason: str) -> None:
         super().__init__(f"retry in {seconds:.0f}s: {reason}")
         self.seconds = seconds
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -93,14 +117,26 @@ def receive(delivery: Delivery) -> Outcome:
         raise delivery.hand_back("too little of the invocation left to start this job within its timeout")
     if delivery.receive_count == 1:
         metrics.job_started(message.enqueued_at)
+    _give_back_unit(message)  # while the store fails, whatever carries the job on gives it back later
+    return work(message, delivery)
+
+
+def _give_back_unit(job: JobMessage) -> bool:
+    """A far-future job's schedule fired: its quota unit comes back (far_future.arrived; a no-op for
+    any other job). False while the store fails: the job's outcome message, or its next delivery if
+    it is handed back, gives it back then (it is idempotent)."""
+    if job.due_at is None:
+        return True
+    if time.monotonic() < _store_down_until:
+        return False
     try:
-        far_future.arrived(message)  # a far-future job's schedule fired: its quota unit comes back
+        far_future.arrived(job, single_attempt=True)
     except _AWS_ERRORS as error:
         if not is_outage(error):
             raise
         _store_failed()
-        raise delivery.hand_back(f"store unavailable giving back a far-future job's unit: {error}") from error
-    return work(message, delivery)
+        return False
+    return True
 
 
 def _reject(unreadable: UnreadableMessage, delivery: Delivery) -> Outcome:
@@ -130,9 +166,7 @@ def work(message: JobMessage, delivery: Delivery, *, first_run: bool = True) -> 
     claimed_at = time.time()
     lease = deadline.lease_seconds(timeout)
     try:
-        # One attempt where a failed claim has a fallback (running unclaimed) cheaper than botocore's backoff.
-        single = _may_run_unclaimed(message, delivery, first_run=first_run)
-        claim = store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=single)
+        claim = store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=True)
     except _AWS_ERRORS as error:
         if not is_outage(error):
             return _reject(UnreadableMessage(f"the store refuses this job: {error}"), delivery)
@@ -235,13 +269,32 @@ def _run_unclaimed(message: JobMessage, job_type: job_types.JobType, delivery: D
             outcome = OutcomeMessage(message, Status.DEAD, started_at, time.time(), error=problem)
         else:
             outcome = OutcomeMessage(message, Status.SUCCEEDED, started_at, time.time(), result=result)
+    outcome_of_run = {Status.SUCCEEDED: Outcome.SUCCEEDED, Status.DEAD: Outcome.DEAD}.get(
+        outcome.status, Outcome.RETRY_SENT
+    )
+    if outcome.status.finished and _record_now(outcome, delivery):
+        return outcome_of_run
     try:
-        queue.send_outcome(outcome, delay)
+        queue.send_outcome(outcome, max(delay, OUTCOME_DELAY_SECONDS))
     except (*_AWS_ERRORS, ParamValidationError) as error:
         raise delivery.hand_back(
             f"ran without a claim while the store failed, but its outcome could not be sent: {error}"
         ) from error
-    return {Status.SUCCEEDED: Outcome.SUCCEEDED, Status.DEAD: Outcome.DEAD}.get(outcome.status, Outcome.RETRY_SENT)
+    return outcome_of_run
+
+
+def _record_now(outcome: OutcomeMessage, delivery: Delivery) -> bool:
+    """Record a finished unclaimed run's outcome at once if the store seems back (a blip's last moments):
+    no outcome message to send, receive and record later. False: it goes by message after all."""
+    if time.monotonic() < _store_down_until or not _give_back_unit(outcome.job):
+        return False
+    try:
+        store.record_carried(outcome, delivery.message_id, single_attempt=True)
+    except _AWS_ERRORS as error:
+        if is_outage(error):
+            _store_failed()
+        return False  # the message carries it (a store that refuses it now refuses it there, with the DLQ)
+    return True
 
 
 def _deliver_outcome(outcome: OutcomeMessage, delivery: Delivery) -> Outcome:
@@ -250,11 +303,15 @@ def _deliver_outcome(outcome: OutcomeMessage, delivery: Delivery) -> Outcome:
         raise delivery.hand_back("the store failed moments ago: not recording now")
     if outcome.status is Status.FAILED and delivery.seconds_left < deadline.seconds_needed_to_start(outcome.job):
         raise delivery.hand_back("too little of the invocation left to start this job within its timeout")
+    if not _give_back_unit(outcome.job):
+        raise delivery.hand_back("store unavailable giving back a far-future job's unit")
     try:
         if outcome.attempt_token is not None:  # a claimed attempt's: recorded as that attempt's, if it still holds
-            recorded = store.complete(outcome.job.id, outcome.attempt_token, outcome.result, outcome.finished_at)
+            recorded = store.complete(
+                outcome.job.id, outcome.attempt_token, outcome.result, outcome.finished_at, single_attempt=True
+            )
         else:
-            recorded = store.record_carried(outcome, delivery.message_id)
+            recorded = store.record_carried(outcome, delivery.message_id, single_attempt=True)
     except _AWS_ERRORS as error:
         if is_outage(error):
             _store_failed()
@@ -317,7 +374,7 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, time
         return Outcome.DEAD
     finished_at = time.time()
     try:
-        store.complete(message.id, token, result, finished_at)
+        store.complete(message.id, token, result, finished_at, single_attempt=True)
     except _AWS_ERRORS as error:
         if not is_outage(error):
             raise
@@ -325,7 +382,7 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, time
         # The job ran; rather than run it again when the lease ends, carry its outcome to a later delivery.
         carried = OutcomeMessage(message, Status.SUCCEEDED, started_at, finished_at, result=result, attempt_token=token)
         try:
-            queue.send_outcome(carried)
+            queue.send_outcome(carried, OUTCOME_DELAY_SECONDS)
         except (*_AWS_ERRORS, ParamValidationError):
             raise error from None  # retried when the lease ends, as any attempt whose outcome was lost
     return Outcome.SUCCEEDED

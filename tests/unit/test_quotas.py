@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from shared import enqueue, far_future, quotas, schedules, settings, steering
+from shared import enqueue, far_future, quotas, schedules, settings, steering, store
 from shared.enqueue import InvalidJob, JobRequest, NotSent
 from shared.model import JobMessage
 from shared.quotas import QuotaExceeded
@@ -70,7 +70,15 @@ def test_a_store_blip_keeps_the_limits_in_hand_instead_of_failing_enqueues(aws, 
 
     monkeypatch.setattr(quotas, "client", lambda _service: Down())
     assert quotas.limits_for("acme").enqueue_rate_per_second == 7.0  # the last read, not an error
+    quotas._rereads.wait()
+    assert quotas.limits_for("acme").enqueue_rate_per_second == 7.0  # the failed re-read changed nothing
     assert quotas.limits_for("globex") == quotas.DEFAULTS  # never read here: the defaults
+    monkeypatch.undo()
+    quotas.set_limits("globex", enqueue_rate_per_second=3.0)
+    quotas._cached["globex"] = (quotas.DEFAULTS, 0.0)  # as the failed first read left it
+    assert quotas.limits_for("globex") == quotas.DEFAULTS  # answered at once, re-read in the background
+    quotas._rereads.wait()
+    assert quotas.limits_for("globex").enqueue_rate_per_second == 3.0
 
 
 @pytest.mark.parametrize(
@@ -355,9 +363,43 @@ def test_a_cancelled_far_future_job_gives_its_unit_back_once_even_if_it_fires_to
     assert far_future.held("acme")[0]["job_id"] == other.id
 
 
+def test_a_far_future_job_arriving_in_a_store_blip_runs_at_once_and_its_outcome_gives_the_unit_back(
+    scheduler_env, monkeypatch
+):
+    from botocore.exceptions import ClientError
+
+    from shared import work
+
+    monkeypatch.setattr(work, "OUTCOME_DELAY_SECONDS", 0)
+    message = _far_job()
+    firing = _firing(scheduler_env, message)
+    down = [True]
+
+    def failing_when_down(function: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if down[0]:
+                raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "TransactWriteItems")
+            return function(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(quotas, "give_back", failing_when_down(quotas.give_back))
+    monkeypatch.setattr(store, "claim", failing_when_down(store.claim))
+
+    assert worker_harness.deliver(scheduler_env, firing).failed == []  # ran unclaimed, not handed back
+    assert quotas.usage("acme")["far_future_jobs"] == 1  # the store is down: the unit is still taken
+    down[0] = False
+    work._store_down_until = 0.0  # the cooldown has passed
+    assert worker_harness.poll(scheduler_env).failed == []  # the outcome message: recorded, unit given back
+
+    assert worker_harness.record(message.id).status == "succeeded"
+    assert quotas.usage("acme")["far_future_jobs"] == 0
+    assert far_future.held("acme") == []
+
+
 def test_only_far_future_messages_cost_the_worker_a_write(scheduler_env, monkeypatch):
     calls: list[str] = []
-    monkeypatch.setattr(far_future, "release", lambda tenant, job_id: calls.append(job_id) or True)
+    monkeypatch.setattr(far_future, "release", lambda tenant, job_id, **_: calls.append(job_id) or True)
     near = enqueue.enqueue("acme", JobRequest(type="echo", delay_seconds=60))
     far = _far_job()
     for message_id, body in ((near.id, near.to_json()), (far.id, _firing(scheduler_env, far))):

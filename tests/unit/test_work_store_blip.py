@@ -16,12 +16,13 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from functions.worker.handler import handler
 from shared import job_types, queue, store, work
 from shared.enqueue import JobRequest, build_message
 from shared.model import JobMessage, Outcome, OutcomeMessage, Status
 from shared.targets.http import needs_exclusive_claim
 from shared.work import Delivery, RetryLater
-from tests.unit.worker_harness import dead_letters, poll, record, send
+from tests.unit.worker_harness import WorkerContext, dead_letters, event_record, poll, record, send
 
 
 def _message() -> JobMessage:
@@ -64,6 +65,7 @@ class Blip:
 @pytest.fixture
 def blip(aws, monkeypatch) -> Iterator[Blip]:
     monkeypatch.setattr(work, "_retry_delay", lambda *args: 0)  # a failed attempt's retry due at once
+    monkeypatch.setattr(work, "OUTCOME_DELAY_SECONDS", 0)  # outcome messages visible at once
     yield Blip(monkeypatch)
 
 
@@ -213,6 +215,62 @@ def test_a_first_delivery_during_a_blip_runs_at_once_and_its_outcome_is_recorded
     assert poll(aws) is None  # nothing left
 
 
+def test_outcome_messages_travel_in_a_group_of_their_own_so_new_jobs_go_first(blip, aws):
+    job = _job()
+    send(aws, job.to_json())
+    poll(aws)
+
+    got = aws["sqs"].receive_message(
+        QueueUrl=aws["queue_url"], MaxNumberOfMessages=10, MessageSystemAttributeNames=["MessageGroupId"]
+    )["Messages"]
+    assert [(json.loads(m["Body"])["kind"], m["Attributes"]["MessageGroupId"]) for m in got] == [
+        ("outcome", "acme#outcomes")
+    ]
+
+
+def test_a_blips_outcome_messages_arrive_after_a_delay_and_after_the_jobs_of_their_batch(blip, aws, monkeypatch):
+    monkeypatch.setattr(work, "OUTCOME_DELAY_SECONDS", 2)
+    job = _job(payload="first")
+    send(aws, job.to_json())
+    poll(aws)  # runs unclaimed; its outcome message is sent with the delay
+    assert _queued(aws) == []  # not deliverable yet: received now, it could only be handed back
+    blip.end()
+    new_job = _job(payload="second")
+    deadline = time.monotonic() + 10
+    while len(_queued(aws)) < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    send(aws, new_job.to_json())
+
+    order = []
+    work_job = work.work
+    monkeypatch.setattr(work, "_deliver_outcome", lambda *_: order.append("outcome") or Outcome.SUCCEEDED)
+    monkeypatch.setattr(work, "work", lambda message, delivery, **_: order.append("job") or work_job(message, delivery))
+    got = aws["sqs"].receive_message(
+        QueueUrl=aws["queue_url"], MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+    )["Messages"]
+    assert len(got) == 2
+    outcome_first = sorted(got, key=lambda m: "outcome" not in m["Body"])  # as a receive may order them
+    handler({"Records": [event_record(m) for m in outcome_first]}, WorkerContext())
+    assert order == ["job", "outcome"]
+
+
+def test_an_unclaimed_run_that_ends_after_the_store_is_back_records_at_once(blip, aws, monkeypatch):
+    # A job that started unclaimed in a blip's last moments: no outcome message to receive and record later.
+    job = _job("sleep", {"seconds": work.STORE_COOLDOWN_SECONDS + 0.2})
+    send(aws, job.to_json())
+
+    def blip_ends_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        blip.down = False  # the store answers again, and the cooldown passes while the job runs
+        _throttled()
+
+    monkeypatch.setattr(store, "claim", blip_ends_meanwhile)
+    assert poll(aws).failed == []
+
+    assert _queued(aws) == []  # no outcome message
+    done = record(job.id)
+    assert done.status is Status.SUCCEEDED and done.attempts == 1
+
+
 def test_a_carried_outcome_delivered_while_the_store_is_still_down_waits_and_is_recorded_later(blip, aws):
     job = _job()
     send(aws, job.to_json())
@@ -351,6 +409,7 @@ def test_any_interleaving_of_blip_duplicates_and_carried_outcomes_ends_with_one_
     with monkeypatch.context() as patch:
         patch.setenv("CORRAL_HAND_BACK_UNIT_SECONDS", "0")  # hand-backs visible again at once
         patch.setattr(work, "_retry_delay", lambda *args: 0)
+        patch.setattr(work, "OUTCOME_DELAY_SECONDS", 0)
         patch.setattr(work, "_store_down_until", 0.0)
         blip = Blip(patch)
         finished_writes = []
@@ -400,22 +459,27 @@ def _in_flight(aws) -> int:
     )
 
 
-def test_only_a_claim_with_the_unclaimed_fallback_skips_botocores_retries(aws, monkeypatch):
+def test_the_workers_store_calls_make_one_attempt_each(aws, monkeypatch):
+    # Each has a cheaper fallback than botocore's backoff (run unclaimed, carry the outcome, hand back):
+    # a retried call would hold the rest of its batch for seconds while the store fails.
     asked = []
-    claim = store.claim
 
-    def spy(*args: Any, single_attempt: bool = False, **kwargs: Any) -> Any:
-        asked.append(single_attempt)
-        return claim(*args, single_attempt=single_attempt, **kwargs)
+    def spy(function: Any) -> Any:
+        def called(*args: Any, single_attempt: bool = False, **kwargs: Any) -> Any:
+            asked.append((function.__name__, single_attempt))
+            return function(*args, single_attempt=single_attempt, **kwargs)
 
-    monkeypatch.setattr(store, "claim", spy)
+        return called
+
+    for name in ("claim", "complete", "record_carried"):
+        monkeypatch.setattr(store, name, spy(getattr(store, name)))
     _deliver(_job())
     job = _job()
     work.work(job, Delivery(message_id="m2", body=job.to_json(), receive_count=2))
     monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(job_types.lookup("echo"), exclusive=True))
     _deliver(_job())
 
-    assert asked == [True, False, False]  # a first delivery; a redelivery; an exclusive type
+    assert asked == [("claim", True), ("complete", True)] * 3  # a first delivery; a redelivery; an exclusive type
 
 
 def test_a_schedules_firing_during_a_blip_runs_and_is_recorded_under_its_derived_id(blip, aws):
@@ -466,3 +530,19 @@ def test_a_job_message_with_a_stray_kind_field_is_still_a_job_message_refused_by
 
     assert work.receive(Delivery(message_id="m1", body=json.dumps(body))) is Outcome.UNREADABLE
     assert "unknown field 'kind'" in record(body["id"]).error  # recorded dead with the reason, as before
+
+
+# The init phase ---------------------------------------------------------------------------------------
+
+
+def test_the_init_phase_reads_the_id_secret_and_survives_a_store_that_fails(aws, monkeypatch):
+    from shared.signing import id_secret
+
+    id_secret.cache_clear()
+    work.prepare()
+    assert id_secret.cache_info().currsize == 1  # read before the first delivery: not on a job's clock
+
+    id_secret.cache_clear()
+    monkeypatch.setenv("CORRAL_TABLE", "no-such-table")  # every store call fails
+    work.prepare()  # does not raise: the first delivery reads it, or hands back
+    assert id_secret.cache_info().currsize == 0

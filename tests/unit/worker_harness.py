@@ -37,13 +37,16 @@ def send(aws: dict[str, Any], body: str) -> str:
     return aws["sqs"].send_message(QueueUrl=aws["queue_url"], MessageBody=body)["MessageId"]
 
 
-def _event_record(message: dict[str, Any]) -> dict[str, Any]:
+def event_record(message: dict[str, Any]) -> dict[str, Any]:
     return {
         "messageId": message["MessageId"],
         "receiptHandle": message["ReceiptHandle"],
         "body": message["Body"],
         "attributes": message["Attributes"],
-        "messageAttributes": {},
+        "messageAttributes": {  # as Lambda's event shows them
+            name: {"stringValue": value.get("StringValue"), "dataType": value["DataType"]}
+            for name, value in message.get("MessageAttributes", {}).items()
+        },
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",
         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:corral-jobs",
@@ -55,10 +58,12 @@ def poll(aws: dict[str, Any]) -> Batch | None:
     """One poll of the event source mapping: receive up to 10 messages, invoke the handler, delete
     what it did not hand back. None if nothing was visible."""
     sqs, url = aws["sqs"], aws["queue_url"]
-    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", [])
+    messages = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+    ).get("Messages", [])
     if not messages:
         return None
-    response = handler({"Records": [_event_record(m) for m in messages]}, WorkerContext())
+    response = handler({"Records": [event_record(m) for m in messages]}, WorkerContext())
     failed = [item["itemIdentifier"] for item in response["batchItemFailures"]]
     for message in messages:
         if message["MessageId"] not in failed:

@@ -1,4 +1,4 @@
-"""Seven corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping and receive, Scheduler) toward
+"""Eight corrections to ministack 1.5.33 (Lambda runtime, SQS event source mapping and receive, Scheduler) toward
 AWS, at launch.
 
 local/ministack.py starts the emulator as `<ministack venv>/bin/python -P local/ministack_patch.py`
@@ -43,6 +43,8 @@ It runs in the emulator's own venv, so it imports only the standard library and 
    (ties: the group whose oldest message is oldest). Stronger than AWS, which reorders only once
    a group is detected noisy (over ~10 % of in-flight and ~30 of its own in flight): the emulator's
    few concurrent batches would rarely reach those thresholds. FIFO queues are untouched.
+8. A cold start unpacks nothing another environment already unpacked: each code or layer zip is
+   extracted once, shared read-only (apply_shared_code_extraction).
 
 Evidence and figures: docs/benchmark.md, "The emulator, corrected". Any other ministack version
 is refused: these replace private internals, checked by version and by the hash of each replaced
@@ -554,10 +556,85 @@ def apply_wait_for_a_warm_environment() -> None:
     runtime._corral_warm_wait = True
 
 
+SHARED_CODE_PREFIX = "corral-ministack-code-"
+
+
+def _environment_dir(path: str) -> bool:
+    """An environment's code or layer folder as Worker._spawn makes them: <tmp>/ministack-lambda-*/code|layer_N."""
+    parent, name = os.path.split(os.path.realpath(path))
+    return os.path.basename(parent).startswith("ministack-lambda-") and (name == "code" or name.startswith("layer_"))
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def apply_shared_code_extraction() -> None:
+    """8. An execution environment's cold start unpacks nothing that another already unpacked.
+
+    ministack's Worker._spawn extracts the function's code zip and every layer zip into a fresh
+    temporary folder for each environment (and deletes the last one's first): ~60 MB / 4,400 files
+    for the worker, several seconds on 2 cores, inside the emulator's process, so its GIL-heavy
+    unzip slows every other environment's SQS and DynamoDB calls while it runs (the re-warm after a
+    killed worker made every job in the next ~2 s wait 150-300 ms per call). On AWS a new
+    environment costs the request that meets it its own init and nobody else anything, and its
+    code (/var/task, /opt) is read-only. Here each zip is extracted once per emulator, keyed by its
+    sha256, into a shared folder, and an environment's code/layer folder is a symlink to it: read-only
+    sharing as on AWS (a function writing into its own code folder would fail on AWS; here the write
+    would be shared). Only Worker._spawn's folders are redirected; every other extraction is ministack's.
+    Apply after apply(), whose version check covers Worker._spawn (the caller of extractall relied on).
+    """
+    import atexit
+    import shutil
+    import tempfile
+    import zipfile
+
+    from ministack.core import lambda_runtime as runtime
+
+    if getattr(runtime, "_corral_shared_code", False):
+        return
+    _installed_version()
+    if not getattr(runtime, "_corral_patched", False):
+        raise UnsupportedMinistack("apply_shared_code_extraction() needs apply() first (it checks Worker._spawn)")
+    root = tempfile.mkdtemp(prefix=SHARED_CODE_PREFIX)
+    atexit.register(shutil.rmtree, root, True)
+    extract = zipfile.ZipFile.extractall
+    guard = threading.Lock()
+    locks: dict[str, threading.Lock] = {}
+
+    def extractall(self: zipfile.ZipFile, path: Any = None, members: Any = None, pwd: Any = None) -> None:
+        target = os.fspath(path) if path is not None else None
+        if target is None or members is not None or pwd is not None or not self.filename:
+            return extract(self, path, members, pwd)
+        if not _environment_dir(target) or os.listdir(target):
+            return extract(self, path, members, pwd)
+        digest = _file_sha256(self.filename)
+        with guard:
+            lock = locks.setdefault(digest, threading.Lock())
+        shared = os.path.join(root, digest)
+        with lock:
+            if not os.path.isdir(shared):
+                partial = shared + ".partial"
+                shutil.rmtree(partial, ignore_errors=True)
+                extract(self, partial)
+                os.rename(partial, shared)
+        os.rmdir(target)
+        os.symlink(shared, target)  # rmtree of the environment's folder unlinks it, never follows it
+        return None
+
+    zipfile.ZipFile.extractall = extractall
+    runtime._corral_shared_code = True
+
+
 def apply_all() -> None:
     apply()
     apply_scheduler_on_the_second()
     apply_wait_for_a_warm_environment()
+    apply_shared_code_extraction()
 
 
 def main() -> None:

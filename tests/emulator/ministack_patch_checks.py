@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import os
+import shutil
 import sys
 import time
 import zipfile
@@ -70,7 +71,12 @@ def check_version_is_enforced() -> None:
         assert "1.5.33" in str(refused) and "1.5.34" in str(refused), refused
     else:
         raise AssertionError("another ministack version was accepted")
-    for later_correction in (patch.apply_scheduler_on_the_second, patch.apply_wait_for_a_warm_environment):
+    later_corrections = (
+        patch.apply_scheduler_on_the_second,
+        patch.apply_wait_for_a_warm_environment,
+        patch.apply_shared_code_extraction,
+    )
+    for later_correction in later_corrections:
         try:
             later_correction()
         except patch.UnsupportedMinistack as refused:
@@ -268,6 +274,37 @@ def check_a_busy_warm_environment_is_awaited_before_a_cold_start() -> None:
         assert reason == "spawn", "a function with no warm environment must start one at once"
     finally:
         runtime.reset()
+
+
+def check_a_cold_start_unpacks_nothing_another_environment_unpacked() -> None:
+    patch = load_patch()
+    patch.apply()
+    patch.apply_shared_code_extraction()
+    from ministack.core import lambda_runtime as runtime
+
+    first, second = _lease(runtime, "shared"), _lease(runtime, "shared")
+    try:
+        pids = {worker.invoke({}, name)["result"]["pid"] for worker, name in ((first, "r1"), (second, "r2"))}
+        assert len(pids) == 2, "two environments, two processes"
+        folders = [os.path.join(worker._tmpdir, "code") for worker in (first, second)]
+        assert all(os.path.islink(folder) for folder in folders), folders
+        assert len({os.path.realpath(folder) for folder in folders}) == 1, "the code was unpacked twice"
+        shared = os.path.realpath(folders[0])
+        assert os.path.basename(os.path.dirname(shared)).startswith(patch.SHARED_CODE_PREFIX), shared
+        assert os.path.exists(os.path.join(shared, "index.py"))
+    finally:
+        runtime.reset()
+    assert os.path.exists(os.path.join(shared, "index.py")), "removing an environment removed the shared code"
+    buffer = io.BytesIO()  # any other extraction is ministack's own
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("a.txt", "a")
+    elsewhere = Path(f"/tmp/corral-check-{os.getpid()}")
+    try:
+        with zipfile.ZipFile(buffer) as archive:
+            archive.extractall(elsewhere)
+        assert (elsewhere / "a.txt").is_file() and not elsewhere.is_symlink()
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
 
 
 if __name__ == "__main__":

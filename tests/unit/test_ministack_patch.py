@@ -57,6 +57,7 @@ def test_the_installed_emulator_is_the_one_the_corrections_were_written_for():
         "a_standard_queue_receives_the_quiet_group_ahead_of_a_backlog",
         "scheduler_fires_at_the_due_second",
         "a_busy_warm_environment_is_awaited_before_a_cold_start",
+        "a_cold_start_unpacks_nothing_another_environment_unpacked",
     ],
 )
 def test_the_correction_holds_in_the_real_runtime(check: str):

@@ -105,30 +105,51 @@ class Batch:
     started_at: float  # epoch seconds
     busy_ms: float
     size: int
+    record_ms: tuple[float, ...] = ()  # each record's handling time, in the order handled
 
 
-def worker_batches(logs: Any, log_group: str, since_epoch: float) -> list[Batch]:
-    """The worker's batch lines from CloudWatch Logs, paged by time (FilterLogEvents returns <= 10,000)."""
-    batches: dict[str, Batch] = {}
+def _log_lines(logs: Any, log_group: str, since_epoch: float, pattern: str) -> list[dict[str, Any]]:
+    """The function's JSON log lines matching `pattern`, paged by time (FilterLogEvents returns <= 10,000)."""
+    lines: dict[str, dict[str, Any]] = {}
     start_ms = int(since_epoch * 1000)
     while True:
         events = logs.filter_log_events(
-            logGroupName=log_group,
-            filterPattern='"busy_ms"',
-            startTime=start_ms,
-            limit=10_000,
+            logGroupName=log_group, filterPattern=pattern, startTime=start_ms, limit=10_000
         )["events"]
         for event in events:
             try:
                 line = json.loads(event["message"])
             except ValueError:
                 continue
-            if "busy_ms" in line:
-                key = f"{line.get('function_request_id')}:{line['started_at']}"
-                batches[key] = Batch(line["environment"], line["started_at"], line["busy_ms"], line["size"])
+            if isinstance(line, dict):
+                # The next page starts where this one ended: the same event may come twice.
+                key = f"{event.get('logStreamName')}:{event.get('eventId') or event['timestamp']}:{event['message']}"
+                lines[key] = line
         if len(events) < 10_000:
-            return list(batches.values())
-        start_ms = events[-1]["timestamp"]  # the next page starts where this one ended (dupes are keyed away)
+            return list(lines.values())
+        start_ms = events[-1]["timestamp"]
+
+
+def worker_batches(logs: Any, log_group: str, since_epoch: float) -> list[Batch]:
+    """The worker's batch lines (one per invocation)."""
+    batches = {
+        f"{line.get('function_request_id')}:{line['started_at']}": Batch(
+            line["environment"], line["started_at"], line["busy_ms"], line["size"], tuple(line.get("record_ms", ()))
+        )
+        for line in _log_lines(logs, log_group, since_epoch, '"busy_ms"')
+        if "busy_ms" in line
+    }
+    return list(batches.values())
+
+
+def hand_backs(logs: Any, log_group: str, since_epoch: float) -> dict[str, int]:
+    """The worker's hand-backs (a delivery left on the queue to come back later), counted by reason."""
+    reasons = [
+        str(line.get("reason", "")).split(":")[0]
+        for line in _log_lines(logs, log_group, since_epoch, '"handed back"')
+        if line.get("message") == "handed back"
+    ]
+    return {reason: reasons.count(reason) for reason in sorted(set(reasons), key=reasons.count, reverse=True)}
 
 
 def footprint() -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
 from bench.load import Sample
-from bench.measure import DepthSample
+from bench.measure import Batch, DepthSample, JobRow
 from bench.slo import ON_TIME_MS, TARGETS, Window, meets, percentile
 
 # A job's dot in the enqueue-to-run plot takes the colour of what made it slow.
@@ -45,6 +46,38 @@ class Point:
 
 def write_json(path: Path, results: dict[str, Any]) -> None:
     path.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
+
+
+def write_jobs_csv(path: Path, rows: dict[str, JobRow], causes: dict[str, str], start_epoch: float) -> None:
+    """One line per job that ran: when it was enqueued and started (seconds since the load started), its cause."""
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["job_id", "enqueued_s", "started_s", "wait_ms", "attempts", "status", "cause"])
+        for job_id, cause in causes.items():
+            row = rows[job_id]
+            assert row.enqueued_at is not None and row.started_at is not None  # causes holds started jobs only
+            writer.writerow(
+                [
+                    job_id,
+                    round(row.enqueued_at - start_epoch, 3),
+                    round(row.started_at - start_epoch, 3),
+                    round((row.started_at - row.enqueued_at) * 1000, 1),
+                    row.attempts,
+                    row.status,
+                    cause,
+                ]
+            )
+
+
+def write_batches_csv(path: Path, batches: list[Batch], start_epoch: float) -> None:
+    """One line per worker invocation: its start (seconds since the load started), duration, size, environment."""
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["started_s", "busy_ms", "size", "environment", "record_ms"])
+        for batch in sorted(batches, key=lambda b: b.started_at):
+            started = round(batch.started_at - start_epoch, 3)
+            records = " ".join(f"{ms:g}" for ms in batch.record_ms)
+            writer.writerow([started, batch.busy_ms, batch.size, batch.environment, records])
 
 
 def plot(

@@ -282,6 +282,8 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
     worker = context.aws("lambda").get_function_configuration(FunctionName=settings.WORKER_FUNCTION)
     log_group = worker.get("LoggingConfig", {}).get("LogGroup") or f"/aws/lambda/{settings.WORKER_FUNCTION}"
     batches = measure.worker_batches(context.aws("logs"), log_group, run["started_epoch"])
+    run["hand_backs"] = measure.hand_backs(context.aws("logs"), log_group, run["started_epoch"])
+    report.write_batches_csv(out / "batches.csv", batches, run["started_epoch"])
     mapping = _worker_mapping(context)
 
     # Bulk and cost measurements with the workers paused, so they measure enqueue alone.
@@ -386,6 +388,7 @@ def _results(
             "footprint": footprint,
             "events": [asdict(m) for m in run["markers"]],
             "drain_seconds": round(run["drain_seconds"], 1),
+            "worker_hand_backs_by_reason": run["hand_backs"],
             "environments_after_run": run["environments"],
             "ramp": ramp,
         },
@@ -462,6 +465,7 @@ def _print_and_plot(
         f"corral SLO benchmark: R = {details['base_rate_rps']:g}/s, herd x{HERD_FACTOR:g}; {results['run']['command']}"
     )
     report.plot(out / "slo.png", run["samples"], e2r_points, run["depth"], run["markers"], windows, phases, title)
+    report.write_jobs_csv(out / "jobs.csv", rows, causes, start_epoch)
     print()
     print(
         report.table(

@@ -116,12 +116,17 @@ def test_revoked_keys_stop_working_with_the_reread_after_the_cache_time(aws, mon
     assert tenants.tenant_for(key) is None
 
 
-def test_a_request_never_waits_for_a_known_keys_reread(aws, monkeypatch):
-    key = tenants.create_key("acme")
-    assert tenants.tenant_for(key) == "acme"
+def _known_key_past_its_cache_time(tenant: str) -> tuple[str, str]:
+    """A key this instance has looked up, whose cache time has run out; (key, digest)."""
+    key = tenants.create_key(tenant)
+    assert tenants.tenant_for(key) == tenant
     digest = api_keys.digest(key)
-    entry = tenants._lookup.known[digest]
-    tenants._lookup.known[digest] = entry._replace(fresh_until=time.monotonic() - 1)  # its cache time ran out
+    tenants._lookup.known[digest] = tenants._lookup.known[digest]._replace(fresh_until=time.monotonic() - 1)
+    return key, digest
+
+
+def test_a_request_never_waits_for_a_known_keys_reread(aws, monkeypatch):
+    key, digest = _known_key_past_its_cache_time("acme")
     real_client = tenants.client
     reads = []
 
@@ -172,11 +177,7 @@ def test_operator_keys_share_the_format_and_the_flood_proof_lookup(aws, monkeypa
 def test_a_known_key_outlives_its_cache_time_while_the_store_fails(aws, monkeypatch):
     from botocore.exceptions import EndpointConnectionError
 
-    real = tenants.create_key("acme")
-    assert tenants.tenant_for(real) == "acme"
-    digest = api_keys.digest(real)
-    entry = tenants._lookup.known[digest]
-    tenants._lookup.known[digest] = entry._replace(fresh_until=time.monotonic() - 1)  # its cache time ran out
+    real, digest = _known_key_past_its_cache_time("acme")
 
     def store_down(*_args, **_kwargs):
         raise EndpointConnectionError(endpoint_url="http://dynamodb")
@@ -187,6 +188,7 @@ def test_a_known_key_outlives_its_cache_time_while_the_store_fails(aws, monkeypa
     assert tenants.tenant_for(real) == "acme"  # the failed re-read changed nothing
     with pytest.raises(EndpointConnectionError):
         tenants.tenant_for(api_keys.mint())  # a key never seen is not guessed at
-    tenants._lookup.known[digest] = entry._replace(stale_until=time.monotonic() - 1)  # STALE_KNOWN_SECONDS later
+    stale = tenants._lookup.known[digest]
+    tenants._lookup.known[digest] = stale._replace(stale_until=time.monotonic() - 1)  # STALE_KNOWN_SECONDS later
     with pytest.raises(EndpointConnectionError):
         tenants.tenant_for(real)  # stale beyond the bound: the outage shows

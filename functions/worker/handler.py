@@ -58,20 +58,34 @@ def record_handler(record: SQSRecord) -> Outcome:
     try:
         outcome = receive(delivery)
     except RetryLater as later:
-        queue.retry_later(record.receipt_handle, later.seconds)
-        job_retried()
-        # One line per hand-back: rare but telling (a store blip, a retry's backoff); the benchmark
-        # counts them by reason to explain slow jobs.
-        logger.info(
-            "handed back",
-            extra={"message_id": record.message_id, "seconds": later.seconds, "reason": later.reason},
-        )
+        _hand_back(record.message_id, record.receipt_handle, later)
         raise
     finally:
         _record_ms.append(round((time.perf_counter() - began) * 1000, 1))
     job_outcome(outcome)
     logger.debug("message handled", extra={"message_id": record.message_id, "outcome": outcome})
     return outcome
+
+
+def _hand_back(message_id: str, receipt_handle: str, later: RetryLater) -> None:
+    queue.retry_later(receipt_handle, later.seconds)
+    job_retried()
+    # One line per hand-back: rare but telling (a store blip, a retry's backoff); the benchmark
+    # counts them by reason to explain slow jobs.
+    logger.info("handed back", extra={"message_id": message_id, "seconds": later.seconds, "reason": later.reason})
+
+
+def _report_failed_writes(
+    records: list[dict[str, Any]], failed: list[tuple[str, BaseException]], response: dict[str, Any]
+) -> None:
+    """A job whose outcome write failed after its record was answered: its message comes back."""
+    receipts = {record["messageId"]: record["receiptHandle"] for record in records}
+    for message_id, error in failed:
+        if isinstance(error, RetryLater):
+            _hand_back(message_id, receipts[message_id], error)
+        else:
+            logger.exception("outcome write failed", exc_info=error, extra={"message_id": message_id})
+        response["batchItemFailures"].append({"itemIdentifier": message_id})
 
 
 def _hide_for_their_timeouts(records: list[dict[str, Any]]) -> None:
@@ -93,9 +107,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Jobs before outcome messages (a store blip's deferred records): a job waiting in the batch
     # behind them would wait for their writes.
     records = sorted(records, key=queue.is_outcome_record)
-    response = process_partial_response(
-        event={**event, "Records": records}, record_handler=record_handler, processor=processor, context=context
-    )
+    with work.batch() as writes_failed:
+        response = process_partial_response(
+            event={**event, "Records": records}, record_handler=record_handler, processor=processor, context=context
+        )
+    _report_failed_writes(records, writes_failed, response)
     # started_at/busy_ms/environment (one log stream per execution environment on AWS)
     # are what the benchmark's worker utilisation is computed from.
     logger.info(

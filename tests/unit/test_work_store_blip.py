@@ -546,3 +546,41 @@ def test_the_init_phase_reads_the_id_secret_and_survives_a_store_that_fails(aws,
     monkeypatch.setenv("CORRAL_TABLE", "no-such-table")  # every store call fails
     work.prepare()  # does not raise: the first delivery reads it, or hands back
     assert id_secret.cache_info().currsize == 0
+
+
+# A batch's outcome writes overlap its next jobs ---------------------------------------------------------
+
+
+def test_the_next_job_of_a_batch_starts_while_the_previous_outcome_is_being_written(aws, monkeypatch):
+    writes: list[tuple[float, float]] = []
+    complete = store.complete
+
+    def slow_complete(*args: Any, **kwargs: Any) -> bool:
+        began = time.time()
+        time.sleep(0.3)
+        written = complete(*args, **kwargs)
+        writes.append((began, time.time()))
+        return written
+
+    monkeypatch.setattr(store, "complete", slow_complete)
+    jobs = [_job(payload=n) for n in range(3)]
+    for job in jobs:
+        send(aws, job.to_json())
+    assert poll(aws).failed == []
+
+    starts = sorted(record(job.id).started_at for job in jobs)
+    assert all(record(job.id).status is Status.SUCCEEDED for job in jobs)  # every write done when the batch answers
+    assert starts[-1] - starts[0] < 0.3  # none waited for an earlier job's 0.3 s write
+    assert len(writes) == 3
+
+
+def test_an_outcome_write_that_fails_after_its_record_was_answered_hands_the_message_back(aws, monkeypatch):
+    monkeypatch.setattr(store, "complete", _throttled)
+    monkeypatch.setattr(queue, "send_outcome", _throttled)
+    job = _job()
+    send(aws, job.to_json())
+
+    batch = poll(aws)
+
+    assert batch is not None and batch.failed == batch.message_ids  # comes back when the lease ends
+    assert record(job.id).status is Status.RUNNING

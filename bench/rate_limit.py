@@ -58,14 +58,20 @@ class Cell:
         return self.admitted_per_second / self.limit
 
 
-def simulate(instances: int, limit: float, spread: str, offered: float, seconds: float, seed: int = 7) -> Cell:
-    rng = random.Random(seed)
+def _fleet(instances: int) -> tuple[SimClock, SharedDirectory, list[RateLimiter]]:
+    """`instances` API instances' limiters on one simulated clock, sharing one instance directory."""
     clock = SimClock()
     directory = SharedDirectory()
     limiters = [
         RateLimiter(directory, clock=clock, wall_clock=clock, instance_id=f"i{k}", background=False)
         for k in range(instances)
     ]
+    return clock, directory, limiters
+
+
+def simulate(instances: int, limit: float, spread: str, offered: float, seconds: float, seed: int = 7) -> Cell:
+    rng = random.Random(seed)
+    clock, directory, limiters = _fleet(instances)
     weights = [1.0] * instances if spread == "even" else [1.0 / (k + 1) for k in range(instances)]
     burst = int(limit * BURST_SECONDS)
     start = clock.now
@@ -97,12 +103,7 @@ def fan_out(instances: int, limit: float, seed: int = 7) -> float:
     """Admitted in the first second by `instances` API instances that all appear at once (a flood
     scaling the API out), in bursts: the limit allows one burst plus a second of the rate."""
     rng = random.Random(seed)
-    clock = SimClock()
-    directory = SharedDirectory()
-    limiters = [
-        RateLimiter(directory, clock=clock, wall_clock=clock, instance_id=f"i{k}", background=False)
-        for k in range(instances)
-    ]
+    clock, _, limiters = _fleet(instances)
     burst = int(limit * BURST_SECONDS)
     start = clock.now
     admitted = 0

@@ -303,13 +303,19 @@ def test_a_carried_outcome_delivered_twice_is_recorded_once(blip, aws):
     assert record(job.id) == first
 
 
-def test_a_claimed_attempt_that_recorded_first_wins_over_a_late_carried_outcome(blip, aws):
+def _carried_outcome_and_a_claim_after_the_blip(blip: Blip, aws: dict[str, Any]) -> tuple[JobMessage, Any, Any]:
+    """A job that ran unclaimed in a blip (its outcome message waiting on the queue), then, once the
+    store is back, claimed by a duplicate delivery: (job, the outcome message, the claim)."""
     job = _job(payload="first")
     send(aws, job.to_json())
     poll(aws)
     (carried,) = _queued(aws)
     blip.end()
-    claimed = store.claim(job, "duplicate-delivery", time.time(), lease_seconds=10)
+    return job, carried, store.claim(job, "duplicate-delivery", time.time(), lease_seconds=10)
+
+
+def test_a_claimed_attempt_that_recorded_first_wins_over_a_late_carried_outcome(blip, aws):
+    job, carried, claimed = _carried_outcome_and_a_claim_after_the_blip(blip, aws)
     assert store.complete(job.id, claimed.token, "claimed result", time.time())
 
     assert work.receive(Delivery(message_id=carried["MessageId"], body=carried["Body"])) is Outcome.DUPLICATE
@@ -317,12 +323,7 @@ def test_a_claimed_attempt_that_recorded_first_wins_over_a_late_carried_outcome(
 
 
 def test_a_carried_outcome_recorded_first_makes_a_claimed_attempt_running_meanwhile_lose_its_claim(blip, aws):
-    job = _job(payload="first")
-    send(aws, job.to_json())
-    poll(aws)
-    (carried,) = _queued(aws)
-    blip.end()
-    claimed = store.claim(job, "duplicate-delivery", time.time(), lease_seconds=10)
+    job, carried, claimed = _carried_outcome_and_a_claim_after_the_blip(blip, aws)
 
     assert work.receive(Delivery(message_id=carried["MessageId"], body=carried["Body"])) is Outcome.SUCCEEDED
     assert store.complete(job.id, claimed.token, "second result", time.time()) is False

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
+from moto.core.botocore_stubber import BotocoreStubber
 
 from shared import operators, quotas, rate_limit, settings, table_schema, tenants, work
 from shared.aws import client, single_attempt_client
@@ -30,6 +32,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     operators.clear_cache()
     quotas.clear_cache()
     rate_limit.reset()  # each test's tenants start with full buckets
+    _serialize_moto(monkeypatch)
     with mock_aws():
         dynamodb = boto3.client("dynamodb")
         dynamodb.create_table(**table_schema.create_table_params())  # the schema the stack deploys
@@ -63,3 +66,17 @@ def scheduler_env(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[
     client = boto3.client("scheduler")
     client.create_schedule_group(Name=settings.SCHEDULE_GROUP)
     return {**aws, "scheduler": client}
+
+
+def _serialize_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One moto request at a time. The worker writes a job's outcome on a thread while the next job
+    claims; DynamoDB serializes two writes to one item, moto does not (it deep-copies an item while
+    another thread updates it: "dictionary changed size during iteration")."""
+    one_at_a_time = threading.RLock()
+    process_request = BotocoreStubber.process_request
+
+    def serialized(self: BotocoreStubber, request: Any) -> Any:
+        with one_at_a_time:
+            return process_request(self, request)
+
+    monkeypatch.setattr(BotocoreStubber, "process_request", serialized)

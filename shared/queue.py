@@ -6,6 +6,7 @@ import math
 import random
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -49,16 +50,17 @@ def message_group(tenant: str) -> str:
 
 # A message attribute marking outcome messages, so the worker can order a batch without parsing bodies.
 KIND_ATTRIBUTE = "corral-kind"
+_OUTCOME_ATTRIBUTES = {KIND_ATTRIBUTE: {"DataType": "String", "StringValue": "outcome"}}
 
 
-def send_outcome(outcome: OutcomeMessage, delay_seconds: int = 0) -> None:
-    """Carry an attempt's outcome (and, for a failed one, its job's retry) to a later delivery."""
-    client("sqs").send_message(
-        QueueUrl=_queue_url(),
-        MessageBody=outcome.to_json(),
-        DelaySeconds=delay_seconds,
-        MessageGroupId=outcome_group(outcome.job.tenant),
-        MessageAttributes={KIND_ATTRIBUTE: {"DataType": "String", "StringValue": "outcome"}},
+def send_outcomes(outcomes: Sequence[tuple[OutcomeMessage, int]]) -> list[str | None]:
+    """Carry attempts' outcomes (and, for a failed one, its job's retry) to later deliveries:
+    (outcome, delay seconds) pairs, sent and answered as `send_batch` does."""
+    return _send_many(
+        [
+            _Entry(outcome.to_json(), delay, outcome_group(outcome.job.tenant), _OUTCOME_ATTRIBUTES)
+            for outcome, delay in outcomes
+        ]
     )
 
 
@@ -82,18 +84,30 @@ def send_batch(messages: Sequence[tuple[JobMessage, int]]) -> list[str | None]:
     Returns, for each message in order, None if SQS took it, or why it did not: a call
     that fails, or an entry SQS rejects, fails only its own messages, never the others.
     """
-    bodies = [message.to_json() for message, _ in messages]
+    return _send_many([_Entry(message.to_json(), delay, message_group(message.tenant)) for message, delay in messages])
+
+
+@dataclass(frozen=True)
+class _Entry:
+    body: str
+    delay_seconds: int
+    group: str
+    attributes: dict[str, Any] | None = None
+
+
+def _send_many(messages: list[_Entry]) -> list[str | None]:
     calls = [
         [
             {
                 "Id": str(i),
-                "MessageBody": bodies[i],
-                "DelaySeconds": messages[i][1],
-                "MessageGroupId": message_group(messages[i][0].tenant),
+                "MessageBody": messages[i].body,
+                "DelaySeconds": messages[i].delay_seconds,
+                "MessageGroupId": messages[i].group,
             }
+            | ({"MessageAttributes": messages[i].attributes} if messages[i].attributes else {})
             for i in chunk
         ]
-        for chunk in _chunks([len(body.encode()) for body in bodies])
+        for chunk in _chunks([len(message.body.encode()) for message in messages])
     ]
     failures: list[str | None] = [None] * len(messages)
     for not_sent in _senders.map(_send_entries, calls):

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
@@ -229,35 +229,83 @@ def _outcome_not_written(
 # A batch's outcome writes overlap its next jobs (`batch()`): the k-th job of a batch of 10 then waits
 # for the k - 1 jobs before it to run and claim, not also for their outcome writes. The herd's crons
 # arrive 10 to a batch; on this 2-core machine each write costs 10-20 ms of the next job's wait.
-_overlapping: list[tuple[str, Future[None]]] | None = None
+# Its outcome messages (a store blip's) go in one SendMessageBatch when the batch ends: ten
+# SendMessage calls held a batch's environment for 225-360 ms at the herd's cron second.
+@dataclass(frozen=True)
+class _Carried:
+    """An outcome message to send for `delivery`; `if_not_sent(reason)` raises what the delivery answers then."""
+
+    delivery: Delivery
+    outcome: OutcomeMessage
+    delay_seconds: int
+    if_not_sent: Callable[[str], None]
+
+
+@dataclass
+class _Batch:
+    writes: list[tuple[str, Future[None]]] = field(default_factory=list)
+    carried: list[_Carried] = field(default_factory=list)
+
+
+_current: _Batch | None = None
 _writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="outcome-write")
 
 
 @contextmanager
 def batch() -> Iterator[list[tuple[str, BaseException]]]:
-    """Within it, a finished job's outcome write runs beside the batch's next jobs; the block's end
-    waits for every write. Yields a list, filled then, of (message id, error) for each write that
+    """Within it, a finished job's outcome write runs beside the batch's next jobs, and outcome
+    messages wait for the block's end; the end waits for every write, then sends the messages
+    together. Yields a list, filled then, of (message id, error) for each write or send that
     failed: RetryLater to hand that message back, anything else to report it failed. Outside it
-    (tests calling `work` directly), writes happen in line, as before."""
-    global _overlapping
-    _overlapping = []
+    (tests calling `work` directly), writes and sends happen in line."""
+    global _current
+    _current = current = _Batch()
     failed: list[tuple[str, BaseException]] = []
     try:
         yield failed
     finally:
-        pending, _overlapping = _overlapping, None
-        for message_id, future in pending:
+        for message_id, future in current.writes:
             error = future.exception()
             if error is not None:
                 failed.append((message_id, error))
+        _current = None
+        failed.extend(_send_carried(current.carried))
 
 
 def _after_the_job(delivery: Delivery, write: Callable[[], object]) -> None:
     """Run `write` (a finished job's outcome write), beside the batch's next job when inside `batch()`."""
-    if _overlapping is None:
+    if _current is None:
         write()
     else:
-        _overlapping.append((delivery.message_id, _writers.submit(write)))
+        _current.writes.append((delivery.message_id, _writers.submit(write)))
+
+
+def _carry(carried: _Carried) -> None:
+    """Send an outcome message: at the batch's end inside `batch()`, else now (raising if it is not sent)."""
+    if _current is not None:
+        _current.carried.append(carried)
+        return
+    for _, error in _send_carried([carried]):
+        raise error
+
+
+def _send_carried(carried: list[_Carried]) -> list[tuple[str, BaseException]]:
+    """Send outcome messages together; (message id, error) for each delivery whose message was not sent."""
+    if not carried:
+        return []
+    try:
+        reasons = queue.send_outcomes([(each.outcome, each.delay_seconds) for each in carried])
+    except (*_AWS_ERRORS, ParamValidationError) as error:
+        reasons = [str(error)] * len(carried)
+    failed: list[tuple[str, BaseException]] = []
+    for each, reason in zip(carried, reasons, strict=True):
+        if reason is None:
+            continue
+        try:
+            each.if_not_sent(reason)
+        except Exception as error:
+            failed.append((each.delivery.message_id, error))
+    return failed
 
 
 def _without_claim(message: JobMessage, delivery: Delivery, timeout: int, why: str, *, first_run: bool) -> Outcome:
@@ -315,15 +363,15 @@ def _run_unclaimed(message: JobMessage, job_type: job_types.JobType, delivery: D
         else:
             outcome = OutcomeMessage(message, Status.SUCCEEDED, started_at, time.time(), result=result)
 
+    def not_sent(reason: str) -> None:
+        raise delivery.hand_back(
+            f"ran without a claim while the store failed, but its outcome could not be sent: {reason}"
+        )
+
     def carry() -> None:
         if outcome.status.finished and _record_now(outcome, delivery):
             return
-        try:
-            queue.send_outcome(outcome, max(delay, OUTCOME_DELAY_SECONDS))
-        except (*_AWS_ERRORS, ParamValidationError) as error:
-            raise delivery.hand_back(
-                f"ran without a claim while the store failed, but its outcome could not be sent: {error}"
-            ) from error
+        _carry(_Carried(delivery, outcome, max(delay, OUTCOME_DELAY_SECONDS), not_sent))
 
     _after_the_job(delivery, carry)
     return {Status.SUCCEEDED: Outcome.SUCCEEDED, Status.DEAD: Outcome.DEAD}.get(outcome.status, Outcome.RETRY_SENT)
@@ -432,11 +480,13 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, time
             carried = OutcomeMessage(
                 message, Status.SUCCEEDED, started_at, finished_at, result=result, attempt_token=token
             )
-            try:
-                queue.send_outcome(carried, OUTCOME_DELAY_SECONDS)
-            except (*_AWS_ERRORS, ParamValidationError):
+            store_error = error
+
+            def not_sent(reason: str) -> None:
                 # Retried when the lease ends, as any attempt whose outcome was lost.
-                _outcome_not_written(error, message, delivery, token, lease_end)
+                _outcome_not_written(store_error, message, delivery, token, lease_end)
+
+            _carry(_Carried(delivery, carried, OUTCOME_DELAY_SECONDS, not_sent))
 
     _after_the_job(delivery, complete)
     return Outcome.SUCCEEDED

@@ -24,6 +24,7 @@ _OUTCOMES = {
     Outcome.LOST_CLAIM: "LostClaims",
     Outcome.UNREADABLE: "UnreadableMessages",
     Outcome.RETRY_SENT: "RetriesSentUnclaimed",
+    Outcome.RECORDED_LATE: "OutcomesRecordedLate",
 }
 
 

@@ -34,6 +34,9 @@ class Outcome(StrEnum):
     LOST_CLAIM = "lost-claim"  # the attempt's lease was taken over before it recorded its outcome
     UNREADABLE = "unreadable"  # the message cannot run: in the DLQ with its reason
     RETRY_SENT = "retry-sent"  # failed while the store was down: an outcome message carries it and the retry
+    # An outcome an earlier run carried in a message (a store blip's), now recorded: that run was counted
+    # when it ended, so the record is not counted as a second success or death.
+    RECORDED_LATE = "recorded-late"
 
 
 class UnreadableMessage(ValueError):

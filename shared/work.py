@@ -417,9 +417,7 @@ def _deliver_outcome(outcome: OutcomeMessage, delivery: Delivery) -> Outcome:
     if outcome.status is Status.FAILED:
         # The retry runs as the job's own message would: its DLQ entry is the job, redrivable as any.
         return work(outcome.job, replace(delivery, body=outcome.job.to_json()), first_run=False)
-    if not recorded:
-        return Outcome.DUPLICATE
-    return Outcome.SUCCEEDED if outcome.status is Status.SUCCEEDED else Outcome.DEAD
+    return Outcome.RECORDED_LATE if recorded else Outcome.DUPLICATE
 
 
 def _result_problem(result: object) -> str | None:

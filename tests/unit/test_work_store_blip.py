@@ -216,6 +216,17 @@ def test_a_first_delivery_during_a_blip_runs_at_once_and_its_outcome_is_recorded
     assert poll(aws) is None  # nothing left
 
 
+def test_a_job_run_in_a_blip_counts_one_success_when_it_ends_and_none_when_it_is_recorded(blip, aws, capsys):
+    send(aws, _job().to_json())
+    poll(aws)
+    blip.end()
+    poll(aws)
+
+    emitted = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert sum(sum(metrics.get("JobsSucceeded", [])) for metrics in emitted) == 1
+    assert sum(sum(metrics.get("OutcomesRecordedLate", [])) for metrics in emitted) == 1
+
+
 def test_outcome_messages_travel_in_a_group_of_their_own_so_new_jobs_go_first(blip, aws):
     job = _job()
     send(aws, job.to_json())
@@ -361,7 +372,7 @@ def test_a_claimed_attempt_that_recorded_first_wins_over_a_late_carried_outcome(
 def test_a_carried_outcome_recorded_first_makes_a_claimed_attempt_running_meanwhile_lose_its_claim(blip, aws):
     job, carried, claimed = _carried_outcome_and_a_claim_after_the_blip(blip, aws)
 
-    assert work.receive(Delivery(message_id=carried["MessageId"], body=carried["Body"])) is Outcome.SUCCEEDED
+    assert work.receive(Delivery(message_id=carried["MessageId"], body=carried["Body"])) is Outcome.RECORDED_LATE
     assert store.complete(job.id, claimed.token, "second result", time.time()) is False
     assert record(job.id).result == "first"
 

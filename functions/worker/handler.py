@@ -60,6 +60,13 @@ def record_handler(record: SQSRecord) -> Outcome:
     except RetryLater as later:
         _hand_back(record.message_id, record.receipt_handle, later)
         raise
+    except Exception as error:
+        # Not a job's failure (work() records those): a fault of ours or of a dependency. The message
+        # comes back soon, later each time, and reaches the DLQ after the queue's receive budget,
+        # instead of staying hidden for the whole batch's visibility (job timeouts, up to minutes).
+        logger.exception("record failed", extra={"message_id": record.message_id})
+        _hand_back(record.message_id, record.receipt_handle, delivery.hand_back(f"unexpected error: {error!r}"))
+        raise
     finally:
         _record_ms.append(round((time.perf_counter() - began) * 1000, 1))
     job_outcome(outcome)
@@ -79,12 +86,12 @@ def _report_failed_writes(
     records: list[dict[str, Any]], failed: list[tuple[str, BaseException]], response: dict[str, Any]
 ) -> None:
     """A job whose outcome write failed after its record was answered: its message comes back."""
-    receipts = {record["messageId"]: record["receiptHandle"] for record in records}
+    deliveries = {record["messageId"]: record for record in records}
     for message_id, error in failed:
-        if isinstance(error, RetryLater):
-            _hand_back(message_id, receipts[message_id], error)
-        else:
+        if not isinstance(error, RetryLater):
             logger.exception("outcome write failed", exc_info=error, extra={"message_id": message_id})
+            error = _delivery(SQSRecord(deliveries[message_id])).hand_back(f"outcome write failed: {error!r}")
+        _hand_back(message_id, deliveries[message_id]["receiptHandle"], error)
         response["batchItemFailures"].append({"itemIdentifier": message_id})
 
 

@@ -71,3 +71,46 @@ def test_an_outcome_the_store_rejects_as_invalid_ends_the_job_instead_of_waiting
     assert job.status is Status.DEAD
     assert "the store refused the job's outcome (ValidationException)" in job.error
     assert len(dead_letters(aws)) == 1
+
+
+def test_an_unexpected_error_hands_the_message_back_soon_not_after_the_batchs_whole_visibility(aws, monkeypatch):
+    # A fault of ours or of a dependency (not a job's failure): the message returns in seconds, and
+    # the job runs then; left to the batch's visibility (its jobs' timeouts) it would wait minutes.
+    from functions.worker import handler as worker_handler
+
+    receive, failures = worker_handler.receive, []
+
+    def fails_once(delivery):
+        if not failures:
+            failures.append(delivery.message_id)
+            raise RuntimeError("dictionary changed size during iteration")
+        return receive(delivery)
+
+    monkeypatch.setattr(worker_handler, "receive", fails_once)
+    message = build_message("acme", JobRequest(type="echo", payload="again"), time.time())
+    send(aws, message.to_json())
+
+    assert poll(aws).failed == failures
+    deadline = time.monotonic() + 10
+    while (batch := poll(aws)) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    assert batch is not None and batch.failed == []
+    assert record(message.id).status is Status.SUCCEEDED
+
+
+def test_an_outcome_write_failing_unexpectedly_hands_its_message_back_soon(aws, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the write")
+
+    monkeypatch.setattr(store, "complete", broken)
+    message = build_message("acme", JobRequest(type="echo"), time.time())
+    send(aws, message.to_json())
+
+    first = poll(aws)
+    assert first.failed == first.message_ids
+    deadline = time.monotonic() + 6
+    while (again := poll(aws)) is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+    assert again is not None  # back within seconds (its claim's lease then decides when it runs again)

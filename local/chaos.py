@@ -1,7 +1,8 @@
 """Fault injection for the embedded stack: the stand-ins the functions talk through, and the faults.
 
 `Sidecars` starts the fault proxy (in front of the emulator's DynamoDB and SQS) and
-the status cache (DAX's stand-in, in front of the fault proxy) as subprocesses and
+the status cache (DAX's stand-in, in front of the emulator's DynamoDB, injecting the
+proxy's faults itself: one hop for job items) as subprocesses and
 gives the function environment that wires the deployed functions through them.
 tests/platform.py and `make up` both use it, so tests and the benchmark inject
 faults the same way:
@@ -22,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,7 +88,7 @@ class Sidecars:
             proxy = _start("local.fault_proxy", proxy_port, self.emulator_endpoint, log)
             self.processes.append(proxy)
             _wait_listening(self.proxy_url, "/_faults/stats", proxy)
-            cache = _start("local.status_cache", cache_port, self.proxy_url, log)
+            cache = _start("local.status_cache", cache_port, self.emulator_endpoint, log)
             self.processes.append(cache)
             _wait_listening(self.cache_url, "/_status_cache/stats", cache)
         except Exception:
@@ -129,23 +131,38 @@ class Chaos:
     def of(cls, state_dir: Path = STATE) -> Chaos:
         return cls(**json.loads((state_dir / "sidecars.json").read_text()))
 
+    @property
+    def _fault_injectors(self) -> tuple[str, str]:
+        # The fault proxy, and the status cache, which injects the same faults into what passes it.
+        return self.proxy_url, self.cache_url
+
     def blip(self, seconds: float, service: str = "dynamodb", mode: str = "mixed", latency_ms: int = 200) -> None:
         order = {"service": service, "seconds": seconds, "mode": mode, "latency_ms": latency_ms}
-        requests.post(f"{self.proxy_url}/_faults/blip", json=order, timeout=5).raise_for_status()
+        for url in self._fault_injectors:
+            requests.post(f"{url}/_faults/blip", json=order, timeout=5).raise_for_status()
 
     def clear(self) -> None:
-        requests.post(f"{self.proxy_url}/_faults/clear", timeout=5).raise_for_status()
+        for url in self._fault_injectors:
+            requests.post(f"{url}/_faults/clear", timeout=5).raise_for_status()
 
     def stats(self) -> dict[str, Any]:
+        """ "proxy": requests by service and operation, and the faults injected, wherever injected."""
+        injected: Counter[str] = Counter()
+        for url in self._fault_injectors:
+            injected.update(requests.get(f"{url}/_faults/stats", timeout=5).json())
         return {
-            "proxy": requests.get(f"{self.proxy_url}/_faults/stats", timeout=5).json(),
+            "proxy": dict(injected),
             "status_cache": requests.get(f"{self.cache_url}/_status_cache/stats", timeout=5).json(),
         }
 
     def store_requests(self, job_id: str) -> list[dict[str, Any]]:
-        """The DynamoDB requests that reached the store (through the proxy) for one job's item."""
-        response = requests.get(f"{self.proxy_url}/_faults/requests", params={"pk": f"job#{job_id}"}, timeout=5)
-        return response.json()
+        """The DynamoDB requests for one job's item that reached the store, through the status cache
+        (the functions' job items) or the proxy (anything else)."""
+        found: list[dict[str, Any]] = []
+        for url in self._fault_injectors:
+            response = requests.get(f"{url}/_faults/requests", params={"pk": f"job#{job_id}"}, timeout=5)
+            found += response.json()
+        return found
 
     def kill_worker(self, function: str = settings.WORKER_FUNCTION) -> list[int]:
         """SIGKILL every process running `function` under this emulator; the pids killed."""

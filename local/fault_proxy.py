@@ -69,7 +69,8 @@ class FaultProxy:
         self.stats: Counter[str] = Counter()
         self.log: deque[dict[str, Any]] = deque(maxlen=LOG_SIZE)
 
-    def __call__(self, request: Request) -> Reply:
+    def __call__(self, request: Request, body: bytes | None = None) -> Reply:
+        """Answer `request`: a control order, an injected fault, or the upstream's reply (to `body` if given)."""
         if request.path.startswith("/_faults/"):
             return self._control(request)
         service = service_of(request)
@@ -78,7 +79,7 @@ class FaultProxy:
         injected = window is not None and window.mode != "latency"
         if window is not None and window.mode == "latency":
             time.sleep(window.latency_ms / 1000)
-        reply = self._error(service, window.mode) if injected and window else self.forward(request)
+        reply = self._error(service, window.mode) if injected and window else self.forward(request, body)
         with self._lock:
             self.stats[f"{service}.{operation}"] += 1
             if injected:

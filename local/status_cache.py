@@ -25,7 +25,8 @@ import time
 from collections import Counter, OrderedDict
 from typing import Any
 
-from local.proxy_base import Forwarder, Reply, Request, serve_main
+from local.fault_proxy import FaultProxy
+from local.proxy_base import Reply, Request, serve_main
 
 PREFIX = "DynamoDB_20120810."
 MAX_ENTRIES = 200_000
@@ -101,7 +102,10 @@ class StatusCache:
     """The request handler: DynamoDB JSON in, DynamoDB JSON out."""
 
     def __init__(self, upstream: str, ttl_seconds: float) -> None:
-        self.forward = Forwarder(upstream)
+        # The fault proxy's faults, injected here for what passes through (job items): one local hop
+        # instead of two. Measured from 8 threads, a conditional write through the cache and then
+        # the proxy reached 311/s against 408/s through one hop (docs/benchmark.md).
+        self.forward = FaultProxy(upstream)
         self.items = ItemCache(ttl_seconds)
         self.stats: Counter[str] = Counter()
         self._stats_lock = threading.Lock()
@@ -113,6 +117,8 @@ class StatusCache:
     def __call__(self, request: Request) -> Reply:
         if request.path.startswith("/_status_cache/"):
             return self._control(request)
+        if request.path.startswith("/_faults/"):
+            return self.forward(request)
         operation = request.target.removeprefix(PREFIX)
         match operation:
             case "GetItem":

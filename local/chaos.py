@@ -146,7 +146,8 @@ class Chaos:
             requests.post(f"{url}/_faults/clear", timeout=5).raise_for_status()
 
     def stats(self) -> dict[str, Any]:
-        """ "proxy": requests by service and operation, and the faults injected, wherever injected."""
+        """Requests and injected faults by service and operation, summed over both injectors ("proxy"),
+        and the status cache's hits and misses ("status_cache")."""
         injected: Counter[str] = Counter()
         for url in self._fault_injectors:
             injected.update(requests.get(f"{url}/_faults/stats", timeout=5).json())

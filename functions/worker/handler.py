@@ -61,11 +61,7 @@ def record_handler(record: SQSRecord) -> Outcome:
         _hand_back(record.message_id, record.receipt_handle, later)
         raise
     except Exception as error:
-        # Not a job's failure (work() records those): a fault of ours or of a dependency. The message
-        # comes back soon, later each time, and reaches the DLQ after the queue's receive budget,
-        # instead of staying hidden for the whole batch's visibility (job timeouts, up to minutes).
-        logger.exception("record failed", extra={"message_id": record.message_id})
-        _hand_back(record.message_id, record.receipt_handle, delivery.hand_back(f"unexpected error: {error!r}"))
+        _hand_back_unexpected(record, error, "record failed")
         raise
     finally:
         _record_ms.append(round((time.perf_counter() - began) * 1000, 1))
@@ -82,16 +78,24 @@ def _hand_back(message_id: str, receipt_handle: str, later: RetryLater) -> None:
     logger.info("handed back", extra={"message_id": message_id, "seconds": later.seconds, "reason": later.reason})
 
 
+def _hand_back_unexpected(record: SQSRecord, error: BaseException, what: str) -> None:
+    """Not a job's failure (work() records those): a fault of ours or of a dependency. The message
+    comes back soon, later each time, and reaches the DLQ after the queue's receive budget, instead
+    of staying hidden for the whole batch's visibility (job timeouts, up to minutes)."""
+    logger.exception(what, exc_info=error, extra={"message_id": record.message_id})
+    _hand_back(record.message_id, record.receipt_handle, _delivery(record).hand_back(f"{what}: {error!r}"))
+
+
 def _report_failed_writes(
     records: list[dict[str, Any]], failed: list[tuple[str, BaseException]], response: dict[str, Any]
 ) -> None:
     """A job whose outcome write failed after its record was answered: its message comes back."""
-    deliveries = {record["messageId"]: record for record in records}
+    by_id = {record["messageId"]: SQSRecord(record) for record in records}
     for message_id, error in failed:
-        if not isinstance(error, RetryLater):
-            logger.exception("outcome write failed", exc_info=error, extra={"message_id": message_id})
-            error = _delivery(SQSRecord(deliveries[message_id])).hand_back(f"outcome write failed: {error!r}")
-        _hand_back(message_id, deliveries[message_id]["receiptHandle"], error)
+        if isinstance(error, RetryLater):
+            _hand_back(message_id, by_id[message_id].receipt_handle, error)
+        else:
+            _hand_back_unexpected(by_id[message_id], error, "outcome write failed")
         response["batchItemFailures"].append({"itemIdentifier": message_id})
 
 

@@ -69,6 +69,15 @@ def write_jobs_csv(path: Path, rows: dict[str, JobRow], causes: dict[str, str], 
             )
 
 
+def write_requests_csv(path: Path, samples: list[Sample]) -> None:
+    """One line per API enqueue the load sent: when (seconds since the load started), its latency, status, phase."""
+    with path.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["sent_s", "latency_ms", "status", "phase"])
+        for sample in sorted(samples, key=lambda s: s.at):
+            writer.writerow([round(sample.at, 3), round(sample.latency_ms, 1), sample.status, sample.phase])
+
+
 def write_batches_csv(path: Path, batches: list[Batch], start_epoch: float) -> None:
     """One line per worker invocation: its start (seconds since the load started), duration, size, environment."""
     with path.open("w", newline="") as out:

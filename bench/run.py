@@ -284,6 +284,7 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
     batches = measure.worker_batches(context.aws("logs"), log_group, run["started_epoch"])
     run["hand_backs"] = measure.hand_backs(context.aws("logs"), log_group, run["started_epoch"])
     report.write_batches_csv(out / "batches.csv", batches, run["started_epoch"])
+    report.write_requests_csv(out / "requests.csv", run["samples"])
     mapping = _worker_mapping(context)
 
     # Bulk and cost measurements with the workers paused, so they measure enqueue alone.

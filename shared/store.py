@@ -355,31 +355,79 @@ def result_json(result: Any) -> str:
     return json.dumps(result, default=str)
 
 
-def complete(job_id: str, token: str, result: Any, now: float, *, single_attempt: bool = False) -> bool:
+@dataclass(frozen=True)
+class Started:
+    """When an attempt's code really started (its claim may have come earlier: shared/work.py claims a
+    batch's jobs together), and whether it was the job's first attempt."""
+
+    at: float
+    first_attempt: bool = False
+
+
+def _started(started: Started | None) -> tuple[list[str], dict[str, Any]]:
+    if started is None:
+        return [], {}
+    sets = ["started_at = :started"] + (["first_started_at = :started"] if started.first_attempt else [])
+    return sets, {":started": _n(started.at)}
+
+
+def complete(
+    job_id: str, token: str, result: Any, now: float, *, started: Started | None = None, single_attempt: bool = False
+) -> bool:
     """`single_attempt`: no botocore retries, for a caller whose fallback (carrying the outcome in a
     message) is cheaper than waiting out the backoff while the store fails."""
+    started_sets, started_values = _started(started)
     return _finish(
         job_id,
         token,
         ":succeeded",
-        ["#status = :succeeded", "result_json = :result", "finished_at = :now", "expires_at = :ttl"],
+        ["#status = :succeeded", "result_json = :result", "finished_at = :now", "expires_at = :ttl", *started_sets],
         {
             ":succeeded": {"S": Status.SUCCEEDED},
             ":result": {"S": result_json(result)},
             ":now": _n(now),
             ":ttl": _n(_expires_at(now)),
-        },
+        }
+        | started_values,
         single_attempt=single_attempt,
     )
 
 
-def fail(job_id: str, token: str, error: str, now: float, *, dead: bool) -> bool:
-    sets = ["#status = :outcome", "last_error = :error"]
-    values: dict[str, Any] = {":outcome": {"S": Status.DEAD if dead else Status.FAILED}, ":error": {"S": error[:2000]}}
+def fail(job_id: str, token: str, error: str, now: float, *, dead: bool, started: Started | None = None) -> bool:
+    started_sets, started_values = _started(started)
+    sets = ["#status = :outcome", "last_error = :error", *started_sets]
+    values: dict[str, Any] = {
+        ":outcome": {"S": Status.DEAD if dead else Status.FAILED},
+        ":error": {"S": error[:2000]},
+    } | started_values
     if dead:
         sets += ["finished_at = :now", "expires_at = :ttl"]
         values |= {":now": _n(now), ":ttl": _n(_expires_at(now))}
     return _finish(job_id, token, ":outcome", sets, values)
+
+
+def release(job_id: str, token: str) -> bool:
+    """Undo a claim whose attempt never started (shared/work.py claims a batch's jobs ahead): the job
+    is queued again, the attempt not counted. False if that claim no longer holds the job."""
+    try:
+        _jobs_client(single_attempt=True).update_item(
+            TableName=_table(),
+            Key=_key(job_id),
+            UpdateExpression="SET #status = :queued, attempts = attempts - :one REMOVE lease_until, attempt_token",
+            ConditionExpression="attempt_token = :token AND #status = :running",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":token": {"S": token},
+                ":running": {"S": Status.RUNNING},
+                ":queued": {"S": Status.QUEUED},
+                ":one": _n(1),
+            },
+        )
+    except ClientError as error:
+        if aws_error_code(error) == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
 
 
 def bury(message: JobMessage, error: str, now: float) -> None:

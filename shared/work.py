@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -164,12 +164,18 @@ def work(message: JobMessage, delivery: Delivery, *, first_run: bool = True) -> 
     `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
     """
     timeout = deadline.timeout_of(message)
-    if time.monotonic() < _store_down_until:
+    ahead = _claimed_ahead(message, delivery)
+    if ahead is None and time.monotonic() < _store_down_until:
         return _without_claim(message, delivery, timeout, "the store failed moments ago", first_run=first_run)
-    claimed_at = time.time()
-    lease = deadline.lease_seconds(timeout)
+    if ahead is None:
+        claimed_at, lease = time.time(), deadline.lease_seconds(timeout)
+    else:
+        claimed_at, lease = ahead.claimed_at, ahead.lease
     try:
-        claim = store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=True)
+        if ahead is None:
+            claim = store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=True)
+        else:
+            claim = ahead.claim.result()
     except _AWS_ERRORS as error:
         if not is_outage(error):
             return _reject(UnreadableMessage(f"the store refuses this job: {error}"), delivery)
@@ -241,35 +247,114 @@ class _Carried:
     if_not_sent: Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class _ClaimAhead:
+    """A job's claim, made when its batch began: `lease` covers the jobs before it in the batch too."""
+
+    job_id: str
+    claimed_at: float
+    lease: int
+    claim: Future[store.ClaimResult]
+
+
 @dataclass
 class _Batch:
     writes: list[tuple[str, Future[None]]] = field(default_factory=list)
     carried: list[_Carried] = field(default_factory=list)
+    claims: dict[str, _ClaimAhead] = field(default_factory=dict)  # by SQS message id
 
 
 _current: _Batch | None = None
 _writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="outcome-write")
+_claimers = ThreadPoolExecutor(max_workers=settings.WORKER_BATCH_SIZE, thread_name_prefix="claim-ahead")
 
 
 @contextmanager
-def batch() -> Iterator[list[tuple[str, BaseException]]]:
-    """Within it, a finished job's outcome write runs beside the batch's next jobs, and outcome
-    messages wait for the block's end; the end waits for every write, then sends the messages
-    together. Yields a list, filled then, of (message id, error) for each write or send that
-    failed: RetryLater to hand that message back, anything else to report it failed. Outside it
-    (tests calling `work` directly), writes and sends happen in line."""
+def batch(deliveries: Sequence[Delivery] = ()) -> Iterator[list[tuple[str, BaseException]]]:
+    """Handle `deliveries` (a received batch, in the order they will be handled) within the block.
+
+    The batch's jobs are claimed together as it begins (`_claim_ahead`); a finished job's outcome
+    write runs beside the batch's next jobs, and outcome messages wait for the block's end; the end
+    waits for every claim and write, then sends the messages together. Yields a list, filled then,
+    of (message id, error) for each write or send that failed: RetryLater to hand that message
+    back, anything else to report it failed. Outside it (tests calling `work` directly), each job
+    is claimed at its turn, and writes and sends happen in line."""
     global _current
-    _current = current = _Batch()
+    _current = current = _Batch(claims=_claim_ahead(deliveries))
     failed: list[tuple[str, BaseException]] = []
     try:
         yield failed
     finally:
+        _give_back_unused(current.claims.values())
         for message_id, future in current.writes:
             error = future.exception()
             if error is not None:
                 failed.append((message_id, error))
         _current = None
         failed.extend(_send_carried(current.carried))
+
+
+def _claim_ahead(deliveries: Sequence[Delivery]) -> dict[str, _ClaimAhead]:
+    """Claim the batch's jobs at once, each on its own thread: the k-th job of a batch then waits for
+    one claim's round trip, not k of them, behind the k - 1 jobs before it.
+
+    Only what `receive` would claim at its turn: a readable job message of a known type that fits
+    the invocation's time, one per job, while the store answers. Job k may start only once the jobs
+    before it ran to their timeouts, so its lease, like its message's visibility
+    (deadline.visibility_plan), lasts that long plus its own timeout and the margin, within the
+    invocation. A job that no longer fits when its turn comes is handed back, and its claim given
+    back at the batch's end (`_give_back_unused`). The claim records the claim's time; the outcome
+    write records when the job's code really started.
+    """
+    if len(deliveries) < 2 or time.monotonic() < _store_down_until:
+        return {}
+    try:
+        secret = id_secret()
+    except _AWS_ERRORS:
+        return {}  # each record finds out at its turn
+    claims: dict[str, _ClaimAhead] = {}
+    jobs: set[str] = set()
+    before = 0  # seconds the jobs ahead of this one may take
+    now = time.time()
+    for delivery in deliveries:
+        try:
+            message = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
+        except UnreadableMessage:
+            continue
+        if isinstance(message, OutcomeMessage) or job_types.lookup(message.type) is None:
+            continue
+        if delivery.seconds_left < deadline.seconds_needed_to_start(message):
+            continue  # handed back at its turn
+        before += deadline.timeout_of(message)
+        if message.id in jobs:
+            continue  # the same job twice: the second delivery finds it claimed at its turn
+        jobs.add(message.id)
+        lease = deadline.lease_seconds(math.ceil(min(before, delivery.seconds_left)))
+        claim = _claimers.submit(store.claim, message, delivery.message_id, now, lease, single_attempt=True)
+        claims[delivery.message_id] = _ClaimAhead(message.id, now, lease, claim)
+    return claims
+
+
+def _give_back_unused(claims: Iterable[_ClaimAhead]) -> None:
+    """Claims made ahead that no record used (its record was handed back before its job could start,
+    e.g. too little of the invocation was left by its turn): each job is queued again, so its next
+    delivery claims it at once instead of waiting out the lease. Best effort: the leases end anyway."""
+    for ahead in claims:
+        with contextlib.suppress(*_AWS_ERRORS):
+            claim = ahead.claim.result()
+            if isinstance(claim, store.Claimed):
+                store.release(ahead.job_id, claim.token)
+
+
+def _claimed_ahead(message: JobMessage, delivery: Delivery) -> _ClaimAhead | None:
+    """The claim `_claim_ahead` made for this delivery of this job, if any (taken: used once)."""
+    if _current is None:
+        return None
+    ahead = _current.claims.get(delivery.message_id)
+    if ahead is None or ahead.job_id != message.id:
+        return None
+    del _current.claims[delivery.message_id]
+    return ahead
 
 
 def _after_the_job(delivery: Delivery, write: Callable[[], object]) -> None:
@@ -402,7 +487,12 @@ def _deliver_outcome(outcome: OutcomeMessage, delivery: Delivery) -> Outcome:
     try:
         if outcome.attempt_token is not None:  # a claimed attempt's: recorded as that attempt's, if it still holds
             recorded = store.complete(
-                outcome.job.id, outcome.attempt_token, outcome.result, outcome.finished_at, single_attempt=True
+                outcome.job.id,
+                outcome.attempt_token,
+                outcome.result,
+                outcome.finished_at,
+                started=store.Started(outcome.started_at),
+                single_attempt=True,
             )
         else:
             recorded = store.record_carried(outcome, delivery.message_id, single_attempt=True)
@@ -433,6 +523,7 @@ def _result_problem(result: object) -> str | None:
 
 def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, timeout: int, lease_end: float) -> Outcome:
     started_at = time.time()
+    started = store.Started(started_at, first_attempt=attempt == 1)
     job_type = job_types.lookup(message.type)
     context = job_types.JobContext(
         job_id=message.id,
@@ -454,21 +545,21 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, time
             retry_after = error.retry_after
         if attempt >= message.max_attempts or isinstance(error, job_types.JobDead):
             queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
-            store.fail(message.id, token, reason, time.time(), dead=True)
+            store.fail(message.id, token, reason, time.time(), dead=True, started=started)
             return Outcome.DEAD
-        if store.fail(message.id, token, reason, time.time(), dead=False):
+        if store.fail(message.id, token, reason, time.time(), dead=False, started=started):
             raise RetryLater(_retry_delay(job_type, attempt, retry_after), reason) from error
         return Outcome.LOST_CLAIM
     if (problem := _result_problem(result)) is not None:
         # Not retried: the same job would most likely return the same result again.
         queue.bury(delivery.body, problem)
-        store.fail(message.id, token, problem, time.time(), dead=True)
+        store.fail(message.id, token, problem, time.time(), dead=True, started=started)
         return Outcome.DEAD
     finished_at = time.time()
 
     def complete() -> None:
         try:
-            store.complete(message.id, token, result, finished_at, single_attempt=True)
+            store.complete(message.id, token, result, finished_at, started=started, single_attempt=True)
         except _AWS_ERRORS as error:
             if not is_outage(error):
                 _outcome_not_written(error, message, delivery, token, lease_end)

@@ -113,12 +113,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     _invocation = context
     started_at = time.time()
     _record_ms.clear()
-    records = event.get("Records", [])
-    _hide_for_their_timeouts(records)
     # Jobs before outcome messages (a store blip's deferred records): a job waiting in the batch
     # behind them would wait for their writes.
-    records = sorted(records, key=queue.is_outcome_record)
-    with work.batch() as writes_failed:
+    records = sorted(event.get("Records", []), key=queue.is_outcome_record)
+    with work.batch([_delivery(SQSRecord(record)) for record in records]) as writes_failed:
+        _hide_for_their_timeouts(records)  # while the batch's claims are under way
         response = process_partial_response(
             event={**event, "Records": records}, record_handler=record_handler, processor=processor, context=context
         )

@@ -1,0 +1,129 @@
+"""A batch claims its jobs together as it begins (shared/work.py `_claim_ahead`): the k-th job waits for
+one claim's round trip, not k. What must still hold: each job runs once, its record says when its
+code really started, and a job that will not start in the invocation's time is not held by a claim."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from shared import job_types, settings
+from shared.enqueue import JobRequest, build_message
+from shared.model import JobMessage, Status
+from tests.unit.worker_harness import WorkerContext, poll, record, send
+
+
+def _register(monkeypatch, name: str, run: Any) -> None:
+    monkeypatch.setitem(job_types._REGISTRY, name, job_types.JobType(name=name, run=run, chaos=False))
+
+
+def _send_jobs(aws: dict[str, Any], job_type: str, count: int) -> list[JobMessage]:
+    messages = [build_message("acme", JobRequest(type=job_type, payload=n), time.time()) for n in range(count)]
+    for message in messages:
+        send(aws, message.to_json())
+    return messages
+
+
+def test_every_job_of_a_batch_is_claimed_while_the_first_one_runs(aws, monkeypatch):
+    seen: list[dict[str, Status | None]] = []
+    messages: list[JobMessage] = []
+
+    def peek(payload: Any, context: job_types.JobContext) -> int:
+        time.sleep(0.3)  # the claims are made side by side as the batch begins: all answered by now
+        seen.append({m.id: (found.status if (found := record(m.id)) else None) for m in messages})
+        return payload
+
+    _register(monkeypatch, "peek", peek)
+    messages += _send_jobs(aws, "peek", 5)
+
+    batch = poll(aws)
+
+    assert batch is not None and len(batch.message_ids) == 5 and batch.failed == []
+    assert set(seen[0].values()) == {Status.RUNNING}  # claimed at their turn, the other four would not be
+    assert [record(m.id).status for m in messages] == [Status.SUCCEEDED] * 5
+    assert [record(m.id).attempts for m in messages] == [1] * 5
+
+
+def test_a_job_records_when_its_code_started_not_when_its_batch_claimed_it(aws, monkeypatch):
+    _register(monkeypatch, "nap", lambda payload, context: time.sleep(0.2))
+    messages = _send_jobs(aws, "nap", 3)
+
+    poll(aws)
+
+    records = [record(m.id) for m in messages]
+    starts = sorted(r.started_at for r in records)
+    assert starts[2] - starts[0] >= 0.4  # two naps before the third started, though all were claimed at once
+    items = [
+        aws["dynamodb"].get_item(TableName=settings.TABLE_NAME, Key={"pk": {"S": f"job#{m.id}"}})["Item"]
+        for m in messages
+    ]
+    # the dashboard's enqueue-to-run reads first_started_at: the first attempt's real start too
+    assert [float(item["first_started_at"]["N"]) for item in items] == [r.started_at for r in records]
+
+
+def _invocation_with(monkeypatch, seconds: float) -> None:
+    """The invocation has `seconds` left as the batch begins, less every moment after."""
+    began = time.monotonic()
+    monkeypatch.setattr(
+        WorkerContext, "get_remaining_time_in_millis", lambda self: int((seconds - (time.monotonic() - began)) * 1000)
+    )
+
+
+def test_a_job_claimed_ahead_that_no_longer_fits_at_its_turn_is_queued_again_and_handed_back(aws, monkeypatch):
+    ran: list[int] = []
+    _register(monkeypatch, "nap", lambda payload, context: ran.append(payload) or payload)
+    needed = job_types.lookup("nap").timeout_seconds + settings.JOB_START_RESERVE_SECONDS
+    # Each fits as the batch begins; once the first has run, the second no longer does.
+    monkeypatch.setattr(
+        WorkerContext, "get_remaining_time_in_millis", lambda self: (needed + (-1 if ran else 5)) * 1000
+    )
+    first, second = _send_jobs(aws, "nap", 2)
+
+    batch = poll(aws)
+
+    assert batch is not None and len(batch.failed) == 1
+    assert record(first.id).status is Status.SUCCEEDED
+    given_back = record(second.id)
+    assert (given_back.status, given_back.attempts) == (Status.QUEUED, 0)  # its claim undone, not left to lapse
+    # Its next delivery, to an invocation with the time, claims it at once: attempt 1, not "held elsewhere".
+    monkeypatch.setattr(WorkerContext, "get_remaining_time_in_millis", lambda self: 900_000)
+    (receipt,) = [m["ReceiptHandle"] for m in _receive_handed_back(aws)]
+    aws["sqs"].change_message_visibility(QueueUrl=aws["queue_url"], ReceiptHandle=receipt, VisibilityTimeout=0)
+    assert poll(aws).failed == []
+    done = record(second.id)
+    assert (done.status, done.attempts) == (Status.SUCCEEDED, 1)
+
+
+def _receive_handed_back(aws: dict[str, Any]) -> list[dict[str, Any]]:
+    """The handed-back message, received early (its hand-back delay is seconds)."""
+    sqs, url = aws["sqs"], aws["queue_url"]
+    sqs_messages: list[dict[str, Any]] = []
+    for _ in range(40):  # bounded: the hand-back hides it for a few seconds
+        sqs_messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", [])
+        if sqs_messages:
+            break
+    return sqs_messages
+
+
+def test_a_job_that_cannot_start_in_the_invocations_time_is_handed_back_unclaimed(aws, monkeypatch):
+    needed = job_types.lookup("echo").timeout_seconds + settings.JOB_START_RESERVE_SECONDS
+    _invocation_with(monkeypatch, needed - 1)
+    messages = _send_jobs(aws, "echo", 3)
+
+    batch = poll(aws)
+
+    assert batch is not None and len(batch.failed) == 3
+    assert [record(m.id) for m in messages] == [None] * 3  # no claim ahead holds them
+
+
+def test_two_deliveries_of_one_job_in_a_batch_run_it_once(aws, monkeypatch):
+    runs: list[int] = []
+    _register(monkeypatch, "count", lambda payload, context: runs.append(payload) or payload)
+    (message,) = _send_jobs(aws, "count", 1)
+    send(aws, message.to_json())  # SQS delivered it twice (or an idempotency key enqueued it again)
+
+    batch = poll(aws)
+
+    assert batch is not None and len(batch.message_ids) == 2 and batch.failed == []
+    assert runs == [0]
+    assert record(message.id).status is Status.SUCCEEDED and record(message.id).attempts == 1

@@ -80,6 +80,11 @@ smoke: install
 clean:
 	rm -rf cdk.out .corral/build
 
+# How fast the worker fleet empties a backlog, and whose CPU it takes (bench/drain.py): make drain
+.PHONY: drain
+drain: install
+	$(PY) -m bench.drain $(ARGS)
+
 # The noisy neighbour (bench/noisy.py): make noisy (or ARGS="--quick"); the limiter's accuracy: make rate-limit-accuracy
 .PHONY: noisy rate-limit-accuracy
 noisy: install

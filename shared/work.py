@@ -295,8 +295,9 @@ def batch(deliveries: Sequence[Delivery] = ()) -> Iterator[list[tuple[str, BaseE
 
 
 def _claim_ahead(deliveries: Sequence[Delivery]) -> dict[str, _ClaimAhead]:
-    """Claim the batch's jobs at once, each on its own thread: the k-th job of a batch then waits for
-    one claim's round trip, not k of them, behind the k - 1 jobs before it.
+    """Claim the batch's jobs together, each on its own thread: the k-th job of a batch then waits
+    for two claims' round trips (the batch's first claim, then its own beside the others'), not k
+    of them, behind the k - 1 jobs before it.
 
     Only what `receive` would claim at its turn: a readable job message of a known type that fits
     the invocation's time, one per job, while the store answers. Job k may start only once the jobs
@@ -316,6 +317,7 @@ def _claim_ahead(deliveries: Sequence[Delivery]) -> dict[str, _ClaimAhead]:
     jobs: set[str] = set()
     before = 0  # seconds the jobs ahead of this one may take
     now = time.time()
+    probe: Future[store.ClaimResult] | None = None
     for delivery in deliveries:
         try:
             message = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
@@ -330,17 +332,32 @@ def _claim_ahead(deliveries: Sequence[Delivery]) -> dict[str, _ClaimAhead]:
             continue  # the same job twice: the second delivery finds it claimed at its turn
         jobs.add(message.id)
         lease = deadline.lease_seconds(math.ceil(min(before, delivery.seconds_left)))
-        claim = _claimers.submit(store.claim, message, delivery.message_id, now, lease, single_attempt=True)
+        claim = _claimers.submit(_claim_after, probe, message, delivery.message_id, now, lease)
         claims[delivery.message_id] = _ClaimAhead(message.id, now, lease, claim)
+        probe = probe or claim
     return claims
+
+
+def _claim_after(
+    probe: Future[store.ClaimResult] | None, message: JobMessage, message_id: str, now: float, lease: int
+) -> store.ClaimResult:
+    """Claim once the batch's first claim has answered (`probe`), unless it found the store failing:
+    then this claim fails as that one did, without a call. A store blip costs a batch one failed
+    call, as claims made in turn did, not ten, and its jobs run unclaimed (or hand back) at once."""
+    if probe is not None:
+        error = probe.exception()
+        if error is not None and is_outage(error):
+            raise error
+    return store.claim(message, message_id, now, lease, single_attempt=True)
 
 
 def _give_back_unused(claims: Iterable[_ClaimAhead]) -> None:
     """Claims made ahead that no record used (its record was handed back before its job could start,
     e.g. too little of the invocation was left by its turn): each job is queued again, so its next
-    delivery claims it at once instead of waiting out the lease. Best effort: the leases end anyway."""
+    delivery claims it at once instead of waiting out the lease. Best effort: the leases end anyway,
+    and nothing here may fail the batch, whose records are answered already."""
     for ahead in claims:
-        with contextlib.suppress(*_AWS_ERRORS):
+        with contextlib.suppress(Exception):
             claim = ahead.claim.result()
             if isinstance(claim, store.Claimed):
                 store.release(ahead.job_id, claim.token)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from shared import job_types, settings
+from botocore.exceptions import ClientError
+
+from shared import job_types, settings, store
 from shared.enqueue import JobRequest, build_message
 from shared.model import JobMessage, Status
 from tests.unit.worker_harness import WorkerContext, poll, record, send
@@ -127,3 +129,24 @@ def test_two_deliveries_of_one_job_in_a_batch_run_it_once(aws, monkeypatch):
     assert batch is not None and len(batch.message_ids) == 2 and batch.failed == []
     assert runs == [0]
     assert record(message.id).status is Status.SUCCEEDED and record(message.id).attempts == 1
+
+
+def test_a_store_blip_costs_a_batch_one_failed_claim_and_its_jobs_run_unclaimed(aws, monkeypatch):
+    calls: list[str] = []
+
+    def throttled(message: JobMessage, *args: Any, **kwargs: Any) -> None:
+        calls.append(message.id)
+        raise ClientError(
+            {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "blip"}}, "UpdateItem"
+        )
+
+    runs: list[int] = []
+    _register(monkeypatch, "count", lambda payload, context: runs.append(payload) or payload)
+    monkeypatch.setattr(store, "claim", throttled)
+    _send_jobs(aws, "count", 5)
+
+    batch = poll(aws)
+
+    assert batch is not None and len(batch.message_ids) == 5 and batch.failed == []
+    assert len(calls) == 1  # the batch's first claim found the store failing; the other four made no call
+    assert sorted(runs) == [0, 1, 2, 3, 4]  # first deliveries run without a claim while the store fails

@@ -16,8 +16,10 @@ import json
 import math
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from shared import job_types, queue, settings
@@ -86,25 +88,21 @@ def time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def cover_seconds(running: int, own: int, seconds_left: float) -> int:
+    """How long to hide a batch's message while a job of timeout `running` runs: until that job's
+    timeout (its own, `own`, if longer: it is covered for its own turn too), never past what is left of
+    the invocation, plus the margin. A message whose worker dies comes back then, about one job's
+    timeout later, not after the queue's visibility timeout (which must be at least the worker's
+    900 s on AWS) nor after the whole batch's timeouts added up."""
+    return math.ceil(min(max(running, own), seconds_left)) + MARGIN_SECONDS
+
+
 def visibility_plan(timeouts: list[int], seconds_left: float) -> list[int]:
-    """For a batch run in order: how long each message stays invisible.
-
-    Message i can start no earlier than after messages 0..i-1 ran to their timeouts, so it is
-    hidden for the sum of the timeouts up to and including its own, but never longer than the
-    invocation can last, plus the margin: if this worker dies, each message comes back when this
-    invocation could no longer be running it, not after the queue's visibility timeout (which
-    must be at least the worker's 900 s on AWS). A message whose timeout no longer fits when its
-    turn comes is handed back then (functions/worker/handler.py), to an invocation with the time.
-    """
-    plan: list[int] = []
-    elapsed = 0
-    for timeout in timeouts:
-        elapsed += timeout
-        plan.append(math.ceil(min(elapsed, seconds_left) + MARGIN_SECONDS))
-    return plan
+    """For a batch about to run in order: how long each message is hidden as its first job starts."""
+    return [cover_seconds(timeouts[0], timeout, seconds_left) for timeout in timeouts] if timeouts else []
 
 
-def _planned_timeout(body: str) -> int:
+def planned_timeout(body: str) -> int:
     """A message's timeout read leniently: an unreadable message is buried at its turn, in no time."""
     try:
         data = json.loads(body)
@@ -127,10 +125,63 @@ def _planned_timeout(body: str) -> int:
     return timeout_of(message)
 
 
-def hide_batch(receipt_handles: list[str], bodies: list[str], seconds_left: float) -> None:
-    """Apply visibility_plan to a received batch (one SQS call per 10 messages).
+@dataclass
+class _Hidden:
+    receipt_handle: str
+    timeout: int
+    visible_at: float = 0.0  # time.monotonic() when it reappears, as last set
+    handed_back: bool = False
 
-    Best effort: a failed call changes nothing, and the messages keep the queue's visibility timeout.
+
+class HiddenBatch:
+    """A received batch's messages, kept hidden only as long as this invocation may still need them.
+
+    As the batch begins, each message is hidden for `cover_seconds` of the first job; at each job's
+    turn, if some message would reappear sooner than that job's cover (more than half the margin
+    sooner), every message still held is hidden again, from now, in one SQS call per 10. A batch of
+    quick jobs makes one call; a batch of long ones one per turn. If this worker dies, the job it
+    was running, and every message after it, comes back about one job's timeout plus the margin
+    later. A handed-back message is left to the visibility its hand-back set. Best effort: a failed
+    call leaves the batch with the queue's visibility timeout, and it is not tried again.
     """
-    plan = visibility_plan([_planned_timeout(body) for body in bodies], seconds_left)
-    queue.set_visibility(list(zip(receipt_handles, plan, strict=True)))
+
+    def __init__(self, messages: Sequence[tuple[str, str, str]]) -> None:
+        """`messages`: (message id, receipt handle, body) each, in the order their jobs run."""
+        self._order = [message_id for message_id, _, _ in messages]
+        self._held = {
+            message_id: _Hidden(receipt_handle, planned_timeout(body)) for message_id, receipt_handle, body in messages
+        }
+        self._working = True
+
+    def begin(self, seconds_left: float) -> None:
+        if self._order:
+            self._cover(0, seconds_left, always=True)
+
+    def turn(self, message_id: str, seconds_left: float) -> None:
+        """The job of `message_id` is about to start."""
+        if message_id in self._held:
+            self._cover(self._order.index(message_id), seconds_left, always=False)
+
+    def handed_back(self, message_id: str) -> None:
+        if message_id in self._held:
+            self._held[message_id].handed_back = True
+
+    def _cover(self, running_index: int, seconds_left: float, *, always: bool) -> None:
+        if not self._working:
+            return
+        running = self._held[self._order[running_index]].timeout
+        now = time.monotonic()
+        spans: list[tuple[_Hidden, int]] = []
+        for index, message_id in enumerate(self._order):
+            held = self._held[message_id]
+            if not held.handed_back:  # a message answered already stays hidden until the batch's end deletes it
+                spans.append(
+                    (held, cover_seconds(running, held.timeout if index >= running_index else 0, seconds_left))
+                )
+        if not always and all(held.visible_at >= now + span - MARGIN_SECONDS / 2 for held, span in spans):
+            return
+        if not queue.set_visibility([(held.receipt_handle, span) for held, span in spans]):
+            self._working = False
+            return
+        for held, span in spans:
+            held.visible_at = now + span

@@ -201,20 +201,24 @@ def retry_later(receipt_handle: str, delay_seconds: float) -> None:
     )
 
 
-def set_visibility(entries: Sequence[tuple[str, int]]) -> None:
+def set_visibility(entries: Sequence[tuple[str, int]]) -> bool:
     """Set received messages' visibility timeouts, (receipt handle, seconds) each, in one call per 10.
 
-    Best effort: a message whose change fails keeps the visibility it has.
+    Best effort: a message whose change fails keeps the visibility it has. True if every change applied.
     """
+    applied = True
     for start in range(0, len(entries), BATCH_MAX_ENTRIES):
         chunk = [
             {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": max(0, int(seconds))}
             for index, (handle, seconds) in enumerate(entries[start : start + BATCH_MAX_ENTRIES])
         ]
         try:
-            client("sqs").change_message_visibility_batch(QueueUrl=_queue_url(), Entries=chunk)
+            answer = client("sqs").change_message_visibility_batch(QueueUrl=_queue_url(), Entries=chunk)
         except (BotoCoreError, ClientError):
+            applied = False
             continue
+        applied = applied and not answer.get("Failed")
+    return applied
 
 
 def bury(body: str, reason: str) -> None:

@@ -409,19 +409,31 @@ def fail(job_id: str, token: str, error: str, now: float, *, dead: bool, started
 def release(job_id: str, token: str) -> bool:
     """Undo a claim whose attempt never started (shared/work.py claims a batch's jobs ahead): the job
     is queued again, the attempt not counted. False if that claim no longer holds the job."""
+    return _update_held(
+        job_id,
+        token,
+        "SET #status = :queued, attempts = attempts - :one REMOVE lease_until, attempt_token",
+        {":queued": {"S": Status.QUEUED}, ":one": _n(1)},
+    )
+
+
+def extend_lease(job_id: str, token: str, until: float) -> bool:
+    """Hold the claim `token` until `until` (a job claimed ahead of its turn, about to start). False if
+    that claim no longer holds the job: its lease ran out and another delivery took it, or it was cancelled.
+    One attempt: the caller runs on the lease it has if the store fails."""
+    return _update_held(job_id, token, "SET lease_until = :until", {":until": _n(until)})
+
+
+def _update_held(job_id: str, token: str, update: str, values: dict[str, Any]) -> bool:
+    """Apply `update` (one attempt) if the claim `token` still holds the job, running. False if it does not."""
     try:
         _jobs_client(single_attempt=True).update_item(
             TableName=_table(),
             Key=_key(job_id),
-            UpdateExpression="SET #status = :queued, attempts = attempts - :one REMOVE lease_until, attempt_token",
+            UpdateExpression=update,
             ConditionExpression="attempt_token = :token AND #status = :running",
             ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={
-                ":token": {"S": token},
-                ":running": {"S": Status.RUNNING},
-                ":queued": {"S": Status.QUEUED},
-                ":one": _n(1),
-            },
+            ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
         )
     except ClientError as error:
         if aws_error_code(error) == "ConditionalCheckFailedException":

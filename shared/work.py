@@ -207,6 +207,10 @@ def work(message: JobMessage, delivery: Delivery, *, first_run: bool = True) -> 
         case store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts):
             message = replace(message, max_attempts=max_attempts)  # the record's number of attempts counts
             lease_end = claimed_at + lease
+            if ahead is not None:
+                lease_end = _lease_for_its_turn(message.id, token, lease_end, timeout)
+                if lease_end is None:
+                    return Outcome.LOST_CLAIM
             try:
                 return _run(message, delivery, attempt, token, timeout, lease_end)
             except _AWS_ERRORS as error:
@@ -249,7 +253,7 @@ class _Carried:
 
 @dataclass(frozen=True)
 class _ClaimAhead:
-    """A job's claim, made when its batch began: `lease` covers the jobs before it in the batch too."""
+    """A job's claim, made when its batch began; its lease is extended at the job's turn if need be."""
 
     job_id: str
     claimed_at: float
@@ -300,12 +304,13 @@ def _claim_ahead(deliveries: Sequence[Delivery]) -> dict[str, _ClaimAhead]:
     of them, behind the k - 1 jobs before it.
 
     Only what `receive` would claim at its turn: a readable job message of a known type that fits
-    the invocation's time, one per job, while the store answers. Job k may start only once the jobs
-    before it ran to their timeouts, so its lease, like its message's visibility
-    (deadline.visibility_plan), lasts that long plus its own timeout and the margin, within the
-    invocation. A job that no longer fits when its turn comes is handed back, and its claim given
-    back at the batch's end (`_give_back_unused`). The claim records the claim's time; the outcome
-    write records when the job's code really started.
+    the invocation's time, one per job, while the store answers. Each lease, like its message's
+    visibility (deadline.HiddenBatch), covers the batch's first job's timeout (or its own, if longer)
+    plus the margin: if this worker dies, the batch's jobs can be claimed again that soon, not after
+    the batch's timeouts added up. A job whose turn comes later than its lease allows for extends it
+    then (`_lease_for_its_turn`). A job that no longer fits when its turn comes is handed back, and
+    its claim given back at the batch's end (`_give_back_unused`). The claim records the claim's
+    time; the outcome write records when the job's code really started.
     """
     if len(deliveries) < 2 or time.monotonic() < _store_down_until:
         return {}
@@ -315,7 +320,7 @@ def _claim_ahead(deliveries: Sequence[Delivery]) -> dict[str, _ClaimAhead]:
         return {}  # each record finds out at its turn
     claims: dict[str, _ClaimAhead] = {}
     jobs: set[str] = set()
-    before = 0  # seconds the jobs ahead of this one may take
+    first = deadline.planned_timeout(deliveries[0].body)  # the job that runs while the others wait
     now = time.time()
     probe: Future[store.ClaimResult] | None = None
     for delivery in deliveries:
@@ -327,11 +332,11 @@ def _claim_ahead(deliveries: Sequence[Delivery]) -> dict[str, _ClaimAhead]:
             continue
         if delivery.seconds_left < deadline.seconds_needed_to_start(message):
             continue  # handed back at its turn
-        before += deadline.timeout_of(message)
         if message.id in jobs:
             continue  # the same job twice: the second delivery finds it claimed at its turn
         jobs.add(message.id)
-        lease = deadline.lease_seconds(math.ceil(min(before, delivery.seconds_left)))
+        timeout = deadline.timeout_of(message)
+        lease = deadline.lease_seconds(math.ceil(min(max(first, timeout), delivery.seconds_left)))
         claim = _claimers.submit(_claim_after, probe, message, delivery.message_id, now, lease)
         claims[delivery.message_id] = _ClaimAhead(message.id, now, lease, claim)
         probe = probe or claim
@@ -349,6 +354,22 @@ def _claim_after(
         if error is not None and is_outage(error):
             raise error
     return store.claim(message, message_id, now, lease, single_attempt=True)
+
+
+def _lease_for_its_turn(job_id: str, token: str, lease_end: float, timeout: int) -> float | None:
+    """A claim made ahead covers its job for the batch's first job's timeout (or its own): by the job's
+    turn it may end too soon for the job to run. Extended then to the job's own lease from now; None if
+    the claim no longer holds the job (it ran out and another delivery took it, or it was cancelled):
+    the job is not run here. If the store fails, the job runs on the lease it has."""
+    wanted = time.time() + deadline.lease_seconds(timeout)
+    if lease_end >= wanted - deadline.MARGIN_SECONDS / 2:
+        return lease_end
+    try:
+        return wanted if store.extend_lease(job_id, token, wanted) else None
+    except _AWS_ERRORS as error:
+        if is_outage(error):
+            _store_failed()
+        return lease_end
 
 
 def _give_back_unused(claims: Iterable[_ClaimAhead]) -> None:

@@ -50,10 +50,13 @@ def _delivery(record: SQSRecord) -> Delivery:
 
 
 _record_ms: list[float] = []  # this batch's per-record handling times, for its log line
+# The batch's messages, hidden as long as this invocation may still need each (shared/deadline.py).
+_hidden = deadline.HiddenBatch([])
 
 
 def record_handler(record: SQSRecord) -> Outcome:
     delivery = _delivery(record)
+    _hidden.turn(record.message_id, delivery.seconds_left)
     began = time.perf_counter()
     try:
         outcome = receive(delivery)
@@ -71,6 +74,7 @@ def record_handler(record: SQSRecord) -> Outcome:
 
 
 def _hand_back(message_id: str, receipt_handle: str, later: RetryLater) -> None:
+    _hidden.handed_back(message_id)
     queue.retry_later(receipt_handle, later.seconds)
     job_retried()
     # One line per hand-back: rare but telling (a store blip, a retry's backoff); the benchmark
@@ -99,25 +103,21 @@ def _report_failed_writes(
         response["batchItemFailures"].append({"itemIdentifier": message_id})
 
 
-def _hide_for_their_timeouts(records: list[dict[str, Any]]) -> None:
-    """Hide each message about as long as this invocation may take to reach and run it (shared/deadline.py)."""
-    deadline.hide_batch(
-        [record["receiptHandle"] for record in records], [record["body"] for record in records], _time_left_seconds()
-    )
-
-
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    global _invocation
+    global _invocation, _hidden
     _invocation = context
     started_at = time.time()
     _record_ms.clear()
     # Jobs before outcome messages (a store blip's deferred records): a job waiting in the batch
     # behind them would wait for their writes.
     records = sorted(event.get("Records", []), key=queue.is_outcome_record)
+    _hidden = deadline.HiddenBatch(
+        [(record["messageId"], record["receiptHandle"], record["body"]) for record in records]
+    )
     with work.batch([_delivery(SQSRecord(record)) for record in records]) as writes_failed:
-        _hide_for_their_timeouts(records)  # while the batch's claims are under way
+        _hidden.begin(_time_left_seconds())  # while the batch's claims are under way
         response = process_partial_response(
             event={**event, "Records": records}, record_handler=record_handler, processor=processor, context=context
         )

@@ -106,21 +106,23 @@ def test_a_jobs_retry_after_chooses_when_it_comes_back(aws):
 @pytest.mark.parametrize(
     ("timeouts", "seconds_left", "expected"),
     [
-        # AWS, ten default (30 s) jobs in a 900 s invocation: each is back ~30 s after the one before it could end.
-        ([30] * 10, 900, [40, 70, 100, 130, 160, 190, 220, 250, 280, 310]),
+        # AWS, ten default (30 s) jobs in a 900 s invocation: each is back 30 s + the margin after the batch
+        # began if the worker dies in its first job, not after the queue's visibility timeout.
+        ([30] * 10, 900, [40] * 10),
         # A 15-minute job, then a short one: never longer than the invocation can run, plus the margin.
-        ([898, 30], 900, [908, 910]),
+        ([898, 30], 900, [908, 908]),
+        # A short job, then long ones: each long one is covered for its own timeout as its turn comes.
+        ([5, 600, 600], 900, [15, 610, 610]),
         # The local profile: 3 s jobs in a 5 s invocation.
-        ([3, 3, 3], 5, [13, 15, 15]),
+        ([3, 3, 3], 5, [13, 13, 13]),
+        ([], 900, []),
     ],
 )
-def test_visibility_plan_hides_each_message_until_this_invocation_could_no_longer_run_it(
-    timeouts, seconds_left, expected
-):
+def test_visibility_plan_hides_each_message_about_one_jobs_timeout(timeouts, seconds_left, expected):
     assert deadline.visibility_plan(timeouts, seconds_left) == expected
 
 
-def test_hide_batch_sets_each_received_messages_visibility(aws, monkeypatch):
+def test_a_hidden_batch_sets_each_received_messages_visibility(aws, monkeypatch):
     sqs, url = aws["sqs"], aws["queue_url"]
     for body in ('{"type":"sleep","timeout_seconds":5}', "not json"):
         sqs.send_message(QueueUrl=url, MessageBody=body)
@@ -129,7 +131,7 @@ def test_hide_batch_sets_each_received_messages_visibility(aws, monkeypatch):
     monkeypatch.setattr(deadline, "MARGIN_SECONDS", 0)
 
     # With 1 s of invocation left, neither message can be running after 1 s: both are back then, not after 600 s.
-    deadline.hide_batch([m["ReceiptHandle"] for m in received], [m["Body"] for m in received], seconds_left=1)
+    deadline.HiddenBatch([(m["MessageId"], m["ReceiptHandle"], m["Body"]) for m in received]).begin(seconds_left=1)
 
     time.sleep(1.5)
     again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])

@@ -20,9 +20,9 @@ Assumptions (every one is an argument; docs/benchmark.md repeats them):
 - SQS standard: ~120,000 in-flight messages per queue.
 - Faults (`--kill-at`, `--blip-at`, seconds from the burst's start; negative = before it, in the
   steady load): a worker environment dies mid-batch: its `batch_size` jobs come back after
-  `killed_batch_returns_s` (the worker hides each message at batch start for about its job's
-  timeout plus 10 s, shared/deadline.py: 40 s for the default 30 s timeout; the first message of
-  the batch; later ones wait the sum of the timeouts before theirs), and the slot
+  `killed_batch_returns_s` (the worker keeps its batch hidden for about the running job's
+  timeout plus 10 s, renewed at each turn, shared/deadline.py: 40 s for the default 30 s timeout,
+  the same for every message of the batch), and the slot
   cold-starts a new environment (`cold_start_s`). A store blip of `blip_seconds`: first deliveries
   run without a store claim while the store fails (docs/architecture.md "Store blips: jobs keep
   starting"), so starts go on (`blip_blocks_starts` false, the default); true models a claim that

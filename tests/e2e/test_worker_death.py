@@ -1,0 +1,41 @@
+"""A worker environment that dies costs its batch about one job's timeout plus the margin, on the
+embedded stack as on AWS: the worker keeps its messages hidden that long at a time
+(shared/deadline.py `HiddenBatch`), so they come back before the queue's own visibility timeout.
+
+After test_resilience.py on purpose: its poison job kills every environment it lands in until it
+is dead, which would take this batch's takeover down a second time.
+"""
+
+import time
+
+import pytest
+
+from shared import deadline, settings
+from tests.e2e.test_resilience import _outcome_writes
+
+LOCAL = settings.PROFILES["local"]
+
+
+def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeout(api, deployed):
+    chaos = deployed.chaos
+    if chaos is None:
+        pytest.skip("faults are injected only into the embedded stack")
+    # One request, one SendMessageBatch: the three arrive in one batch, claimed together as it begins.
+    outcomes = api.enqueue_many([{"type": "sleep", "payload": {"seconds": 2}} for _ in range(3)])
+    jobs = [outcome.id for outcome in outcomes]
+    started = time.monotonic()
+    while not any(api.job(job_id)["status"] == "running" for job_id in jobs) and time.monotonic() - started < 30:
+        time.sleep(0.1)
+
+    killed_at = time.time()
+    assert chaos.kill_worker(), "no worker process found to kill"
+    finished = [api.wait(job_id, timeout=90) for job_id in jobs]
+
+    assert [job["status"] for job in finished] == ["succeeded"] * 3
+    assert [_outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1, 1, 1]
+    # Back once the running job could no longer be running: its timeout (the 5 s ceiling) + the 10 s
+    # margin from the batch's start, plus the killed environments' cold start (~17 s after the kill on
+    # a quiet machine); the queue's visibility timeout would have held them 35 s.
+    cover = LOCAL.job_timeout_ceiling_seconds + deadline.MARGIN_SECONDS
+    first_rerun = min(job["started_at"] for job in finished) - killed_at
+    assert cover - 3 < first_rerun < LOCAL.visibility_timeout_seconds - 3

@@ -483,6 +483,7 @@ def _print_and_plot(
                 ("  during the herd (%)", details["worker_utilisation"]["herd_pct"], "report"),
                 ("footprint (component kinds)", results["footprint"], "footprint"),
                 ("handler / send_message", details["enqueue_cost"]["ratio"], "handler_over_send_message"),
+                ("  its own code / send_message", details["enqueue_cost"].get("own_code_over_send"), "report"),
                 ("import handler / boto3", details["cold_start"]["ratio"], "import_over_boto3"),
             ]
         )

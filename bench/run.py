@@ -212,6 +212,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="use the stack `make up` is serving (.corral/endpoint.json) instead of starting one",
     )
+    parser.add_argument(
+        "--without",
+        action="append",
+        choices=["kill", "blip"],
+        default=[],
+        help="leave a fault out of the timeline (repeatable): what the other load costs on its own",
+    )
     parser.add_argument("--port", type=int, default=BENCH_PORT)
     parser.add_argument("--out", type=Path, help="results folder (default bench-results/<UTC time>)")
     args = parser.parse_args(argv)
@@ -275,7 +282,12 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
             raise SystemExit(f"no rate held the targets: {ramp}")
         _drain(context, queue_url, 180, "post-search drain")  # the failed step's backlog is not the timeline's
     print(f"base rate R = {context.base_rate:g} enqueues/s (herd: {context.base_rate * HERD_FACTOR:g}/s)", flush=True)
-    scenario = midnight_herd(quick=args.quick, herd=faults.herd_crons, kill=faults.kill_worker, blip=faults.store_blip)
+    scenario = midnight_herd(
+        quick=args.quick,
+        herd=faults.herd_crons,
+        kill=faults.left_out("kill") if "kill" in args.without else faults.kill_worker,
+        blip=faults.left_out("blip") if "blip" in args.without else faults.store_blip,
+    )
     _crons_ahead(context, scenario)
     run = run_scenario(context, scenario, queue_url, drain_timeout=60 if args.quick else 120)
     rows = measure.job_rows(context.aws("dynamodb"))
@@ -405,8 +417,11 @@ def _results(
 
 
 def _windows(context: RunContext, scenario: Scenario, run: dict[str, Any]) -> list[slo.Window]:
-    """Where each fault and the herd acted (seconds since the load started), in the order a slow job is blamed."""
-    spans = {"kill": faults.KILL_RECOVERY_SECONDS, "blip": faults.BLIP_SECONDS}
+    """Where each fault and the herd acted (seconds since the load started), in the order a slow job is
+    blamed: the blip, the cron second, the kill, the herd. The cron second before the kill: its burst
+    alone makes the same slow jobs (`make bench ARGS='--rate 20 --without kill'`, docs/benchmark.md),
+    and the kill's own batch is told apart by its attempts (`slo.cause_of_wait`)."""
+    spans = {"blip": faults.BLIP_SECONDS, "kill": faults.KILL_RECOVERY_SECONDS}
     windows = [slo.Window(m.name, m.at, m.at + spans[m.name]) for m in run["markers"] if m.wired and m.name in spans]
     # The blip's failed claims are handed back and come back later: its window lasts until the
     # queue is back to its depth before the blip.
@@ -414,11 +429,11 @@ def _windows(context: RunContext, scenario: Scenario, run: dict[str, Any]) -> li
         slo.Window(w.cause, w.start, slo.backlog_end(run.get("depth", []), w.start, w.end)) if w.cause == "blip" else w
         for w in windows
     ]
-    windows.sort(key=lambda w: list(spans).index(w.cause))
     if context.cron_herd and "due_epoch" in context.cron_herd:
         due = context.cron_herd["due_epoch"] - run["started_epoch"]
         windows.append(slo.Window("crons", due, due + faults.SCHEDULER_LATENESS_SECONDS))
-    return [*windows, slo.Window("herd", *scenario.window("herd"))]
+    order = ["blip", "crons", "kill"]
+    return [*sorted(windows, key=lambda w: order.index(w.cause)), slo.Window("herd", *scenario.window("herd"))]
 
 
 def _causes(
@@ -431,7 +446,7 @@ def _causes(
         if row and row.started_at and row.enqueued_at:
             wait_ms = (row.started_at - row.enqueued_at) * 1000
             causes[job_id] = slo.cause_of_wait(
-                row.enqueued_at - start_epoch, row.started_at - start_epoch, wait_ms, windows
+                row.enqueued_at - start_epoch, row.started_at - start_epoch, wait_ms, windows, row.attempts
             )
     return causes
 

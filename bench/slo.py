@@ -104,11 +104,18 @@ class Window:
     end: float
 
 
-def cause_of_wait(enqueued: float, started: float, wait_ms: float, windows: list[Window]) -> str:
-    """ "on time", else the first window (in the given order) the job's wait overlapped, else "unexplained"."""
+def cause_of_wait(enqueued: float, started: float, wait_ms: float, windows: list[Window], attempts: int = 1) -> str:
+    """ "on time", else the first window (in the given order) the job's wait overlapped, else "unexplained".
+
+    A job whose earlier attempt died (attempts > 1) while its wait overlapped a `kill` window is the
+    kill's, whatever else its wait overlapped: the killed batch's own jobs.
+    """
     if wait_ms <= ON_TIME_MS:
         return "on time"
-    return next((w.cause for w in windows if enqueued <= w.end and started >= w.start), "unexplained")
+    overlapped = [w.cause for w in windows if enqueued <= w.end and started >= w.start]
+    if attempts > 1 and "kill" in overlapped:
+        return "kill"
+    return overlapped[0] if overlapped else "unexplained"
 
 
 def backlog_end(depth: list[DepthSample], start: float, end: float, margin: int = 5) -> float:

@@ -87,6 +87,14 @@ def test_a_slow_job_is_blamed_on_the_first_window_its_wait_overlapped():
     assert slo.cause_of_wait(30.0, 30.5, 500, windows) == "unexplained"
 
 
+def test_a_job_of_the_killed_batch_is_the_kills_whatever_else_its_wait_overlapped():
+    windows = [slo.Window("crons", 12, 13), slo.Window("kill", 10, 13), slo.Window("herd", 5, 20)]
+
+    assert slo.cause_of_wait(12.0, 13.0, 1000, windows) == "crons"  # the cron second's burst, first attempt
+    assert slo.cause_of_wait(12.0, 27.0, 15000, windows, attempts=2) == "kill"  # its attempt died with the worker
+    assert slo.cause_of_wait(14.0, 15.0, 1000, windows, attempts=2) == "herd"  # retried, but not in the kill
+
+
 def test_the_plot_colours_each_slow_job_by_its_cause(tmp_path):
     samples = [
         Sample(at=t / 10, latency_ms=20, status=202 if t % 7 else 0, job_id=None, phase="steady") for t in range(50)
@@ -100,16 +108,16 @@ def test_the_plot_colours_each_slow_job_by_its_cause(tmp_path):
     assert (tmp_path / "slo.png").stat().st_size > 10_000
 
 
-def test_fault_windows_are_blamed_kill_first_then_blip_crons_and_the_herd():
+def test_fault_windows_are_blamed_blip_first_then_the_cron_second_the_kill_and_the_herd():
     scenario = midnight_herd(quick=True, herd=_never, kill=_never, blip=_never)
     markers = [report.Marker(22.5, "blip", "", True), report.Marker(20.0, "kill", "", True)]
     context = SimpleNamespace(cron_herd={"due_epoch": 1_000_027.0})
 
     windows = run._windows(context, scenario, {"markers": markers, "started_epoch": 1_000_000.0})
 
-    assert [w.cause for w in windows] == ["kill", "blip", "crons", "herd"]
-    assert windows[1] == slo.Window("blip", 22.5, 22.5 + faults.BLIP_SECONDS)
-    assert windows[2].start == 27.0
+    assert [w.cause for w in windows] == ["blip", "crons", "kill", "herd"]
+    assert windows[0] == slo.Window("blip", 22.5, 22.5 + faults.BLIP_SECONDS)
+    assert windows[1].start == 27.0
 
 
 def test_failed_enqueues_are_counted_by_what_the_client_saw():

@@ -1,4 +1,5 @@
-"""A job's time: its timeout, the lease its claim holds, and the alarm that stops it.
+"""A job's time: its timeout, the lease its claim holds, the alarm that stops it, and how long its
+batch's messages stay hidden (`HiddenBatch`).
 
 The timeout is enforced in the worker process with SIGALRM (setitimer), which the Python
 runtime delivers to the main thread, where both AWS's runtime and the embedded emulator run

@@ -89,18 +89,24 @@ def time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def cover_span(running: int, own: int, seconds_left: float) -> int:
+    """How long a batch's message, and a claim made ahead for it, must last while a job of timeout
+    `running` runs: until that job's timeout (its own, `own`, if longer: it is covered for its own
+    turn too), never past what is left of the invocation. A message whose worker dies comes back
+    about one job's timeout later, not after the queue's visibility timeout (which must be at least
+    the worker's 900 s on AWS) nor after the whole batch's timeouts added up."""
+    return math.ceil(min(max(running, own), seconds_left))
+
+
 def cover_seconds(running: int, own: int, seconds_left: float) -> int:
-    """How long to hide a batch's message while a job of timeout `running` runs: until that job's
-    timeout (its own, `own`, if longer: it is covered for its own turn too), never past what is left of
-    the invocation, plus the margin. A message whose worker dies comes back then, about one job's
-    timeout later, not after the queue's visibility timeout (which must be at least the worker's
-    900 s on AWS) nor after the whole batch's timeouts added up."""
-    return math.ceil(min(max(running, own), seconds_left)) + MARGIN_SECONDS
+    """A batch's message's visibility while a job of timeout `running` runs: its span plus the margin."""
+    return cover_span(running, own, seconds_left) + MARGIN_SECONDS
 
 
-def visibility_plan(timeouts: list[int], seconds_left: float) -> list[int]:
-    """For a batch about to run in order: how long each message is hidden as its first job starts."""
-    return [cover_seconds(timeouts[0], timeout, seconds_left) for timeout in timeouts] if timeouts else []
+def ends_too_soon(ends_at: float, wanted_end: float) -> bool:
+    """A visibility or a lease set earlier should be renewed: it ends more than half the margin before
+    the end wanted now (the half spares a call when the two differ by a moment)."""
+    return ends_at < wanted_end - MARGIN_SECONDS / 2
 
 
 def planned_timeout(body: str) -> int:
@@ -179,7 +185,7 @@ class HiddenBatch:
                 spans.append(
                     (held, cover_seconds(running, held.timeout if index >= running_index else 0, seconds_left))
                 )
-        if not always and all(held.visible_at >= now + span - MARGIN_SECONDS / 2 for held, span in spans):
+        if not always and not any(ends_too_soon(held.visible_at, now + span) for held, span in spans):
             return
         if not queue.set_visibility([(held.receipt_handle, span) for held, span in spans]):
             self._working = False

@@ -335,8 +335,7 @@ def _claim_ahead(deliveries: Sequence[Delivery]) -> dict[str, _ClaimAhead]:
         if message.id in jobs:
             continue  # the same job twice: the second delivery finds it claimed at its turn
         jobs.add(message.id)
-        timeout = deadline.timeout_of(message)
-        lease = deadline.lease_seconds(math.ceil(min(max(first, timeout), delivery.seconds_left)))
+        lease = deadline.lease_seconds(deadline.cover_span(first, deadline.timeout_of(message), delivery.seconds_left))
         claim = _claimers.submit(_claim_after, probe, message, delivery.message_id, now, lease)
         claims[delivery.message_id] = _ClaimAhead(message.id, now, lease, claim)
         probe = probe or claim
@@ -362,7 +361,7 @@ def _lease_for_its_turn(job_id: str, token: str, lease_end: float, timeout: int)
     the claim no longer holds the job (it ran out and another delivery took it, or it was cancelled):
     the job is not run here. If the store fails, the job runs on the lease it has."""
     wanted = time.time() + deadline.lease_seconds(timeout)
-    if lease_end >= wanted - deadline.MARGIN_SECONDS / 2:
+    if not deadline.ends_too_soon(lease_end, wanted):
         return lease_end
     try:
         return wanted if store.extend_lease(job_id, token, wanted) else None

@@ -115,11 +115,11 @@ def test_a_jobs_retry_after_chooses_when_it_comes_back(aws):
         ([5, 600, 600], 900, [15, 610, 610]),
         # The local profile: 3 s jobs in a 5 s invocation.
         ([3, 3, 3], 5, [13, 13, 13]),
-        ([], 900, []),
     ],
 )
-def test_visibility_plan_hides_each_message_about_one_jobs_timeout(timeouts, seconds_left, expected):
-    assert deadline.visibility_plan(timeouts, seconds_left) == expected
+def test_a_batch_begins_with_each_message_hidden_about_one_jobs_timeout(timeouts, seconds_left, expected):
+    # As the batch begins its first job runs: each message is covered for that job, or for its own if longer.
+    assert [deadline.cover_seconds(timeouts[0], own, seconds_left) for own in timeouts] == expected
 
 
 def test_a_hidden_batch_sets_each_received_messages_visibility(aws, monkeypatch):

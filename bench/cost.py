@@ -138,7 +138,7 @@ def _own_code_ms(call_handler: Callable[[], object]) -> float:
     """The handler's own work per enqueue (routing, key, checks, id, message, log line, metrics), its
     SendMessage replaced by a no-op: the fastest of 5 blocks of 1,000, so the emulator's and the
     machine's noise stay out. What the handler adds to a send, wherever the send is answered."""
-    from shared import enqueue  # in the child, with the functions' environment
+    from shared.jobs import enqueue  # in the child, with the functions' environment
 
     real_send = enqueue.queue.send
     enqueue.queue.send = lambda message, delay_seconds=0: None

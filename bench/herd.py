@@ -39,7 +39,7 @@ from client import Corral
 from local.deploy import DEMO_TENANT, deploy
 from local.ministack import STATE, Ministack
 from shared import settings
-from shared.firings import firing_input
+from shared.model import firing_input
 
 RESULT = STATE / "herd.json"
 

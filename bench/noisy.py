@@ -74,7 +74,7 @@ def _round(value: float | None) -> float | None:
 
 
 def set_limits(aws: Aws, tenant: str, rate: float, burst: int) -> None:
-    """The tenant's enqueue limits, on its item as shared/quotas.py reads them (before its first request)."""
+    """The tenant's enqueue limits, on its item as shared/tenants/quotas.py reads them (before its first request)."""
     aws.client("dynamodb").update_item(
         TableName=settings.TABLE_NAME,
         Key={"pk": {"S": f"tenant#{tenant}"}},

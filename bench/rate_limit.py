@@ -1,6 +1,6 @@
 """How accurate the per-instance enqueue limit is across API instances: `python -m bench.rate_limit`.
 
-Simulates N API instances in-process on a simulated clock, each with shared/rate_limit.py's own
+Simulates N API instances in-process on a simulated clock, each with shared/tenants/rate_limit.py's own
 RateLimiter, and one shared instance directory with DynamoDirectory's semantics (an instance counts
 the instances that served the tenant in the last COUNTED_SECONDS). One tenant offers requests
 of one job as a Poisson stream at `--offered` x its limit, each routed to an instance:
@@ -16,7 +16,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.rate_limit import Census, RateLimited, RateLimiter, census
+from shared.tenants.rate_limit import Census, RateLimited, RateLimiter, census
 
 BURST_SECONDS = 5.0  # the burst is this many seconds of the steady rate, as in the defaults (1,000/s, 5,000)
 SETTLE_SECONDS = 20.0  # the first burst is spent (at 2x offered) before the admitted rate is measured

@@ -12,7 +12,9 @@ import typer
 
 from cli import render, target
 from cli.common import CliError, Exit, JsonFlag
-from shared import dead_letters, queue_health, quotas, settings, tenants
+from shared import settings
+from shared.operations import dead_letters, queue_health
+from shared.tenants import quotas, tenants
 
 PANEL = "Operator (AWS credentials)"
 
@@ -113,7 +115,7 @@ def tenant_limits(
             raise CliError(str(error), Exit.INVALID, "invalid_request") from error
     recounted = None
     if recount:
-        from shared.recount import recount as recount_usage
+        from shared.operations.recount import recount as recount_usage
 
         recounted = recount_usage(tenant, prune=True)
     overrides = quotas.overrides_of(tenant)
@@ -171,7 +173,7 @@ def create_key(
         key = tenants.create_key(tenant, label=label)
     except tenants.TenantError as error:
         raise _operator_error(error) from error
-    from shared import api_keys
+    from shared.tenants import api_keys
 
     if as_json:
         render.emit_json({"tenant": tenant, "key": key, "key_id": api_keys.key_id(key), "label": label})

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import aws
+from shared.aws import clients
 
 ENDPOINT_FILE_ENV = "CORRAL_ENDPOINT_FILE"
 
@@ -102,13 +102,13 @@ def use_aws(target: Aws, *, queues: bool = False) -> None:
             localstack_host=parts.netloc,
         )
         # localstack-client prefers AWS_ENDPOINT_URL from the environment; it is the same endpoint here.
-        aws.use_client_factory(lambda service, config: session.client(service, config=config))
+        clients.use_client_factory(lambda service, config: session.client(service, config=config))
     else:
-        aws.use_client_factory(lambda service, config: boto3.session.Session().client(service, config=config))
+        clients.use_client_factory(lambda service, config: boto3.session.Session().client(service, config=config))
     os.environ.setdefault("CORRAL_TABLE", settings.TABLE_NAME)
     if not queues:
         return
-    sqs = aws.client("sqs")
+    sqs = clients.client("sqs")
     for variable, name in (("CORRAL_QUEUE_URL", settings.QUEUE_NAME), ("CORRAL_DLQ_URL", settings.DLQ_NAME)):
         if variable not in os.environ:
             os.environ[variable] = sqs.get_queue_url(QueueName=name)["QueueUrl"]
@@ -119,7 +119,7 @@ def api_key_cache_seconds() -> int:
     from shared import settings
 
     try:
-        environment = aws.client("lambda").get_function_configuration(FunctionName=settings.API_FUNCTION)
+        environment = clients.client("lambda").get_function_configuration(FunctionName=settings.API_FUNCTION)
         return int(environment["Environment"]["Variables"]["CORRAL_API_KEY_CACHE_SECONDS"])
     except (BotoCoreError, ClientError, KeyError, ValueError):  # not deployed as expected: the documented value
         return settings.API_KEY_CACHE_SECONDS

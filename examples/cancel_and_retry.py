@@ -1,4 +1,4 @@
-"""Steering jobs: cancel one that has not run yet, retry a dead one, and what an impossible request raises.
+"""Cancel and retry: cancel one that has not run yet, retry a dead one, and what an impossible request raises.
 
     python -m examples.cancel_and_retry
 

@@ -1,7 +1,7 @@
 """Status cache (profile aws only): a DAX cluster in front of the jobs table.
 
 The functions find it through CORRAL_DAX_ENDPOINT (its TLS discovery URL); the client
-side lives in shared/status_cache.py.
+side lives in shared/aws/status_cache.py.
 """
 
 from __future__ import annotations

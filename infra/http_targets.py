@@ -1,4 +1,4 @@
-"""What HTTP jobs may call, per stack: the functions' environment for shared/target_policy.py.
+"""What HTTP jobs may call, per stack: the functions' environment for shared/targets/http_policy.py.
 
 CDK context (both optional):
   -c corral:http_allow_plain=true              plain http:// targets too (default: https only; the local

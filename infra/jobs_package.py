@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundling
-from shared.job_types import DECLARATIONS_FILE
+from shared.jobs.job_types import DECLARATIONS_FILE
 
 RESERVED_NAMES = ("functions", "shared", "corral_jobs", "client", "infra", "local", "tests", "python")
 
@@ -52,13 +52,13 @@ def from_context(raw: object) -> JobsPackage | None:
     return JobsPackage(path)
 
 
-_DECLARE = "import json; from shared import job_types; print(json.dumps(job_types.declarations()))"
+_DECLARE = "import json; from shared.jobs import job_types; print(json.dumps(job_types.declarations()))"
 
 
 def registry(code_dir: Path, layer_dirs: list[Path], package: JobsPackage | None) -> list[dict[str, Any]]:
     """The job types the deployed functions will know, loaded from the bundle exactly as they will load it.
 
-    Their declarations are written into the bundle (shared/job_types.py `declared`): the API accepts
+    Their declarations are written into the bundle (shared/jobs/job_types.py `declared`): the API accepts
     jobs against them without importing the types' code.
     """
     path = [str(code_dir), *(str(layer / "python") for layer in layer_dirs)]

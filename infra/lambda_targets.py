@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import acknowledgements
-from shared import lambda_targets
+from shared.targets import lambda_allowlist
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,12 @@ class LambdaTargets:
         else:
             items = list(raw)  # type: ignore[call-overload]
         try:
-            return cls(tuple(lambda_targets.check_pattern(str(item).strip()) for item in items if str(item).strip()))
-        except lambda_targets.BadPattern as error:
+            return cls(tuple(lambda_allowlist.check_pattern(str(item).strip()) for item in items if str(item).strip()))
+        except lambda_allowlist.BadPattern as error:
             raise SystemExit(f"corral:lambda_targets: {error}") from None
 
     def environment(self) -> dict[str, str]:
-        return {lambda_targets.ENVIRONMENT: json.dumps(list(self.patterns), separators=(",", ":"))}
+        return {lambda_allowlist.ENVIRONMENT: json.dumps(list(self.patterns), separators=(",", ":"))}
 
     def resources(self, stack: Stack) -> list[str]:
         """Each pattern as function ARNs: unqualified, and with any qualifier (alias or version)."""

@@ -16,7 +16,7 @@ from infra.jobs_package import JobsPackage
 from infra.lambda_targets import LambdaTargets
 from infra.network import Network
 from infra.queue import JobQueue
-from infra.scheduler import Schedules
+from infra.schedule_group import Schedules
 from infra.store import JobStore
 from infra.workers import Workers
 from shared import settings
@@ -77,7 +77,7 @@ class CorralStack(Stack):
         workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
         worker_role = workers.function.role
         assert worker_role is not None
-        # The workers send outcome messages recorded late (a store outage): shared/work.py.
+        # The workers send outcome messages recorded late (a store outage): shared/worker/work.py.
         queue.allow_only_senders(
             api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
         )

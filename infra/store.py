@@ -6,7 +6,8 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from shared import settings, table_schema
+from shared import settings
+from shared.store import table_schema
 
 
 def _index_props(index: table_schema.Index) -> dynamodb.GlobalSecondaryIndexPropsV2:

@@ -34,7 +34,7 @@ import requests
 
 from local.ministack import CREDENTIALS, STATE
 from shared import settings
-from shared.status_cache import LOCAL_CACHE_ENDPOINT_ENV
+from shared.aws.status_cache import LOCAL_CACHE_ENDPOINT_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import boto3
 
 from local.prewarm import Warmed, prewarm
-from shared import operators, settings, tenants
-from shared.aws import client
+from shared import settings
+from shared.aws.clients import client
+from shared.tenants import operators, tenants
 
 ROOT = Path(__file__).resolve().parent.parent
 CDK = ROOT / "node_modules" / ".bin" / "cdk"

@@ -1,7 +1,7 @@
 """The local stand-in for DAX: an item cache with DAX's semantics, shared by every function instance.
 
 It speaks the DynamoDB JSON protocol, so the functions use it through the same
-low-level client interface they use for DAX (`shared/status_cache.py`):
+low-level client interface they use for DAX (`shared/aws/status_cache.py`):
 
 - GetItem (eventually consistent): answered from the cache; a miss is fetched and
   cached, a missing item as a negative entry ("not found"), both for the TTL.

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from shared import ids, settings
-from shared.firings import scheduled_time
 
 
 class Status(StrEnum):
@@ -147,7 +147,7 @@ class JobMessage:
     scheduled_for: str | None = None
     timeout_seconds: int | None = None  # this job's own timeout (1-900); None: its type's default
     # Set only on a far-future job's message (it waited as a one-time schedule, holding a quota unit
-    # that its arrival gives back: shared/far_future.py); epoch seconds.
+    # that its arrival gives back: shared/jobs/far_future.py); epoch seconds.
     due_at: float | None = None
     v: int = 1
 
@@ -183,7 +183,7 @@ class JobMessage:
         """The job a queue message carries, checked field by field; UnreadableMessage says why not.
 
         `sent_at`: when the message entered the queue (SQS SentTimestamp). A message without
-        an id is a schedule's firing (shared/firings.py): its id is derived from (tenant,
+        an id is a schedule's firing (`firing_input`, below): its id is derived from (tenant,
         schedule, scheduled time), and its enqueued_at is when Scheduler put it in the queue,
         not its scheduled time: enqueue-to-run then measures our platform, and Scheduler's
         own lateness shows as enqueued_at - scheduled_for.
@@ -285,7 +285,7 @@ class JobRecord:
 
 
 OUTCOME_KIND = "outcome"
-# What an attempt run without the store's claim may end as (shared/work.py): `failed` carries the job's retry.
+# What an attempt run without the store's claim may end as (shared/worker/work.py): `failed` carries the job's retry.
 _CARRIED = (Status.SUCCEEDED, Status.FAILED, Status.DEAD)
 _OUTCOME_FIELDS = frozenset(
     {"kind", "v", "job", "status", "started_at", "finished_at", "result", "error", "attempt_token"}
@@ -308,7 +308,7 @@ class OutcomeMessage:
     result: Any = None
     error: str | None = None
     # Set when the attempt ran under a claim and only its outcome write failed: the claim's token,
-    # so the outcome is recorded as that attempt's (shared/store.py `complete`).
+    # so the outcome is recorded as that attempt's (shared/store/job_store.py `complete`).
     attempt_token: str | None = None
     v: int = 1
 
@@ -378,3 +378,47 @@ def read_message(body: str, *, sent_at: float, secret: bytes) -> JobMessage | Ou
     if data.get("kind") == OUTCOME_KIND:  # any other "kind" is a job message's unknown field
         return OutcomeMessage.from_data(data, secret=secret)
     return JobMessage.from_data(data, sent_at=sent_at, secret=secret)
+
+
+# A schedule's firing, as EventBridge Scheduler puts it on the queue, turned into a job message.
+# A schedule's target Input is a job message without an id: Scheduler fills in
+# `<aws.scheduler.scheduled-time>` at each firing, and the id is derived from
+# (tenant, schedule, scheduled time), so a duplicate firing of one occurrence is
+# the same job and the worker's claim runs it once (`JobMessage.from_body` derives it).
+
+SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # a Scheduler context attribute, substituted at each firing
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def firing_input(
+    tenant: str, schedule: str, job_type: str, payload: Any, max_attempts: int, timeout_seconds: int | None = None
+) -> str:
+    """The target Input of a recurring schedule. No timeout_seconds: each run gets its type's default."""
+    message: dict[str, Any] = {
+        "v": 1,
+        "tenant": tenant,
+        "type": job_type,
+        "payload": payload,
+        "max_attempts": max_attempts,
+        "schedule": schedule,
+        "scheduled_for": SCHEDULED_TIME,
+    }
+    if timeout_seconds is not None:
+        message["timeout_seconds"] = timeout_seconds
+    return json.dumps(message, separators=(",", ":"))
+
+
+def scheduled_time(value: Any, sent_at: float) -> str:
+    """The occurrence a firing belongs to, in one canonical form (UTC, seconds)."""
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        # The placeholder arrived verbatim: Scheduler on AWS always substitutes it, the
+        # embedded emulator (ministack 1.5.33) never does. Fall back to the minute the
+        # firing was sent in: schedules fire at most once a minute, so locally each
+        # occurrence still gets its own id.
+        minute = int(sent_at // 60 * 60)
+        return datetime.fromtimestamp(minute, UTC).strftime(_TIME_FORMAT)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).strftime(_TIME_FORMAT)

@@ -108,7 +108,7 @@ API_AWS_CONNECT_TIMEOUT_SECONDS = 1
 API_AWS_READ_TIMEOUT_SECONDS = 3
 API_ANSWER_MARGIN_SECONDS = 0.5
 
-# Per-tenant limits (defaults; an operator overrides them per tenant: shared/quotas.py).
+# Per-tenant limits (defaults; an operator overrides them per tenant: shared/tenants/quotas.py).
 # See docs/architecture.md "Fair and bounded". Quotas count what a tenant holds; the rate limits
 # bound how fast it may enqueue (jobs, so one :batch request of 100 counts 100).
 TENANT_MAX_SCHEDULES = 1_000
@@ -121,7 +121,7 @@ TENANT_LIMITS_CACHE_SECONDS = 60  # an API instance re-reads a tenant's override
 # (CORRAL_SCHEDULER_SETS_MESSAGE_GROUP=1 turns it on). See docs/architecture.md "Fair and bounded".
 SCHEDULER_SETS_MESSAGE_GROUP = False
 
-# Seeing and steering jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats). See docs/architecture.md.
+# Seeing, cancelling and retrying jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats). See docs/architecture.md.
 # A tenant's jobs are spread over this many listing-index partitions (each takes <= 1,000 writes/s,
 # a job costs ~2: claim and outcome), so one tenant may run ~8,000 jobs/s. Only ever raise it:
 # lowering it would hide the jobs written to the partitions dropped.
@@ -167,7 +167,7 @@ class Profile:
     @property
     def visibility_timeout_seconds(self) -> int:
         # SQS event sources need >= the function timeout. Not AWS's suggested 6x: the worker hides each
-        # received message for about its own job's timeout (shared/deadline.py), so this applies only to
+        # received message for about its own job's timeout (shared/worker/deadline.py), so this applies only to
         # messages it never reached (an environment that died starting), and 6 x 900 s would hold those 90 min.
         return self.worker_timeout_seconds + QUEUE_VISIBILITY_MARGIN_SECONDS + WORKER_BATCHING_WINDOW_SECONDS
 

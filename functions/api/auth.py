@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shared import operators, tenants
+from shared.tenants import operators, tenants
 
 # No key needed: the API's own description, and the dashboard's static page (its data calls need one).
 PUBLIC_PATHS = frozenset({"/v1/openapi.json", "/dashboard"})

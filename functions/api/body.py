@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from shared import payloads, settings
+from shared import settings
+from shared.jobs import payloads
 
 # A body may nest twice as deep as a payload: far below where any parser or serialiser recurses into
 # trouble, and deep enough that a payload a few levels over its limit (the deepest sits 3 levels in:

@@ -25,11 +25,11 @@ from aws_lambda_powertools import Logger
 
 from functions.api import job_schemas
 from functions.api.responses import MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, cut, error_result, invalid_fields, json_result
-from shared.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
-from shared.metrics import jobs_enqueued
+from shared.aws.metrics import jobs_enqueued
+from shared.jobs.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
+from shared.jobs.status import job_status
 from shared.model import JobMessage
-from shared.quotas import QuotaExceeded
-from shared.status import job_status
+from shared.tenants.quotas import QuotaExceeded
 
 if TYPE_CHECKING:
     from pydantic_core import SchemaValidator

@@ -23,12 +23,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from functions.api import auth, body, enqueue_routes
 from functions.api.responses import error_answer_result, error_result
-from shared import aws, settings
-from shared.metrics import metrics
+from shared import settings
+from shared.aws import clients
+from shared.aws.metrics import metrics
 
 logger = Logger(service="corral-api")
-aws.use_timeouts(
-    aws.Timeouts(connect=settings.API_AWS_CONNECT_TIMEOUT_SECONDS, read=settings.API_AWS_READ_TIMEOUT_SECONDS)
+clients.use_timeouts(
+    clients.Timeouts(connect=settings.API_AWS_CONNECT_TIMEOUT_SECONDS, read=settings.API_AWS_READ_TIMEOUT_SECONDS)
 )
 
 
@@ -68,10 +69,10 @@ def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    # Every AWS call ends before the function must answer: see shared/aws.py.
+    # Every AWS call ends before the function must answer: see shared/aws/clients.py.
     seconds_left = context.get_remaining_time_in_millis() / 1000 - settings.API_ANSWER_MARGIN_SECONDS
     try:
-        with aws.deadline(seconds_left):
+        with clients.deadline(seconds_left):
             response = _respond(event, context)
     except (ClientError, BotoCoreError):  # the key lookup, before the resolver's own handlers apply
         logger.exception("AWS call failed")

@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.api.enqueue_routes import enqueue_items
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
-from shared.enqueue import JobRequest, enqueue
-from shared.metrics import jobs_enqueued
-from shared.status import job_status
+from shared.aws.metrics import jobs_enqueued
+from shared.jobs.enqueue import JobRequest, enqueue
+from shared.jobs.status import job_status
 
 router = APIGatewayHttpRouter()
 

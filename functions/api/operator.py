@@ -1,4 +1,4 @@
-"""/operator routes: the platform's own health, for holders of an operator key (shared/operators.py).
+"""/operator routes: the platform's own health, for holders of an operator key (shared/tenants/operators.py).
 
 Kept off the tenant path: a tenant key never opens these, an operator key never opens /v1.
 """
@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from functions.api.responses import json_response
-from shared import queue_health
+from shared.operations import queue_health
 
 router = APIGatewayHttpRouter()
 PREFIX = "/operator/"

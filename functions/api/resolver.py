@@ -1,7 +1,7 @@
 """The Powertools resolver: every route but the enqueue path's, with OpenAPI validation and the document.
 
 Built on the first request that needs it (functions/api/handler.py), not at import: it loads
-pydantic, the resolver's OpenAPI models and every router (dashboard, operator, steering, schedules,
+pydantic, the resolver's OpenAPI models and every router (dashboard, operator, control (cancel, retry), schedules,
 signing secrets), several times the import cost of boto3. The jobs router is included too, so
 the OpenAPI document describes the enqueue routes that functions/api/enqueue_routes.py answers.
 """
@@ -14,16 +14,16 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
-from functions.api import dashboard, jobs, operator, schedules, signing_secrets, steering
+from functions.api import control, dashboard, jobs, operator, schedules, signing_secrets
 from functions.api.openapi_docs import complete_error_responses
 from functions.api.responses import answer_for, answered_types, cut, error_response, invalid_fields, json_response
-from shared import job_types
+from shared.jobs import job_types
 
 job_types.load()  # every type's code: the routes here (e.g. schedules) validate against the whole registry
 app = APIGatewayHttpResolver(enable_validation=True)
 app.include_router(jobs.router)
 app.include_router(schedules.router)
-app.include_router(steering.router)
+app.include_router(control.router)
 app.include_router(signing_secrets.router)
 app.include_router(operator.router)
 app.include_router(dashboard.router)

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import scheduler
-from shared.enqueue import InvalidJob, PayloadTooLarge
-from shared.quotas import QuotaExceeded
-from shared.rate_limit import RateLimited
+from shared.aws import eventbridge
+from shared.jobs.enqueue import InvalidJob, PayloadTooLarge
+from shared.tenants.quotas import QuotaExceeded
+from shared.tenants.rate_limit import RateLimited
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import Response
@@ -129,7 +129,7 @@ def _too_large(error: PayloadTooLarge) -> ErrorAnswer:
 
 @answers(InvalidJob)
 def _invalid_job(error: InvalidJob) -> ErrorAnswer:
-    if isinstance(error.__cause__, scheduler.Rejected):
+    if isinstance(error.__cause__, eventbridge.Rejected):
         _log.warning("EventBridge Scheduler rejected a request", extra={"detail": error.__cause__.detail})
     return 422, error_body("invalid_request", str(error), fields=[{"field": error.field, "message": error.message}]), {}
 

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.jobs import JobSpecIn
 from functions.api.responses import documented, error_response, json_response
-from shared import schedules, settings
+from shared import settings
+from shared.schedules import customer_schedules
 
 router = APIGatewayHttpRouter()
 
@@ -54,7 +55,7 @@ def _tenant() -> str:
     responses=documented({201: {"description": "Created"}}, 400, 403, 409, 413, 422, 429),
 )
 def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
-    request = schedules.ScheduleRequest(
+    request = customer_schedules.ScheduleRequest(
         name=schedule.name,
         expression=schedule.expression,
         job_type=schedule.job.type,
@@ -67,8 +68,8 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
         end=schedule.end,
     )
     try:
-        created = schedules.create(_tenant(), request)
-    except schedules.ScheduleExists:
+        created = customer_schedules.create(_tenant(), request)
+    except customer_schedules.ScheduleExists:
         return error_response(409, "conflict", f"a schedule named {schedule.name!r} exists; delete it first")
     return json_response(201, created.public())
 
@@ -83,7 +84,7 @@ def list_schedules(
     limit: Annotated[int, Query(ge=1, le=settings.LIST_MAX_LIMIT)] = settings.LIST_DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
 ) -> Response[dict[str, Any]]:
-    page = schedules.list_page(_tenant(), limit=limit, cursor=cursor)
+    page = customer_schedules.list_page(_tenant(), limit=limit, cursor=cursor)
     return json_response(
         200, {"schedules": [item.public() for item in page.schedules], "next_cursor": page.next_cursor}
     )
@@ -95,12 +96,12 @@ def list_schedules(
     responses=documented({200: {"description": "The schedule"}}, 404, 422),
 )
 def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
-    item = schedules.get(_tenant(), name)
+    item = customer_schedules.get(_tenant(), name)
     if item is None:
         return error_response(404, "not_found", f"no schedule {name!r}")
-    next_firings = schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
+    next_firings = customer_schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
     return json_response(
-        200, {**item.public(), "next_firings": next_firings, "runs": schedules.recent_runs(_tenant(), name)}
+        200, {**item.public(), "next_firings": next_firings, "runs": customer_schedules.recent_runs(_tenant(), name)}
     )
 
 
@@ -110,6 +111,6 @@ def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[st
     responses=documented({200: {"description": "Deleted"}}, 404, 422),
 )
 def delete_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
-    if not schedules.delete(_tenant(), name):
+    if not customer_schedules.delete(_tenant(), name):
         return error_response(404, "not_found", f"no schedule {name!r}")
     return json_response(200, {"name": name, "deleted": True})

@@ -8,7 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from functions.api.responses import json_response
-from shared import settings, signing_secrets
+from shared import settings
+from shared.targets import signing_secrets
 
 router = APIGatewayHttpRouter()
 

@@ -16,10 +16,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared import deadline, job_types, queue, work
-from shared.metrics import job_outcome, job_retried, metrics
+from shared.aws import queue
+from shared.aws.metrics import job_outcome, job_retried, metrics
+from shared.jobs import job_types
 from shared.model import Outcome
-from shared.work import Delivery, RetryLater, receive
+from shared.worker import deadline, work
+from shared.worker.work import Delivery, RetryLater, receive
 
 logger = Logger(service="corral-worker")
 # Job types (and the customer's package) load at import: in the init phase, not on the first batch's clock.
@@ -50,7 +52,7 @@ def _delivery(record: SQSRecord) -> Delivery:
 
 
 _record_ms: list[float] = []  # this batch's per-record handling times, for its log line
-# The batch's messages, hidden as long as this invocation may still need each (shared/deadline.py).
+# The batch's messages, hidden as long as this invocation may still need each (shared/worker/deadline.py).
 _hidden = deadline.HiddenBatch([])
 
 

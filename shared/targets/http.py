@@ -1,7 +1,7 @@
 """The `http` job type: deliver a job as a signed HTTP request to the customer's endpoint.
 
 Payload: {"url", "method"?: POST|GET|PUT|PATCH|DELETE, "headers"?: {name: value}, "body"?: JSON or a string}.
-Each attempt resolves the host once, checks the address (shared/target_policy.py) and connects
+Each attempt resolves the host once, checks the address (shared/targets/http_policy.py) and connects
 to that address, with the name in the Host header and as the TLS server name (SNI and the
 certificate check). The outcome, by the answer:
     2xx                           succeeded; result {"status", "headers" (RESULT_HEADERS), "body"}
@@ -26,9 +26,10 @@ from typing import Any
 import urllib3
 from urllib3.exceptions import HTTPError as TransportError
 
-from shared import settings, signing_secrets
-from shared.job_types import InvalidPayload, JobContext, JobDead, JobFailed, job_type
-from shared.target_policy import Refused, ResolutionFailed, Resolver, Target, TargetPolicy, check_url, resolve
+from shared import settings
+from shared.jobs.job_types import InvalidPayload, JobContext, JobDead, JobFailed, job_type
+from shared.targets import signing_secrets
+from shared.targets.http_policy import Refused, ResolutionFailed, Resolver, Target, TargetPolicy, check_url, resolve
 
 METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
 RETRYABLE_STATUSES = frozenset({408, 425, 429})  # and every 5xx
@@ -164,7 +165,7 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
             signing_secrets.for_signing(context.tenant), timestamp, request.body
         ),
     }
-    # The job's own timeout stops the attempt anyway (shared/deadline.py); the request's timeout ends
+    # The job's own timeout stops the attempt anyway (shared/worker/deadline.py); the request's timeout ends
     # just before it, so a hanging endpoint reads as a timeout of the request, with its host named.
     timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))
     status, reason, response_headers, body, truncated = _send(request, address, headers, timeout)

@@ -3,7 +3,7 @@
 Payload: {"function": <name, name:qualifier or ARN>, "input"?: any JSON}. The response is the
 job's result. A function error, a throttle or any other failed call fails the attempt and is
 retried like any failure; a function that is missing or not allowed is dead at once (no retry
-would fix it). Only functions the stack allows may be targets (shared/lambda_targets.py).
+would fix it). Only functions the stack allows may be targets (shared/targets/lambda_allowlist.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import lambda_targets
-from shared.job_types import InvalidPayload, JobContext, JobDead, JobFailed, job_type
+from shared.jobs.job_types import InvalidPayload, JobContext, JobDead, JobFailed, job_type
+from shared.targets import lambda_allowlist
 
 RESULT_MAX_BYTES = 64 * 1024  # a job's result is stored in its DynamoDB item (400 KB at most)
 # Errors no retry can fix: the function is missing, or this worker may not call it, or the input is refused.
@@ -38,7 +38,7 @@ def validate(payload: Any) -> None:
     function = payload.get("function")
     if not isinstance(function, str) or not function or len(function) > 170:
         raise InvalidPayload("payload.function", "must be a function name or ARN")
-    if not lambda_targets.is_allowed(function, lambda_targets.allowed_patterns()):
+    if not lambda_allowlist.is_allowed(function, lambda_allowlist.allowed_patterns()):
         raise InvalidPayload(
             "payload.function",
             f"{function!r} is not a Lambda target this stack allows (CDK context corral:lambda_targets)",

@@ -16,7 +16,7 @@ def job_id_secret(deployed, api) -> bytes:
     from shared import settings
 
     dynamodb = deployed.aws("dynamodb")
-    key = {"pk": {"S": "config#job-id-signing-key"}}  # shared/signing.py
+    key = {"pk": {"S": "config#job-id-signing-key"}}  # shared/store/id_secret.py
     item = dynamodb.get_item(TableName=settings.TABLE_NAME, Key=key, ConsistentRead=True).get("Item")
     if item is None:  # no function has needed it yet: an enqueue creates it
         api.enqueue("echo")

@@ -1,6 +1,6 @@
 """A worker environment that dies costs its batch about one job's timeout plus the margin, on the
 embedded stack as on AWS: the worker keeps its messages hidden that long at a time
-(shared/deadline.py `HiddenBatch`), so they come back before the queue's own visibility timeout.
+(shared/worker/deadline.py `HiddenBatch`), so they come back before the queue's own visibility timeout.
 
 After test_resilience.py on purpose: its poison job kills every environment it lands in until it
 is dead, which would take this batch's takeover down a second time.
@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from shared import deadline, settings
+from shared import settings
+from shared.worker import deadline
 from tests.e2e.test_resilience import _outcome_writes
 
 LOCAL = settings.PROFILES["local"]

@@ -11,9 +11,12 @@ import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
-from shared import operators, quotas, rate_limit, settings, table_schema, tenants, work
-from shared.aws import client, single_attempt_client
-from shared.signing import id_secret
+from shared import settings
+from shared.aws.clients import client, single_attempt_client
+from shared.store import table_schema
+from shared.store.id_secret import id_secret
+from shared.tenants import operators, quotas, rate_limit, tenants
+from shared.worker import work
 
 
 @pytest.fixture

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from bench.http_event import FakeLambdaContext, http_api_event
 from functions.api import job_schemas
-from shared import job_types, tenants
 from shared import settings as corral_settings
+from shared.jobs import job_types
+from shared.tenants import tenants
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,17 +33,17 @@ NOT_ON_THE_ENQUEUE_PATH = (
     "functions.api.openapi_docs",
     "functions.api.dashboard",
     "functions.api.operator",
-    "functions.api.steering",
+    "functions.api.control",
     "functions.api.schedules",
     "functions.api.signing_secrets",
-    "shared.listing",
-    "shared.stats",
-    "shared.steering",
-    "shared.signing_secrets",
-    "shared.schedules",
+    "shared.jobs.listing",
+    "shared.jobs.stats",
+    "shared.jobs.control",
+    "shared.targets.signing_secrets",
+    "shared.schedules.customer_schedules",
     "shared.targets.http",
-    "shared.target_policy",
-    "shared.dead_letters",
+    "shared.targets.http_policy",
+    "shared.operations.dead_letters",
     "pydantic",
     "pynamodb",
     "croniter",
@@ -53,7 +54,7 @@ NOT_ON_THE_ENQUEUE_PATH = (
 _COLD_ENQUEUE = """
 import json, sys
 from pathlib import Path
-from shared import job_types
+from shared.jobs import job_types
 job_types.declarations_path = Path(sys.argv[2])  # as in the code asset, where the synth writes it
 import functions.api.handler as api
 forbidden = json.loads(sys.argv[1])
@@ -61,7 +62,9 @@ loaded_at_import = sorted(name for name in forbidden if name in sys.modules)
 import boto3
 from moto import mock_aws
 from bench.http_event import FakeLambdaContext, http_api_event
-from shared import settings, table_schema, tenants
+from shared import settings
+from shared.store import table_schema
+from shared.tenants import tenants
 with mock_aws():
     boto3.client("dynamodb").create_table(**table_schema.create_table_params())
     import os

@@ -11,7 +11,9 @@ from botocore.exceptions import ClientError
 
 from bench.http_event import FakeLambdaContext, http_api_event
 from functions.api import body as request_body
-from shared import queue, scheduler, settings, tenants
+from shared import settings
+from shared.aws import eventbridge, queue
+from shared.tenants import tenants
 
 
 def _nested(levels: int, leaf=1):
@@ -232,7 +234,7 @@ def test_sleep_is_bounded_at_enqueue(call, seconds):
 def test_a_sleep_message_that_skipped_the_api_fails_cleanly_instead_of_overflowing():
     import logging
 
-    from shared.job_types import JobContext, JobFailed, lookup
+    from shared.jobs.job_types import JobContext, JobFailed, lookup
 
     context = JobContext(
         job_id="jt-x",
@@ -285,7 +287,7 @@ def test_a_schedule_starting_more_than_5_minutes_ago_is_422(call, scheduler_env)
 
 
 def _scheduler_rejects(monkeypatch, message):
-    real = scheduler.client
+    real = eventbridge.client
 
     class Rejecting:
         def create_schedule(self, **params):
@@ -294,7 +296,7 @@ def _scheduler_rejects(monkeypatch, message):
         def __getattr__(self, name):
             return getattr(real("scheduler"), name)
 
-    monkeypatch.setattr(scheduler, "client", lambda service: Rejecting())
+    monkeypatch.setattr(eventbridge, "client", lambda service: Rejecting())
 
 
 def test_a_scheduler_validation_exception_is_a_422_not_a_retryable_503(call, scheduler_env, monkeypatch):

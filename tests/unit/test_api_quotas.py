@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from bench.http_event import FakeLambdaContext, http_api_event
-from shared import quotas, settings, tenants
+from shared import settings
+from shared.tenants import quotas, tenants
 
 FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared import aws as boto
+from shared.aws import clients as boto
 
 
 def test_an_attempt_that_could_outlast_the_deadline_is_refused_before_it_is_sent(aws):

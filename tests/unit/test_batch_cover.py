@@ -1,5 +1,5 @@
-"""A batch's messages and claims are held about one job's timeout at a time (shared/deadline.py
-`HiddenBatch`, shared/work.py `_lease_for_its_turn`): renewed as each job's turn comes, so a worker
+"""A batch's messages and claims are held about one job's timeout at a time (shared/worker/deadline.py
+`HiddenBatch`, shared/worker/work.py `_lease_for_its_turn`): renewed as each job's turn comes, so a worker
 that dies costs its batch about one job's timeout plus the margin, not the batch's timeouts added up."""
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
-from shared import deadline, job_types, queue, store, work
-from shared.enqueue import JobRequest, build_message
+from shared.aws import queue
+from shared.jobs import job_types
+from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, Status
+from shared.store import job_store
+from shared.worker import deadline, work
 from tests.unit.worker_harness import poll, record, send
 
 # Scaled down from AWS's 30 s jobs and 10 s margin: 2 s jobs, a 2 s margin, each job taking 1.2 s.
@@ -57,7 +60,7 @@ def test_a_batch_of_long_jobs_stays_hidden_and_claimed_through_its_last_job(shor
                 .receive_message(QueueUrl=aws["queue_url"], MaxNumberOfMessages=10, VisibilityTimeout=0)
                 .get("Messages", [])
             )
-            seen_in_last_job["claim"] = store.claim(messages[-1], "another-delivery", time.time(), 10)
+            seen_in_last_job["claim"] = job_store.claim(messages[-1], "another-delivery", time.time(), 10)
         return payload
 
     _register(monkeypatch, nap)
@@ -68,7 +71,7 @@ def test_a_batch_of_long_jobs_stays_hidden_and_claimed_through_its_last_job(shor
     assert batch is not None and len(batch.message_ids) == JOBS and batch.failed == []
     assert seen_in_last_job["since_begin"] > TIMEOUT + MARGIN  # the first cover had run out by then
     assert seen_in_last_job["visible"] == []  # renewed at each turn: nothing of the batch came back
-    assert isinstance(seen_in_last_job["claim"], store.HeldElsewhere)  # its claim's lease was extended too
+    assert isinstance(seen_in_last_job["claim"], job_store.HeldElsewhere)  # its claim's lease was extended too
     assert [record(m.id).status for m in messages] == [Status.SUCCEEDED] * JOBS
     assert [record(m.id).attempts for m in messages] == [1] * JOBS
 
@@ -143,8 +146,8 @@ def test_a_job_whose_claim_was_taken_over_before_its_turn_is_not_run(short_margi
         if payload == 0:
             # Another delivery of the second job claims it once its lease made ahead has run out
             # (a `now` past it stands for the wait), while this batch is still busy.
-            taken = store.claim(messages[1], "another-delivery", time.time() + TIMEOUT + MARGIN + 1, 10)
-            assert isinstance(taken, store.Claimed)
+            taken = job_store.claim(messages[1], "another-delivery", time.time() + TIMEOUT + MARGIN + 1, 10)
+            assert isinstance(taken, job_store.Claimed)
             time.sleep(NAP)
         return payload
 

@@ -5,9 +5,11 @@ import json
 import pytest
 
 from bench.http_event import FakeLambdaContext, http_api_event
-from shared import queue, settings, tenants
-from shared.enqueue import InvalidJob, JobRequest, NotSent, enqueue_many
+from shared import settings
+from shared.aws import queue
+from shared.jobs.enqueue import InvalidJob, JobRequest, NotSent, enqueue_many
 from shared.model import JobMessage
+from shared.tenants import tenants
 
 
 def _queued(aws) -> list[dict]:

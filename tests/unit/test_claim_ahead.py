@@ -1,4 +1,4 @@
-"""A batch claims its jobs together as it begins (shared/work.py `_claim_ahead`): the k-th job waits for
+"""A batch claims its jobs together as it begins (shared/worker/work.py `_claim_ahead`): the k-th job waits for
 one claim's round trip, not k. What must still hold: each job runs once, its record says when its
 code really started, and a job that will not start in the invocation's time is not held by a claim."""
 
@@ -9,9 +9,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import job_types, settings, store
-from shared.enqueue import JobRequest, build_message
+from shared import settings
+from shared.jobs import job_types
+from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, Status
+from shared.store import job_store
 from tests.unit.worker_harness import WorkerContext, poll, record, send
 
 
@@ -142,7 +144,7 @@ def test_a_store_blip_costs_a_batch_one_failed_claim_and_its_jobs_run_unclaimed(
 
     runs: list[int] = []
     _register(monkeypatch, "count", lambda payload, context: runs.append(payload) or payload)
-    monkeypatch.setattr(store, "claim", throttled)
+    monkeypatch.setattr(job_store, "claim", throttled)
     _send_jobs(aws, "count", 5)
 
     batch = poll(aws)

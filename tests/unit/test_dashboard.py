@@ -12,8 +12,8 @@ import pytest
 
 from bench.http_event import FakeLambdaContext, http_api_event
 from infra import bundling
-from shared import operators, tenants
-from shared.schedule_expressions import next_firings
+from shared.schedules.expressions import next_firings
+from shared.tenants import operators, tenants
 
 
 @pytest.fixture(scope="module", autouse=True)

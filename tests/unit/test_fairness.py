@@ -1,5 +1,5 @@
 """Fairness on the shared queue, on moto: every way a job message reaches the jobs queue carries the
-tenant as its SQS message group (steering retries, DLQ redrives), and Scheduler targets carry it only
+tenant as its SQS message group (retries, DLQ redrives), and Scheduler targets carry it only
 when the setting says Scheduler accepts it for a standard queue."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from shared import dead_letters, settings, steering
-from shared.enqueue import JobRequest, enqueue
-from shared.firings import firing_input
-from shared.work import Delivery, work
+from shared import settings
+from shared.jobs import control
+from shared.jobs.enqueue import JobRequest, enqueue
+from shared.model import firing_input
+from shared.operations import dead_letters
+from shared.worker.work import Delivery, work
 
 
 def _received(aws: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
@@ -40,7 +42,7 @@ def test_a_retried_dead_job_is_sent_in_its_tenants_group(aws: dict[str, Any]) ->
     work(message, Delivery(message_id="m-1", body=message.to_json()))
     _received(aws)
 
-    steering.retry("acme", message.id)
+    control.retry("acme", message.id)
 
     assert [(group, body["id"]) for group, body in _received(aws)] == [("acme", message.id)]
 

@@ -3,9 +3,8 @@
 import json
 
 from shared import ids
-from shared.firings import SCHEDULED_TIME, firing_input, scheduled_time
-from shared.model import JobMessage
-from shared.signing import id_secret
+from shared.model import SCHEDULED_TIME, JobMessage, firing_input, scheduled_time
+from shared.store.id_secret import id_secret
 
 SENT_AT = 1_796_083_207.5  # 2026-12-01T00:00:07.5Z
 

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from infra import bundling, jobs_package
-from shared import job_types, lambda_targets
-from shared.enqueue import InvalidJob, JobRequest, build_message
+from shared.jobs import job_types
+from shared.jobs.enqueue import InvalidJob, JobRequest, build_message
+from shared.targets import lambda_allowlist
 
 EXAMPLE = bundling.ROOT / "examples" / "jobs"
 
@@ -101,7 +102,9 @@ def test_a_jobs_attempts_default_to_its_types(aws):
 
 
 def test_a_lambda_target_must_be_allowed_by_the_stack(aws, monkeypatch):
-    monkeypatch.setenv(lambda_targets.ENVIRONMENT, '["reports-*","arn:aws:lambda:eu-west-1:123456789012:function:etl"]')
+    monkeypatch.setenv(
+        lambda_allowlist.ENVIRONMENT, '["reports-*","arn:aws:lambda:eu-west-1:123456789012:function:etl"]'
+    )
     for allowed in ("reports-daily", "reports-daily:live", "arn:aws:lambda:eu-west-1:123456789012:function:etl:3"):
         build_message("acme", _request(type="lambda", payload={"function": allowed}), time.time())
     for refused in ("billing", "arn:aws:lambda:eu-west-1:999999999999:function:etl", "arn:aws:lambda:x:1:function:r"):
@@ -114,15 +117,15 @@ def test_a_lambda_target_must_be_allowed_by_the_stack(aws, monkeypatch):
 
 
 def test_no_lambda_target_is_allowed_by_default(aws, monkeypatch):
-    monkeypatch.delenv(lambda_targets.ENVIRONMENT, raising=False)
+    monkeypatch.delenv(lambda_allowlist.ENVIRONMENT, raising=False)
     with pytest.raises(InvalidJob, match="not a Lambda target this stack allows"):
         build_message("acme", _request(type="lambda", payload={"function": "anything"}), time.time())
 
 
 _DECLARED = """
 import json, sys
-from shared import job_types
-from shared.enqueue import InvalidJob, check_job
+from shared.jobs import job_types
+from shared.jobs.enqueue import InvalidJob, check_job
 render = job_types.declared("render_email")
 before = any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)
 limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}

@@ -1,4 +1,4 @@
-"""Listing, stats and the steering routes against moto, through the API handler in-process."""
+"""Listing, stats and the cancel and retry routes against moto, through the API handler in-process."""
 
 import base64
 import contextlib
@@ -11,10 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.http_event import FakeLambdaContext, http_api_event
-from shared import enqueue, listing, settings, stats, store, tenants
-from shared.enqueue import JobRequest
+from shared import settings
+from shared.jobs import enqueue, listing, stats
+from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage
-from shared.work import Delivery, RetryLater, work
+from shared.store import job_store
+from shared.tenants import tenants
+from shared.worker.work import Delivery, RetryLater, work
 
 
 def _run(job_type="echo", payload=None, tenant="acme", enqueued_at=None, **options) -> JobMessage:
@@ -132,7 +135,7 @@ class _FakeIndex:
         read = rows[:limit]
         items = [{"pk": {"S": f"job#{e[1]}"}, "gsi2sk": {"S": e[1]}} for e in read if e[2] or not filters]
         last = {"gsi2sk": {"S": read[-1][1]}} if len(read) == limit and read else None
-        return store.IndexPage(items=items, last_key=last, read=len(read))
+        return job_store.IndexPage(items=items, last_key=last, read=len(read))
 
 
 @given(
@@ -153,7 +156,7 @@ def test_paging_the_merged_partitions_returns_each_matching_entry_once_newest_fi
     filters = {"status": "dead"} if filtered else {}
     got, before = [], None
     with (
-        mock.patch.object(store, "query_jobs_index", index.query),
+        mock.patch.object(job_store, "query_jobs_index", index.query),
         mock.patch.object(settings, "JOBS_INDEX_SHARDS", shards),
     ):
         for _ in range(200):
@@ -196,7 +199,7 @@ def test_any_cursor_decodes_to_an_index_position_or_is_refused(cursor):
 
 @given(st.floats(min_value=0, max_value=4e12 / 1000), st.from_regex(r"[A-Za-z0-9_-]{1,128}", fullmatch=True))
 def test_a_cursor_names_the_position_it_was_made_from(enqueued_at, job_id):
-    position = store.index_sort_key(enqueued_at, job_id)
+    position = job_store.index_sort_key(enqueued_at, job_id)
 
     assert listing.decode_cursor(listing.encode_cursor(position)) == position
 
@@ -303,11 +306,11 @@ def test_times_outside_the_index_range_list_nothing_instead_of_failing(call_api)
 def test_an_empty_time_range_reads_nothing(aws, monkeypatch):
     # Found by the API fuzzer: POST /v1/jobs:retry with a `since` in the future queried an inverted
     # BETWEEN, which DynamoDB refuses (a 503); moto accepts it, so the index must not be queried at all.
-    from shared import listing
+    from shared.jobs import listing
 
     def refuse(*args, **kwargs):
         raise AssertionError("queried an empty range")
 
-    monkeypatch.setattr(store, "query_jobs_index", refuse)
+    monkeypatch.setattr(job_store, "query_jobs_index", refuse)
     found = listing.read_index("acme", {}, since=time.time() + 86_400, until=time.time(), before=None, want=10)
     assert (found.items, found.next_before) == ([], None)

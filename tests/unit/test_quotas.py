@@ -12,18 +12,22 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from shared import enqueue, far_future, quotas, schedules, settings, steering, store
-from shared.enqueue import InvalidJob, JobRequest, NotSent
+from shared import settings
+from shared.jobs import control, enqueue, far_future
+from shared.jobs.enqueue import InvalidJob, JobRequest, NotSent
 from shared.model import JobMessage
-from shared.quotas import QuotaExceeded
-from shared.work import Delivery, receive
+from shared.schedules import customer_schedules
+from shared.store import job_store
+from shared.tenants import quotas
+from shared.tenants.quotas import QuotaExceeded
+from shared.worker.work import Delivery, receive
 from tests.unit import worker_harness
 
 FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
 
 
-def _schedule(name: str, **changes: Any) -> schedules.ScheduleRequest:
-    return schedules.ScheduleRequest(
+def _schedule(name: str, **changes: Any) -> customer_schedules.ScheduleRequest:
+    return customer_schedules.ScheduleRequest(
         **{"name": name, "expression": "rate(1 hour)", "job_type": "echo", "payload": None, **changes}
     )
 
@@ -204,42 +208,42 @@ def test_the_counter_is_always_the_number_of_items_held_and_never_over_the_limit
 
 def test_schedules_are_refused_at_the_quota_and_a_delete_gives_the_unit_back(scheduler_env):
     quotas.set_limits("acme", max_schedules=2)
-    schedules.create("acme", _schedule("a"))
-    schedules.create("acme", _schedule("b"))
+    customer_schedules.create("acme", _schedule("a"))
+    customer_schedules.create("acme", _schedule("b"))
 
     with pytest.raises(QuotaExceeded, match=r"schedule quota reached: 2 of 2 \(max_schedules\)"):
-        schedules.create("acme", _schedule("c"))
+        customer_schedules.create("acme", _schedule("c"))
     assert len(_scheduler_entries(scheduler_env)) == 2  # nothing created in Scheduler
 
-    assert schedules.delete("acme", "a")
-    schedules.create("acme", _schedule("c"))
+    assert customer_schedules.delete("acme", "a")
+    customer_schedules.create("acme", _schedule("c"))
     assert quotas.usage("acme")["schedules"] == 2
-    schedules.create("globex", _schedule("a"))  # another tenant's quota is its own
+    customer_schedules.create("globex", _schedule("a"))  # another tenant's quota is its own
 
 
 def test_a_taken_name_takes_no_unit(scheduler_env):
-    schedules.create("acme", _schedule("a"))
-    with pytest.raises(schedules.ScheduleExists):
-        schedules.create("acme", _schedule("a"))
+    customer_schedules.create("acme", _schedule("a"))
+    with pytest.raises(customer_schedules.ScheduleExists):
+        customer_schedules.create("acme", _schedule("a"))
     assert quotas.usage("acme")["schedules"] == 1
 
 
 def test_a_schedule_scheduler_refuses_gives_its_unit_back(scheduler_env, monkeypatch):
     def refuse(*_args: Any, **_kwargs: Any) -> None:
-        raise schedules.scheduler.Rejected("expression", "ValidationException: nope")
+        raise customer_schedules.eventbridge.Rejected("expression", "ValidationException: nope")
 
-    monkeypatch.setattr(schedules.scheduler, "create", refuse)
+    monkeypatch.setattr(customer_schedules.eventbridge, "create", refuse)
     with pytest.raises(InvalidJob):
-        schedules.create("acme", _schedule("a"))
+        customer_schedules.create("acme", _schedule("a"))
     assert quotas.usage("acme")["schedules"] == 0
-    assert schedules.get("acme", "a") is None
+    assert customer_schedules.get("acme", "a") is None
 
 
 def test_a_schedule_carries_its_job_timeout_into_every_firing(scheduler_env):
-    created = schedules.create("acme", _schedule("a", timeout_seconds=42))
+    created = customer_schedules.create("acme", _schedule("a", timeout_seconds=42))
 
     entry = scheduler_env["scheduler"].get_schedule(
-        Name=schedules.scheduler_name("acme", "a"), GroupName=settings.SCHEDULE_GROUP
+        Name=customer_schedules.scheduler_name("acme", "a"), GroupName=settings.SCHEDULE_GROUP
     )
     assert json.loads(entry["Target"]["Input"])["timeout_seconds"] == 42
     assert created.public()["job"]["timeout_seconds"] == 42
@@ -253,7 +257,7 @@ def test_a_schedule_carries_its_job_timeout_into_every_firing(scheduler_env):
 
 def test_a_schedule_timeout_beyond_its_type_is_refused(scheduler_env):
     with pytest.raises(InvalidJob) as refused:
-        schedules.create("acme", _schedule("a", timeout_seconds=settings.MAX_JOB_TIMEOUT_SECONDS + 1))
+        customer_schedules.create("acme", _schedule("a", timeout_seconds=settings.MAX_JOB_TIMEOUT_SECONDS + 1))
     assert refused.value.field == "job.timeout_seconds"
     assert quotas.usage("acme")["schedules"] == 0
 
@@ -264,13 +268,13 @@ def test_a_schedule_timeout_beyond_its_type_is_refused(scheduler_env):
 def test_schedules_are_listed_a_page_at_a_time_by_name(scheduler_env):
     names = [f"s{n:02d}" for n in range(7)]
     for name in reversed(names):
-        schedules.create("acme", _schedule(name))
-    schedules.create("globex", _schedule("other"))
+        customer_schedules.create("acme", _schedule(name))
+    customer_schedules.create("globex", _schedule("other"))
 
     seen: list[str] = []
     cursor: str | None = None
     for _ in range(10):  # bounded: 7 schedules in pages of 3
-        page = schedules.list_page("acme", limit=3, cursor=cursor)
+        page = customer_schedules.list_page("acme", limit=3, cursor=cursor)
         seen += [item.name for item in page.schedules]
         cursor = page.next_cursor
         if cursor is None:
@@ -281,7 +285,7 @@ def test_schedules_are_listed_a_page_at_a_time_by_name(scheduler_env):
 @pytest.mark.parametrize("cursor", ["nonsense", "czE6YS9i", "", "czI6YQ"])
 def test_a_cursor_the_api_did_not_return_is_refused_naming_the_field(scheduler_env, cursor):
     with pytest.raises(InvalidJob) as refused:
-        schedules.list_page("acme", cursor=cursor or "x")
+        customer_schedules.list_page("acme", cursor=cursor or "x")
     assert refused.value.field == "cursor"
 
 
@@ -325,7 +329,7 @@ def test_a_far_future_job_that_cannot_be_scheduled_gives_its_unit_back(scheduler
     def outage(*_args: Any, **_kwargs: Any) -> None:
         raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "CreateSchedule")
 
-    monkeypatch.setattr(enqueue.scheduler, "create", outage)
+    monkeypatch.setattr(enqueue.eventbridge, "create", outage)
     outcomes = enqueue.enqueue_many("acme", [JobRequest(type="echo", delay_seconds=FAR)])
     assert isinstance(outcomes[0], NotSent)
     assert quotas.usage("acme")["far_future_jobs"] == 0
@@ -355,10 +359,10 @@ def test_a_cancelled_far_future_job_gives_its_unit_back_once_even_if_it_fires_to
     other = _far_job()
     firing = _firing(scheduler_env, message)
 
-    steering.cancel("acme", message.id)
+    control.cancel("acme", message.id)
     assert quotas.usage("acme")["far_future_jobs"] == 1
     worker_harness.deliver(scheduler_env, firing)  # a firing already under way when the schedule was deleted
-    steering.cancel("acme", message.id)  # cancelled again: idempotent
+    control.cancel("acme", message.id)  # cancelled again: idempotent
     assert quotas.usage("acme")["far_future_jobs"] == 1  # only `other` holds one
     assert far_future.held("acme")[0]["job_id"] == other.id
 
@@ -368,7 +372,7 @@ def test_a_far_future_job_arriving_in_a_store_blip_runs_at_once_and_its_outcome_
 ):
     from botocore.exceptions import ClientError
 
-    from shared import work
+    from shared.worker import work
 
     monkeypatch.setattr(work, "OUTCOME_DELAY_SECONDS", 0)
     message = _far_job()
@@ -384,7 +388,7 @@ def test_a_far_future_job_arriving_in_a_store_blip_runs_at_once_and_its_outcome_
         return call
 
     monkeypatch.setattr(quotas, "give_back", failing_when_down(quotas.give_back))
-    monkeypatch.setattr(store, "claim", failing_when_down(store.claim))
+    monkeypatch.setattr(job_store, "claim", failing_when_down(job_store.claim))
 
     assert worker_harness.deliver(scheduler_env, firing).failed == []  # ran unclaimed, not handed back
     assert quotas.usage("acme")["far_future_jobs"] == 1  # the store is down: the unit is still taken
@@ -411,10 +415,10 @@ def test_only_far_future_messages_cost_the_worker_a_write(scheduler_env, monkeyp
 
 
 def test_a_recount_restores_counters_from_the_items_and_drops_holds_of_lost_firings(scheduler_env):
-    from shared import recount
+    from shared.operations import recount
 
-    schedules.create("acme", _schedule("a"))
-    schedules.create("acme", _schedule("b"))
+    customer_schedules.create("acme", _schedule("a"))
+    customer_schedules.create("acme", _schedule("b"))
     lost = _far_job()
     kept = _far_job()
     # A firing Scheduler gave up on: its schedule is gone (deleted after completion), its message never arrived.

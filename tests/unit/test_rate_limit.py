@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared import quotas, rate_limit
-from shared.enqueue import JobRequest, enqueue, enqueue_many
-from shared.rate_limit import Census, DynamoDirectory, RateLimited, RateLimiter, TokenBucket
+from shared.jobs.enqueue import JobRequest, enqueue, enqueue_many
+from shared.tenants import quotas, rate_limit
+from shared.tenants.rate_limit import Census, DynamoDirectory, RateLimited, RateLimiter, TokenBucket
 
 
 class FakeClock:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.schedule_expressions import InvalidExpression, parse, timezone
+from shared.schedules.expressions import InvalidExpression, parse, timezone
 
 
 @pytest.mark.parametrize(

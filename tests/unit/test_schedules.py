@@ -6,21 +6,22 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared import schedules, settings
-from shared.enqueue import InvalidJob, JobRequest, enqueue
+from shared import settings
+from shared.jobs.enqueue import InvalidJob, JobRequest, enqueue
+from shared.schedules import customer_schedules
 
 
 def _request(name="nightly", **changes):
-    return schedules.ScheduleRequest(
+    return customer_schedules.ScheduleRequest(
         **{"name": name, "expression": "cron(0 0 * * ? *)", "job_type": "echo", "payload": {"n": 1}, **changes}
     )
 
 
 def test_a_schedule_targets_the_queue_with_a_firing_input(scheduler_env):
-    schedules.create("acme", _request(timezone="Europe/Paris", flexible_window_minutes=15))
+    customer_schedules.create("acme", _request(timezone="Europe/Paris", flexible_window_minutes=15))
 
     entry = scheduler_env["scheduler"].get_schedule(
-        Name=schedules.scheduler_name("acme", "nightly"), GroupName=settings.SCHEDULE_GROUP
+        Name=customer_schedules.scheduler_name("acme", "nightly"), GroupName=settings.SCHEDULE_GROUP
     )
     assert entry["ScheduleExpression"] == "cron(0 0 * * ? *)"
     assert entry["ScheduleExpressionTimezone"] == "Europe/Paris"
@@ -32,22 +33,22 @@ def test_a_schedule_targets_the_queue_with_a_firing_input(scheduler_env):
 
 
 def test_a_name_is_taken_once_per_tenant(scheduler_env):
-    schedules.create("acme", _request())
-    with pytest.raises(schedules.ScheduleExists):
-        schedules.create("acme", _request())
-    schedules.create("globex", _request())  # another tenant's namesake
+    customer_schedules.create("acme", _request())
+    with pytest.raises(customer_schedules.ScheduleExists):
+        customer_schedules.create("acme", _request())
+    customer_schedules.create("globex", _request())  # another tenant's namesake
 
-    assert [item.name for item in schedules.list_for("acme")] == ["nightly"]
-    assert schedules.get("initech", "nightly") is None
+    assert [item.name for item in customer_schedules.list_for("acme")] == ["nightly"]
+    assert customer_schedules.get("initech", "nightly") is None
 
 
 def test_delete_removes_the_record_and_the_schedule(scheduler_env):
-    schedules.create("acme", _request())
+    customer_schedules.create("acme", _request())
 
-    assert schedules.delete("acme", "nightly") is True
-    assert schedules.get("acme", "nightly") is None
+    assert customer_schedules.delete("acme", "nightly") is True
+    assert customer_schedules.get("acme", "nightly") is None
     assert scheduler_env["scheduler"].list_schedules(GroupName=settings.SCHEDULE_GROUP)["Schedules"] == []
-    assert schedules.delete("acme", "nightly") is False
+    assert customer_schedules.delete("acme", "nightly") is False
 
 
 @pytest.mark.parametrize(
@@ -64,9 +65,9 @@ def test_delete_removes_the_record_and_the_schedule(scheduler_env):
 )
 def test_an_invalid_schedule_names_the_field_and_creates_nothing(scheduler_env, changes, field):
     with pytest.raises(InvalidJob) as refused:
-        schedules.create("acme", _request(**changes))
+        customer_schedules.create("acme", _request(**changes))
     assert refused.value.field == field
-    assert schedules.list_for("acme") == []
+    assert customer_schedules.list_for("acme") == []
 
 
 def test_a_job_due_within_15_minutes_rides_the_sqs_delay(scheduler_env):

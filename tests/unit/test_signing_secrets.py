@@ -6,7 +6,8 @@ import random
 import pytest
 
 from client.signatures import SignatureVerificationError, compute_signature, verify_signature
-from shared import settings, signing_secrets
+from shared import settings
+from shared.targets import signing_secrets
 
 DAY = 86_400
 
@@ -111,7 +112,7 @@ def call_api(aws, monkeypatch):
 
     from bench.http_event import FakeLambdaContext, http_api_event
     from functions.api.handler import handler
-    from shared import tenants
+    from shared.tenants import tenants
 
     monkeypatch.setenv("CORRAL_HTTP_ALLOW_PLAIN", "0")
     monkeypatch.setenv("CORRAL_HTTP_ALLOW_LOOPBACK", "0")

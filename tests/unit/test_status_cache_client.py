@@ -3,8 +3,8 @@
 import pytest
 from amazondax.DaxError import DaxClientError
 
-from shared.aws import client
-from shared.status_cache import DAX_ENDPOINT_ENV, LOCAL_CACHE_ENDPOINT_ENV, jobs_client
+from shared.aws.clients import client
+from shared.aws.status_cache import DAX_ENDPOINT_ENV, LOCAL_CACHE_ENDPOINT_ENV, jobs_client
 
 
 @pytest.fixture(autouse=True)

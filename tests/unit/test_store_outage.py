@@ -18,9 +18,13 @@ import moto.sqs.models
 import pytest
 from botocore.exceptions import ClientError
 
-from shared import job_types, queue, settings, store, work
-from shared.enqueue import JobRequest, build_message
+from shared import settings
+from shared.aws import queue
+from shared.jobs import job_types
+from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import Status
+from shared.store import job_store
+from shared.worker import work
 from tests.unit.worker_harness import poll, record, send
 
 AWS = settings.PROFILES["aws"]
@@ -50,14 +54,14 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
     monkeypatch.setattr(moto.sqs.models, "unix_time_millis", clock.millis)
     outage_ends = clock.now + seconds
 
-    claim = store.claim
+    claim = job_store.claim
 
     def claim_while_the_store_is_down(*args, **kwargs):
         if clock.now < outage_ends:
             raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "down"}}, "UpdateItem")
         return claim(*args, **kwargs)
 
-    monkeypatch.setattr(store, "claim", claim_while_the_store_is_down)
+    monkeypatch.setattr(job_store, "claim", claim_while_the_store_is_down)
     echo = job_types.lookup("echo")
     monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(echo, exclusive=True))
     delays: list[float] = []

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.target_policy import AWS_RULES, Refused, TargetPolicy, check_url, resolve
+from shared.targets.http_policy import AWS_RULES, Refused, TargetPolicy, check_url, resolve
 
 LOCAL_RULES = TargetPolicy(allow_plain_http=True, allow_loopback=True)
 

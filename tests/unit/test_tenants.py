@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared import api_keys, operators, tenants
-from shared.aws import client
+from shared.aws.clients import client
+from shared.tenants import api_keys, operators, tenants
 
 
 def test_minted_keys_pass_their_checksum_and_one_changed_character_fails():

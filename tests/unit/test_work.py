@@ -6,9 +6,9 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from shared import store
 from shared.model import JobMessage, Status
-from shared.work import Delivery, RetryLater, work
+from shared.store import job_store
+from shared.worker.work import Delivery, RetryLater, work
 
 
 def _message(job_type="echo", payload=None, max_attempts=3, job_id="jt-unit-1"):
@@ -22,7 +22,7 @@ def _deliver(message, message_id="m1"):
 
 
 def _record(job_id):
-    record, _tenant = store.get(job_id)
+    record, _tenant = job_store.get(job_id)
     return record
 
 
@@ -45,14 +45,14 @@ def test_a_second_delivery_of_a_finished_job_does_not_run_it_again(aws):
 
 def test_a_delivery_while_another_message_holds_the_job_is_acked(aws):
     message = _message()
-    store.claim(message, "holder", time.time(), lease_seconds=60)
+    job_store.claim(message, "holder", time.time(), lease_seconds=60)
 
     assert _deliver(message, "other") == "duplicate"
 
 
 def test_a_redelivery_of_the_holding_message_waits_for_the_lease(aws):
     message = _message()
-    store.claim(message, "m1", time.time(), lease_seconds=60)
+    job_store.claim(message, "m1", time.time(), lease_seconds=60)
 
     with pytest.raises(RetryLater) as later:
         _deliver(message, "m1")
@@ -61,10 +61,10 @@ def test_a_redelivery_of_the_holding_message_waits_for_the_lease(aws):
 
 def test_an_expired_lease_is_taken_over_and_the_old_attempt_cannot_complete(aws):
     message = _message()
-    stale = store.claim(message, "m1", time.time() - 100, lease_seconds=10)
+    stale = job_store.claim(message, "m1", time.time() - 100, lease_seconds=10)
 
     assert _deliver(message, "m1") == "succeeded"
-    assert store.complete(message.id, stale.token, "late", time.time()) is False
+    assert job_store.complete(message.id, stale.token, "late", time.time()) is False
     assert _record(message.id).attempts == 2
 
 
@@ -89,7 +89,9 @@ def test_the_last_failure_is_dead_and_in_the_dlq(aws):
 def test_attempts_that_died_without_an_outcome_end_dead(aws):
     message = _message(max_attempts=2)
     for started_ago in (200, 100):  # two attempts whose workers died: claimed, leases long expired
-        assert isinstance(store.claim(message, "m1", time.time() - started_ago, lease_seconds=10), store.Claimed)
+        assert isinstance(
+            job_store.claim(message, "m1", time.time() - started_ago, lease_seconds=10), job_store.Claimed
+        )
 
     assert _deliver(message, "m1") == "dead"
     assert _record(message.id).status is Status.DEAD
@@ -116,16 +118,16 @@ def test_a_failed_job_with_attempts_left_is_retried_not_buried_when_a_second_mes
     # Two messages of one job (an idempotency-key retry): m2's claim fails on m1's lease, and by the
     # time m2 re-reads the record m1 has recorded `failed` (attempt 1 of 3). m2 must come back, not bury it.
     message = _message("fail", {"times": 1})
-    first = store.claim(message, "m1", time.time(), lease_seconds=60)
-    client = store._jobs_client()
-    monkeypatch.setattr(store, "_jobs_client", lambda single_attempt=False: _NoOldItemOnConditionFailure(client))
-    read_item = store._read_item
+    first = job_store.claim(message, "m1", time.time(), lease_seconds=60)
+    client = job_store._jobs_client()
+    monkeypatch.setattr(job_store, "_jobs_client", lambda single_attempt=False: _NoOldItemOnConditionFailure(client))
+    read_item = job_store._read_item
 
     def m1_fails_first(job_id):
-        store.fail(message.id, first.token, "failing on purpose", time.time(), dead=False)
+        job_store.fail(message.id, first.token, "failing on purpose", time.time(), dead=False)
         return read_item(job_id)
 
-    monkeypatch.setattr(store, "_read_item", m1_fails_first)
+    monkeypatch.setattr(job_store, "_read_item", m1_fails_first)
 
     with pytest.raises(RetryLater) as later:
         _deliver(message, "m2")
@@ -142,13 +144,13 @@ def test_only_a_running_job_whose_lease_expired_with_its_attempts_used_up_is_exh
 
     def why(status: str, attempts: int, lease_until: float) -> object:
         old = base | {"status": {"S": status}, "attempts": {"N": str(attempts)}, "lease_until": {"N": str(lease_until)}}
-        return store._why_not_claimed(old, message, "m9", now)
+        return job_store._why_not_claimed(old, message, "m9", now)
 
-    assert isinstance(why("running", 2, now - 1), store.Exhausted)
-    assert isinstance(why("running", 1, now - 1), store.Contended)  # the condition raced a takeover
-    assert isinstance(why("failed", 1, now - 1), store.Contended)
-    assert isinstance(why("running", 2, now + 30), store.HeldElsewhere)
-    assert isinstance(why("succeeded", 2, now - 1), store.Finished)
+    assert isinstance(why("running", 2, now - 1), job_store.Exhausted)
+    assert isinstance(why("running", 1, now - 1), job_store.Contended)  # the condition raced a takeover
+    assert isinstance(why("failed", 1, now - 1), job_store.Contended)
+    assert isinstance(why("running", 2, now + 30), job_store.HeldElsewhere)
+    assert isinstance(why("succeeded", 2, now - 1), job_store.Finished)
 
 
 def test_the_records_own_max_attempts_counts_when_a_later_message_asks_for_fewer(aws):

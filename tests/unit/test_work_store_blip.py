@@ -17,12 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from functions.worker.handler import handler
-from shared import job_types, queue, store, work
-from shared.aws import client as aws_client
-from shared.enqueue import JobRequest, build_message
+from shared.aws import queue
+from shared.aws.clients import client as aws_client
+from shared.jobs import job_types
+from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, Outcome, OutcomeMessage, Status
+from shared.store import job_store
 from shared.targets.http import needs_exclusive_claim
-from shared.work import Delivery, RetryLater
+from shared.worker import work
+from shared.worker.work import Delivery, RetryLater
 from tests.unit.worker_harness import WorkerContext, dead_letters, event_record, poll, record, send
 
 
@@ -43,7 +46,7 @@ class Blip:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.down = True
-        claim, carried = store.claim, store.record_carried
+        claim, carried = job_store.claim, job_store.record_carried
 
         def claim_unless_down(*args: Any, **kwargs: Any) -> Any:
             if self.down:
@@ -55,8 +58,8 @@ class Blip:
                 _throttled()
             return carried(*args, **kwargs)
 
-        monkeypatch.setattr(store, "claim", claim_unless_down)
-        monkeypatch.setattr(store, "record_carried", carried_unless_down)
+        monkeypatch.setattr(job_store, "claim", claim_unless_down)
+        monkeypatch.setattr(job_store, "record_carried", carried_unless_down)
 
     def end(self) -> None:
         self.down = False
@@ -97,23 +100,23 @@ def test_a_redelivery_during_an_outage_is_handed_back_within_seconds(aws, monkey
 def test_an_outcome_neither_the_store_nor_the_queue_would_take_is_retried_when_the_holders_lease_ends(aws, monkeypatch):
     message = _message()
     with monkeypatch.context() as blip:
-        blip.setattr(store, "complete", _throttled)
+        blip.setattr(job_store, "complete", _throttled)
         blip.setattr(queue, "send_outcomes", _throttled)
         with pytest.raises(RetryLater) as later:
             _deliver(message)
     assert 9 <= later.value.seconds <= 11  # CORRAL_LEASE_SECONDS=10: the holder's lease must run out first
-    assert store.get(message.id)[0].status is Status.RUNNING
+    assert job_store.get(message.id)[0].status is Status.RUNNING
 
 
 def test_a_claimed_attempt_whose_outcome_write_fails_carries_it_instead_of_running_again(blip, aws, monkeypatch):
     blip.end()
     job = _job(payload="claimed")
     send(aws, job.to_json())
-    complete = store.complete
+    complete = job_store.complete
     with monkeypatch.context() as patch:
-        patch.setattr(store, "complete", _throttled)
+        patch.setattr(job_store, "complete", _throttled)
         assert poll(aws).failed == []  # acknowledged: the outcome is on its way
-    monkeypatch.setattr(store, "complete", complete)
+    monkeypatch.setattr(job_store, "complete", complete)
     running = record(job.id)
     assert running.status is Status.RUNNING
     work._store_down_until = 0.0
@@ -130,12 +133,12 @@ def test_an_outcome_write_whose_answer_was_lost_can_be_applied_again_by_the_same
     # botocore retries a write that timed out; if DynamoDB had applied it, the retry must still
     # succeed (and so pass through the status cache) rather than fail its condition.
     message = _message()
-    claim = store.claim(message, "m1", time.time(), lease_seconds=10)
+    claim = job_store.claim(message, "m1", time.time(), lease_seconds=10)
 
-    assert store.complete(message.id, claim.token, "result", time.time()) is True
-    assert store.complete(message.id, claim.token, "result", time.time()) is True
-    assert store.fail(message.id, claim.token, "late failure", time.time(), dead=False) is False
-    assert store.get(message.id)[0].status is Status.SUCCEEDED
+    assert job_store.complete(message.id, claim.token, "result", time.time()) is True
+    assert job_store.complete(message.id, claim.token, "result", time.time()) is True
+    assert job_store.fail(message.id, claim.token, "late failure", time.time(), dead=False) is False
+    assert job_store.get(message.id)[0].status is Status.SUCCEEDED
 
 
 def test_after_a_store_failure_the_worker_hands_redeliveries_back_without_calling_the_store(aws, monkeypatch):
@@ -145,7 +148,7 @@ def test_after_a_store_failure_the_worker_hands_redeliveries_back_without_callin
         calls.append(args)
         _throttled()
 
-    monkeypatch.setattr(store, "claim", failing_claim)
+    monkeypatch.setattr(job_store, "claim", failing_claim)
     for _ in range(5):
         with pytest.raises(RetryLater) as later:
             _deliver(_message(), receive_count=2)
@@ -157,7 +160,7 @@ def test_after_a_store_failure_the_worker_hands_redeliveries_back_without_callin
 def test_an_exclusive_type_waits_for_the_store_even_on_its_first_delivery(aws, monkeypatch):
     echo = job_types.lookup("echo")
     monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(echo, exclusive=True))
-    monkeypatch.setattr(store, "claim", _throttled)
+    monkeypatch.setattr(job_store, "claim", _throttled)
     ran = []
     monkeypatch.setattr(queue, "send_outcomes", lambda *args: ran.append(args))
 
@@ -311,7 +314,7 @@ def test_an_unclaimed_run_that_ends_after_the_store_is_back_records_at_once(blip
         blip.down = False  # the store answers again, and the cooldown passes while the job runs
         _throttled()
 
-    monkeypatch.setattr(store, "claim", blip_ends_meanwhile)
+    monkeypatch.setattr(job_store, "claim", blip_ends_meanwhile)
     assert poll(aws).failed == []
 
     assert _queued(aws) == []  # no outcome message
@@ -342,10 +345,10 @@ def test_a_carried_outcome_delivered_twice_is_recorded_once(blip, aws):
     outcome = OutcomeMessage.from_data(json.loads(carried["Body"]), secret=_secret())
     blip.end()
 
-    assert store.record_carried(outcome, carried["MessageId"]) is True
+    assert job_store.record_carried(outcome, carried["MessageId"]) is True
     first = record(job.id)
     # The same message again (a write whose answer was lost, retried) applies the same outcome ...
-    assert store.record_carried(outcome, carried["MessageId"]) is True
+    assert job_store.record_carried(outcome, carried["MessageId"]) is True
     # ... and another delivery of it (SQS at least once: another message id) records nothing.
     assert work.receive(Delivery(message_id="another", body=carried["Body"], receive_count=1)) is Outcome.DUPLICATE
     assert record(job.id) == first
@@ -359,12 +362,12 @@ def _carried_outcome_and_a_claim_after_the_blip(blip: Blip, aws: dict[str, Any])
     poll(aws)
     (carried,) = _queued(aws)
     blip.end()
-    return job, carried, store.claim(job, "duplicate-delivery", time.time(), lease_seconds=10)
+    return job, carried, job_store.claim(job, "duplicate-delivery", time.time(), lease_seconds=10)
 
 
 def test_a_claimed_attempt_that_recorded_first_wins_over_a_late_carried_outcome(blip, aws):
     job, carried, claimed = _carried_outcome_and_a_claim_after_the_blip(blip, aws)
-    assert store.complete(job.id, claimed.token, "claimed result", time.time())
+    assert job_store.complete(job.id, claimed.token, "claimed result", time.time())
 
     assert work.receive(Delivery(message_id=carried["MessageId"], body=carried["Body"])) is Outcome.DUPLICATE
     assert record(job.id).result == "claimed result" and record(job.id).attempts == 1
@@ -374,7 +377,7 @@ def test_a_carried_outcome_recorded_first_makes_a_claimed_attempt_running_meanwh
     job, carried, claimed = _carried_outcome_and_a_claim_after_the_blip(blip, aws)
 
     assert work.receive(Delivery(message_id=carried["MessageId"], body=carried["Body"])) is Outcome.RECORDED_LATE
-    assert store.complete(job.id, claimed.token, "second result", time.time()) is False
+    assert job_store.complete(job.id, claimed.token, "second result", time.time()) is False
     assert record(job.id).result == "first"
 
 
@@ -436,7 +439,7 @@ def test_an_outcome_message_whose_job_id_does_not_verify_is_buried(blip, aws):
 
 
 def _secret() -> bytes:
-    from shared.signing import id_secret
+    from shared.store.id_secret import id_secret
 
     return id_secret()
 
@@ -463,7 +466,7 @@ def test_any_interleaving_of_blip_duplicates_and_carried_outcomes_ends_with_one_
         blip = Blip(patch)
         finished_writes = []
         for name in ("complete", "record_carried"):
-            original = getattr(store, name)
+            original = getattr(job_store, name)
 
             def counted(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> bool:
                 before = record(args[0].job.id if isinstance(args[0], OutcomeMessage) else args[0])
@@ -473,7 +476,7 @@ def test_any_interleaving_of_blip_duplicates_and_carried_outcomes_ends_with_one_
                     finished_writes.append(_name)
                 return written
 
-            patch.setattr(store, name, counted)
+            patch.setattr(job_store, name, counted)
         job = _job(kind, {"times": 1}) if kind == "fail" else _job(payload="x")
         send(aws, job.to_json())
         for event in events:
@@ -521,7 +524,7 @@ def test_the_workers_store_calls_make_one_attempt_each(aws, monkeypatch):
         return called
 
     for name in ("claim", "complete", "record_carried"):
-        monkeypatch.setattr(store, name, spy(getattr(store, name)))
+        monkeypatch.setattr(job_store, name, spy(getattr(job_store, name)))
     _deliver(_job())
     job = _job()
     work.work(job, Delivery(message_id="m2", body=job.to_json(), receive_count=2))
@@ -533,7 +536,7 @@ def test_the_workers_store_calls_make_one_attempt_each(aws, monkeypatch):
 
 def test_a_schedules_firing_during_a_blip_runs_and_is_recorded_under_its_derived_id(blip, aws):
     from shared import ids
-    from shared.signing import id_secret
+    from shared.store.id_secret import id_secret
 
     firing = {"v": 1, "tenant": "acme", "type": "echo", "payload": 3, "max_attempts": 2, "schedule": "nightly"}
     firing["scheduled_for"] = "2026-12-01T00:00:00Z"
@@ -585,7 +588,7 @@ def test_a_job_message_with_a_stray_kind_field_is_still_a_job_message_refused_by
 
 
 def test_the_init_phase_reads_the_id_secret_and_survives_a_store_that_fails(aws, monkeypatch):
-    from shared.signing import id_secret
+    from shared.store.id_secret import id_secret
 
     id_secret.cache_clear()
     work.prepare()
@@ -602,7 +605,7 @@ def test_the_init_phase_reads_the_id_secret_and_survives_a_store_that_fails(aws,
 
 def test_the_next_job_of_a_batch_starts_while_the_previous_outcome_is_being_written(aws, monkeypatch):
     writes: list[tuple[float, float]] = []
-    complete = store.complete
+    complete = job_store.complete
 
     def slow_complete(*args: Any, **kwargs: Any) -> bool:
         began = time.time()
@@ -611,7 +614,7 @@ def test_the_next_job_of_a_batch_starts_while_the_previous_outcome_is_being_writ
         writes.append((began, time.time()))
         return written
 
-    monkeypatch.setattr(store, "complete", slow_complete)
+    monkeypatch.setattr(job_store, "complete", slow_complete)
     jobs = [_job(payload=n) for n in range(3)]
     for job in jobs:
         send(aws, job.to_json())
@@ -624,7 +627,7 @@ def test_the_next_job_of_a_batch_starts_while_the_previous_outcome_is_being_writ
 
 
 def test_an_outcome_write_that_fails_after_its_record_was_answered_hands_the_message_back(aws, monkeypatch):
-    monkeypatch.setattr(store, "complete", _throttled)
+    monkeypatch.setattr(job_store, "complete", _throttled)
     monkeypatch.setattr(queue, "send_outcomes", _throttled)
     job = _job()
     send(aws, job.to_json())

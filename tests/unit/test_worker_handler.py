@@ -8,9 +8,11 @@ import time
 
 from botocore.exceptions import ClientError
 
-from shared import job_types, settings, store
-from shared.enqueue import JobRequest, build_message
+from shared import settings
+from shared.jobs import job_types
+from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import Status
+from shared.store import job_store
 from tests.unit.worker_harness import dead_letters, deliver, poll, record, send
 
 
@@ -61,7 +63,7 @@ def test_an_outcome_the_store_rejects_as_invalid_ends_the_job_instead_of_waiting
     def rejected(*args, **kwargs):
         raise ClientError({"Error": {"Code": "ValidationException", "Message": "Item size too large"}}, "UpdateItem")
 
-    monkeypatch.setattr(store, "complete", rejected)
+    monkeypatch.setattr(job_store, "complete", rejected)
     message = build_message("acme", JobRequest(type="echo", payload=1), time.time())
 
     batch = deliver(aws, message.to_json())
@@ -103,7 +105,7 @@ def test_an_outcome_write_failing_unexpectedly_hands_its_message_back_soon(aws, 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in the write")
 
-    monkeypatch.setattr(store, "complete", broken)
+    monkeypatch.setattr(job_store, "complete", broken)
     message = build_message("acme", JobRequest(type="echo"), time.time())
     send(aws, message.to_json())
 

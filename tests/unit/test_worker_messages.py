@@ -9,10 +9,11 @@ import time
 
 import pytest
 
-from shared import ids, settings, store
-from shared.enqueue import JobRequest, build_message
+from shared import ids, settings
+from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, Status, UnreadableMessage
-from shared.signing import id_secret
+from shared.store import job_store
+from shared.store.id_secret import id_secret
 from tests.unit.worker_harness import body, dead_letters, deliver, record
 
 
@@ -105,7 +106,7 @@ def test_a_dead_on_arrival_record_keeps_what_rebuilds_the_job_and_its_listing_in
     assert item["job_type"]["S"] == "echo"
     assert json.loads(item["payload_json"]["S"]) == {"n": 1}
     assert "max_attempts" not in item  # the invalid field is not recorded
-    assert item | store.index_attributes("acme", message["enqueued_at"], message["id"]) == item
+    assert item | job_store.index_attributes("acme", message["enqueued_at"], message["id"]) == item
 
 
 @pytest.mark.parametrize(
@@ -139,7 +140,7 @@ def test_a_forged_tenant_cannot_take_over_another_tenants_job(aws):
 
     deliver(aws, body(**(victim | {"tenant": "mallory", "type": "echo"})))
 
-    job, tenant = store.get(victim["id"])
+    job, tenant = job_store.get(victim["id"])
     assert tenant == "acme"
     assert (job.status, job.attempts) == (Status.FAILED, 1)
     assert any("does not verify for tenant 'mallory'" in why for _, why in dead_letters(aws))
@@ -147,13 +148,13 @@ def test_a_forged_tenant_cannot_take_over_another_tenants_job(aws):
 
 def test_a_claim_never_changes_a_records_tenant_even_for_a_message_that_got_past_verification(aws):
     victim = JobMessage.from_dict(_job(type="fail", payload={"times": 5}))
-    claim = store.claim(victim, "m1", time.time(), lease_seconds=10)
-    store.fail(victim.id, claim.token, "failed", time.time(), dead=False)
+    claim = job_store.claim(victim, "m1", time.time(), lease_seconds=10)
+    job_store.fail(victim.id, claim.token, "failed", time.time(), dead=False)
 
     forged = JobMessage.from_dict(victim.to_dict() | {"tenant": "mallory"})
 
-    assert isinstance(store.claim(forged, "m2", time.time(), lease_seconds=10), store.Foreign)
-    assert store.get(victim.id)[1] == "acme"
+    assert isinstance(job_store.claim(forged, "m2", time.time(), lease_seconds=10), job_store.Foreign)
+    assert job_store.get(victim.id)[1] == "acme"
 
 
 def test_a_bad_message_for_a_job_that_already_has_a_record_leaves_the_record_alone(aws):

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from shared import ids
 from shared import settings as corral_settings
-from shared.enqueue import JobRequest, build_message
+from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import Status
-from shared.signing import id_secret
+from shared.store.id_secret import id_secret
 from tests.unit.worker_harness import poll, record, send
 
 PROPERTY_SETTINGS = settings(

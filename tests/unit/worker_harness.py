@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from functions.worker.handler import handler
-from shared import store
 from shared.model import JobRecord
+from shared.store import job_store
 
 
 class WorkerContext:
@@ -91,7 +91,7 @@ def dead_letters(aws: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def record(job_id: str) -> JobRecord | None:
-    found = store.get(job_id)
+    found = job_store.get(job_id)
     return found[0] if found else None
 
 

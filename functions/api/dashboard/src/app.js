@@ -78,7 +78,7 @@ function SignIn({ onSignedIn, reason }) {
       { class: "card signin-card", onSubmit: submit },
       h("div", { class: "brand brand-large" }, h("span", { class: "logo", "aria-hidden": "true" }), "corral"),
       h("h1", null, "Sign in"),
-      h("p", { class: "muted" }, "Paste an API key to see and steer your jobs. It stays in this browser tab only and is gone when you close it."),
+      h("p", { class: "muted" }, "Paste an API key to see, cancel and retry your jobs. It stays in this browser tab only and is gone when you close it."),
       h(
         "label",
         null,

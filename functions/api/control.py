@@ -1,0 +1,160 @@
+"""Seeing jobs and cancelling or retrying them: list, cancel, retry (one or the dead in bulk), stats."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from functions.api.responses import error_response, json_response
+from shared import settings
+from shared.jobs import control, listing, stats
+from shared.model import Status
+
+router = APIGatewayHttpRouter()
+
+_JOB_ID = Path(max_length=128)
+_NOT_FOUND = {404: {"description": "No such job for this API key's tenant"}}
+_CONFLICT = {409: {"description": "The job's state does not allow it; the message says which state"}}
+
+
+def _tenant() -> str:
+    return router.context["tenant"]
+
+
+def _epoch(value: datetime | None) -> float | None:
+    if value is None:
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+
+
+def _invalid(error: listing.InvalidQuery) -> Response:
+    return error_response(
+        422, "invalid_request", str(error), field=error.field, fields=[{"field": error.field, "message": error.message}]
+    )
+
+
+def _refused(job_id: str, refusal: control.NotFound | control.Conflict) -> Response:
+    if isinstance(refusal, control.NotFound):
+        return error_response(404, "not_found", f"no job {job_id!r}")
+    return error_response(409, "conflict", str(refusal))
+
+
+@router.get(
+    "/v1/jobs",
+    summary="This tenant's jobs, newest first (cursor-paginated)",
+    description=(
+        "Filters: status, type, schedule (applied after reading: a page may hold fewer than `limit` jobs while "
+        f"`next_cursor` is set; each request reads at most {settings.LIST_READ_BUDGET} entries), since/until "
+        "(enqueue time, ISO 8601, UTC if no offset). Pass `next_cursor` back as `cursor` with the same filters. "
+        f"Items are job views without `result` and `payload` (GET /v1/jobs/{{id}} has them). {listing.NOTE}"
+    ),
+    responses={200: {"description": '{"jobs": [...], "next_cursor": str | null, "note": str}'}},
+)
+def list_jobs(
+    status: Annotated[Status | None, Query(description="Only jobs in this status")] = None,
+    type: Annotated[str | None, Query(max_length=64, description="Only jobs of this type")] = None,
+    schedule: Annotated[str | None, Query(max_length=128, description="Only runs of this schedule")] = None,
+    since: Annotated[datetime | None, Query(description="Enqueued at or after (ISO 8601)")] = None,
+    until: Annotated[datetime | None, Query(description="Enqueued at or before (ISO 8601)")] = None,
+    limit: Annotated[int, Query(ge=1, le=settings.LIST_MAX_LIMIT)] = settings.LIST_DEFAULT_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
+) -> Response[dict[str, Any]]:
+    query = listing.JobsQuery(
+        status=str(status) if status else None,
+        job_type=type,
+        schedule=schedule,
+        since=_epoch(since),
+        until=_epoch(until),
+        limit=limit,
+        cursor=cursor,
+    )
+    try:
+        page = listing.list_jobs(_tenant(), query)
+    except listing.InvalidQuery as error:
+        return _invalid(error)
+    body = {
+        "jobs": [job.public(with_bodies=False) for job in page.jobs],
+        "next_cursor": page.next_cursor,
+        "note": listing.NOTE,
+    }
+    return json_response(200, body)
+
+
+@router.post(
+    "/v1/jobs/<job_id>/cancel",
+    summary="Cancel a job that has not started (queued, delayed or waiting for a retry)",
+    description=(
+        "Idempotent: a cancelled job answers 200 again. A running job answers 409 (it ends on its own); a finished "
+        "one 409. A cancelled job never runs: a delivery of it is acknowledged unrun."
+    ),
+    responses={200: {"description": "The job view, status cancelled"}} | _CONFLICT | _NOT_FOUND,
+)
+def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
+    try:
+        record = control.cancel(_tenant(), job_id)
+    except (control.NotFound, control.Conflict) as refusal:
+        return _refused(job_id, refusal)
+    return json_response(200, record.public())
+
+
+@router.post(
+    "/v1/jobs/<job_id>/retry",
+    summary="Run a dead or cancelled job again, with a fresh attempt budget (same id)",
+    responses={202: {"description": '{"id", "status": "queued"}'}} | _CONFLICT | _NOT_FOUND,
+)
+def retry_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
+    try:
+        message = control.retry(_tenant(), job_id)
+    except (control.NotFound, control.Conflict) as refusal:
+        return _refused(job_id, refusal)
+    return json_response(202, {"id": message.id, "status": "queued"})
+
+
+class BulkRetryIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str | None = Field(default=None, min_length=1, max_length=64, description="Only dead jobs of this type")
+    since: datetime | None = Field(default=None, description="Only dead jobs enqueued at or after (ISO 8601)")
+    limit: int = Field(default=settings.BULK_RETRY_MAX, ge=1, le=settings.BULK_RETRY_MAX)
+
+
+@router.post(
+    "/v1/jobs:retry",
+    summary=f"Retry this tenant's dead jobs, newest first, at most {settings.BULK_RETRY_MAX} a request",
+    responses={
+        200: {
+            "description": '{"retried": n, "ids": [...], "more": bool, "skipped": [{"id", "reason"}]}; '
+            "while `more`, call again"
+        }
+    },
+)
+def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
+    outcome = control.retry_dead(_tenant(), request.type, _epoch(request.since), request.limit)
+    body = {"retried": len(outcome.ids), "ids": outcome.ids, "more": outcome.more, "skipped": outcome.skipped}
+    return json_response(200, body)
+
+
+@router.get(
+    "/v1/stats",
+    summary="This tenant's counts by status, per-minute throughput (last hour), enqueue-to-run percentiles",
+    description=(
+        "From the job store (the answer's `source` says exactly what was read); jobs no worker has picked up yet "
+        f"are not counted; at most {settings.STATS_MAX_RECORDS} records are read (`sampled` says when more exist)."
+    ),
+    responses={200: {"description": "Counts, per_minute, enqueue_to_run_ms, source"}},
+)
+def get_stats(
+    window_seconds: Annotated[
+        int, Query(ge=1, le=settings.STATS_MAX_WINDOW_SECONDS, description="Counts cover jobs enqueued this recently")
+    ] = settings.STATS_DEFAULT_WINDOW_SECONDS,
+) -> Response[dict[str, Any]]:
+    try:
+        figures = stats.tenant_stats(_tenant(), window_seconds)
+    except listing.InvalidQuery as error:
+        return _invalid(error)
+    return json_response(200, figures.public())

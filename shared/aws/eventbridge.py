@@ -1,0 +1,137 @@
+"""EventBridge Scheduler schedules whose target is the job queue itself.
+
+A firing puts the schedule's Input straight into SQS (Scheduler assumes the
+stack's scheduler role to send it): no API call and no Lambda between the
+clock and the queue, so a midnight herd costs the API nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared import settings
+from shared.aws.clients import client
+
+AT_FORMAT = "%Y-%m-%dT%H:%M:%S"  # the wall-clock time inside an at() expression
+
+
+def at_expression(when: datetime) -> str:
+    """The at() expression for a wall-clock time (seconds kept, sub-seconds dropped)."""
+    return f"at({when.strftime(AT_FORMAT)})"
+
+
+class AlreadyExists(Exception):
+    pass
+
+
+class Rejected(Exception):
+    """Scheduler refused the request's contents (ValidationException): bad input, not an outage.
+
+    `parameter` names the API field it concerns, as best as Scheduler's message tells; `detail`
+    is Scheduler's own message, for the operator's log (it is not shown to clients).
+    """
+
+    def __init__(self, parameter: str, detail: str) -> None:
+        super().__init__(f"EventBridge Scheduler rejected the {parameter}")
+        self.parameter = parameter
+        self.detail = detail
+
+
+# Scheduler's parameter names, as its ValidationException messages use them -> the API's fields.
+# Longest first: "ScheduleExpressionTimezone" before "ScheduleExpression".
+_PARAMETER_FIELDS = (
+    ("ScheduleExpressionTimezone", "timezone"),
+    ("ScheduleExpression", "expression"),
+    ("StartDate", "start"),
+    ("EndDate", "end"),
+    ("FlexibleTimeWindow", "flexible_window_minutes"),
+    ("Input", "job"),
+)
+
+
+def _rejected(error: ClientError) -> Rejected:
+    detail = str(error.response["Error"].get("Message", ""))
+    field = next((field for name, field in _PARAMETER_FIELDS if name.lower() in detail.lower()), "schedule")
+    return Rejected(field, detail)
+
+
+def _sets_message_group() -> bool:
+    default = "1" if settings.SCHEDULER_SETS_MESSAGE_GROUP else "0"
+    return settings.env("CORRAL_SCHEDULER_SETS_MESSAGE_GROUP", default) == "1"
+
+
+def _group() -> str:
+    return settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
+
+
+def create(
+    name: str,
+    expression: str,
+    input_json: str,
+    *,
+    timezone: str = "UTC",
+    start: datetime | None = None,
+    end: datetime | None = None,
+    flexible_window_minutes: int = 0,
+    delete_after_completion: bool = False,
+    message_group: str | None = None,
+) -> None:
+    """Create the schedule; AlreadyExists if one of that name is in the group.
+
+    `message_group`: the tenant's SQS message group, set on the firings only where Scheduler is
+    known to accept it for a standard queue (settings.SCHEDULER_SETS_MESSAGE_GROUP): Scheduler
+    documents SqsParameters for FIFO targets only. Without it, SQS fair queues count each firing
+    as a tenant of its own, never deprioritised (docs/architecture.md "Fair and bounded").
+    """
+    window: dict[str, Any] = (
+        {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": flexible_window_minutes}
+        if flexible_window_minutes
+        else {"Mode": "OFF"}
+    )
+    params: dict[str, Any] = {
+        "Name": name,
+        "GroupName": _group(),
+        "ScheduleExpression": expression,
+        "ScheduleExpressionTimezone": timezone,
+        "FlexibleTimeWindow": window,
+        "State": "ENABLED",
+        "ActionAfterCompletion": "DELETE" if delete_after_completion else "NONE",
+        "Target": {
+            "Arn": settings.env("CORRAL_QUEUE_ARN"),
+            "RoleArn": settings.env("CORRAL_SCHEDULER_ROLE_ARN"),
+            "Input": input_json,
+            # Throttled or failed deliveries are retried, then land in the DLQ: never dropped.
+            "RetryPolicy": {
+                "MaximumRetryAttempts": settings.SCHEDULER_RETRY_ATTEMPTS,
+                "MaximumEventAgeInSeconds": settings.SCHEDULER_MAX_EVENT_AGE_SECONDS,
+            },
+            "DeadLetterConfig": {"Arn": settings.env("CORRAL_DLQ_ARN")},
+        },
+    }
+    if message_group is not None and _sets_message_group():
+        params["Target"]["SqsParameters"] = {"MessageGroupId": message_group}
+    if start is not None:
+        params["StartDate"] = start
+    if end is not None:
+        params["EndDate"] = end
+    try:
+        client("scheduler").create_schedule(**params)
+    except ClientError as error:
+        code = error.response["Error"]["Code"]
+        if code == "ConflictException":
+            raise AlreadyExists(name) from error
+        if code == "ValidationException":
+            raise _rejected(error) from error
+        raise
+
+
+def delete(name: str) -> None:
+    """Delete the schedule; already gone is fine."""
+    try:
+        client("scheduler").delete_schedule(Name=name, GroupName=_group())
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "ResourceNotFoundException":
+            raise

@@ -1,0 +1,230 @@
+"""The job queue: sending jobs, delaying retries, and the dead-letter queue."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shared import settings
+from shared.aws.clients import client
+from shared.model import JobMessage, OutcomeMessage
+
+# SendMessageBatch limits (SQS quotas): 10 entries, and the whole request's bodies within 256 KiB.
+BATCH_MAX_ENTRIES = 10
+BATCH_MAX_BYTES = 256 * 1024
+MAX_DELAY_SECONDS = 900  # SendMessage's DelaySeconds
+# A full bulk request is 10 SendMessageBatch calls: sent side by side, it costs about one round trip.
+_senders = ThreadPoolExecutor(max_workers=10, thread_name_prefix="sqs-batch")
+
+
+def _queue_url() -> str:
+    return settings.env("CORRAL_QUEUE_URL")
+
+
+def prepare_client() -> None:
+    """Create the queue's client and make one cheap call with it, ahead of the first message (a
+    function's init phase; see store.prepare_clients)."""
+    client("sqs").get_queue_attributes(QueueUrl=_queue_url(), AttributeNames=["QueueArn"])
+
+
+def send(message: JobMessage, delay_seconds: int = 0) -> None:
+    client("sqs").send_message(
+        QueueUrl=_queue_url(),
+        MessageBody=message.to_json(),
+        DelaySeconds=delay_seconds,
+        MessageGroupId=message_group(message.tenant),
+    )
+
+
+def message_group(tenant: str) -> str:
+    """The SQS message group of a tenant's jobs: fair queues tell tenants apart by it (on a standard
+    queue it orders nothing; SQS deprioritises a group holding a disproportionate share in flight)."""
+    return tenant
+
+
+# A message attribute marking outcome messages, so the worker can order a batch without parsing bodies.
+KIND_ATTRIBUTE = "corral-kind"
+_OUTCOME_ATTRIBUTES = {KIND_ATTRIBUTE: {"DataType": "String", "StringValue": "outcome"}}
+
+
+def send_outcomes(outcomes: Sequence[tuple[OutcomeMessage, int]]) -> list[str | None]:
+    """Carry attempts' outcomes (and, for a failed one, its job's retry) to later deliveries:
+    (outcome, delay seconds) pairs, sent and answered as `send_batch` does."""
+    return _send_many(
+        [
+            _Entry(outcome.to_json(), delay, outcome_group(outcome.job.tenant), _OUTCOME_ATTRIBUTES)
+            for outcome, delay in outcomes
+        ]
+    )
+
+
+def is_outcome_record(record: dict[str, Any]) -> bool:
+    """Whether a Lambda SQS event record is marked as an outcome message (its body decides what it is;
+    the mark only orders the batch)."""
+    attribute = (record.get("messageAttributes") or {}).get(KIND_ATTRIBUTE) or {}
+    return attribute.get("stringValue") == "outcome"
+
+
+def outcome_group(tenant: str) -> str:
+    """The message group of a tenant's outcome messages: a group of its own, so the backlog of outcomes
+    a store blip leaves behind is received after the tenant's new jobs, not ahead of them (fair
+    queues serve the group with less in flight first). `#` never occurs in a tenant's name."""
+    return f"{tenant}#outcomes"
+
+
+def send_batch(messages: Sequence[tuple[JobMessage, int]]) -> list[str | None]:
+    """Send (message, delay seconds) pairs with SendMessageBatch, as few calls as SQS's limits allow.
+
+    Returns, for each message in order, None if SQS took it, or why it did not: a call
+    that fails, or an entry SQS rejects, fails only its own messages, never the others.
+    """
+    return _send_many([_Entry(message.to_json(), delay, message_group(message.tenant)) for message, delay in messages])
+
+
+@dataclass(frozen=True)
+class _Entry:
+    body: str
+    delay_seconds: int
+    group: str
+    attributes: dict[str, Any] | None = None
+
+
+def _send_many(messages: list[_Entry]) -> list[str | None]:
+    calls = [
+        [
+            {
+                "Id": str(i),
+                "MessageBody": messages[i].body,
+                "DelaySeconds": messages[i].delay_seconds,
+                "MessageGroupId": messages[i].group,
+            }
+            | ({"MessageAttributes": messages[i].attributes} if messages[i].attributes else {})
+            for i in chunk
+        ]
+        for chunk in _chunks([len(message.body.encode()) for message in messages])
+    ]
+    failures: list[str | None] = [None] * len(messages)
+    for not_sent in _senders.map(_send_entries, calls):
+        for index, reason in not_sent.items():
+            failures[index] = reason
+    return failures
+
+
+def _chunks(sizes: list[int]) -> list[list[int]]:
+    """Indexes grouped into SendMessageBatch calls: <= 10 entries and <= 256 KiB of bodies each."""
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    current_bytes = 0
+    for index, size in enumerate(sizes):
+        if current and (len(current) == BATCH_MAX_ENTRIES or current_bytes + size > BATCH_MAX_BYTES):
+            chunks.append(current)
+            current, current_bytes = [], 0
+        current.append(index)
+        current_bytes += size
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _send_entries(entries: list[dict[str, object]]) -> dict[int, str]:
+    """One SendMessageBatch call (botocore retries throttling and 5xx); entries that failed on
+    SQS's side are sent once more. Returns index -> reason for the entries not sent."""
+    not_sent: dict[int, str] = {}
+    for attempt in (1, 2):
+        try:
+            response = client("sqs").send_message_batch(QueueUrl=_queue_url(), Entries=entries)
+        except (BotoCoreError, ClientError) as error:
+            return not_sent | {int(str(entry["Id"])): f"queue unavailable: {error}" for entry in entries}
+        failures = response.get("Failed", [])
+        retryable = {f["Id"] for f in failures if not f.get("SenderFault")} if attempt == 1 else set()
+        not_sent |= {int(f["Id"]): f"{f['Code']}: {f.get('Message', '')}" for f in failures if f["Id"] not in retryable}
+        entries = [entry for entry in entries if entry["Id"] in retryable]
+        if not entries:
+            break
+    return not_sent
+
+
+def backoff_seconds(
+    attempt: int,
+    base: float = settings.RETRY_BACKOFF_BASE_SECONDS,
+    cap: float = settings.RETRY_BACKOFF_CAP_SECONDS,
+) -> int:
+    """Exponential backoff with jitter for the retry after `attempt` (1-based)."""
+    delay = base * 2 ** (attempt - 1)
+    return int(min(cap, delay * random.uniform(0.8, 1.2)))
+
+
+def _hand_back_unit_seconds() -> float:
+    return float(settings.env("CORRAL_HAND_BACK_UNIT_SECONDS", str(settings.HAND_BACK_UNIT_SECONDS)))
+
+
+def _hand_back_max_seconds() -> float:
+    default = settings.PROFILES["aws"].visibility_timeout_seconds
+    return float(settings.env("CORRAL_HAND_BACK_MAX_SECONDS", str(default)))
+
+
+def hand_back_floor_seconds(receive_count: int, unit: float | None = None, cap: float | None = None) -> float:
+    """The least a delivery handed back without running stays away, after its `receive_count`-th receive.
+
+    It doubles every HAND_BACK_DOUBLING_RECEIVES receives, up to the cap (the visibility timeout):
+    each hand-back costs one receive of the queue's budget (maxReceiveCount), so the budget
+    must be spent over hours of a store outage, not minutes.
+    """
+    unit = _hand_back_unit_seconds() if unit is None else unit
+    cap = _hand_back_max_seconds() if cap is None else cap
+    return min(cap, unit * 2 ** ((max(receive_count, 1) - 1) / settings.HAND_BACK_DOUBLING_RECEIVES))
+
+
+def hand_back_seconds(receive_count: int) -> int:
+    """The delay of one hand-back: the floor, plus up to 20 % jitter (never less: the floor is what
+    the outage arithmetic counts), in whole seconds as ChangeMessageVisibility takes them."""
+    floor = hand_back_floor_seconds(receive_count)
+    return math.ceil(min(_hand_back_max_seconds(), floor * random.uniform(1.0, 1.2)))
+
+
+def survivable_outage_seconds(receive_budget: int, unit: float, cap: float) -> float:
+    """How long the store can be down before a never-run message reaches the DLQ: the hand-backs of
+    every receive but the last (the receive past the budget moves it to the DLQ)."""
+    return sum(hand_back_floor_seconds(n, unit, cap) for n in range(1, receive_budget))
+
+
+def retry_later(receipt_handle: str, delay_seconds: float) -> None:
+    """Make a received message visible again after `delay_seconds` (not the full visibility timeout)."""
+    client("sqs").change_message_visibility(
+        QueueUrl=_queue_url(), ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, int(delay_seconds))
+    )
+
+
+def set_visibility(entries: Sequence[tuple[str, int]]) -> bool:
+    """Set received messages' visibility timeouts, (receipt handle, seconds) each, in one call per 10.
+
+    Best effort: a message whose change fails keeps the visibility it has. True if every change applied.
+    """
+    applied = True
+    for start in range(0, len(entries), BATCH_MAX_ENTRIES):
+        chunk = [
+            {"Id": str(index), "ReceiptHandle": handle, "VisibilityTimeout": max(0, int(seconds))}
+            for index, (handle, seconds) in enumerate(entries[start : start + BATCH_MAX_ENTRIES])
+        ]
+        try:
+            answer = client("sqs").change_message_visibility_batch(QueueUrl=_queue_url(), Entries=chunk)
+        except (BotoCoreError, ClientError):
+            applied = False
+            continue
+        applied = applied and not answer.get("Failed")
+    return applied
+
+
+def bury(body: str, reason: str) -> None:
+    """Put a message in the DLQ with the reason it died. The caller then acks the original."""
+    client("sqs").send_message(
+        QueueUrl=settings.env("CORRAL_DLQ_URL"),
+        MessageBody=body,
+        MessageAttributes={"corral-reason": {"DataType": "String", "StringValue": reason[:1000]}},
+    )

@@ -1,0 +1,1 @@
+"""Jobs: their types, enqueue, status, listing, stats, cancel and retry."""

@@ -1,0 +1,175 @@
+"""Cancel and retry: cancel one that has not started; run a dead or cancelled one again (one or in bulk).
+
+Every decision is a conditional write on the job's record (shared/store/job_store.py), the same item the
+worker's claim writes, so a cancel racing a claim has exactly one winner: the job runs (and the
+cancel answers 409 `running`), or it is cancelled (and the delivery is acknowledged unrun).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared import ids, settings
+from shared.aws import eventbridge, queue
+from shared.aws.clients import client
+from shared.jobs import listing
+from shared.jobs.enqueue import delayed_schedule_name
+from shared.jobs.far_future import release as give_back_far_future_unit
+from shared.model import JobMessage, JobRecord, Status
+from shared.store import job_store
+from shared.store.id_secret import id_secret
+
+_DAY = 86_400
+# Bulk retry resets records side by side: 100 conditional writes cost ~10 round trips, not 100.
+_writers = ThreadPoolExecutor(max_workers=10, thread_name_prefix="retry")
+
+
+class NotFound(Exception):
+    """No such job for this tenant (another tenant's id answers exactly the same)."""
+
+
+class Conflict(Exception):
+    """The job is not in a state that allows this; the message says which state and what to do."""
+
+
+def _unrecorded(tenant: str, job_id: str, now: float) -> ids.IdInfo:
+    """What the id of a job with no record says, if it is this tenant's; else NotFound."""
+    info = ids.verify(id_secret(), tenant, job_id)
+    if info is None:
+        raise NotFound(job_id)
+    if info.minted_at is not None and now - info.minted_at > settings.MESSAGE_RETENTION_DAYS * _DAY:
+        raise NotFound(job_id)  # its message expired unrun long ago
+    return info
+
+
+def _owned(item: dict[str, Any], tenant: str, job_id: str) -> JobRecord:
+    if not item or item.get("tenant", {}).get("S") != tenant:
+        raise NotFound(job_id)
+    return job_store.record_from_item(item)
+
+
+def _far_future_message(job_id: str) -> JobMessage | None:
+    """The message of a job waiting as a one-time schedule (due beyond SQS's 15-minute delay), if it is one."""
+    try:
+        schedule = client("scheduler").get_schedule(
+            Name=delayed_schedule_name(job_id), GroupName=settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+            return None
+        raise
+    return JobMessage.from_dict(json.loads(schedule["Target"]["Input"]))
+
+
+def cancel(tenant: str, job_id: str) -> JobRecord:
+    """Cancel a job that has not started. Idempotent: cancelling a cancelled job answers it again.
+
+    Conflict if it is running or finished; NotFound if it is not this tenant's.
+    """
+    now = time.time()
+    existing = job_store.get(job_id)
+    far_future: JobMessage | None = None
+    if existing is None:
+        info = _unrecorded(tenant, job_id, now)
+        enqueued_at = info.minted_at or now  # keyed and scheduled ids carry no time: listed at the cancel
+        if info.kind is not ids.IdKind.SCHEDULED:  # a schedule's run is never a far-future job
+            far_future = _far_future_message(job_id)
+        if far_future is not None and far_future.tenant != tenant:
+            raise NotFound(job_id)
+    else:
+        record, owner = existing
+        if owner != tenant:
+            raise NotFound(job_id)
+        enqueued_at = record.enqueued_at or now
+    outcome = job_store.cancel(job_id, tenant, enqueued_at, now, known=far_future)
+    if isinstance(outcome, job_store.Refused):
+        record = _owned(outcome.item, tenant, job_id)
+        if record.status is Status.CANCELLED:
+            return record
+        if record.status is Status.RUNNING:
+            raise Conflict(
+                f"job {job_id} is running (attempt {record.attempts} of {record.max_attempts}); a running job "
+                "cannot be cancelled: it ends on its own, and a failure of it is retried unless it is cancelled then"
+            )
+        raise Conflict(f"job {job_id} already finished ({record.status}); only a job that has not run can be cancelled")
+    if far_future is not None:
+        # The record already stops it; deleting the schedule just spares the firing. Its quota unit
+        # comes back here, or on the worker if the schedule fires first: exactly once either way.
+        eventbridge.delete(delayed_schedule_name(job_id))
+        give_back_far_future_unit(tenant, job_id)
+    return outcome
+
+
+def _send(message: JobMessage) -> None:
+    queue.send(message)
+
+
+def retry(tenant: str, job_id: str) -> JobMessage:
+    """Run a dead or cancelled job again with a fresh attempt budget (same id).
+
+    Idempotent: retrying a job a retry already queued sends its message again (the claim runs one).
+    """
+    now = time.time()
+    outcome = job_store.reset_for_retry(job_id, tenant, now)
+    if isinstance(outcome, JobMessage):
+        _send(outcome)  # the record is queued first, so no worker can see the message before it is retryable
+        return outcome
+    if not outcome.item:
+        _unrecorded(tenant, job_id, now)  # NotFound unless this tenant's
+        raise Conflict(f"job {job_id} is queued and has not run yet; there is nothing to retry")
+    record = _owned(outcome.item, tenant, job_id)
+    if record.status is Status.QUEUED and record.retries:
+        message = job_store.message_from_item(outcome.item, enqueued_at=now)
+        _send(message)  # a client retrying its retry call: resend, duplicates are harmless
+        return message
+    if record.status in job_store.RETRYABLE and not record.payload_recorded:
+        raise Conflict(
+            f"job {job_id} was cancelled before any worker received it, so its payload is not recorded yet; "
+            "it is recorded when its message arrives (after any delay it had): retry then"
+        )
+    raise Conflict(f"job {job_id} is {record.status}; only dead or cancelled jobs can be retried")
+
+
+@dataclass(frozen=True)
+class BulkRetry:
+    ids: list[str]
+    more: bool  # dead jobs matching the filter may remain: call again
+    skipped: list[dict[str, str]] = field(default_factory=list)  # [{"id", "reason"}]
+
+
+def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: int) -> BulkRetry:
+    """Retry up to `limit` of the tenant's dead jobs (newest first), optionally of one type or enqueued since."""
+    now = time.time()
+    filters = {"status": str(Status.DEAD)} | ({"job_type": job_type} if job_type else {})
+    found = listing.read_index(tenant, filters, since=since, until=now, before=None, want=limit, attributes=("pk",))
+    candidates = [item["pk"]["S"].removeprefix("job#") for item in found.items]
+    outcomes = list(
+        _writers.map(lambda job_id: job_store.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates)
+    )
+    messages = [outcome for outcome in outcomes if isinstance(outcome, JobMessage)]
+    skipped = [
+        {"id": job_id, "reason": _why_skipped(outcome.item)}
+        for job_id, outcome in zip(candidates, outcomes, strict=True)
+        if isinstance(outcome, job_store.Refused)
+    ]
+    not_sent = queue.send_batch([(message, 0) for message in messages])
+    retried = [message.id for message, reason in zip(messages, not_sent, strict=True) if reason is None]
+    skipped += [
+        {"id": message.id, "reason": f"queue unavailable ({reason}); it shows queued: retry it again to resend"}
+        for message, reason in zip(messages, not_sent, strict=True)
+        if reason is not None
+    ]
+    return BulkRetry(ids=retried, more=found.next_before is not None, skipped=skipped)
+
+
+def _why_skipped(item: dict[str, Any]) -> str:
+    status = item.get("status", {}).get("S")
+    if status == Status.DEAD:
+        return "its payload was not recorded (a record older than payload recording)"
+    return f"it is {status} now (changed since it was found)"

@@ -1,0 +1,1 @@
+"""Operator tasks: the dead-letter queue, queue health, recounting quotas."""

@@ -1,0 +1,84 @@
+"""Recount what a tenant holds against its quotas, from the items the counters stand for.
+
+The counters move only in transactions with their items (shared/tenants/quotas.py), so they drift only
+when something outside those transactions removes an item: a schedule record or hold deleted by
+hand, records from before counting began, or a far-future job whose schedule fired but whose
+message never reached a worker (Scheduler gave up on it and put it in the DLQ). A recount sets the
+counters to the items found; with `prune`, it first gives back the holds whose schedule is gone
+although they are long past due.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared import settings
+from shared.aws.clients import client
+from shared.jobs import far_future
+from shared.jobs.enqueue import delayed_schedule_name
+from shared.tenants import quotas
+
+# A hold this long past due whose schedule is gone belongs to a firing that never arrived (Scheduler
+# retries a delivery for at most SCHEDULER_MAX_EVENT_AGE_SECONDS before it dead-letters it).
+STALE_AFTER_SECONDS = settings.SCHEDULER_MAX_EVENT_AGE_SECONDS + 3600
+
+
+@dataclass(frozen=True)
+class Recount:
+    before: dict[str, int]
+    after: dict[str, int]
+    pruned: list[str]  # job ids whose stale holds were given back
+
+
+def _schedule_exists(job_id: str) -> bool:
+    try:
+        client("scheduler").get_schedule(
+            Name=delayed_schedule_name(job_id), GroupName=settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
+        )
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+            return False
+        raise
+    return True
+
+
+def _count(partition: str) -> int:
+    """Items in one gsi1 partition (a tenant's schedules), counted without reading them out."""
+    params: dict[str, Any] = {
+        "TableName": settings.env("CORRAL_TABLE", settings.TABLE_NAME),
+        "IndexName": "gsi1",
+        "KeyConditionExpression": "gsi1pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": partition}},
+        "Select": "COUNT",
+    }
+    total = 0
+    while True:
+        page = client("dynamodb").query(**params)
+        total += page["Count"]
+        if "LastEvaluatedKey" not in page:
+            return total
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Recount:
+    """Set the tenant's counters to the schedules and far-future holds it has. Run it while the tenant
+    is quiet: a unit taken or given back between the count and the write would be overwritten."""
+    now = time.time() if now is None else now
+    before = quotas.usage(tenant)
+    pruned: list[str] = []
+    holds = far_future.held(tenant)
+    if prune:
+        for hold in holds:
+            if hold["due_at"] < now - STALE_AFTER_SECONDS and not _schedule_exists(hold["job_id"]):
+                far_future.release(tenant, hold["job_id"])
+                pruned.append(hold["job_id"])
+    after = {
+        quotas.SCHEDULES.counter: _count(f"schedules#{tenant}"),
+        quotas.FAR_FUTURE_JOBS.counter: len(holds) - len(pruned),
+    }
+    quotas.set_usage(tenant, after)
+    return Recount(before=before, after=after, pruned=pruned)

@@ -1,0 +1,1 @@
+"""Customers' recurring schedules and the expressions they are written in."""

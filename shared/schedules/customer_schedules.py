@@ -1,0 +1,291 @@
+"""Customers' schedules: a record per schedule in the jobs table, an EventBridge Scheduler schedule that fires it.
+
+The record (what the API lists and shows) is written first, conditionally, so a
+name is taken once per tenant; the Scheduler schedule is then created. A
+schedule left behind by a half-done earlier delete is replaced. Runs are the
+jobs the firings became, found on the gsi1 index newest first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
+
+from shared import cursors, settings
+from shared.aws import eventbridge, queue
+from shared.aws.clients import client
+from shared.jobs.enqueue import InvalidJob, check_job
+from shared.model import firing_input
+from shared.schedules import expressions
+from shared.schedules.expressions import InvalidExpression, parse, timezone
+from shared.store import job_store
+from shared.tenants import quotas
+
+_NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
+
+
+_CURSOR_VERSION = "s1"
+
+
+class ScheduleExists(Exception):
+    pass
+
+
+class ByTenant(GlobalSecondaryIndex["ScheduleItem"]):
+    class Meta:
+        index_name = "gsi1"
+        projection = AllProjection()
+
+    gsi1pk = UnicodeAttribute(hash_key=True)  # "schedules#<tenant>"
+    gsi1sk = UnicodeAttribute(range_key=True)  # the schedule's name
+
+
+class ScheduleItem(Model):
+    class Meta:
+        table_name = settings.TABLE_NAME
+
+    pk = UnicodeAttribute(hash_key=True)  # "schedule#<tenant>#<name>"
+    gsi1pk = UnicodeAttribute()
+    gsi1sk = UnicodeAttribute()
+    tenant = UnicodeAttribute()
+    name = UnicodeAttribute()
+    expression = UnicodeAttribute()
+    timezone = UnicodeAttribute()
+    job = JSONAttribute()
+    flexible_window_minutes = NumberAttribute(default=0)
+    start = UTCDateTimeAttribute(null=True)
+    end = UTCDateTimeAttribute(null=True)
+    created_at = UTCDateTimeAttribute()
+    by_tenant = ByTenant()
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "expression": self.expression,
+            "timezone": self.timezone,
+            "job": self.job,
+            "flexible_window_minutes": int(self.flexible_window_minutes),
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+            "created_at": _iso(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
+class ScheduleRequest:
+    name: str
+    expression: str
+    job_type: str
+    payload: Any = None
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
+    timezone: str = "UTC"
+    flexible_window_minutes: int = 0
+    timeout_seconds: int | None = None  # each run's; None: the job type's default
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+def _pk(tenant: str, name: str) -> str:
+    return f"schedule#{tenant}#{name}"
+
+
+def _key(tenant: str, name: str) -> dict[str, Any]:
+    return {"pk": {"S": _pk(tenant, name)}}
+
+
+def scheduler_name(tenant: str, name: str) -> str:
+    """Unique in the one schedule group across tenants; the prefix lists a tenant's schedules in the console."""
+    return f"{hashlib.sha256(tenant.encode()).hexdigest()[:16]}-{name}"
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, datetime | None]:
+    if not _NAME.fullmatch(request.name):
+        raise InvalidJob("name", f"use 1-{settings.SCHEDULE_NAME_MAX_LENGTH} of A-Z a-z 0-9 _ . -")
+    try:
+        zone = timezone(request.timezone)
+    except InvalidExpression as error:
+        raise InvalidJob("timezone", str(error)) from error
+    try:
+        expression = parse(request.expression)
+    except InvalidExpression as error:
+        raise InvalidJob("expression", str(error)) from error
+    if expression.at is not None and expression.at.replace(tzinfo=zone) <= now:
+        raise InvalidJob("expression", f"{request.expression} ({request.timezone}) is in the past")
+    check_job(
+        request.job_type,
+        request.payload,
+        request.max_attempts,
+        field_prefix="job.",
+        timeout_seconds=request.timeout_seconds,
+        scheduler_input=True,
+    )
+    if not 0 <= request.flexible_window_minutes <= settings.MAX_FLEXIBLE_WINDOW_MINUTES:
+        raise InvalidJob(
+            "flexible_window_minutes", f"must be between 0 (off) and {settings.MAX_FLEXIBLE_WINDOW_MINUTES}"
+        )
+    start, end = _aware(request.start), _aware(request.end)
+    if start is not None and start < now - timedelta(seconds=settings.SCHEDULE_START_GRACE_SECONDS):
+        grace = settings.SCHEDULE_START_GRACE_SECONDS // 60
+        raise InvalidJob("start", f"must be no earlier than {grace} minutes ago (leave it out to start now)")
+    if end is not None and end <= now:
+        raise InvalidJob("end", "must be in the future")
+    if start is not None and end is not None and end <= start:
+        raise InvalidJob("end", "must be after start")
+    return start, end
+
+
+def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
+    """Record the schedule, taking a unit of the tenant's schedule quota with it, then create it in
+    Scheduler. ScheduleExists if the name is taken; QuotaExceeded at the limit. If Scheduler refuses
+    or fails, the record goes and the unit comes back: the name stays free to retry."""
+    now = datetime.now(UTC)
+    start, end = _check(request, now)
+    job: dict[str, Any] = {"type": request.job_type, "payload": request.payload, "max_attempts": request.max_attempts}
+    if request.timeout_seconds is not None:
+        job["timeout_seconds"] = request.timeout_seconds
+    item = ScheduleItem(
+        _pk(tenant, request.name),
+        gsi1pk=f"schedules#{tenant}",
+        gsi1sk=request.name,
+        tenant=tenant,
+        name=request.name,
+        expression=request.expression.strip(),
+        timezone=request.timezone,
+        job=job,
+        flexible_window_minutes=request.flexible_window_minutes,
+        start=start,
+        end=end,
+        created_at=now,
+    )
+    if not quotas.take(tenant, quotas.SCHEDULES, item.serialize()):
+        raise ScheduleExists(request.name)
+    firing = firing_input(
+        tenant, request.name, request.job_type, request.payload, request.max_attempts, request.timeout_seconds
+    )
+    name = scheduler_name(tenant, request.name)
+
+    def create_in_scheduler() -> None:
+        eventbridge.create(
+            name,
+            item.expression,
+            firing,
+            timezone=request.timezone,
+            start=start,
+            end=end,
+            flexible_window_minutes=request.flexible_window_minutes,
+            message_group=queue.message_group(tenant),
+        )
+
+    try:
+        try:
+            create_in_scheduler()
+        except eventbridge.AlreadyExists:  # left by a delete that removed the record but not the schedule
+            eventbridge.delete(name)
+            create_in_scheduler()
+    except Exception as error:
+        quotas.give_back(tenant, quotas.SCHEDULES, _key(tenant, request.name))
+        if isinstance(error, eventbridge.Rejected):  # the input, not an outage: a retry would fail the same way
+            raise InvalidJob(error.parameter, f"EventBridge Scheduler rejected the {error.parameter}") from error
+        raise
+    return item
+
+
+def get(tenant: str, name: str) -> ScheduleItem | None:
+    try:
+        return ScheduleItem.get(_pk(tenant, name))
+    except ScheduleItem.DoesNotExist:
+        return None
+
+
+@dataclass(frozen=True)
+class SchedulePage:
+    schedules: list[ScheduleItem]
+    next_cursor: str | None  # None: this was the last page
+
+
+def encode_cursor(after_name: str) -> str:
+    return cursors.encode(_CURSOR_VERSION, after_name)
+
+
+def decode_cursor(cursor: str) -> str:
+    """The schedule name a cursor continues after (shared/cursors.py: never a tenant)."""
+    name = cursors.decode(cursor, _CURSOR_VERSION, _NAME)
+    if name is None:
+        raise InvalidJob("cursor", cursors.NOT_A_CURSOR)
+    return name
+
+
+def list_page(tenant: str, limit: int = settings.LIST_DEFAULT_LIMIT, cursor: str | None = None) -> SchedulePage:
+    """Up to `limit` of the tenant's schedules by name, after the cursor's; next_cursor if more may follow."""
+    params: dict[str, Any] = {"limit": limit}
+    if cursor is not None:
+        after = decode_cursor(cursor)
+        params["last_evaluated_key"] = {
+            "pk": {"S": _pk(tenant, after)},
+            "gsi1pk": {"S": f"schedules#{tenant}"},
+            "gsi1sk": {"S": after},
+        }
+    results = ScheduleItem.by_tenant.query(f"schedules#{tenant}", **params)
+    items = list(results)
+    more = results.last_evaluated_key is not None and len(items) == limit
+    return SchedulePage(items, encode_cursor(items[-1].name) if more and items else None)
+
+
+def list_for(tenant: str) -> list[ScheduleItem]:
+    """All of the tenant's schedules (operators' tools; the API pages them)."""
+    return list(ScheduleItem.by_tenant.query(f"schedules#{tenant}"))
+
+
+def delete(tenant: str, name: str) -> bool:
+    """Stop the schedule, then forget it and give its quota unit back. False if there was none.
+    Its runs stay (they expire with their jobs)."""
+    item = get(tenant, name)
+    if item is None:
+        return False
+    eventbridge.delete(scheduler_name(tenant, name))
+    quotas.give_back(tenant, quotas.SCHEDULES, _key(tenant, name))
+    return True
+
+
+def recent_runs(tenant: str, name: str, limit: int = settings.SCHEDULE_RUNS_SHOWN) -> list[dict[str, Any]]:
+    """The jobs this schedule's firings became (once a worker has seen them), newest first."""
+    # Straight to DynamoDB, not through the status cache: a cached query would hide new runs.
+    items = client("dynamodb").query(
+        TableName=settings.env("CORRAL_TABLE", settings.TABLE_NAME),
+        IndexName="gsi1",
+        KeyConditionExpression="gsi1pk = :runs",
+        ExpressionAttributeValues={":runs": {"S": f"runs#{tenant}#{name}"}},
+        ScanIndexForward=False,
+        Limit=limit,
+    )["Items"]
+    runs = [job_store.record_from_item(item) for item in items]
+    return [{"id": run.id, "status": str(run.status), "scheduled_for": run.scheduled_for} for run in runs]
+
+
+def next_firings(item: ScheduleItem, count: int, now: datetime | None = None) -> list[str] | None:
+    """When it fires next (ISO 8601, UTC), computed from its expression; None when that cannot be forecast."""
+    firings = expressions.next_firings(
+        item.expression,
+        item.timezone,
+        after=now or datetime.now(UTC),
+        anchor=item.created_at,
+        count=count,
+        start=item.start,
+        end=item.end,
+    )
+    return None if firings is None else [when.isoformat(timespec="seconds") for when in firings]

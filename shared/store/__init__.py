@@ -1,0 +1,1 @@
+"""The jobs table: the one package that reads and writes its items."""

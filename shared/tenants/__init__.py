@@ -1,0 +1,1 @@
+"""Tenants, their API keys and operator keys, their quotas and rate limits."""

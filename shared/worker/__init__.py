@@ -1,0 +1,1 @@
+"""The worker: runs a delivered job and settles its outcome."""

@@ -89,12 +89,13 @@ def _child(api_key: str, rounds: int) -> None:
 
     from bench.http_event import FakeLambdaContext, http_api_event
     from functions.api.handler import handler
+    from shared import environment
 
     body = {"type": "echo", "payload": {"n": 1}}
     event = http_api_event("POST", "/v1/jobs", body, api_key)
     context = FakeLambdaContext()
     sqs = boto3.client("sqs")
-    queue_url = os.environ["CORRAL_QUEUE_URL"]
+    queue_url = environment.current().queue_url
     bare_body = "x" * 180  # about the size of the message the handler sends
 
     def timed_handler() -> float:

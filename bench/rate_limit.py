@@ -16,7 +16,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.tenants.rate_limit import Census, RateLimited, RateLimiter, census
+from shared.errors import RateLimited
+from shared.tenants.rate_limit import Census, RateLimiter, census
 
 BURST_SECONDS = 5.0  # the burst is this many seconds of the steady rate, as in the defaults (1,000/s, 5,000)
 SETTLE_SECONDS = 20.0  # the first burst is spent (at 2x offered) before the admitted rate is measured

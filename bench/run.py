@@ -32,6 +32,7 @@ from local.chaos import Chaos, Sidecars, worker_pids
 from local.deploy import DEMO_TENANT, deploy
 from local.ministack import CREDENTIALS, STATE, Ministack
 from shared import settings
+from shared.environment import FunctionEnv
 from tests.platform import Platform
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -304,7 +305,7 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
     lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
     try:
         bulk = bulk_rate(context.api_url, context.api_key, seconds=5 if args.quick else 10, clients=4)
-        function_env = {"CORRAL_QUEUE_URL": queue_url, "CORRAL_TABLE": settings.TABLE_NAME}
+        function_env = FunctionEnv(queue_url=queue_url, table=settings.TABLE_NAME).as_environment()
         enqueue_cost = cost.enqueue_cost(
             context.platform.aws_env, function_env, context.api_key, 200 if args.quick else 600
         )

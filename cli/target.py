@@ -21,7 +21,9 @@ from urllib.parse import urlsplit
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from shared import environment
 from shared.aws import clients
+from shared.environment import FunctionEnv
 
 ENDPOINT_FILE_ENV = "CORRAL_ENDPOINT_FILE"
 
@@ -105,13 +107,16 @@ def use_aws(target: Aws, *, queues: bool = False) -> None:
         clients.use_client_factory(lambda service, config: session.client(service, config=config))
     else:
         clients.use_client_factory(lambda service, config: boto3.session.Session().client(service, config=config))
-    os.environ.setdefault("CORRAL_TABLE", settings.TABLE_NAME)
     if not queues:
         return
+    found = environment.current()
     sqs = clients.client("sqs")
-    for variable, name in (("CORRAL_QUEUE_URL", settings.QUEUE_NAME), ("CORRAL_DLQ_URL", settings.DLQ_NAME)):
-        if variable not in os.environ:
-            os.environ[variable] = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    environment.use(
+        found.but(
+            queue_url=found.queue_url or sqs.get_queue_url(QueueName=settings.QUEUE_NAME)["QueueUrl"],
+            dlq_url=found.dlq_url or sqs.get_queue_url(QueueName=settings.DLQ_NAME)["QueueUrl"],
+        )
+    )
 
 
 def api_key_cache_seconds() -> int:
@@ -119,7 +124,8 @@ def api_key_cache_seconds() -> int:
     from shared import settings
 
     try:
-        environment = clients.client("lambda").get_function_configuration(FunctionName=settings.API_FUNCTION)
-        return int(environment["Environment"]["Variables"]["CORRAL_API_KEY_CACHE_SECONDS"])
+        configuration = clients.client("lambda").get_function_configuration(FunctionName=settings.API_FUNCTION)
+        deployed = configuration["Environment"]["Variables"]
+        return int(FunctionEnv.from_environment(deployed).api_key_cache_seconds)
     except (BotoCoreError, ClientError, KeyError, ValueError):  # not deployed as expected: the documented value
         return settings.API_KEY_CACHE_SECONDS

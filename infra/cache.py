@@ -1,6 +1,6 @@
 """Status cache (profile aws only): a DAX cluster in front of the jobs table.
 
-The functions find it through CORRAL_DAX_ENDPOINT (its TLS discovery URL); the client
+The functions find it through FunctionEnv.dax_endpoint (its TLS discovery URL); the client
 side lives in shared/aws/status_cache.py.
 """
 

@@ -12,6 +12,7 @@ from constructs import Construct
 from infra import acknowledgements, bundling, jobs_package
 from infra.jobs_package import JobsPackage
 from infra.network import Network
+from shared.environment import FunctionEnv
 
 RUNTIME = lambda_.Runtime.PYTHON_3_11  # matches bundling.PYTHON_VERSION
 
@@ -24,7 +25,8 @@ class FunctionFactory(Construct):
         scope: Construct,
         id: str,
         *,
-        environment: dict[str, str],
+        function_env: FunctionEnv,
+        extra_environment: dict[str, str] | None = None,
         network: Network | None = None,
         jobs: JobsPackage | None = None,
         aws_services: tuple[str, ...] | None = None,
@@ -42,7 +44,11 @@ class FunctionFactory(Construct):
             layer_dirs.append(bundling.jobs_layer_dir(jobs.requirements))
             self.layers.append(self._layer("JobsDependencies", layer_dirs[1], f"the {jobs.name} job package's"))
         self.job_types = jobs_package.registry(code_dir, layer_dirs, jobs)  # fails the synth on a clash
-        self.environment = {**environment, "CORRAL_JOBS_PACKAGE": jobs.name if jobs else ""}
+        # `extra_environment` (cdk context corral:function_env) goes on top: endpoints a local run redirects.
+        self.environment = {
+            **function_env.but(jobs_package=jobs.name if jobs else "").as_environment(),
+            **(extra_environment or {}),
+        }
 
     def _layer(self, id: str, directory: Path, description: str) -> lambda_.LayerVersion:
         return lambda_.LayerVersion(

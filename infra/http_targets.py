@@ -10,6 +10,7 @@ CDK context (both optional):
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from constructs import Construct
 
@@ -32,11 +33,12 @@ def _hosts(raw: object) -> list[str]:
     return sorted(set(hosts))
 
 
-def environment(scope: Construct, profile: Profile) -> dict[str, str]:
+def function_env(scope: Construct, profile: Profile) -> dict[str, Any]:
+    """The HTTP targets' fields of the functions' `FunctionEnv`."""
     allow_plain = profile.plain_http_targets or _flag(scope.node.try_get_context("corral:http_allow_plain"))
     return {
-        "CORRAL_HTTP_ALLOW_PLAIN": "1" if allow_plain else "0",
-        "CORRAL_HTTP_ALLOW_LOOPBACK": "1" if profile.http_loopback_targets else "0",
-        "CORRAL_HTTP_PRIVATE_HOSTS": ",".join(_hosts(scope.node.try_get_context("corral:http_private_hosts"))),
-        "CORRAL_HTTP_TIMEOUT_SECONDS": str(profile.http_timeout_seconds),
+        "http_allow_plain": allow_plain,
+        "http_allow_loopback": profile.http_loopback_targets,
+        "http_private_hosts": tuple(_hosts(scope.node.try_get_context("corral:http_private_hosts"))),
+        "http_timeout_seconds": profile.http_timeout_seconds,
     }

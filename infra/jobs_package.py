@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infra import bundling
+from shared.environment import FunctionEnv
 from shared.jobs.job_types import DECLARATIONS_FILE
 
 RESERVED_NAMES = ("functions", "shared", "corral_jobs", "client", "infra", "local", "tests", "python")
@@ -66,8 +67,7 @@ def registry(code_dir: Path, layer_dirs: list[Path], package: JobsPackage | None
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": os.pathsep.join(path),
         "PYTHONNOUSERSITE": "1",
-        "CORRAL_CHAOS_JOB_TYPES": "1",
-        "CORRAL_JOBS_PACKAGE": package.name if package else "",
+        **FunctionEnv(chaos_job_types=True, jobs_package=package.name if package else "").as_environment(),
     }
     result = subprocess.run(
         [sys.executable, "-S", "-B", "-c", _DECLARE], env=env, capture_output=True, text=True, check=False, timeout=120

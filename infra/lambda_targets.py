@@ -37,9 +37,6 @@ class LambdaTargets:
         except lambda_allowlist.BadPattern as error:
             raise SystemExit(f"corral:lambda_targets: {error}") from None
 
-    def environment(self) -> dict[str, str]:
-        return {lambda_allowlist.ENVIRONMENT: json.dumps(list(self.patterns), separators=(",", ":"))}
-
     def resources(self, stack: Stack) -> list[str]:
         """Each pattern as function ARNs: unqualified, and with any qualifier (alias or version)."""
         arns = []

@@ -52,13 +52,13 @@ class Schedules(Construct):
         queue.queue.grant_send_messages(self.role)
         queue.dlq.grant_send_messages(self.role)  # firings Scheduler could not deliver, after its retries
 
-    def environment(self) -> dict[str, str]:
-        """What a function that creates schedules needs to know."""
+    def function_env(self) -> dict[str, str]:
+        """What a function that creates schedules needs to know: these fields of its `FunctionEnv`."""
         return {
-            "CORRAL_SCHEDULE_GROUP": settings.SCHEDULE_GROUP,
-            "CORRAL_SCHEDULER_ROLE_ARN": self.role.role_arn,
-            "CORRAL_QUEUE_ARN": self.queue.queue.queue_arn,
-            "CORRAL_DLQ_ARN": self.queue.dlq.queue_arn,
+            "schedule_group": settings.SCHEDULE_GROUP,
+            "scheduler_role_arn": self.role.role_arn,
+            "queue_arn": self.queue.queue.queue_arn,
+            "dlq_arn": self.queue.dlq.queue_arn,
         }
 
     def grant_manage(self, function: lambda_.IFunction) -> None:

@@ -20,6 +20,7 @@ from infra.schedule_group import Schedules
 from infra.store import JobStore
 from infra.workers import Workers
 from shared import settings
+from shared.environment import FunctionEnv
 from shared.settings import Profile
 
 
@@ -51,21 +52,21 @@ class CorralStack(Stack):
             network=network,
             jobs=jobs,
             aws_services=aws_services_from_context(self.node.try_get_context("corral:aws_services"), profile),
-            environment={
-                "CORRAL_TABLE": store.table.table_name,
-                "CORRAL_QUEUE_URL": queue.queue.queue_url,
-                "CORRAL_DLQ_URL": queue.dlq.queue_url,
-                "CORRAL_LEASE_SECONDS": str(profile.lease_seconds),
-                "CORRAL_HAND_BACK_MAX_SECONDS": str(profile.visibility_timeout_seconds),
-                "CORRAL_JOB_TIMEOUT_CEILING": str(profile.job_timeout_ceiling_seconds),
-                **lambda_targets.environment(),
-                "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
-                "CORRAL_API_KEY_CACHE_SECONDS": str(profile.api_key_cache_seconds),
-                **schedules.environment(),
-                **http_targets.environment(self, profile),
-                **({"CORRAL_DAX_ENDPOINT": cache.endpoint_url} if cache else {}),
-                **extra_function_env,
-            },
+            function_env=FunctionEnv(
+                table=store.table.table_name,
+                queue_url=queue.queue.queue_url,
+                dlq_url=queue.dlq.queue_url,
+                lease_seconds=profile.lease_seconds,
+                hand_back_max_seconds=profile.visibility_timeout_seconds,
+                job_timeout_ceiling=profile.job_timeout_ceiling_seconds,
+                lambda_targets=lambda_targets.patterns,
+                chaos_job_types=profile.chaos_job_types,
+                api_key_cache_seconds=profile.api_key_cache_seconds,
+                dax_endpoint=cache.endpoint_url if cache else "",
+                **schedules.function_env(),
+                **http_targets.function_env(self, profile),
+            ),
+            extra_environment=extra_function_env,
         )
         api = Api(self, "Api", functions=functions, store=store, queue=queue)
         schedules.grant_manage(api.function)

@@ -33,8 +33,7 @@ import boto3
 import requests
 
 from local.ministack import CREDENTIALS, STATE
-from shared import settings
-from shared.aws.status_cache import LOCAL_CACHE_ENDPOINT_ENV
+from shared import environment, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,7 +103,10 @@ class Sidecars:
         `sqs_through_proxy=False` keeps the enqueue path (the API's SendMessage) off the proxy,
         for load runs where the extra hop would be measured instead of the platform.
         """
-        env = {"AWS_ENDPOINT_URL_DYNAMODB": self.proxy_url, LOCAL_CACHE_ENDPOINT_ENV: self.cache_url}
+        env = {
+            "AWS_ENDPOINT_URL_DYNAMODB": self.proxy_url,
+            environment.variable("status_cache_endpoint"): self.cache_url,
+        }
         return env | ({"AWS_ENDPOINT_URL_SQS": self.proxy_url} if sqs_through_proxy else {})
 
     def stop(self) -> None:

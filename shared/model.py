@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from shared import ids, settings
+from shared.errors import CorralError
 
 
 class Status(StrEnum):
@@ -39,7 +40,7 @@ class Outcome(StrEnum):
     RECORDED_LATE = "recorded-late"
 
 
-class UnreadableMessage(ValueError):
+class UnreadableMessage(CorralError, ValueError):
     """A queue message that cannot run, and why.
 
     `job` holds the fields read so far of a message whose id verified for its tenant (at least

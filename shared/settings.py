@@ -1,13 +1,11 @@
 """Every resource name and tuning knob, in one place.
 
-The CDK stack reads these to build resources; the functions read the same
-values back from their environment (set by the stack), so a name or a timeout
-is written exactly once.
+The CDK stack reads these to build resources; the values a deployment sets per function travel
+in `shared/environment.py` (`FunctionEnv`), so a name or a timeout is written exactly once.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 STACK_NAME = "corral"
@@ -201,11 +199,3 @@ PROFILES = {
         plain_http_targets=True,
     ),
 }
-
-
-def env(name: str, default: str | None = None) -> str:
-    """A setting the stack put into a function's environment."""
-    value = os.environ.get(name, default)
-    if value is None:
-        raise RuntimeError(f"missing environment variable {name}; is this running inside the corral stack?")
-    return value

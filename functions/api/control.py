@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.responses import error_response, json_response
 from shared import settings
+from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.jobs import control, listing, stats
 from shared.model import Status
 
@@ -32,14 +33,14 @@ def _epoch(value: datetime | None) -> float | None:
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
 
 
-def _invalid(error: listing.InvalidQuery) -> Response:
+def _invalid(error: InvalidRequest) -> Response:
     return error_response(
         422, "invalid_request", str(error), field=error.field, fields=[{"field": error.field, "message": error.message}]
     )
 
 
-def _refused(job_id: str, refusal: control.NotFound | control.Conflict) -> Response:
-    if isinstance(refusal, control.NotFound):
+def _refused(job_id: str, refusal: NotFound | Conflict) -> Response:
+    if isinstance(refusal, NotFound):
         return error_response(404, "not_found", f"no job {job_id!r}")
     return error_response(409, "conflict", str(refusal))
 
@@ -75,7 +76,7 @@ def list_jobs(
     )
     try:
         page = listing.list_jobs(_tenant(), query)
-    except listing.InvalidQuery as error:
+    except InvalidRequest as error:
         return _invalid(error)
     body = {
         "jobs": [job.public(with_bodies=False) for job in page.jobs],
@@ -97,7 +98,7 @@ def list_jobs(
 def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
         record = control.cancel(_tenant(), job_id)
-    except (control.NotFound, control.Conflict) as refusal:
+    except (NotFound, Conflict) as refusal:
         return _refused(job_id, refusal)
     return json_response(200, record.public())
 
@@ -110,7 +111,7 @@ def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
 def retry_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
         message = control.retry(_tenant(), job_id)
-    except (control.NotFound, control.Conflict) as refusal:
+    except (NotFound, Conflict) as refusal:
         return _refused(job_id, refusal)
     return json_response(202, {"id": message.id, "status": "queued"})
 
@@ -155,6 +156,6 @@ def get_stats(
 ) -> Response[dict[str, Any]]:
     try:
         figures = stats.tenant_stats(_tenant(), window_seconds)
-    except listing.InvalidQuery as error:
+    except InvalidRequest as error:
         return _invalid(error)
     return json_response(200, figures.public())

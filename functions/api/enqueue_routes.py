@@ -26,10 +26,10 @@ from aws_lambda_powertools import Logger
 from functions.api import job_schemas
 from functions.api.responses import MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, cut, error_result, invalid_fields, json_result
 from shared.aws.metrics import jobs_enqueued
-from shared.jobs.enqueue import BulkOutcome, InvalidJob, JobRequest, NotSent, PayloadTooLarge, enqueue, enqueue_many
+from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
+from shared.jobs.enqueue import BulkOutcome, JobRequest, NotSent, enqueue, enqueue_many
 from shared.jobs.status import job_status
 from shared.model import JobMessage
-from shared.tenants.quotas import QuotaExceeded
 
 if TYPE_CHECKING:
     from pydantic_core import SchemaValidator
@@ -181,7 +181,7 @@ def enqueue_items(tenant: str, items: list[Any]) -> tuple[int, dict[str, Any]]:
     return 207 if rejected else 202, {"accepted": len(results) - rejected, "rejected": rejected, "results": results}
 
 
-def _parse_item(item: Any) -> JobRequest | InvalidJob:
+def _parse_item(item: Any) -> JobRequest | InvalidRequest:
     plain = _plain_fields("JOB_IN", item)
     if plain is not None:
         return JobRequest(**plain)
@@ -191,7 +191,7 @@ def _parse_item(item: Any) -> JobRequest | InvalidJob:
         validated = _validator("JOB_IN").validate_python(item)
     except ValidationError as error:
         problem = error.errors(include_url=False)[0]
-        return InvalidJob(".".join(str(part) for part in problem.get("loc", ())), problem.get("msg", "invalid"))
+        return InvalidRequest(".".join(str(part) for part in problem.get("loc", ())), problem.get("msg", "invalid"))
     return JobRequest(**_fields("JOB_IN", validated))
 
 

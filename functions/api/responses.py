@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.aws import eventbridge
-from shared.jobs.enqueue import InvalidJob, PayloadTooLarge
-from shared.tenants.quotas import QuotaExceeded
-from shared.tenants.rate_limit import RateLimited
+from shared.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge, QuotaExceeded, RateLimited, Unavailable
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler import Response
@@ -83,9 +81,9 @@ def invalid_fields(problems: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]
     return 422, error_body("invalid_request", summary, fields=fields)
 
 
-# How domain errors are answered, on every route: the enqueue routes (functions/api/enqueue_routes.py)
-# and the resolver's (functions/api/resolver.py) both look them up here. Register a mapping with
-# @answers(ErrorType); the most specific registered class of an error wins.
+# How errors are answered, on every route: by their root class in shared/errors.py. The enqueue
+# routes (functions/api/enqueue_routes.py) and the resolver's (functions/api/resolver.py) both look
+# them up here. Register a mapping with @answers(ErrorType); the most specific registered class wins.
 ErrorAnswer = tuple[int, dict[str, Any], dict[str, str]]  # status, body, extra headers
 Answer = Callable[[Any], ErrorAnswer]
 _ANSWERS: dict[type[BaseException], Answer] = {}
@@ -127,8 +125,8 @@ def _too_large(error: PayloadTooLarge) -> ErrorAnswer:
     return 413, error_body("payload_too_large", str(error), fields=fields), {}
 
 
-@answers(InvalidJob)
-def _invalid_job(error: InvalidJob) -> ErrorAnswer:
+@answers(InvalidRequest)
+def _invalid_job(error: InvalidRequest) -> ErrorAnswer:
     if isinstance(error.__cause__, eventbridge.Rejected):
         _log.warning("EventBridge Scheduler rejected a request", extra={"detail": error.__cause__.detail})
     return 422, error_body("invalid_request", str(error), fields=[{"field": error.field, "message": error.message}]), {}
@@ -148,7 +146,17 @@ def _rate_limited(error: RateLimited) -> ErrorAnswer:
     return 429, error_body("rate_limited", str(error), retry_after_seconds=seconds), {"Retry-After": str(seconds)}
 
 
-@answers(ClientError, BotoCoreError)
+@answers(NotFound)
+def _not_found(error: NotFound) -> ErrorAnswer:
+    return 404, error_body("not_found", str(error) or "not found"), {}
+
+
+@answers(Conflict)
+def _conflict(error: Conflict) -> ErrorAnswer:
+    return 409, error_body("conflict", str(error)), {}
+
+
+@answers(ClientError, BotoCoreError, Unavailable)
 def _aws_unavailable(error: Exception) -> ErrorAnswer:
     _log.exception("AWS call failed", exc_info=error)
     return 503, error_body("unavailable", "the job service is briefly unavailable; retry with backoff"), {}

@@ -12,8 +12,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import client
+from shared.errors import Conflict, CorralError
 
 AT_FORMAT = "%Y-%m-%dT%H:%M:%S"  # the wall-clock time inside an at() expression
 
@@ -23,11 +24,11 @@ def at_expression(when: datetime) -> str:
     return f"at({when.strftime(AT_FORMAT)})"
 
 
-class AlreadyExists(Exception):
-    pass
+class AlreadyExists(Conflict):
+    """A schedule of this name exists in the group."""
 
 
-class Rejected(Exception):
+class Rejected(CorralError):
     """Scheduler refused the request's contents (ValidationException): bad input, not an outage.
 
     `parameter` names the API field it concerns, as best as Scheduler's message tells; `detail`
@@ -59,12 +60,11 @@ def _rejected(error: ClientError) -> Rejected:
 
 
 def _sets_message_group() -> bool:
-    default = "1" if settings.SCHEDULER_SETS_MESSAGE_GROUP else "0"
-    return settings.env("CORRAL_SCHEDULER_SETS_MESSAGE_GROUP", default) == "1"
+    return environment.current().scheduler_sets_message_group
 
 
 def _group() -> str:
-    return settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
+    return environment.current().schedule_group
 
 
 def create(
@@ -100,15 +100,15 @@ def create(
         "State": "ENABLED",
         "ActionAfterCompletion": "DELETE" if delete_after_completion else "NONE",
         "Target": {
-            "Arn": settings.env("CORRAL_QUEUE_ARN"),
-            "RoleArn": settings.env("CORRAL_SCHEDULER_ROLE_ARN"),
+            "Arn": environment.current().queue_arn,
+            "RoleArn": environment.current().scheduler_role_arn,
             "Input": input_json,
             # Throttled or failed deliveries are retried, then land in the DLQ: never dropped.
             "RetryPolicy": {
                 "MaximumRetryAttempts": settings.SCHEDULER_RETRY_ATTEMPTS,
                 "MaximumEventAgeInSeconds": settings.SCHEDULER_MAX_EVENT_AGE_SECONDS,
             },
-            "DeadLetterConfig": {"Arn": settings.env("CORRAL_DLQ_ARN")},
+            "DeadLetterConfig": {"Arn": environment.current().dlq_arn},
         },
     }
     if message_group is not None and _sets_message_group():

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import client
 from shared.model import JobMessage, OutcomeMessage
 
@@ -24,7 +24,7 @@ _senders = ThreadPoolExecutor(max_workers=10, thread_name_prefix="sqs-batch")
 
 
 def _queue_url() -> str:
-    return settings.env("CORRAL_QUEUE_URL")
+    return environment.current().queue_url
 
 
 def prepare_client() -> None:
@@ -161,12 +161,11 @@ def backoff_seconds(
 
 
 def _hand_back_unit_seconds() -> float:
-    return float(settings.env("CORRAL_HAND_BACK_UNIT_SECONDS", str(settings.HAND_BACK_UNIT_SECONDS)))
+    return environment.current().hand_back_unit_seconds
 
 
 def _hand_back_max_seconds() -> float:
-    default = settings.PROFILES["aws"].visibility_timeout_seconds
-    return float(settings.env("CORRAL_HAND_BACK_MAX_SECONDS", str(default)))
+    return environment.current().hand_back_max_seconds
 
 
 def hand_back_floor_seconds(receive_count: int, unit: float | None = None, cap: float | None = None) -> float:
@@ -224,7 +223,7 @@ def set_visibility(entries: Sequence[tuple[str, int]]) -> bool:
 def bury(body: str, reason: str) -> None:
     """Put a message in the DLQ with the reason it died. The caller then acks the original."""
     client("sqs").send_message(
-        QueueUrl=settings.env("CORRAL_DLQ_URL"),
+        QueueUrl=environment.current().dlq_url,
         MessageBody=body,
         MessageAttributes={"corral-reason": {"DataType": "String", "StringValue": reason[:1000]}},
     )

@@ -1,8 +1,8 @@
 """Where job-status reads and writes go: the status cache in front of the store.
 
-In AWS that is DAX (`CORRAL_DAX_ENDPOINT`, set by the stack where the cluster
+In AWS that is DAX (`FunctionEnv.dax_endpoint`, set by the stack where the cluster
 exists). Locally it is `local/status_cache.py`, a stand-in with DAX's item-cache
-semantics (`CORRAL_STATUS_CACHE_ENDPOINT`). Elsewhere job items go straight to
+semantics (`status_cache_endpoint`). Elsewhere job items go straight to
 DynamoDB. Every job-status write goes through this one client: DAX's item cache
 is write-through, so a write that bypassed it would leave polls stale for the
 cache's TTL. See docs/architecture.md "Status cache and faults".
@@ -14,21 +14,19 @@ import os
 from functools import cache
 from typing import Any
 
+from shared import environment
 from shared.aws.clients import client, single_attempt_client
-
-DAX_ENDPOINT_ENV = "CORRAL_DAX_ENDPOINT"
-LOCAL_CACHE_ENDPOINT_ENV = "CORRAL_STATUS_CACHE_ENDPOINT"
 
 
 def jobs_client(single_attempt: bool = False) -> Any:
     """A boto3-compatible low-level DynamoDB client: DAX, the local stand-in, or DynamoDB itself.
 
     `single_attempt`: no botocore retries (DAX's client keeps its own)."""
-    dax_endpoint = os.environ.get(DAX_ENDPOINT_ENV)
+    dax_endpoint = environment.current().dax_endpoint
     if dax_endpoint:
         return _dax_client(dax_endpoint)
     make = single_attempt_client if single_attempt else client
-    local_endpoint = os.environ.get(LOCAL_CACHE_ENDPOINT_ENV)
+    local_endpoint = environment.current().status_cache_endpoint
     return make("dynamodb", local_endpoint) if local_endpoint else make("dynamodb")
 
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import ids, settings
+from shared import environment, ids, settings
 from shared.aws import eventbridge, queue
 from shared.aws.clients import client
+from shared.errors import Conflict, NotFound
 from shared.jobs import listing
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
@@ -28,14 +29,6 @@ from shared.store.id_secret import id_secret
 _DAY = 86_400
 # Bulk retry resets records side by side: 100 conditional writes cost ~10 round trips, not 100.
 _writers = ThreadPoolExecutor(max_workers=10, thread_name_prefix="retry")
-
-
-class NotFound(Exception):
-    """No such job for this tenant (another tenant's id answers exactly the same)."""
-
-
-class Conflict(Exception):
-    """The job is not in a state that allows this; the message says which state and what to do."""
 
 
 def _unrecorded(tenant: str, job_id: str, now: float) -> ids.IdInfo:
@@ -58,7 +51,7 @@ def _far_future_message(job_id: str) -> JobMessage | None:
     """The message of a job waiting as a one-time schedule (due beyond SQS's 15-minute delay), if it is one."""
     try:
         schedule = client("scheduler").get_schedule(
-            Name=delayed_schedule_name(job_id), GroupName=settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
+            Name=delayed_schedule_name(job_id), GroupName=environment.current().schedule_group
         )
     except ClientError as error:
         if error.response["Error"]["Code"] == "ResourceNotFoundException":

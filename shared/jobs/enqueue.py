@@ -24,24 +24,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import ids, settings
 from shared.aws import eventbridge, queue
 from shared.aws.eventbridge import at_expression
+from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
 from shared.jobs import far_future, job_types, payloads
 from shared.model import JobMessage
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
-from shared.tenants.quotas import QuotaExceeded
-
-
-class InvalidJob(ValueError):
-    """The job cannot be accepted; `field` names the offending input."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-
-
-class PayloadTooLarge(InvalidJob):
-    pass
 
 
 @dataclass(frozen=True)
@@ -72,28 +59,28 @@ def check_job(
     found = job_types.declared(job_type)
     if found is None:
         known = ", ".join(job_types.declared_names())
-        raise InvalidJob(f"{field_prefix}type", f"unknown job type {job_type!r}; known types: {known}")
+        raise InvalidRequest(f"{field_prefix}type", f"unknown job type {job_type!r}; known types: {known}")
     field = f"{field_prefix}payload"
     nesting = payloads.depth(payload)
     if nesting > settings.MAX_PAYLOAD_DEPTH:
-        raise InvalidJob(field, f"nests {nesting} levels deep; the limit is {settings.MAX_PAYLOAD_DEPTH}")
+        raise InvalidRequest(field, f"nests {nesting} levels deep; the limit is {settings.MAX_PAYLOAD_DEPTH}")
     try:
         serialised = json.dumps(payload, separators=(",", ":"), allow_nan=False)
     except ValueError as error:
         where = payloads.non_finite_number(payload, field) or field
-        raise InvalidJob(where, "NaN and Infinity are not JSON numbers") from error
+        raise InvalidRequest(where, "NaN and Infinity are not JSON numbers") from error
     size = len(serialised.encode())
     if size > settings.MAX_PAYLOAD_BYTES:
         raise PayloadTooLarge(field, f"{size} bytes is over the limit of {settings.MAX_PAYLOAD_BYTES} bytes")
     if scheduler_input and payloads.SCHEDULER_KEYWORD in serialised.lower():
         where = payloads.scheduler_keyword(payload, field) or field
-        raise InvalidJob(
+        raise InvalidRequest(
             where, f"may not contain {payloads.SCHEDULER_KEYWORD!r} (EventBridge Scheduler would rewrite it)"
         )
     if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
-        raise InvalidJob(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
+        raise InvalidRequest(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
     if timeout_seconds is not None and not 1 <= timeout_seconds <= found.max_timeout_seconds:
-        raise InvalidJob(
+        raise InvalidRequest(
             f"{field_prefix}timeout_seconds",
             f"must be between 1 and {found.max_timeout_seconds} (the most a {job_type!r} job may ask for)",
         )
@@ -101,7 +88,7 @@ def check_job(
         try:
             found.validate(payload)
         except job_types.InvalidPayload as error:
-            raise InvalidJob(f"{field_prefix}{error.field}", error.message) from error
+            raise InvalidRequest(f"{field_prefix}{error.field}", error.message) from error
 
 
 def _max_attempts(request: JobRequest) -> int:
@@ -114,17 +101,17 @@ def _max_attempts(request: JobRequest) -> int:
 def delay_of(request: JobRequest, now: float) -> float:
     """Seconds until the job is due (0: now). A run_at in the past means now."""
     if request.delay_seconds is not None and request.run_at is not None:
-        raise InvalidJob("run_at", "give either delay_seconds or run_at, not both")
+        raise InvalidRequest("run_at", "give either delay_seconds or run_at, not both")
     horizon = settings.MAX_RUN_AT_DAYS * 86_400
     if request.run_at is not None:
         due = request.run_at if request.run_at.tzinfo else request.run_at.replace(tzinfo=UTC)
         delay = max(0.0, due.timestamp() - now)
         if delay > horizon:
-            raise InvalidJob("run_at", f"must be at most {settings.MAX_RUN_AT_DAYS} days ahead")
+            raise InvalidRequest("run_at", f"must be at most {settings.MAX_RUN_AT_DAYS} days ahead")
         return delay
     delay = request.delay_seconds or 0
     if not 0 <= delay <= horizon:
-        raise InvalidJob("delay_seconds", f"must be between 0 and {horizon} ({settings.MAX_RUN_AT_DAYS} days)")
+        raise InvalidRequest("delay_seconds", f"must be between 0 and {horizon} ({settings.MAX_RUN_AT_DAYS} days)")
     return float(delay)
 
 
@@ -161,7 +148,7 @@ def delayed_schedule_name(job_id: str) -> str:
 
 
 def _prepare(tenant: str, request: JobRequest, now: float) -> tuple[JobMessage, float]:
-    """The message and its delay in seconds, or InvalidJob naming the field."""
+    """The message and its delay in seconds, or InvalidRequest naming the field."""
     delay = delay_of(request, now)
     return build_message(tenant, request, now, delay), delay
 
@@ -193,7 +180,7 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
             far_future.release(message.tenant, message.id)
         if isinstance(error, eventbridge.Rejected):  # our input, not an outage: retrying it would not help
             field = "run_at" if request.run_at is not None else "delay_seconds"
-            raise InvalidJob(field, "EventBridge Scheduler rejected this delayed job") from error
+            raise InvalidRequest(field, "EventBridge Scheduler rejected this delayed job") from error
         raise
 
 
@@ -223,7 +210,7 @@ class NotSent:
     reason: str = NOT_SENT_REASON
 
 
-BulkOutcome = JobMessage | InvalidJob | NotSent | QuotaExceeded
+BulkOutcome = JobMessage | InvalidRequest | NotSent | QuotaExceeded
 
 
 def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcome]:
@@ -238,7 +225,7 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
     for index, request in enumerate(requests):
         try:
             message, delay = _prepare(tenant, request, now)
-        except InvalidJob as error:
+        except InvalidRequest as error:
             outcomes.append(error)
             continue
         outcomes.append(message)
@@ -247,7 +234,7 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
             continue
         try:  # rare in bulk: one CreateSchedule per far-future job
             _schedule_later(request, message, now, delay)
-        except (InvalidJob, QuotaExceeded) as error:
+        except (InvalidRequest, QuotaExceeded) as error:
             outcomes[index] = error
         except (ClientError, BotoCoreError) as error:
             outcomes[index] = NotSent(f"{type(error).__name__}: {error}")

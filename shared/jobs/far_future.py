@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import settings
+from shared import environment
 from shared.aws.clients import client
 from shared.model import JobMessage
 from shared.tenants import quotas
@@ -58,7 +58,7 @@ def held(tenant: str) -> list[dict[str, Any]]:
     """The tenant's holds, soonest due first: [{"job_id", "due_at"}]."""
     holds: list[dict[str, Any]] = []
     params: dict[str, Any] = {
-        "TableName": settings.env("CORRAL_TABLE", settings.TABLE_NAME),
+        "TableName": environment.current().table,
         "IndexName": "gsi1",
         "KeyConditionExpression": "gsi1pk = :pk",
         "ExpressionAttributeValues": {":pk": {"S": index_key(tenant)}},

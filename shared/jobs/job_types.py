@@ -34,7 +34,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from shared import settings
+from shared import environment, settings
+from shared.errors import CorralError
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 
@@ -64,7 +65,7 @@ class InvalidPayload(ValueError):
         self.message = message
 
 
-class JobTypeClash(Exception):
+class JobTypeClash(CorralError):
     """Two registrations of one name (a customer type named like a built-in, or twice)."""
 
 
@@ -229,14 +230,14 @@ def load() -> None:
             importlib.import_module(module)
     finally:
         _registering_builtins = False
-    customer = settings.env("CORRAL_JOBS_PACKAGE", "")
+    customer = environment.current().jobs_package
     if customer:
         for module in [customer, *_submodules(customer)]:
             importlib.import_module(module)
 
 
 def _chaos_enabled() -> bool:
-    return settings.env("CORRAL_CHAOS_JOB_TYPES", "0") == "1"
+    return environment.current().chaos_job_types
 
 
 def lookup(name: str) -> JobType | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared import cursors, settings
+from shared.errors import InvalidRequest
 from shared.model import JobRecord
 from shared.store import job_store
 from shared.store.table_schema import JOBS_INDEX
@@ -30,13 +31,6 @@ _CURSOR_VERSION = "1"
 # The tenant's index partitions are queried side by side: a page costs about one round trip.
 _readers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="list")
 _SORT_KEY = re.compile(r"\d{13}#[A-Za-z0-9_-]{1,128}")
-
-
-class InvalidQuery(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)
@@ -173,7 +167,7 @@ def decode_cursor(cursor: str) -> str:
     """The index position (a sort key) a cursor names (shared/cursors.py: never a tenant)."""
     sort_key = cursors.decode(cursor, _CURSOR_VERSION, _SORT_KEY)
     if sort_key is None:
-        raise InvalidQuery("cursor", cursors.NOT_A_CURSOR)
+        raise InvalidRequest("cursor", cursors.NOT_A_CURSOR)
     return sort_key
 
 
@@ -197,13 +191,13 @@ class JobsPage:
 
 def list_jobs(tenant: str, query: JobsQuery) -> JobsPage:
     if not 1 <= query.limit <= settings.LIST_MAX_LIMIT:
-        raise InvalidQuery("limit", f"must be between 1 and {settings.LIST_MAX_LIMIT}")
+        raise InvalidRequest("limit", f"must be between 1 and {settings.LIST_MAX_LIMIT}")
     if query.since is not None and query.until is not None and query.until < query.since:
-        raise InvalidQuery("until", "must not be before since")
+        raise InvalidRequest("until", "must not be before since")
     before = decode_cursor(query.cursor) if query.cursor else None
     # DynamoDB refuses a key condition whose range is empty; say so as the cursor's fault, not a 503.
     if before is not None and query.since is not None and before < job_store.index_sort_key(query.since, ""):
-        raise InvalidQuery("cursor", "points before since; pass the same since/until as on the first page")
+        raise InvalidRequest("cursor", "points before since; pass the same since/until as on the first page")
     filters = {
         name: value
         for name, value in (("status", query.status), ("job_type", query.job_type), ("schedule_name", query.schedule))

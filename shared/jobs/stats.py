@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shared import settings
+from shared.errors import InvalidRequest
 from shared.jobs import listing
 from shared.model import Status
 
@@ -74,7 +75,7 @@ class Stats:
 def tenant_stats(tenant: str, window_seconds: int, now: float | None = None) -> Stats:
     now = time.time() if now is None else now
     if not 1 <= window_seconds <= settings.STATS_MAX_WINDOW_SECONDS:
-        raise listing.InvalidQuery("window_seconds", f"must be between 1 and {settings.STATS_MAX_WINDOW_SECONDS}")
+        raise InvalidRequest("window_seconds", f"must be between 1 and {settings.STATS_MAX_WINDOW_SECONDS}")
     since = now - max(window_seconds, _HOUR)  # per_minute always covers the last hour
     found = listing.read_index(
         tenant,

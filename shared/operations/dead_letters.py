@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import settings
+from shared import environment, settings
 from shared.aws import queue
 from shared.aws.clients import client
+from shared.errors import Conflict
 from shared.jobs import control
 from shared.model import Status
 from shared.store import job_store
@@ -35,14 +36,14 @@ _HOLD_SECONDS = 60  # a received message stays invisible this long while it is l
 
 
 def _dlq_url() -> str:
-    return settings.env("CORRAL_DLQ_URL")
+    return environment.current().dlq_url
 
 
 def _send_as_it_was(body: dict[str, Any]) -> None:
     tenant = body.get("tenant")
     valid = isinstance(tenant, str) and tenants.TENANT_NAME.fullmatch(tenant)  # a hand-made body may carry anything
     group = {"MessageGroupId": queue.message_group(tenant)} if valid else {}
-    client("sqs").send_message(QueueUrl=settings.env("CORRAL_QUEUE_URL"), MessageBody=json.dumps(body), **group)
+    client("sqs").send_message(QueueUrl=environment.current().queue_url, MessageBody=json.dumps(body), **group)
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,7 @@ def _run_again(letter: DeadLetter) -> str:
         return f"its job belongs to another tenant than the message says ({owner!r}): a forged message?"
     try:
         control.retry(owner, letter.job_id)
-    except control.Conflict as conflict:
+    except Conflict as conflict:
         if record.status is Status.DEAD:
             return str(conflict)
         return "stale"

@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import client
 
 _QUEUE_ATTRIBUTES = (
@@ -28,8 +28,8 @@ METRICS_WINDOW = timedelta(minutes=15)
 
 def snapshot(now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
-    queue = _queue_counts(settings.env("CORRAL_QUEUE_URL"))
-    dlq = _queue_counts(settings.env("CORRAL_DLQ_URL"))
+    queue = _queue_counts(environment.current().queue_url)
+    dlq = _queue_counts(environment.current().dlq_url)
     metrics, metrics_note = _metrics(now)
     return {
         "queue": {"name": settings.QUEUE_NAME, **queue, "oldest_age_seconds": metrics.get("oldest_age_seconds")},

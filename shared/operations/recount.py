@@ -16,7 +16,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import client
 from shared.jobs import far_future
 from shared.jobs.enqueue import delayed_schedule_name
@@ -37,7 +37,7 @@ class Recount:
 def _schedule_exists(job_id: str) -> bool:
     try:
         client("scheduler").get_schedule(
-            Name=delayed_schedule_name(job_id), GroupName=settings.env("CORRAL_SCHEDULE_GROUP", settings.SCHEDULE_GROUP)
+            Name=delayed_schedule_name(job_id), GroupName=environment.current().schedule_group
         )
     except ClientError as error:
         if error.response["Error"]["Code"] == "ResourceNotFoundException":
@@ -49,7 +49,7 @@ def _schedule_exists(job_id: str) -> bool:
 def _count(partition: str) -> int:
     """Items in one gsi1 partition (a tenant's schedules), counted without reading them out."""
     params: dict[str, Any] = {
-        "TableName": settings.env("CORRAL_TABLE", settings.TABLE_NAME),
+        "TableName": environment.current().table,
         "IndexName": "gsi1",
         "KeyConditionExpression": "gsi1pk = :pk",
         "ExpressionAttributeValues": {":pk": {"S": partition}},

@@ -18,10 +18,11 @@ from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared import cursors, settings
+from shared import cursors, environment, settings
 from shared.aws import eventbridge, queue
 from shared.aws.clients import client
-from shared.jobs.enqueue import InvalidJob, check_job
+from shared.errors import Conflict, InvalidRequest
+from shared.jobs.enqueue import check_job
 from shared.model import firing_input
 from shared.schedules import expressions
 from shared.schedules.expressions import InvalidExpression, parse, timezone
@@ -34,8 +35,8 @@ _NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
 _CURSOR_VERSION = "s1"
 
 
-class ScheduleExists(Exception):
-    pass
+class ScheduleExists(Conflict):
+    """A schedule of this name exists for the tenant."""
 
 
 class ByTenant(GlobalSecondaryIndex["ScheduleItem"]):
@@ -115,17 +116,17 @@ def _aware(value: datetime | None) -> datetime | None:
 
 def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, datetime | None]:
     if not _NAME.fullmatch(request.name):
-        raise InvalidJob("name", f"use 1-{settings.SCHEDULE_NAME_MAX_LENGTH} of A-Z a-z 0-9 _ . -")
+        raise InvalidRequest("name", f"use 1-{settings.SCHEDULE_NAME_MAX_LENGTH} of A-Z a-z 0-9 _ . -")
     try:
         zone = timezone(request.timezone)
     except InvalidExpression as error:
-        raise InvalidJob("timezone", str(error)) from error
+        raise InvalidRequest("timezone", str(error)) from error
     try:
         expression = parse(request.expression)
     except InvalidExpression as error:
-        raise InvalidJob("expression", str(error)) from error
+        raise InvalidRequest("expression", str(error)) from error
     if expression.at is not None and expression.at.replace(tzinfo=zone) <= now:
-        raise InvalidJob("expression", f"{request.expression} ({request.timezone}) is in the past")
+        raise InvalidRequest("expression", f"{request.expression} ({request.timezone}) is in the past")
     check_job(
         request.job_type,
         request.payload,
@@ -135,17 +136,17 @@ def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, da
         scheduler_input=True,
     )
     if not 0 <= request.flexible_window_minutes <= settings.MAX_FLEXIBLE_WINDOW_MINUTES:
-        raise InvalidJob(
+        raise InvalidRequest(
             "flexible_window_minutes", f"must be between 0 (off) and {settings.MAX_FLEXIBLE_WINDOW_MINUTES}"
         )
     start, end = _aware(request.start), _aware(request.end)
     if start is not None and start < now - timedelta(seconds=settings.SCHEDULE_START_GRACE_SECONDS):
         grace = settings.SCHEDULE_START_GRACE_SECONDS // 60
-        raise InvalidJob("start", f"must be no earlier than {grace} minutes ago (leave it out to start now)")
+        raise InvalidRequest("start", f"must be no earlier than {grace} minutes ago (leave it out to start now)")
     if end is not None and end <= now:
-        raise InvalidJob("end", "must be in the future")
+        raise InvalidRequest("end", "must be in the future")
     if start is not None and end is not None and end <= start:
-        raise InvalidJob("end", "must be after start")
+        raise InvalidRequest("end", "must be after start")
     return start, end
 
 
@@ -200,7 +201,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
     except Exception as error:
         quotas.give_back(tenant, quotas.SCHEDULES, _key(tenant, request.name))
         if isinstance(error, eventbridge.Rejected):  # the input, not an outage: a retry would fail the same way
-            raise InvalidJob(error.parameter, f"EventBridge Scheduler rejected the {error.parameter}") from error
+            raise InvalidRequest(error.parameter, f"EventBridge Scheduler rejected the {error.parameter}") from error
         raise
     return item
 
@@ -226,7 +227,7 @@ def decode_cursor(cursor: str) -> str:
     """The schedule name a cursor continues after (shared/cursors.py: never a tenant)."""
     name = cursors.decode(cursor, _CURSOR_VERSION, _NAME)
     if name is None:
-        raise InvalidJob("cursor", cursors.NOT_A_CURSOR)
+        raise InvalidRequest("cursor", cursors.NOT_A_CURSOR)
     return name
 
 
@@ -266,7 +267,7 @@ def recent_runs(tenant: str, name: str, limit: int = settings.SCHEDULE_RUNS_SHOW
     """The jobs this schedule's firings became (once a worker has seen them), newest first."""
     # Straight to DynamoDB, not through the status cache: a cached query would hide new runs.
     items = client("dynamodb").query(
-        TableName=settings.env("CORRAL_TABLE", settings.TABLE_NAME),
+        TableName=environment.current().table,
         IndexName="gsi1",
         KeyConditionExpression="gsi1pk = :runs",
         ExpressionAttributeValues={":runs": {"S": f"runs#{tenant}#{name}"}},

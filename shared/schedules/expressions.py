@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from shared.aws.eventbridge import AT_FORMAT
+from shared.errors import CorralError
 
 CRON_FIELDS = ("minutes", "hours", "day-of-month", "month", "day-of-week", "year")
 # croniter's 7-field order: minute hour day-of-month month day-of-week second year.
@@ -25,7 +26,7 @@ _CRONITER_TEMPLATE = ("0", "0", "*", "*", "*", "0", "*")
 _RATE = re.compile(r"^(\d+) (minute|minutes|hour|hours|day|days)$")
 
 
-class InvalidExpression(ValueError):
+class InvalidExpression(CorralError, ValueError):
     """`message` says what is wrong, naming the cron field where there is one."""
 
 

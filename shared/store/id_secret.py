@@ -12,7 +12,7 @@ from functools import cache
 
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment
 from shared.aws.clients import client
 
 _ITEM_KEY = {"pk": {"S": "config#job-id-signing-key"}}
@@ -21,7 +21,7 @@ _ITEM_KEY = {"pk": {"S": "config#job-id-signing-key"}}
 @cache
 def id_secret() -> bytes:
     dynamodb = client("dynamodb")
-    table = settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+    table = environment.current().table
     item = dynamodb.get_item(TableName=table, Key=_ITEM_KEY, ConsistentRead=True).get("Item")
     if item is None:
         try:

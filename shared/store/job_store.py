@@ -16,7 +16,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import aws_error_code, client
 from shared.model import JobMessage, JobRecord, OutcomeMessage, Status
 from shared.store.table_schema import JOBS_INDEX
@@ -25,7 +25,7 @@ _DAY = 86_400
 
 
 def _table() -> str:
-    return settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+    return environment.current().table
 
 
 def _key(job_id: str) -> dict[str, Any]:

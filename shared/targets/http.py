@@ -26,7 +26,7 @@ from typing import Any
 import urllib3
 from urllib3.exceptions import HTTPError as TransportError
 
-from shared import settings
+from shared import environment, settings
 from shared.jobs.job_types import InvalidPayload, JobContext, JobDead, JobFailed, job_type
 from shared.targets import signing_secrets
 from shared.targets.http_policy import Refused, ResolutionFailed, Resolver, Target, TargetPolicy, check_url, resolve
@@ -174,7 +174,7 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
 
 def _timeout_seconds() -> float:
     # The stack sets this to the longest attempt its worker runs.
-    return float(settings.env("CORRAL_HTTP_TIMEOUT_SECONDS", str(settings.HTTP_DEFAULT_TIMEOUT_SECONDS)))
+    return environment.current().http_timeout_seconds
 
 
 @cache

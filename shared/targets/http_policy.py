@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import SplitResult, urlsplit
 
-from shared import settings
+from shared import environment, settings
+from shared.errors import CorralError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # host, port -> the addresses it resolves to (socket.getaddrinfo in production; injected in tests).
@@ -32,7 +33,7 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _LOCALHOST_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 
 
-class Refused(ValueError):
+class Refused(CorralError, ValueError):
     """The target may not be contacted; `field` names the payload field at fault."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -50,11 +51,11 @@ class TargetPolicy:
 
     @classmethod
     def from_env(cls) -> TargetPolicy:
-        hosts = settings.env("CORRAL_HTTP_PRIVATE_HOSTS", "")
+        found = environment.current()
         return cls(
-            allow_plain_http=settings.env("CORRAL_HTTP_ALLOW_PLAIN", "0") == "1",
-            allow_loopback=settings.env("CORRAL_HTTP_ALLOW_LOOPBACK", "0") == "1",
-            private_hosts=frozenset(h.strip().lower().rstrip(".") for h in hosts.split(",") if h.strip()),
+            allow_plain_http=found.http_allow_plain,
+            allow_loopback=found.http_allow_loopback,
+            private_hosts=frozenset(host.lower().rstrip(".") for host in found.http_private_hosts),
         )
 
 
@@ -184,5 +185,5 @@ def resolve(target: Target, policy: TargetPolicy, resolver: Resolver | None = No
     return str(addresses[0])
 
 
-class ResolutionFailed(OSError):
+class ResolutionFailed(CorralError, OSError):
     """DNS did not answer: may be transient, so retried like a connection error."""

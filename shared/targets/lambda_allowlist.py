@@ -10,18 +10,17 @@ and this check grant exactly the same functions. A target may carry a qualifier 
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 
-from shared import settings
+from shared import environment
+from shared.errors import CorralError
 
 _NAME = re.compile(r"^[A-Za-z0-9_*?-]{1,64}$")
 _ARN = re.compile(r"^arn:[a-z*?-]+:lambda:[a-z0-9*?-]+:[0-9*?]+:function:[A-Za-z0-9_*?-]{1,64}$")
-ENVIRONMENT = "CORRAL_LAMBDA_TARGETS"
 
 
-class BadPattern(ValueError):
-    pass
+class BadPattern(CorralError, ValueError):
+    """A Lambda target pattern that names no function."""
 
 
 def check_pattern(pattern: str) -> str:
@@ -33,7 +32,7 @@ def check_pattern(pattern: str) -> str:
 
 
 def allowed_patterns() -> list[str]:
-    return list(json.loads(settings.env(ENVIRONMENT, "[]")))
+    return list(environment.current().lambda_targets)
 
 
 def unqualified(target: str) -> str:

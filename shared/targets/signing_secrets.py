@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import client
 
 SECRET_PREFIX = "whsec_"
@@ -45,7 +45,7 @@ class SigningSecret:
 
 
 def _table() -> str:
-    return settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+    return environment.current().table
 
 
 def _key(tenant: str) -> dict[str, Any]:

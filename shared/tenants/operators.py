@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import client
 from shared.tenants import api_keys
 from shared.tenants.key_lookup import KeyLookup
@@ -27,7 +27,7 @@ def _pk(operator_key: str) -> str:
 
 
 def _table() -> str:
-    return settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+    return environment.current().table
 
 
 def create_key(label: str) -> str:

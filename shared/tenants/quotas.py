@@ -21,8 +21,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import aws_error_code, client, single_attempt_client
+from shared.errors import QuotaExceeded
 from shared.refresh import Refresher
 
 
@@ -55,38 +56,11 @@ FAR_FUTURE_JOBS = Quota(counter="far_future_jobs", limit_name="max_far_future_jo
 QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS)
 
 
-class QuotaExceeded(Exception):
-    """Taking `requested` more would pass the tenant's `limit_name` (`limit`); it holds `count`.
-
-    A retry helps once the tenant holds less (it deletes schedules, far-future jobs run), unless the
-    request alone is larger than the limit: `retry_can_help` says which (HTTP 429 or 403).
-    """
-
-    def __init__(self, quota: Quota, limit: int, count: int, requested: int = 1) -> None:
-        self.quota = quota
-        self.limit_name = quota.limit_name
-        self.limit = limit
-        self.count = count
-        self.requested = requested
-        super().__init__(self.message)
-
-    @property
-    def retry_can_help(self) -> bool:
-        return self.requested <= self.limit
-
-    @property
-    def message(self) -> str:
-        text = f"{self.quota.noun} quota reached: {self.count} of {self.limit} ({self.limit_name})"
-        if not self.retry_can_help:
-            text += f"; this request needs {self.requested}: ask the operator to raise the limit"
-        return text
-
-
 _cached: dict[str, tuple[TenantLimits, float]] = {}
 
 
 def _table() -> str:
-    return settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+    return environment.current().table
 
 
 def _tenant_key(tenant: str) -> dict[str, Any]:
@@ -225,7 +199,7 @@ def take(tenant: str, quota: Quota, item: dict[str, Any]) -> bool:
     """
     limit = _limit_of(tenant, quota)
     if limit < 1:
-        raise QuotaExceeded(quota, limit, usage(tenant)[quota.counter])
+        raise QuotaExceeded(quota.noun, quota.limit_name, limit, usage(tenant)[quota.counter])
     try:
         client("dynamodb").transact_write_items(
             TransactItems=[
@@ -257,7 +231,7 @@ def take(tenant: str, quota: Quota, item: dict[str, Any]) -> bool:
         if item_failed:
             return False
         if usage_failed:
-            raise QuotaExceeded(quota, limit, usage(tenant)[quota.counter]) from error
+            raise QuotaExceeded(quota.noun, quota.limit_name, limit, usage(tenant)[quota.counter]) from error
         raise
     return True
 

@@ -32,8 +32,9 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment
 from shared.aws.clients import client
+from shared.errors import RateLimited
 from shared.tenants import quotas
 
 DIRECTORY_ITEM_SECONDS_KEPT = 3600  # a tenant idle this long loses its directory item (TTL)
@@ -43,20 +44,6 @@ DIRECTORY_ITEM_SECONDS_KEPT = 3600  # a tenant idle this long loses its director
 COUNTED_SECONDS = 10
 STALE_WINDOWS = 60  # an instance silent this many seconds is dropped from the directory
 PRUNE_PER_REPORT = 10
-
-
-class RateLimited(Exception):
-    """The tenant is over its enqueue rate; retry after `retry_after_seconds` (whole seconds, >= 1)."""
-
-    def __init__(
-        self, retry_after_seconds: int, rate_per_second: float | None = None, burst: int | None = None
-    ) -> None:
-        limits = "" if rate_per_second is None else f" {rate_per_second:g} jobs/s with bursts of {burst}"
-        super().__init__(
-            f"enqueue rate limit reached:{limits} (enqueue_rate_per_second, enqueue_burst);"
-            f" retry after {retry_after_seconds} s"
-        )
-        self.retry_after_seconds = retry_after_seconds
 
 
 @dataclass
@@ -110,7 +97,7 @@ class DynamoDirectory:
 
     def report(self, tenant: str, instance: str, window: int, demand: float) -> Census:
         ddb = client("dynamodb")
-        table = settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+        table = environment.current().table
         key = {"pk": {"S": f"ratewin#{tenant}"}}
         names = {"#i": "instances", "#me": instance} | {f"#g{n}": gone for n, gone in enumerate(self._gone)}
         removes = ", ".join(f"#i.#g{n}" for n in range(len(self._gone)))

@@ -18,8 +18,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment
 from shared.aws.clients import client
+from shared.errors import CorralError
 from shared.tenants import api_keys
 from shared.tenants.key_lookup import KeyLookup
 
@@ -27,7 +28,7 @@ TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _TENANTS_INDEX_KEY = "tenants"
 
 
-class TenantError(ValueError):
+class TenantError(CorralError, ValueError):
     """An operator request that cannot be done (unknown tenant, name taken, unknown key)."""
 
 
@@ -49,7 +50,7 @@ class KeyInfo:
 
 
 def _table() -> str:
-    return settings.env("CORRAL_TABLE", settings.TABLE_NAME)
+    return environment.current().table
 
 
 def _now_iso() -> str:
@@ -214,7 +215,7 @@ def _full_digest(dynamodb: Any, tenant: str, key_id: str) -> str:
 
 
 def _known_key_seconds() -> float:
-    return float(settings.env("CORRAL_API_KEY_CACHE_SECONDS", str(settings.API_KEY_CACHE_SECONDS)))
+    return environment.current().api_key_cache_seconds
 
 
 def _read_key_item(digest: str) -> dict[str, Any] | None:

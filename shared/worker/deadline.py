@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from shared import settings
+from shared import environment, settings
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.job_types import JobTimedOut
@@ -48,7 +48,7 @@ def timeout_of(message: JobMessage) -> int:
 
 def ceiling_seconds() -> int:
     """The longest attempt this worker can run: its invocation timeout less the start reserve (the stack sets it)."""
-    return int(settings.env("CORRAL_JOB_TIMEOUT_CEILING", str(settings.MAX_JOB_TIMEOUT_SECONDS)))
+    return environment.current().job_timeout_ceiling
 
 
 # Never start a job with less than this left of the invocation, whatever its timeout.
@@ -62,7 +62,7 @@ def seconds_needed_to_start(message: JobMessage) -> float:
 
 def lease_seconds(timeout: int) -> int:
     """How long a claim holds the job: the attempt's timeout plus the margin, never past the worker's lease."""
-    return min(int(settings.env("CORRAL_LEASE_SECONDS")), timeout + MARGIN_SECONDS)
+    return min(environment.current().lease_seconds, timeout + MARGIN_SECONDS)
 
 
 @contextmanager

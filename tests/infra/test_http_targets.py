@@ -8,6 +8,7 @@ from aws_cdk.assertions import Match, Template
 
 from infra import http_targets
 from shared import settings
+from shared.environment import FunctionEnv
 
 
 def _environments(template: Template) -> list[dict[str, str]]:
@@ -31,7 +32,7 @@ def test_the_local_profile_allows_loopback_and_http_within_its_short_worker_time
 
 def _environment_with(context: dict[str, object]) -> dict[str, str]:
     stack = cdk.Stack(cdk.App(context=context), "probe")
-    return http_targets.environment(stack, settings.PROFILES["aws"])
+    return FunctionEnv(**http_targets.function_env(stack, settings.PROFILES["aws"])).as_environment()
 
 
 def test_an_operator_may_allow_plain_http_and_name_private_hosts():

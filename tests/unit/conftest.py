@@ -11,12 +11,22 @@ import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import client, single_attempt_client
+from shared.environment import FunctionEnv
 from shared.store import table_schema
 from shared.store.id_secret import id_secret
 from shared.tenants import operators, quotas, rate_limit, tenants
 from shared.worker import work
+
+
+@pytest.fixture(autouse=True)
+def function_env() -> Iterator[FunctionEnv]:
+    """Each test starts from the environment a function with nothing deployed would read, and leaves
+    none behind; a test changes fields with `environment.change(...)`."""
+    environment.use(FunctionEnv())
+    yield environment.current()
+    environment.use(None)
 
 
 @pytest.fixture
@@ -42,11 +52,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         sqs = boto3.client("sqs")
         dlq_url = sqs.create_queue(QueueName=settings.DLQ_NAME)["QueueUrl"]
         queue_url = sqs.create_queue(QueueName=settings.QUEUE_NAME)["QueueUrl"]
-        monkeypatch.setenv("CORRAL_TABLE", settings.TABLE_NAME)
-        monkeypatch.setenv("CORRAL_QUEUE_URL", queue_url)
-        monkeypatch.setenv("CORRAL_DLQ_URL", dlq_url)
-        monkeypatch.setenv("CORRAL_LEASE_SECONDS", "10")
-        monkeypatch.setenv("CORRAL_CHAOS_JOB_TYPES", "0")
+        environment.change(table=settings.TABLE_NAME, queue_url=queue_url, dlq_url=dlq_url, lease_seconds=10)
         yield {"queue_url": queue_url, "dlq_url": dlq_url, "sqs": sqs, "dynamodb": dynamodb}
     client.cache_clear()
     single_attempt_client.cache_clear()
@@ -63,9 +69,7 @@ def scheduler_env(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[
     def arn(url: str) -> str:
         return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
 
-    monkeypatch.setenv("CORRAL_SCHEDULER_ROLE_ARN", role)
-    monkeypatch.setenv("CORRAL_QUEUE_ARN", arn(aws["queue_url"]))
-    monkeypatch.setenv("CORRAL_DLQ_ARN", arn(aws["dlq_url"]))
+    environment.change(scheduler_role_arn=role, queue_arn=arn(aws["queue_url"]), dlq_arn=arn(aws["dlq_url"]))
     client = boto3.client("scheduler")
     client.create_schedule_group(Name=settings.SCHEDULE_GROUP)
     return {**aws, "scheduler": client}

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from bench.http_event import FakeLambdaContext, http_api_event
 from functions.api import job_schemas
 from shared import settings as corral_settings
+from shared.environment import FunctionEnv
 from shared.jobs import job_types
 from shared.tenants import tenants
 
@@ -67,8 +68,8 @@ from shared.store import table_schema
 from shared.tenants import tenants
 with mock_aws():
     boto3.client("dynamodb").create_table(**table_schema.create_table_params())
-    import os
-    os.environ["CORRAL_QUEUE_URL"] = boto3.client("sqs").create_queue(QueueName=settings.QUEUE_NAME)["QueueUrl"]
+    from shared import environment
+    environment.change(queue_url=boto3.client("sqs").create_queue(QueueName=settings.QUEUE_NAME)["QueueUrl"])
     key = tenants.create_key("acme")
     def call(method, path, body=None):
         return api.handler(http_api_event(method, path, body, key), FakeLambdaContext())
@@ -102,7 +103,7 @@ def test_a_cold_start_and_its_first_enqueues_load_nothing_only_other_routes_need
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
-        "CORRAL_TABLE": corral_settings.TABLE_NAME,
+        **FunctionEnv(table=corral_settings.TABLE_NAME).as_environment(),
         "POWERTOOLS_LOG_LEVEL": "ERROR",
         "PYTHONDONTWRITEBYTECODE": "1",
     }

@@ -7,7 +7,8 @@ import pytest
 from bench.http_event import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.aws import queue
-from shared.jobs.enqueue import InvalidJob, JobRequest, NotSent, enqueue_many
+from shared.errors import InvalidRequest
+from shared.jobs.enqueue import JobRequest, NotSent, enqueue_many
 from shared.model import JobMessage
 from shared.tenants import tenants
 
@@ -27,7 +28,7 @@ def test_enqueue_many_sends_every_valid_job_and_reports_the_invalid_one(aws):
 
     outcomes = enqueue_many("acme", requests)
 
-    assert isinstance(outcomes[7], InvalidJob)
+    assert isinstance(outcomes[7], InvalidRequest)
     assert outcomes[7].field == "type"
     sent = [outcome for outcome in outcomes if isinstance(outcome, JobMessage)]
     assert len(sent) == 24

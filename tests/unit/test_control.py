@@ -6,6 +6,7 @@ import time
 import pytest
 
 from shared import settings
+from shared.errors import Conflict, NotFound
 from shared.jobs import control, enqueue
 from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage, Status
@@ -43,7 +44,7 @@ def test_claim_then_cancel_the_job_runs_and_the_cancel_is_a_409(aws):
     message = _enqueue()
     assert isinstance(job_store.claim(message, "m1", time.time(), lease_seconds=60), job_store.Claimed)
 
-    with pytest.raises(control.Conflict, match="running"):
+    with pytest.raises(Conflict, match="running"):
         control.cancel("acme", message.id)
     assert _record(message.id).status is Status.RUNNING
 
@@ -92,16 +93,16 @@ def test_cancel_is_idempotent_and_a_finished_job_is_a_409(aws):
 
     done = _enqueue()
     _deliver(done)
-    with pytest.raises(control.Conflict, match="finished"):
+    with pytest.raises(Conflict, match="finished"):
         control.cancel("acme", done.id)
 
 
 def test_cancel_of_another_tenants_job_or_a_made_up_id_is_not_found(aws):
     message = _enqueue(tenant="acme")
-    with pytest.raises(control.NotFound):
+    with pytest.raises(NotFound):
         control.cancel("other", message.id)
     _deliver(_enqueue(tenant="acme"))
-    with pytest.raises(control.NotFound):
+    with pytest.raises(NotFound):
         control.cancel("other", "jtaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
     assert job_store.get(message.id) is None  # nothing was written for the wrong tenant
 
@@ -164,13 +165,13 @@ def test_retrying_a_retried_job_resends_it_and_the_claim_runs_it_once(aws):
 
 def test_retry_answers_conflict_for_jobs_that_are_not_dead_or_cancelled(aws):
     queued = _enqueue()
-    with pytest.raises(control.Conflict, match="has not run yet"):
+    with pytest.raises(Conflict, match="has not run yet"):
         control.retry("acme", queued.id)
     done = _enqueue()
     _deliver(done)
-    with pytest.raises(control.Conflict, match="succeeded"):
+    with pytest.raises(Conflict, match="succeeded"):
         control.retry("acme", done.id)
-    with pytest.raises(control.NotFound):
+    with pytest.raises(NotFound):
         control.retry("other", done.id)
 
 
@@ -178,7 +179,7 @@ def test_a_job_cancelled_before_any_worker_saw_it_is_retryable_once_its_message_
     message = _enqueue(payload={"n": 7})
     control.cancel("acme", message.id)
 
-    with pytest.raises(control.Conflict, match="payload is not recorded"):
+    with pytest.raises(Conflict, match="payload is not recorded"):
         control.retry("acme", message.id)
     assert _deliver(message) == "duplicate"  # the worker acks it and records its content
     _queued_bodies(aws)  # drain the original message

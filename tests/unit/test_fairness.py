@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from shared import settings
+from shared import environment, settings
 from shared.jobs import control
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import firing_input
@@ -64,7 +64,7 @@ def test_a_redriven_firing_is_sent_in_its_tenants_group_and_a_forged_tenant_in_n
 def test_scheduler_targets_carry_the_group_only_where_the_setting_allows(
     scheduler_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch, sets_group: bool
 ) -> None:
-    monkeypatch.setenv("CORRAL_SCHEDULER_SETS_MESSAGE_GROUP", "1" if sets_group else "0")
+    environment.change(scheduler_sets_message_group=sets_group)
     message = enqueue("acme", JobRequest(type="echo", run_at=datetime.now(UTC) + timedelta(hours=2)))
 
     entry = scheduler_env["scheduler"].get_schedule(Name=f"d-{message.id}", GroupName=settings.SCHEDULE_GROUP)

@@ -9,8 +9,9 @@ import time
 import pytest
 
 from client.signatures import verify_signature
-from shared import settings
-from shared.jobs.enqueue import InvalidJob, check_job
+from shared import environment, settings
+from shared.errors import InvalidRequest
+from shared.jobs.enqueue import check_job
 from shared.jobs.job_types import JobContext, JobDead, JobFailed
 from shared.model import JobMessage, Status
 from shared.store import job_store
@@ -41,9 +42,9 @@ def server():
 def local_profile(aws, monkeypatch):
     """The function environment the local profile deploys: loopback and plain http allowed."""
     signing_secrets._cache.clear()
-    monkeypatch.setenv("CORRAL_HTTP_ALLOW_PLAIN", "1")
-    monkeypatch.setenv("CORRAL_HTTP_ALLOW_LOOPBACK", "1")
-    monkeypatch.setenv("CORRAL_HTTP_TIMEOUT_SECONDS", "2")
+    environment.change(http_allow_plain=True)
+    environment.change(http_allow_loopback=True)
+    environment.change(http_timeout_seconds=2)
     yield aws
     signing_secrets._cache.clear()
 
@@ -212,10 +213,10 @@ def test_on_the_aws_rules_a_name_resolving_to_loopback_is_refused_and_never_cont
     ],
 )
 def test_enqueue_names_the_payload_field_at_fault_on_the_aws_rules(aws, monkeypatch, payload, field, why):
-    monkeypatch.setenv("CORRAL_HTTP_ALLOW_PLAIN", "0")
-    monkeypatch.setenv("CORRAL_HTTP_ALLOW_LOOPBACK", "0")
+    environment.change(http_allow_plain=False)
+    environment.change(http_allow_loopback=False)
 
-    with pytest.raises(InvalidJob, match=why) as invalid:
+    with pytest.raises(InvalidRequest, match=why) as invalid:
         check_job("http", payload, 3)
 
     assert invalid.value.field == field
@@ -262,7 +263,7 @@ def test_the_registered_job_type_reads_the_stack_rules_from_the_environment(serv
     path = server.path()
     assert _deliver(_message(server.url(path))) == "succeeded"
 
-    monkeypatch.setenv("CORRAL_HTTP_ALLOW_LOOPBACK", "0")
+    environment.change(http_allow_loopback=False)
     message = JobMessage(
         id="jt-http-2", tenant="acme", type="http", payload={"url": server.url(path)}, max_attempts=3, enqueued_at=1.0
     )

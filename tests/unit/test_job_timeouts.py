@@ -4,6 +4,8 @@ import time
 
 import pytest
 
+from shared import environment
+from shared.environment import FunctionEnv
 from shared.jobs import job_types
 from shared.model import JobMessage, Status
 from shared.store import job_store
@@ -78,16 +80,16 @@ def test_the_alarm_is_cleared_after_a_job_that_finishes_in_time(aws):
 
 
 def test_the_worker_ceiling_caps_a_job_timeout(aws, monkeypatch):
-    monkeypatch.setenv("CORRAL_JOB_TIMEOUT_CEILING", "3")
+    environment.change(job_timeout_ceiling=3)
     assert deadline.timeout_of(_message("sleep", timeout_seconds=600)) == 3
     assert deadline.timeout_of(_message("echo")) == 3
-    monkeypatch.delenv("CORRAL_JOB_TIMEOUT_CEILING")
+    environment.change(job_timeout_ceiling=FunctionEnv().job_timeout_ceiling)
     assert deadline.timeout_of(_message("sleep", timeout_seconds=600)) == 600
     assert deadline.timeout_of(_message("echo")) == 30  # the type's default
 
 
 def test_a_claim_leases_the_job_for_its_timeout_plus_the_margin_within_the_workers_lease(aws, monkeypatch):
-    monkeypatch.setenv("CORRAL_LEASE_SECONDS", "905")
+    environment.change(lease_seconds=905)
     assert deadline.lease_seconds(30) == 40
     assert deadline.lease_seconds(900) == 905
 

@@ -6,9 +6,11 @@ from pathlib import Path
 import pytest
 
 from infra import bundling, jobs_package
+from shared import environment
+from shared.environment import FunctionEnv
+from shared.errors import InvalidRequest
 from shared.jobs import job_types
-from shared.jobs.enqueue import InvalidJob, JobRequest, build_message
-from shared.targets import lambda_allowlist
+from shared.jobs.enqueue import JobRequest, build_message
 
 EXAMPLE = bundling.ROOT / "examples" / "jobs"
 
@@ -91,7 +93,7 @@ def test_a_job_may_ask_for_a_timeout_up_to_its_types_maximum(aws):
     assert build_message("acme", _request(timeout_seconds=900), time.time()).timeout_seconds == 900
     assert build_message("acme", _request(type="unit_capped", timeout_seconds=60), time.time()).timeout_seconds == 60
     assert build_message("acme", _request(type="unit_capped"), time.time()).timeout_seconds is None  # the type's 10
-    with pytest.raises(InvalidJob, match="between 1 and 60") as error:
+    with pytest.raises(InvalidRequest, match="between 1 and 60") as error:
         build_message("acme", _request(type="unit_capped", timeout_seconds=61), time.time())
     assert error.value.field == "timeout_seconds"
 
@@ -102,37 +104,36 @@ def test_a_jobs_attempts_default_to_its_types(aws):
 
 
 def test_a_lambda_target_must_be_allowed_by_the_stack(aws, monkeypatch):
-    monkeypatch.setenv(
-        lambda_allowlist.ENVIRONMENT, '["reports-*","arn:aws:lambda:eu-west-1:123456789012:function:etl"]'
-    )
+    environment.change(lambda_targets=("reports-*", "arn:aws:lambda:eu-west-1:123456789012:function:etl"))
     for allowed in ("reports-daily", "reports-daily:live", "arn:aws:lambda:eu-west-1:123456789012:function:etl:3"):
         build_message("acme", _request(type="lambda", payload={"function": allowed}), time.time())
     for refused in ("billing", "arn:aws:lambda:eu-west-1:999999999999:function:etl", "arn:aws:lambda:x:1:function:r"):
-        with pytest.raises(InvalidJob) as error:
+        with pytest.raises(InvalidRequest) as error:
             build_message("acme", _request(type="lambda", payload={"function": refused}), time.time())
         assert error.value.field == "payload.function"
-    with pytest.raises(InvalidJob) as error:
+    with pytest.raises(InvalidRequest) as error:
         build_message("acme", _request(type="lambda", payload={"function": "reports-x", "extra": 1}), time.time())
     assert error.value.field == "payload.extra"
 
 
 def test_no_lambda_target_is_allowed_by_default(aws, monkeypatch):
-    monkeypatch.delenv(lambda_allowlist.ENVIRONMENT, raising=False)
-    with pytest.raises(InvalidJob, match="not a Lambda target this stack allows"):
+    environment.change(lambda_targets=())
+    with pytest.raises(InvalidRequest, match="not a Lambda target this stack allows"):
         build_message("acme", _request(type="lambda", payload={"function": "anything"}), time.time())
 
 
 _DECLARED = """
 import json, sys
 from shared.jobs import job_types
-from shared.jobs.enqueue import InvalidJob, check_job
+from shared.errors import InvalidRequest
+from shared.jobs.enqueue import check_job
 render = job_types.declared("render_email")
 before = any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)
 limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}
 try:
     check_job("render_email", {"markdown": 5}, 2)
     refused = None
-except InvalidJob as error:
+except InvalidRequest as error:
     refused = error.field
 print(json.dumps({**limits, "imported_before_validating": before, "refused": refused,
                   "imported_after": any(name.startswith("jobs.") for name in sys.modules),
@@ -158,7 +159,7 @@ def test_the_api_accepts_jobs_against_the_declarations_written_at_synth(tmp_path
             "PYTHONPATH": ":".join(str(path) for path in [code, *layers]),
             "PATH": "/usr/bin:/bin",
             "PYTHONDONTWRITEBYTECODE": "1",
-            "CORRAL_JOBS_PACKAGE": package.name,
+            **FunctionEnv(jobs_package=package.name).as_environment(),
         },
         capture_output=True,
         text=True,

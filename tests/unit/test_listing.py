@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from bench.http_event import FakeLambdaContext, http_api_event
 from shared import settings
+from shared.errors import InvalidRequest
 from shared.jobs import enqueue, listing, stats
 from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage
@@ -191,7 +192,7 @@ def test_a_tampered_cursor_is_a_422_and_a_cursor_cannot_reach_another_tenant(cal
 def test_any_cursor_decodes_to_an_index_position_or_is_refused(cursor):
     try:
         before = listing.decode_cursor(cursor)
-    except listing.InvalidQuery as error:
+    except InvalidRequest as error:
         assert error.field == "cursor"
         return
     assert listing._SORT_KEY.fullmatch(before)

@@ -13,13 +13,13 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from shared import settings
+from shared.errors import InvalidRequest, QuotaExceeded
 from shared.jobs import control, enqueue, far_future
-from shared.jobs.enqueue import InvalidJob, JobRequest, NotSent
+from shared.jobs.enqueue import JobRequest, NotSent
 from shared.model import JobMessage
 from shared.schedules import customer_schedules
 from shared.store import job_store
 from shared.tenants import quotas
-from shared.tenants.quotas import QuotaExceeded
 from shared.worker.work import Delivery, receive
 from tests.unit import worker_harness
 
@@ -233,7 +233,7 @@ def test_a_schedule_scheduler_refuses_gives_its_unit_back(scheduler_env, monkeyp
         raise customer_schedules.eventbridge.Rejected("expression", "ValidationException: nope")
 
     monkeypatch.setattr(customer_schedules.eventbridge, "create", refuse)
-    with pytest.raises(InvalidJob):
+    with pytest.raises(InvalidRequest):
         customer_schedules.create("acme", _schedule("a"))
     assert quotas.usage("acme")["schedules"] == 0
     assert customer_schedules.get("acme", "a") is None
@@ -256,7 +256,7 @@ def test_a_schedule_carries_its_job_timeout_into_every_firing(scheduler_env):
 
 
 def test_a_schedule_timeout_beyond_its_type_is_refused(scheduler_env):
-    with pytest.raises(InvalidJob) as refused:
+    with pytest.raises(InvalidRequest) as refused:
         customer_schedules.create("acme", _schedule("a", timeout_seconds=settings.MAX_JOB_TIMEOUT_SECONDS + 1))
     assert refused.value.field == "job.timeout_seconds"
     assert quotas.usage("acme")["schedules"] == 0
@@ -284,7 +284,7 @@ def test_schedules_are_listed_a_page_at_a_time_by_name(scheduler_env):
 
 @pytest.mark.parametrize("cursor", ["nonsense", "czE6YS9i", "", "czI6YQ"])
 def test_a_cursor_the_api_did_not_return_is_refused_naming_the_field(scheduler_env, cursor):
-    with pytest.raises(InvalidJob) as refused:
+    with pytest.raises(InvalidRequest) as refused:
         customer_schedules.list_page("acme", cursor=cursor or "x")
     assert refused.value.field == "cursor"
 

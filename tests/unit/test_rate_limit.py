@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared.errors import RateLimited
 from shared.jobs.enqueue import JobRequest, enqueue, enqueue_many
 from shared.tenants import quotas, rate_limit
-from shared.tenants.rate_limit import Census, DynamoDirectory, RateLimited, RateLimiter, TokenBucket
+from shared.tenants.rate_limit import Census, DynamoDirectory, RateLimiter, TokenBucket
 
 
 class FakeClock:

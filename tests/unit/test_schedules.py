@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared import settings
-from shared.jobs.enqueue import InvalidJob, JobRequest, enqueue
+from shared.errors import InvalidRequest
+from shared.jobs.enqueue import JobRequest, enqueue
 from shared.schedules import customer_schedules
 
 
@@ -64,7 +65,7 @@ def test_delete_removes_the_record_and_the_schedule(scheduler_env):
     ],
 )
 def test_an_invalid_schedule_names_the_field_and_creates_nothing(scheduler_env, changes, field):
-    with pytest.raises(InvalidJob) as refused:
+    with pytest.raises(InvalidRequest) as refused:
         customer_schedules.create("acme", _request(**changes))
     assert refused.value.field == field
     assert customer_schedules.list_for("acme") == []

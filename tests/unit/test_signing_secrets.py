@@ -6,7 +6,7 @@ import random
 import pytest
 
 from client.signatures import SignatureVerificationError, compute_signature, verify_signature
-from shared import settings
+from shared import environment, settings
 from shared.targets import signing_secrets
 
 DAY = 86_400
@@ -114,8 +114,8 @@ def call_api(aws, monkeypatch):
     from functions.api.handler import handler
     from shared.tenants import tenants
 
-    monkeypatch.setenv("CORRAL_HTTP_ALLOW_PLAIN", "0")
-    monkeypatch.setenv("CORRAL_HTTP_ALLOW_LOOPBACK", "0")
+    environment.change(http_allow_plain=False)
+    environment.change(http_allow_loopback=False)
     api_key = tenants.create_key("acme")
 
     def call(method, path, body=None):

@@ -3,13 +3,14 @@
 import pytest
 from amazondax.DaxError import DaxClientError
 
+from shared import environment
 from shared.aws.clients import client
-from shared.aws.status_cache import DAX_ENDPOINT_ENV, LOCAL_CACHE_ENDPOINT_ENV, jobs_client
+from shared.aws.status_cache import jobs_client
 
 
 @pytest.fixture(autouse=True)
 def _no_endpoints(monkeypatch):
-    for name in (DAX_ENDPOINT_ENV, LOCAL_CACHE_ENDPOINT_ENV, "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
@@ -23,14 +24,14 @@ def test_without_a_cache_job_items_go_to_dynamodb():
 
 
 def test_the_local_stand_in_is_used_when_its_endpoint_is_set(monkeypatch):
-    monkeypatch.setenv(LOCAL_CACHE_ENDPOINT_ENV, "http://127.0.0.1:4999")
+    environment.change(status_cache_endpoint="http://127.0.0.1:4999")
 
     assert jobs_client().meta.endpoint_url == "http://127.0.0.1:4999"
 
 
 def test_dax_is_used_when_its_endpoint_is_set(monkeypatch):
     # The DAX client discovers the cluster when created; nothing listens here, so it says so.
-    monkeypatch.setenv(DAX_ENDPOINT_ENV, "dax://127.0.0.1:9")
+    environment.change(dax_endpoint="dax://127.0.0.1:9")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
 
@@ -39,8 +40,7 @@ def test_dax_is_used_when_its_endpoint_is_set(monkeypatch):
 
 
 def test_a_single_attempt_client_goes_the_same_way_without_retries(monkeypatch):
-    monkeypatch.delenv(DAX_ENDPOINT_ENV, raising=False)
-    monkeypatch.setenv(LOCAL_CACHE_ENDPOINT_ENV, "http://127.0.0.1:4999")
+    environment.change(dax_endpoint="", status_cache_endpoint="http://127.0.0.1:4999")
 
     single = jobs_client(single_attempt=True)
 

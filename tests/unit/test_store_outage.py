@@ -18,7 +18,7 @@ import moto.sqs.models
 import pytest
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
@@ -48,7 +48,7 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
     dlq_arn = sqs.get_queue_attributes(QueueUrl=aws["dlq_url"], AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": budget})
     url = sqs.create_queue(QueueName="corral-outage", Attributes={"RedrivePolicy": redrive})["QueueUrl"]
-    monkeypatch.setenv("CORRAL_QUEUE_URL", url)
+    environment.change(queue_url=url)
     clock = VirtualClock(time.time())
     monkeypatch.setattr(moto.sqs.models, "unix_time", clock.seconds)
     monkeypatch.setattr(moto.sqs.models, "unix_time_millis", clock.millis)
@@ -91,7 +91,7 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
 
 
 def test_an_hour_of_store_outage_on_the_aws_profile_moves_no_unrun_job_to_the_dlq(aws, monkeypatch):
-    monkeypatch.setenv("CORRAL_HAND_BACK_MAX_SECONDS", str(AWS.visibility_timeout_seconds))
+    environment.change(hand_back_max_seconds=AWS.visibility_timeout_seconds)
 
     ended, receives, delays = _outage_of(3600, budget=settings.MAX_RECEIVE_COUNT, aws=aws, monkeypatch=monkeypatch)
 
@@ -109,8 +109,8 @@ def test_the_aws_profile_survives_over_three_hours_of_outage_by_the_arithmetic()
 @pytest.mark.parametrize("budget", [8, 12])
 def test_compressed_an_outage_within_the_budget_runs_the_job_and_one_beyond_it_is_redriven(aws, monkeypatch, budget):
     # Small numbers: a 1 s unit and a 6 s cap, and a receive budget of 8 or 12.
-    monkeypatch.setenv("CORRAL_HAND_BACK_UNIT_SECONDS", "1")
-    monkeypatch.setenv("CORRAL_HAND_BACK_MAX_SECONDS", "6")
+    environment.change(hand_back_unit_seconds=1)
+    environment.change(hand_back_max_seconds=6)
     survivable = queue.survivable_outage_seconds(budget, 1.0, 6.0)
 
     with monkeypatch.context() as inner:
@@ -121,7 +121,7 @@ def test_compressed_an_outage_within_the_budget_runs_the_job_and_one_beyond_it_i
 
 
 def test_the_old_flat_hand_back_of_one_or_two_seconds_would_have_dead_lettered_the_job(aws, monkeypatch):
-    monkeypatch.setenv("CORRAL_HAND_BACK_MAX_SECONDS", "2")
+    environment.change(hand_back_max_seconds=2)
 
     ended, _, _ = _outage_of(3600, budget=settings.MAX_RECEIVE_COUNT, aws=aws, monkeypatch=monkeypatch)
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shared import environment
 from shared.aws.clients import client
 from shared.tenants import api_keys, operators, tenants
 
@@ -107,7 +108,7 @@ def test_keys_are_listed_without_secrets_and_revoked_by_id(aws):
 
 
 def test_revoked_keys_stop_working_with_the_reread_after_the_cache_time(aws, monkeypatch):
-    monkeypatch.setenv("CORRAL_API_KEY_CACHE_SECONDS", "0")
+    environment.change(api_key_cache_seconds=0)
     key = tenants.create_key("acme")
     assert tenants.tenant_for(key) == "acme"
     tenants.revoke_key(key)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from functions.worker.handler import handler
+from shared import environment
 from shared.aws import queue
 from shared.aws.clients import client as aws_client
 from shared.jobs import job_types
@@ -89,7 +90,7 @@ def _queued(aws) -> list[dict[str, Any]]:
 
 def test_a_redelivery_during_an_outage_is_handed_back_within_seconds(aws, monkeypatch):
     # A message received before may be one whose unclaimed run died after running: it waits for the claim.
-    monkeypatch.setenv("CORRAL_TABLE", "no-such-table")  # moto answers ResourceNotFoundException
+    environment.change(table="no-such-table")  # moto answers ResourceNotFoundException
 
     with pytest.raises(RetryLater) as later:
         _deliver(_message(), receive_count=2)
@@ -459,7 +460,7 @@ def test_any_interleaving_of_blip_duplicates_and_carried_outcomes_ends_with_one_
     """A job enqueued during a blip, SQS delivering a duplicate of it at any point, polls and the
     blip's end in any order: the job ends with one outcome, and no write records a second."""
     with monkeypatch.context() as patch:
-        patch.setenv("CORRAL_HAND_BACK_UNIT_SECONDS", "0")  # hand-backs visible again at once
+        environment.change(hand_back_unit_seconds=0)  # hand-backs visible again at once
         patch.setattr(work, "_retry_delay", lambda *args: 0)
         patch.setattr(work, "OUTCOME_DELAY_SECONDS", 0)
         patch.setattr(work, "_store_down_until", 0.0)
@@ -595,7 +596,7 @@ def test_the_init_phase_reads_the_id_secret_and_survives_a_store_that_fails(aws,
     assert id_secret.cache_info().currsize == 1  # read before the first delivery: not on a job's clock
 
     id_secret.cache_clear()
-    monkeypatch.setenv("CORRAL_TABLE", "no-such-table")  # every store call fails
+    environment.change(table="no-such-table")  # every store call fails
     work.prepare()  # does not raise: the first delivery reads it, or hands back
     assert id_secret.cache_info().currsize == 0
 

@@ -8,7 +8,7 @@ import time
 
 from botocore.exceptions import ClientError
 
-from shared import settings
+from shared import environment, settings
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import Status
@@ -23,7 +23,7 @@ def test_a_batch_whose_every_record_is_handed_back_answers_batch_item_failures_a
     messages = [build_message("acme", JobRequest(type="echo", payload=n), time.time()) for n in range(3)]
     for message in messages:
         send(aws, message.to_json())
-    monkeypatch.setenv("CORRAL_TABLE", "no-such-table")  # the store is down (the id secret is cached)
+    environment.change(table="no-such-table")  # the store is down (the id secret is cached)
 
     batch = poll(aws)
 

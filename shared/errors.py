@@ -1,0 +1,78 @@
+"""corral's own errors: one root, and one class per answer the API gives.
+
+Domain code raises these (or a subclass that says more); `functions/api/responses.py` maps each
+root class to one HTTP status. The job code's own errors (`JobFailed`, `JobDead`, `InvalidPayload`)
+are the customer's vocabulary and live in `corral_jobs`, not here.
+"""
+
+from __future__ import annotations
+
+
+class CorralError(Exception):
+    """The root of every error corral raises on purpose."""
+
+
+class InvalidRequest(CorralError, ValueError):
+    """The request cannot be accepted as it is; `field` names the offending input (HTTP 422)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class PayloadTooLarge(InvalidRequest):
+    """The request is larger than a limit allows (HTTP 413)."""
+
+
+class NotFound(CorralError):
+    """No such thing for this tenant; another tenant's answers exactly the same (HTTP 404)."""
+
+
+class Conflict(CorralError):
+    """The thing is not in a state that allows this; the message says which and what to do (HTTP 409)."""
+
+
+class QuotaExceeded(CorralError):
+    """Taking `requested` more would pass the tenant's `limit_name` (`limit`); it holds `count`.
+
+    A retry helps once the tenant holds less (it deletes schedules, far-future jobs run), unless the
+    request alone is larger than the limit: `retry_can_help` says which (HTTP 429 or 403).
+    """
+
+    def __init__(self, noun: str, limit_name: str, limit: int, count: int, requested: int = 1) -> None:
+        self.noun = noun
+        self.limit_name = limit_name
+        self.limit = limit
+        self.count = count
+        self.requested = requested
+        super().__init__(self.message)
+
+    @property
+    def retry_can_help(self) -> bool:
+        return self.requested <= self.limit
+
+    @property
+    def message(self) -> str:
+        text = f"{self.noun} quota reached: {self.count} of {self.limit} ({self.limit_name})"
+        if not self.retry_can_help:
+            text += f"; this request needs {self.requested}: ask the operator to raise the limit"
+        return text
+
+
+class RateLimited(CorralError):
+    """The tenant is over its enqueue rate; retry after `retry_after_seconds` (whole seconds, >= 1; HTTP 429)."""
+
+    def __init__(
+        self, retry_after_seconds: int, rate_per_second: float | None = None, burst: int | None = None
+    ) -> None:
+        limits = "" if rate_per_second is None else f" {rate_per_second:g} jobs/s with bursts of {burst}"
+        super().__init__(
+            f"enqueue rate limit reached:{limits} (enqueue_rate_per_second, enqueue_burst);"
+            f" retry after {retry_after_seconds} s"
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
+class Unavailable(CorralError):
+    """A service corral depends on failed; retrying with backoff helps (HTTP 503)."""

@@ -67,7 +67,7 @@ PROFILE ?= aws
 synth: install
 	npx cdk synth -q -c corral:profile=$(PROFILE)
 
-# Component kinds each profile deploys, against the seed's budget of 9 (exit 1 if over).
+# Component kinds each profile deploys, against the budget of 9 (exit 1 if over).
 footprint: install
 	$(PY) -m infra.footprint $(ARGS)
 

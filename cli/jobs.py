@@ -144,10 +144,7 @@ def _wait_with_spinner(api: Corral, job_id: str, timeout: float, statuses: tuple
 
 
 def _show_finished(job: Job, as_json: bool) -> None:
-    if as_json:
-        render.emit_json(job)
-    else:
-        render.job_view(dict(job))
+    render.emit(job, as_json, lambda: render.job_view(dict(job)))
     if job["status"] in ("dead", "cancelled"):
         raise typer.Exit(Exit.JOB_FAILED)
 
@@ -187,19 +184,13 @@ def enqueue(
     if wait_:
         _show_finished(_wait_with_spinner(api, job_id, timeout, FINISHED, as_json), as_json)
         return
-    if as_json:
-        render.emit_json({"id": job_id, "status": "queued"})
-    else:
-        render.out.print(job_id)
+    render.emit({"id": job_id, "status": "queued"}, as_json, lambda: render.out.print(job_id))
 
 
 def get(job_id: Annotated[str, typer.Argument(help="The job's id.")], as_json: JsonFlag = False) -> None:
     """Show a job: status, attempts, result or error, payload."""
     job = corral().get(job_id)
-    if as_json:
-        render.emit_json(job)
-    else:
-        render.job_view(dict(job))
+    render.emit(job, as_json, lambda: render.job_view(dict(job)))
 
 
 def list_jobs(
@@ -256,10 +247,7 @@ def wait(
 def cancel(job_id: Annotated[str, typer.Argument(help="The job's id.")], as_json: JsonFlag = False) -> None:
     """Cancel a job that has not started (queued, delayed or waiting to retry); a running one answers exit 4."""
     job = corral().cancel(job_id)
-    if as_json:
-        render.emit_json(job)
-    else:
-        render.out.print(f"{job['id']} {render.status(job['status'])}")
+    render.emit(job, as_json, lambda: render.out.print(f"{job['id']} {render.status(job['status'])}"))
 
 
 def retry(

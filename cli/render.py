@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +26,14 @@ STATUS_STYLES = {
 
 def emit_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+
+
+def emit(document: Any, as_json: bool, show: Callable[[], None]) -> None:
+    """The document as JSON (--json), else as `show` prints it for a person."""
+    if as_json:
+        emit_json(document)
+    else:
+        show()
 
 
 def when(epoch: float | None) -> str:

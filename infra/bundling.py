@@ -38,7 +38,7 @@ _SOURCE_ONLY = ("amazon-dax-client",)
 NODE_MODULES = ROOT / "node_modules"
 DASHBOARD = Path("functions") / "api" / "dashboard"
 DASHBOARD_ENTRY = DASHBOARD / "src" / "app.js"
-DASHBOARD_BUILD = DASHBOARD / "build"  # what functions/api/dashboard.py serves, beside index.html
+DASHBOARD_BUILD = DASHBOARD / "build"  # what functions/api/dashboard_files.py serves, beside index.html
 DASHBOARD_LIBRARIES = ("preact", "uplot", "cronstrue")  # MIT; their licences ship beside the bundle
 
 

@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
-from functions.api import control, dashboard, jobs, operator, schedules, signing_secrets
+from functions.api import control, dashboard_files, jobs, operator, schedules, signing_secrets
 from functions.api.openapi_docs import complete_error_responses
 from functions.api.responses import answer_for, answered_types, cut, error_response, invalid_fields, json_response
 from shared.jobs import job_types
@@ -26,7 +26,7 @@ app.include_router(schedules.router)
 app.include_router(control.router)
 app.include_router(signing_secrets.router)
 app.include_router(operator.router)
-app.include_router(dashboard.router)
+app.include_router(dashboard_files.router)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)

@@ -32,7 +32,7 @@ NOT_ON_THE_ENQUEUE_PATH = (
     "functions.api.resolver",
     "functions.api.jobs",
     "functions.api.openapi_docs",
-    "functions.api.dashboard",
+    "functions.api.dashboard_files",
     "functions.api.operator",
     "functions.api.control",
     "functions.api.schedules",

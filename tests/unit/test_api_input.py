@@ -72,8 +72,8 @@ def _assert_error(body: dict, code: str) -> None:
 @pytest.mark.parametrize(
     ("method", "path", "payload"),
     [
-        ("POST", "/v1/jobs", {"type": 5, "zzz": 1}),  # used to answer 422 with field details
-        ("POST", "/v1/jobs", '{"payload":' + "[" * 2000 + "]" * 2000 + "}"),  # used to answer 500
+        ("POST", "/v1/jobs", {"type": 5, "zzz": 1}),  # answers 422 with field details
+        ("POST", "/v1/jobs", '{"payload":' + "[" * 2000 + "]" * 2000 + "}"),  # deep nesting answers 422, never 500
         ("POST", "/v1/jobs:batch", {"jobs": []}),
         ("POST", "/v1/schedules", {"name": "!"}),
         ("GET", "/v1/jobs/" + "x" * 500, None),

@@ -19,7 +19,7 @@ from shared.tenants import operators, tenants
 @pytest.fixture(scope="module", autouse=True)
 def bundle() -> None:
     """The bundle the code asset carries, built where the handler reads it (git-ignored)."""
-    from functions.api import dashboard
+    from functions.api import dashboard_files as dashboard
 
     bundling.build_dashboard(bundling.ROOT / bundling.DASHBOARD_BUILD)
     dashboard.files.cache_clear()

@@ -21,7 +21,7 @@ def test_a_timed_id_verifies_for_its_tenant_and_carries_its_time():
 def test_an_id_does_not_verify_for_another_tenant_or_secret_or_when_altered():
     job_id = ids.timed_id(SECRET, "acme")
     # Alter a middle character: the last base32 character also carries padding bits, so changing
-    # it can leave the decoded bytes as they were (this test used to fail about 1 run in 8).
+    # it can leave the decoded bytes as they were (about 1 run in 8 would pass by chance).
     altered = job_id[:5] + ("a" if job_id[5] != "a" else "b") + job_id[6:]
 
     assert ids.verify(SECRET, "globex", job_id) is None

@@ -25,9 +25,9 @@ from typing import Any
 import requests
 
 from bench import slo
-from local.chaos import Sidecars, worker_pids
 from local.deploy import deploy
-from local.ministack import STATE, Ministack
+from local.ministack import STATE, Ministack, worker_pids
+from local.sidecars import Sidecars
 from shared import settings
 from tests.platform import Platform
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.herd import Aws, create_herd
-from local.chaos import worker_pids
+from local.ministack import worker_pids
 from shared import settings
 
 BLIP_SECONDS = 5

@@ -20,9 +20,9 @@ from typing import Any
 
 from bench import measure, slo
 from bench.load import EnqueueLoad
-from local.chaos import Sidecars
 from local.deploy import deploy
 from local.ministack import STATE, Ministack
+from local.sidecars import Sidecars
 from tests.platform import Platform
 
 RESULT = STATE / "first-jobs.json"

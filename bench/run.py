@@ -28,9 +28,10 @@ from bench.herd import Aws, herd_records
 from bench.load import EnqueueLoad, Sample
 from bench.noisy import set_limits
 from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
-from local.chaos import Chaos, Sidecars, worker_pids
+from local.chaos import Chaos
 from local.deploy import DEMO_TENANT, deploy
-from local.ministack import CREDENTIALS, STATE, Ministack
+from local.ministack import CREDENTIALS, STATE, Ministack, worker_pids
+from local.sidecars import Sidecars
 from shared import settings
 from tests.platform import Platform
 

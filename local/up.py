@@ -7,9 +7,9 @@ import signal
 import sys
 import time
 
-from local.chaos import Sidecars
 from local.deploy import EXAMPLE_JOBS, create_operator_key, deploy
 from local.ministack import DEFAULT_PORT, STATE, Ministack
+from local.sidecars import Sidecars
 
 
 def main() -> int:

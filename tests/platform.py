@@ -16,10 +16,11 @@ import boto3
 import pytest
 
 from client import Corral
-from local.chaos import Chaos, Sidecars
+from local.chaos import Chaos
 from local.deploy import deploy
 from local.ministack import STATE, Ministack
 from local.prewarm import Warmed
+from local.sidecars import Sidecars
 from shared import settings
 
 TEST_PORT = int(os.environ.get("CORRAL_TEST_PORT", "4599"))  # apart from `make up`'s 4566

@@ -57,7 +57,7 @@ def _cpu_by_group(emulator: Ministack, sidecars: Sidecars) -> dict[str, float]:
     assert emulator.process is not None
     groups = {"emulator": [emulator.process.pid]}
     for process in sidecars.processes:
-        name = "status cache" if "local.status_cache" in process.args else "fault proxy"
+        name = "status cache" if "local.dax_standin" in process.args else "fault proxy"
         groups[name] = [process.pid]
     groups["worker environments"] = worker_pids(emulator.endpoint, settings.WORKER_FUNCTION)
     groups["API environments"] = worker_pids(emulator.endpoint, settings.API_FUNCTION)

@@ -1,9 +1,9 @@
 """The stand-ins the embedded stack's functions talk through, supervised as subprocesses.
 
 `Sidecars` starts the fault proxy (local/fault_proxy.py, in front of the emulator's DynamoDB and
-SQS) and the status cache (local/status_cache.py: DAX's stand-in, in front of the emulator's DynamoDB, injecting
-the proxy's faults itself: one hop for job items), and gives the function environment that wires
-the deployed functions through them. It writes their addresses to <state dir>/sidecars.json,
+SQS) and the status cache (local/dax_standin.py: DAX's stand-in, in front of the emulator's
+DynamoDB, injecting the proxy's faults itself: one hop for job items), and gives the function
+environment that wires the deployed functions through them. It writes their addresses to <state dir>/sidecars.json,
 where `python -m local.chaos` finds them to inject faults.
 """
 
@@ -75,7 +75,7 @@ class Sidecars:
             proxy = _start("local.fault_proxy", proxy_port, self.emulator_endpoint, log)
             self.processes.append(proxy)
             _wait_listening(self.proxy_url, "/_faults/stats", proxy)
-            cache = _start("local.status_cache", cache_port, self.emulator_endpoint, log)
+            cache = _start("local.dax_standin", cache_port, self.emulator_endpoint, log)
             self.processes.append(cache)
             _wait_listening(self.cache_url, "/_status_cache/stats", cache)
         except Exception:

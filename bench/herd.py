@@ -36,8 +36,9 @@ import boto3
 from bench.load import EnqueueLoad
 from bench.slo import percentile
 from client import Corral
-from local.deploy import DEMO_TENANT, deploy
-from local.ministack import STATE, Ministack
+from local.deploy import DEMO_TENANT
+from local.ministack import STATE
+from local.platform import embedded_stack
 from shared import settings
 from shared.model import firing_input
 
@@ -248,18 +249,12 @@ def main() -> None:
 
     # A SIGTERM (a timeout, Ctrl-C from make) still stops the emulator and its Lambda processes.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    emulator = Ministack(port=args.port, log_path=STATE / "herd" / "ministack.log")
-    emulator.start()
-    try:
-        print("deploying the stack ...", flush=True)
-        endpoint = deploy(emulator.env(), state_dir=STATE / "herd")
-        aws = Aws(emulator.env())
-        api = Corral(endpoint.api_url, endpoint.api_key)
+    with embedded_stack(args.port, STATE / "herd", sidecars=False, announce=True) as stack:
+        aws = Aws(stack.aws_env)
+        api = stack.platform.client()
         limit_worker_concurrency(aws, args.worker_concurrency)
         api.enqueue("echo", {"warm": True})  # cold start outside the baseline
         report = measure(aws, api, args)
-    finally:
-        emulator.stop()
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(asdict(report), indent=2) + "\n")
     width = max(len(key) for key in asdict(report))

@@ -35,8 +35,9 @@ from bench import measure
 from bench.herd import Aws, limit_worker_concurrency
 from bench.load import EnqueueLoad, Sample
 from bench.slo import enqueue_to_run_ms, percentile
-from local.deploy import create_api_key, deploy
-from local.ministack import STATE, Ministack
+from local.deploy import create_api_key
+from local.ministack import STATE
+from local.platform import embedded_stack
 from shared import settings
 
 RESULT = STATE / "noisy.json"
@@ -198,16 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=4580, help="port of the scenario's own emulator")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the emulator
-    emulator = Ministack(port=args.port, log_path=STATE / "noisy" / "ministack.log")
-    emulator.start()
-    try:
-        print("deploying the stack ...", flush=True)
-        endpoint = deploy(emulator.env(), state_dir=STATE / "noisy")
-        aws = Aws(emulator.env())
+    with embedded_stack(args.port, STATE / "noisy", sidecars=False, announce=True) as stack:
+        aws = Aws(stack.aws_env)
         limit_worker_concurrency(aws, args.worker_concurrency)
-        report = run(aws, endpoint.api_url, args)
-    finally:
-        emulator.stop()
+        report = run(aws, stack.endpoint.api_url, args)
     result: dict[str, Any] = asdict(report)
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")

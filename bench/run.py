@@ -29,11 +29,10 @@ from bench.load import EnqueueLoad, Sample
 from bench.noisy import set_limits
 from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
 from local.chaos import Chaos
-from local.deploy import DEMO_TENANT, deploy
-from local.ministack import CREDENTIALS, STATE, Ministack, worker_pids
-from local.sidecars import Sidecars
+from local.deploy import DEMO_TENANT
+from local.ministack import CREDENTIALS, STATE, worker_pids
+from local.platform import Platform, embedded_stack
 from shared import settings
-from tests.platform import Platform
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_PORT = int(os.environ.get("CORRAL_BENCH_PORT", "4616"))
@@ -232,22 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.running:
         results = _measure(_running_context(), args, out)
     else:
-        state_dir = STATE / "bench"
-        emulator = Ministack(port=args.port, log_path=state_dir / "ministack.log")
-        sidecars = Sidecars(emulator.endpoint, state_dir=state_dir)
-        print(f"starting ministack on {emulator.endpoint} and deploying the stack ...", flush=True)
-        emulator.start()
-        try:
-            sidecars.start()
-            # The enqueue path stays off the fault proxy: the benchmark measures the platform, not the extra hop.
-            function_env = sidecars.function_env(sqs_through_proxy=False)
-            endpoint = deploy(emulator.env(), function_env=function_env, state_dir=state_dir)
-            running = Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
-            chaos = Chaos(sidecars.proxy_url, sidecars.cache_url, emulator.endpoint)
-            results = _measure(RunContext(running, chaos, DEFAULT_RATE), args, out)
-        finally:
-            sidecars.stop()
-            emulator.stop()
+        # The enqueue path stays off the fault proxy: the benchmark measures the platform, not the extra hop.
+        with embedded_stack(args.port, STATE / "bench", sqs_through_proxy=False, announce=True) as stack:
+            assert stack.chaos is not None  # its sidecars are started
+            results = _measure(RunContext(stack.platform, stack.chaos, DEFAULT_RATE), args, out)
     results["run"]["wall_seconds"] = round(time.monotonic() - wall, 1)
     report.write_json(out / "slo.json", results)
     print(f"\nwritten: {out / 'slo.json'}, {out / 'slo.png'} (wall {results['run']['wall_seconds']:.0f} s)")

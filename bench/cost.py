@@ -87,8 +87,8 @@ def _child(api_key: str, rounds: int) -> None:
 
     import boto3
 
-    from bench.http_event import FakeLambdaContext, http_api_event
     from functions.api.handler import handler
+    from tests.events import FakeLambdaContext, http_api_event  # the unit tests' synthetic API event
 
     body = {"type": "echo", "payload": {"n": 1}}
     event = http_api_event("POST", "/v1/jobs", body, api_key)

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,23 +117,28 @@ def _demo_key(aws_env: dict[str, str]) -> str:
     return create_api_key(aws_env, DEMO_TENANT, label=f"demo key {time.strftime('%Y-%m-%d %H:%M:%S')}")
 
 
-def create_operator_key(aws_env: dict[str, str], label: str) -> str:
+@contextmanager
+def function_environment(env: dict[str, str]) -> Iterator[None]:
+    """Run the product's own code (shared/) in this process as a function runs it: with `env` (the
+    emulator's endpoint and credentials, and any CORRAL_* settings it reads) in the environment, its
+    AWS clients built for it and forgotten afterwards. pynamodb also resolves endpoint and credentials
+    from the environment."""
     saved = os.environ.copy()
-    os.environ.update(aws_env)
+    os.environ.update(env)
+    client.cache_clear()
     try:
-        client.cache_clear()  # built for this environment's endpoint, then forgotten
-        return operators.create_key(label)
+        yield
     finally:
         client.cache_clear()
         os.environ.clear()
         os.environ.update(saved)
 
 
+def create_operator_key(aws_env: dict[str, str], label: str) -> str:
+    with function_environment(aws_env):
+        return operators.create_key(label)
+
+
 def create_api_key(aws_env: dict[str, str], tenant: str, label: str) -> str:
-    saved = os.environ.copy()
-    os.environ.update(aws_env)  # pynamodb resolves endpoint and credentials from the environment
-    try:
+    with function_environment(aws_env):
         return tenants.create_key(tenant, label=label)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from aws_cdk import RemovalPolicy, Stack
 from constructs import Construct
@@ -31,7 +32,7 @@ class CorralStack(Stack):
         *,
         profile: Profile,
         extra_function_env: dict[str, str],
-        jobs: JobsPackage | None = None,
+        jobs: Sequence[JobsPackage] = (),
         lambda_targets: LambdaTargets | None = None,
         **kwargs: object,
     ) -> None:
@@ -59,7 +60,6 @@ class CorralStack(Stack):
                 "CORRAL_HAND_BACK_MAX_SECONDS": str(profile.visibility_timeout_seconds),
                 "CORRAL_JOB_TIMEOUT_CEILING": str(profile.job_timeout_ceiling_seconds),
                 **lambda_targets.environment(),
-                "CORRAL_CHAOS_JOB_TYPES": "1" if profile.chaos_job_types else "0",
                 "CORRAL_API_KEY_CACHE_SECONDS": str(profile.api_key_cache_seconds),
                 **schedules.environment(),
                 **http_targets.environment(self, profile),

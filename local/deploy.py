@@ -64,7 +64,8 @@ def deploy(
     lambda_targets: list[str] | None = None,
 ) -> Endpoint:
     """`warm`: start the environments the first jobs need now (local/prewarm.py), not when they arrive;
-    `jobs`: the customer job package to deploy (`corral:jobs`); `lambda_targets`: `corral:lambda_targets`."""
+    `jobs`: the customer's job package folders to deploy, comma-separated (`corral:jobs`);
+    `lambda_targets`: `corral:lambda_targets`."""
     env = {**os.environ, **QUIET_CDK, **aws_env}
     log = state_dir / "deploy.log"
     log.parent.mkdir(parents=True, exist_ok=True)

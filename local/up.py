@@ -22,7 +22,9 @@ def main() -> int:
         "--direct-sqs", action="store_true", help="functions call SQS directly, not through the fault proxy (load runs)"
     )
     parser.add_argument(
-        "--jobs", default=EXAMPLE_JOBS, help="your job package's folder, deployed as corral:jobs (default %(default)s)"
+        "--jobs",
+        default=EXAMPLE_JOBS,
+        help="your job package's folder (comma-separated for several), deployed as corral:jobs (default %(default)s)",
     )
     parser.add_argument(
         "--lambda-targets", default="", help="functions lambda jobs may invoke (corral:lambda_targets), comma-separated"

@@ -46,7 +46,6 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         monkeypatch.setenv("CORRAL_QUEUE_URL", queue_url)
         monkeypatch.setenv("CORRAL_DLQ_URL", dlq_url)
         monkeypatch.setenv("CORRAL_LEASE_SECONDS", "10")
-        monkeypatch.setenv("CORRAL_CHAOS_JOB_TYPES", "0")
         yield {"queue_url": queue_url, "dlq_url": dlq_url, "sqs": sqs, "dynamodb": dynamodb}
     client.cache_clear()
     single_attempt_client.cache_clear()

@@ -55,7 +55,7 @@ bench: install
 	$(PY) -m bench $(ARGS)
 
 capacity: install
-	$(PY) -m bench.capacity $(ARGS)
+	$(PY) -m bench.models.capacity $(ARGS)
 
 # A newcomer's first 20 echo jobs at 4/s right after the stack comes up: make first-jobs ARGS=--compare
 .PHONY: first-jobs
@@ -67,7 +67,7 @@ PROFILE ?= aws
 synth: install
 	npx cdk synth -q -c corral:profile=$(PROFILE)
 
-# Component kinds each profile deploys, against the seed's budget of 9 (exit 1 if over).
+# Component kinds each profile deploys, against the budget of 9 (exit 1 if over).
 footprint: install
 	$(PY) -m infra.footprint $(ARGS)
 
@@ -91,7 +91,7 @@ noisy: install
 	$(PY) -m bench.noisy $(ARGS)
 
 rate-limit-accuracy: install
-	$(PY) -m bench.rate_limit $(ARGS)
+	$(PY) -m bench.models.rate_limit $(ARGS)
 
 # The midnight herd, measured (bench/herd.py): make herd ARGS="--schedules 1000"
 .PHONY: herd

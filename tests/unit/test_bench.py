@@ -4,9 +4,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import capacity, faults, measure, report, run, slo
+from bench import faults, measure, report, run, slo
 from bench.load import Sample
 from bench.measure import Batch
+from bench.models import capacity
 from bench.scenario import midnight_herd
 
 

@@ -55,7 +55,7 @@ bench: install
 	$(PY) -m bench $(ARGS)
 
 capacity: install
-	$(PY) -m bench.capacity $(ARGS)
+	$(PY) -m bench.models.capacity $(ARGS)
 
 # A newcomer's first 20 echo jobs at 4/s right after the stack comes up: make first-jobs ARGS=--compare
 .PHONY: first-jobs
@@ -91,7 +91,7 @@ noisy: install
 	$(PY) -m bench.noisy $(ARGS)
 
 rate-limit-accuracy: install
-	$(PY) -m bench.rate_limit $(ARGS)
+	$(PY) -m bench.models.rate_limit $(ARGS)
 
 # The midnight herd, measured (bench/herd.py): make herd ARGS="--schedules 1000"
 .PHONY: herd

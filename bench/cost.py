@@ -87,9 +87,9 @@ def _child(api_key: str, rounds: int) -> None:
 
     import boto3
 
-    from bench.http_event import FakeLambdaContext, http_api_event
     from functions.api.handler import handler
     from shared import environment
+    from tests.events import FakeLambdaContext, http_api_event  # the unit tests' synthetic API event
 
     body = {"type": "echo", "payload": {"n": 1}}
     event = http_api_event("POST", "/v1/jobs", body, api_key)

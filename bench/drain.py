@@ -25,11 +25,10 @@ from typing import Any
 import requests
 
 from bench import slo
-from local.chaos import Sidecars, worker_pids
-from local.deploy import deploy
-from local.ministack import STATE, Ministack
+from local.ministack import STATE, Ministack, worker_pids
+from local.platform import Platform, embedded_stack
+from local.sidecars import Sidecars
 from shared import settings
-from tests.platform import Platform
 
 RESULT = STATE / "drain.json"
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -57,7 +56,7 @@ def _cpu_by_group(emulator: Ministack, sidecars: Sidecars) -> dict[str, float]:
     assert emulator.process is not None
     groups = {"emulator": [emulator.process.pid]}
     for process in sidecars.processes:
-        name = "status cache" if "local.status_cache" in process.args else "fault proxy"
+        name = "status cache" if "local.dax_standin" in process.args else "fault proxy"
         groups[name] = [process.pid]
     groups["worker environments"] = worker_pids(emulator.endpoint, settings.WORKER_FUNCTION)
     groups["API environments"] = worker_pids(emulator.endpoint, settings.API_FUNCTION)
@@ -137,15 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--port", type=int, default=4626)
     args = parser.parse_args(argv)
-    state_dir = STATE / "drain"
-    emulator = Ministack(port=args.port, log_path=state_dir / "ministack.log")
-    sidecars = Sidecars(emulator.endpoint, state_dir=state_dir)
-    emulator.start()
     rounds: list[Round] = []
-    try:
-        sidecars.start()
-        endpoint = deploy(emulator.env(), function_env=sidecars.function_env(), state_dir=state_dir)
-        platform = Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
+    with embedded_stack(args.port, STATE / "drain") as stack:
+        assert stack.sidecars is not None  # started: their CPU is counted too
+        platform, emulator, sidecars = stack.platform, stack.emulator, stack.sidecars
         drain_round(platform, emulator, sidecars, 200)  # every worker environment has served a batch
         for jobs in args.jobs:
             for _ in range(args.rounds):
@@ -157,9 +151,6 @@ def main(argv: list[str] | None = None) -> int:
                     f"(ms) {done.started_after_first_ms}; CPU ms/job: {cpu}; {done.cores_busy:g} cores busy",
                     flush=True,
                 )
-    finally:
-        sidecars.stop()
-        emulator.stop()
     RESULT.write_text(json.dumps([asdict(r) for r in rounds], indent=2) + "\n")
     print(f"written: {RESULT}")
     return 0

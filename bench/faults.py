@@ -2,7 +2,7 @@
 
 They use the same mechanisms as the tests (local/chaos.py): the fault proxy in front of the
 emulator's DynamoDB for the store blip, the emulator's worker subprocesses for the kill, and
-EventBridge Scheduler at() schedules (bench/herd.py) for the crons due at the herd second.
+EventBridge Scheduler at() schedules (bench/crons.py) for the crons due at the herd second.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench.herd import Aws, create_herd
-from local.chaos import worker_pids
+from bench.crons import create_herd
+from local.ministack import worker_pids
 from shared import settings
 
 BLIP_SECONDS = 5
@@ -62,7 +62,7 @@ def create_crons_ahead(context: Any, due: datetime) -> None:
     count = max(50, int(context.base_rate * CRON_HERD_SECONDS_OF_BASE))
     prefix = f"herd{int(time.time())}"
     herd: dict[str, Any] = {"prefix": prefix, "expected": count, "due_epoch": due.timestamp(), "created": "ahead"}
-    herd["created_per_second"] = round(create_herd(Aws(context.platform.aws_env), prefix, count, due, 8), 1)
+    herd["created_per_second"] = round(create_herd(context.platform, prefix, count, due, 8), 1)
     context.cron_herd = herd
 
 
@@ -80,7 +80,7 @@ def herd_crons(context: Any) -> str:
 
     def create() -> None:
         try:
-            herd["created_per_second"] = round(create_herd(Aws(context.platform.aws_env), prefix, count, due, 8), 1)
+            herd["created_per_second"] = round(create_herd(context.platform, prefix, count, due, 8), 1)
         except Exception as error:  # reported in slo.json, not lost with the thread
             herd["error"] = f"{type(error).__name__}: {error}"
 

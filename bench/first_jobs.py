@@ -20,10 +20,8 @@ from typing import Any
 
 from bench import measure, slo
 from bench.load import EnqueueLoad
-from local.chaos import Sidecars
-from local.deploy import deploy
-from local.ministack import STATE, Ministack
-from tests.platform import Platform
+from local.ministack import STATE
+from local.platform import embedded_stack
 
 RESULT = STATE / "first-jobs.json"
 
@@ -43,16 +41,8 @@ class FirstJobs:
 
 
 def run(port: int, jobs: int, rate: float, prewarmed: bool, timeout: float = 180) -> FirstJobs:
-    state_dir = STATE / "first-jobs"
-    emulator = Ministack(port=port, log_path=state_dir / "ministack.log")
-    sidecars = Sidecars(emulator.endpoint, state_dir=state_dir)
-    emulator.start()
-    try:
-        sidecars.start()
-        started = time.monotonic()
-        endpoint = deploy(emulator.env(), function_env=sidecars.function_env(), state_dir=state_dir, warm=prewarmed)
-        deploy_seconds = time.monotonic() - started
-        platform = Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
+    with embedded_stack(port, STATE / "first-jobs", warm=prewarmed) as stack:
+        endpoint, platform = stack.endpoint, stack.platform
         load = EnqueueLoad(
             endpoint.api_url, endpoint.api_key, lambda at: ("first", rate) if at < jobs / rate else None, threads=jobs
         )  # a client per job: a slow first answer delays no other job's enqueue
@@ -63,13 +53,10 @@ def run(port: int, jobs: int, rate: float, prewarmed: bool, timeout: float = 180
         first = min(load.samples, key=lambda sample: sample.at).job_id
         waits = slo.enqueue_to_run_ms(ids, rows)
         first_wait = slo.enqueue_to_run_ms([first], rows) if first else []
-    finally:
-        sidecars.stop()
-        emulator.stop()
     return FirstJobs(
         prewarmed=prewarmed,
         warm_environments={warmed.function: warmed.running for warmed in endpoint.warmed},
-        deploy_seconds=round(deploy_seconds, 1),
+        deploy_seconds=round(stack.deploy_seconds, 1),
         jobs=len(load.samples),
         failed_enqueues=sum(1 for sample in load.samples if sample.status != 202),
         ran=len(waits),

@@ -3,9 +3,9 @@
     make herd ARGS="--schedules 1000"
 
 Starts its own embedded stack (ministack + cdk deploy) on --port, creates S one-time
-at() schedules in the corral schedule group (boto3, straight to Scheduler: creation
-speed is not what is measured), all due at one second T, each firing a job message
-exactly as a customer's schedule would. From --baseline seconds before T until the
+at() schedules in the corral schedule group (bench/crons.py, through the product's own
+EventBridge adapter; creation speed is not what is measured), all due at one second T, each
+firing a job message exactly as a customer's schedule would. From --baseline seconds before T until the
 herd has run, a steady stream of POST /v1/jobs goes at --rate per second. Reports:
 - when the last fired job was in the queue (its SQS SentTimestamp) and when it had run, from T;
 - enqueue-to-run of the fired jobs, from when each entered the queue;
@@ -25,21 +25,19 @@ import threading
 import time
 import uuid
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import boto3
-
+from bench import measure
+from bench.crons import create_herd, herd_records
 from bench.load import EnqueueLoad
 from bench.slo import percentile
+from bench.tuning import limit_worker_concurrency
 from client import Corral
-from local.deploy import DEMO_TENANT, deploy
-from local.ministack import STATE, Ministack
+from local.ministack import STATE
+from local.platform import Platform, embedded_stack
 from shared import settings
-from shared.model import firing_input
 
 RESULT = STATE / "herd.json"
 
@@ -72,88 +70,8 @@ def _rounded_percentile(values: list[float], pct: float) -> float | None:
     return None if value is None else round(value, 1)
 
 
-class Aws:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-
-    def client(self, service: str) -> Any:
-        return boto3.client(
-            service,
-            endpoint_url=self.env["AWS_ENDPOINT_URL"],
-            region_name=self.env["AWS_DEFAULT_REGION"],
-            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
-        )
-
-
-def create_herd(aws: Aws, prefix: str, count: int, due: datetime, threads: int) -> float:
-    """Create `count` at() schedules due at `due`; returns schedules created per second."""
-    sqs = aws.client("sqs")
-
-    def arn(name: str) -> str:
-        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
-        return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-
-    queue_arn, dlq_arn = arn(settings.QUEUE_NAME), arn(settings.DLQ_NAME)
-    role_arn = aws.client("iam").get_role(RoleName=settings.SCHEDULER_ROLE_NAME)["Role"]["Arn"]
-    local = threading.local()
-
-    def create(index: int) -> None:
-        if not hasattr(local, "scheduler"):
-            local.scheduler = aws.client("scheduler")
-        name = f"{prefix}-{index:05d}"
-        local.scheduler.create_schedule(
-            Name=name,
-            GroupName=settings.SCHEDULE_GROUP,
-            ScheduleExpression=f"at({due:%Y-%m-%dT%H:%M:%S})",
-            ScheduleExpressionTimezone="UTC",
-            FlexibleTimeWindow={"Mode": "OFF"},
-            Target={
-                "Arn": queue_arn,
-                "RoleArn": role_arn,
-                "Input": firing_input(DEMO_TENANT, name, "echo", {"herd": index}, 3),
-                "DeadLetterConfig": {"Arn": dlq_arn},
-            },
-        )
-
-    started = time.monotonic()
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(create, range(count)))
-    return count / (time.monotonic() - started)
-
-
-def herd_records(aws: Aws, prefix: str) -> list[dict[str, Any]]:
-    """Every job record a herd firing became."""
-    dynamodb = aws.client("dynamodb")
-    records: list[dict[str, Any]] = []
-    for page in dynamodb.get_paginator("scan").paginate(
-        TableName=settings.TABLE_NAME,
-        FilterExpression="begins_with(schedule_name, :prefix)",
-        ExpressionAttributeValues={":prefix": {"S": prefix}},
-    ):
-        records += page["Items"]
-    return records
-
-
-def wait_for_drain(aws: Aws, prefix: str, due: float, expected: int, timeout: float) -> None:
-    """Until the fired jobs have all run (the queue is empty some seconds after T), bounded."""
-    sqs = aws.client("sqs")
-    url = sqs.get_queue_url(QueueName=settings.QUEUE_NAME)["QueueUrl"]
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        time.sleep(2)
-        if time.time() < due + 15:  # the emulator's tick fires up to 10 s after T
-            continue
-        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
-        backlog = int(attributes["ApproximateNumberOfMessages"]) + int(
-            attributes["ApproximateNumberOfMessagesNotVisible"]
-        )
-        if backlog == 0 and len(herd_records(aws, prefix)) >= expected:
-            return
-
-
-def dead_letters(aws: Aws) -> int:
-    sqs = aws.client("sqs")
+def dead_letters(platform: Platform) -> int:
+    sqs = platform.aws("sqs")
     url = sqs.get_queue_url(QueueName=settings.DLQ_NAME)["QueueUrl"]
     return int(
         sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
@@ -162,19 +80,12 @@ def dead_letters(aws: Aws) -> int:
     )
 
 
-def limit_worker_concurrency(aws: Aws, limit: int) -> None:
-    """Each concurrent batch is a Python process in the emulator: cap them to what the machine runs."""
-    lambda_ = aws.client("lambda")
-    for mapping in lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]:
-        lambda_.update_event_source_mapping(UUID=mapping["UUID"], ScalingConfig={"MaximumConcurrency": limit})
-
-
-def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
+def run(platform: Platform, api: Corral, args: argparse.Namespace) -> Report:
     prefix = f"herd-{uuid.uuid4().hex[:6]}"
     due_epoch = int(time.time() + args.lead)
     due = datetime.fromtimestamp(due_epoch, UTC)
     print(f"creating {args.schedules} schedules due at {due:%H:%M:%S} UTC ...", flush=True)
-    created_per_second = create_herd(aws, prefix, args.schedules, due, args.threads)
+    created_per_second = create_herd(platform, prefix, args.schedules, due, args.threads)
     print(f"created at {created_per_second:.0f}/s; {due_epoch - time.time():.0f}s until due", flush=True)
     if time.time() > due_epoch - args.baseline:
         print("warning: creation ran into the baseline window; raise --lead", flush=True)
@@ -184,13 +95,20 @@ def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
     stream_epoch = time.time()
     stream.start()
     try:
-        wait_for_drain(aws, prefix, due_epoch, args.schedules, timeout=max(0, due_epoch - time.time()) + args.timeout)
+        measure.wait_until_finished(
+            platform.aws("dynamodb"),
+            timeout=max(0, due_epoch - time.time()) + args.timeout,
+            schedule_prefix=prefix,
+            expected=args.schedules,
+            not_before=due_epoch + 15,  # the emulator's tick fires up to 10 s after T
+            interval=2,
+        )
     finally:
         herd_over = time.time()
         over.set()
         stream.join()
 
-    items = herd_records(aws, prefix)
+    items = herd_records(platform, prefix)
     per_schedule = Counter(item["schedule_name"]["S"] for item in items)
     in_queue = [float(item["enqueued_at"]["N"]) for item in items]
     finished = [float(item["finished_at"]["N"]) for item in items if "finished_at" in item]
@@ -211,7 +129,7 @@ def measure(aws: Aws, api: Corral, args: argparse.Namespace) -> Report:
         due_at=due.isoformat(),
         fired=len(per_schedule),
         fired_more_than_once=sum(1 for n in per_schedule.values() if n > 1),
-        dead_letters=dead_letters(aws),
+        dead_letters=dead_letters(platform),
         last_in_queue_after_due_s=round(max(in_queue) - due_epoch, 2) if in_queue else None,
         last_run_after_due_s=round(max(finished) - due_epoch, 2) if finished else None,
         enqueue_to_run_p50_ms=_rounded_percentile(to_run, 50),
@@ -248,18 +166,12 @@ def main() -> None:
 
     # A SIGTERM (a timeout, Ctrl-C from make) still stops the emulator and its Lambda processes.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    emulator = Ministack(port=args.port, log_path=STATE / "herd" / "ministack.log")
-    emulator.start()
-    try:
-        print("deploying the stack ...", flush=True)
-        endpoint = deploy(emulator.env(), state_dir=STATE / "herd")
-        aws = Aws(emulator.env())
-        api = Corral(endpoint.api_url, endpoint.api_key)
-        limit_worker_concurrency(aws, args.worker_concurrency)
+    with embedded_stack(args.port, STATE / "herd", sidecars=False, announce=True) as stack:
+        platform = stack.platform
+        api = stack.platform.client()
+        limit_worker_concurrency(platform, args.worker_concurrency)
         api.enqueue("echo", {"warm": True})  # cold start outside the baseline
-        report = measure(aws, api, args)
-    finally:
-        emulator.stop()
+        report = run(platform, api, args)
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(asdict(report), indent=2) + "\n")
     width = max(len(key) for key in asdict(report))

@@ -5,16 +5,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from shared import settings
 
-ROOT = Path(__file__).resolve().parent.parent
-TEMPLATE = ROOT / "cdk.out" / f"{settings.STACK_NAME}.template.json"
-# AWS namespaces in the template that are plumbing of a component, not components.
-_PLUMBING = {"IAM", "Logs", "CDK"}
+FINAL_STATUSES = ("succeeded", "dead")
 
 
 @dataclass(frozen=True)
@@ -64,6 +61,7 @@ class JobRow:
     enqueued_at: float | None
     started_at: float | None
     finished_at: float | None
+    schedule: str | None = None  # the schedule whose firing it is
 
 
 def job_rows(dynamodb: Any) -> dict[str, JobRow]:
@@ -73,7 +71,7 @@ def job_rows(dynamodb: Any) -> dict[str, JobRow]:
         "TableName": settings.TABLE_NAME,
         "FilterExpression": "begins_with(pk, :job)",
         "ExpressionAttributeValues": {":job": {"S": "job#"}},
-        "ProjectionExpression": "pk, #status, attempts, enqueued_at, started_at, finished_at",
+        "ProjectionExpression": "pk, #status, attempts, enqueued_at, started_at, finished_at, schedule_name",
         "ExpressionAttributeNames": {"#status": "status"},
     }
     while True:
@@ -87,10 +85,40 @@ def job_rows(dynamodb: Any) -> dict[str, JobRow]:
                 enqueued_at=_number(item, "enqueued_at"),
                 started_at=_number(item, "started_at"),
                 finished_at=_number(item, "finished_at"),
+                schedule=item["schedule_name"]["S"] if "schedule_name" in item else None,
             )
         if "LastEvaluatedKey" not in page:
             return rows
         scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def wait_until_finished(
+    dynamodb: Any,
+    timeout: float,
+    *,
+    ids: Collection[str] = (),
+    schedule_prefix: str | None = None,
+    expected: int = 0,
+    not_before: float = 0.0,
+    interval: float = 3.0,
+) -> dict[str, JobRow]:
+    """Every job row once the jobs waited for have all finished (succeeded or dead), or when `timeout`
+    seconds pass. The jobs: `ids`, and those fired by schedules named `schedule_prefix`..., of which
+    `expected` must have fired. `not_before` (epoch seconds): nothing is read before then (schedules
+    due later have not fired yet)."""
+    deadline = time.monotonic() + timeout
+    time.sleep(max(0.0, not_before - time.time()))
+    while True:
+        rows = job_rows(dynamodb)
+        waited_for = set(ids)
+        if schedule_prefix is not None:
+            waited_for |= {row.id for row in rows.values() if (row.schedule or "").startswith(schedule_prefix)}
+        finished = sum(1 for job_id in waited_for if (row := rows.get(job_id)) and row.status in FINAL_STATUSES)
+        wanted = max(len(waited_for), len(ids) + expected)
+        if finished >= wanted or time.monotonic() > deadline:
+            return rows
+        print(f"  waiting: {finished}/{wanted} jobs finished", flush=True)
+        time.sleep(interval)
 
 
 def _number(item: dict[str, Any], name: str) -> float | None:
@@ -150,13 +178,3 @@ def hand_backs(logs: Any, log_group: str, since_epoch: float) -> dict[str, int]:
         if line.get("message") == "handed back"
     ]
     return {reason: reasons.count(reason) for reason in sorted(set(reasons), key=reasons.count, reverse=True)}
-
-
-def footprint() -> dict[str, Any]:
-    """Deployed component kinds: the AWS services among the synthesized template's resources."""
-    if not TEMPLATE.exists():
-        return {"components": None, "kinds": [], "source": f"{TEMPLATE} not found (run `make synth`)"}
-    resources = json.loads(TEMPLATE.read_text()).get("Resources", {}).values()
-    services = {resource["Type"].split("::")[1] for resource in resources if "::" in resource["Type"]}
-    kinds = sorted(services - _PLUMBING)
-    return {"components": len(kinds), "kinds": kinds, "source": str(TEMPLATE.relative_to(ROOT))}

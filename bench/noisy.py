@@ -26,18 +26,17 @@ import json
 import signal
 import sys
 import threading
-import time
 import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from bench import measure
-from bench.herd import Aws, limit_worker_concurrency
 from bench.load import EnqueueLoad, Sample
 from bench.slo import enqueue_to_run_ms, percentile
-from local.deploy import create_api_key, deploy
-from local.ministack import STATE, Ministack
-from shared import settings
+from bench.tuning import limit_worker_concurrency, set_limits
+from local.deploy import create_api_key
+from local.ministack import STATE
+from local.platform import Platform, embedded_stack
 
 RESULT = STATE / "noisy.json"
 NOISY_FACTOR = 10  # A enqueues at 10x B's rate
@@ -73,38 +72,12 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
-def set_limits(aws: Aws, tenant: str, rate: float, burst: int) -> None:
-    """The tenant's enqueue limits, on its item as shared/tenants/quotas.py reads them (before its first request)."""
-    aws.client("dynamodb").update_item(
-        TableName=settings.TABLE_NAME,
-        Key={"pk": {"S": f"tenant#{tenant}"}},
-        UpdateExpression="SET #l = :l",
-        ExpressionAttributeNames={"#l": "limits"},
-        ExpressionAttributeValues={
-            ":l": {"M": {"enqueue_rate_per_second": {"N": str(rate)}, "enqueue_burst": {"N": str(burst)}}}
-        },
-    )
-
-
-def wait_for_drain(aws: Aws, ids: list[str], timeout: float) -> dict[str, measure.JobRow]:
-    """Job rows once every accepted job has finished, or when `timeout` passes (bounded)."""
-    dynamodb = aws.client("dynamodb")
-    deadline = time.monotonic() + timeout
-    while True:
-        rows = measure.job_rows(dynamodb)
-        finished = sum(1 for job_id in ids if (row := rows.get(job_id)) and row.status in ("succeeded", "dead"))
-        if finished == len(ids) or time.monotonic() > deadline:
-            return rows
-        print(f"  draining: {finished}/{len(ids)} finished", flush=True)
-        time.sleep(3)
-
-
-def run(aws: Aws, api_url: str, args: argparse.Namespace) -> Report:
+def run(platform: Platform, api_url: str, args: argparse.Namespace) -> Report:
     run_id = uuid.uuid4().hex[:6]
     quiet, noisy = f"quiet-{run_id}", f"noisy-{run_id}"
-    quiet_key = create_api_key(aws.env, quiet, label="bench")
-    noisy_key = create_api_key(aws.env, noisy, label="bench")
-    set_limits(aws, noisy, args.a_limit, args.a_burst)
+    quiet_key = create_api_key(platform.aws_env, quiet, label="bench")
+    noisy_key = create_api_key(platform.aws_env, noisy, label="bench")
+    set_limits(platform, noisy, args.a_limit, args.a_burst)
     phase_seconds = 20.0 if args.quick else 60.0
     a_rate = args.rate * NOISY_FACTOR
 
@@ -134,7 +107,9 @@ def run(aws: Aws, api_url: str, args: argparse.Namespace) -> Report:
     noisy_load.join()
     b_ids = {phase: _accepted(quiet_load.samples, phase) for phase in ("idle", "flood")}
     a_ids = _accepted(noisy_load.samples, "flood")
-    rows = wait_for_drain(aws, b_ids["idle"] + b_ids["flood"] + a_ids, timeout=args.drain_timeout)
+    rows = measure.wait_until_finished(
+        platform.aws("dynamodb"), args.drain_timeout, ids=b_ids["idle"] + b_ids["flood"] + a_ids
+    )
     idle = enqueue_to_run_ms(b_ids["idle"], rows)
     flooded = enqueue_to_run_ms(b_ids["flood"], rows)
     a_waits = enqueue_to_run_ms(a_ids, rows)
@@ -198,16 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=4580, help="port of the scenario's own emulator")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the emulator
-    emulator = Ministack(port=args.port, log_path=STATE / "noisy" / "ministack.log")
-    emulator.start()
-    try:
-        print("deploying the stack ...", flush=True)
-        endpoint = deploy(emulator.env(), state_dir=STATE / "noisy")
-        aws = Aws(emulator.env())
-        limit_worker_concurrency(aws, args.worker_concurrency)
-        report = run(aws, endpoint.api_url, args)
-    finally:
-        emulator.stop()
+    with embedded_stack(args.port, STATE / "noisy", sidecars=False, announce=True) as stack:
+        platform = stack.platform
+        limit_worker_concurrency(platform, args.worker_concurrency)
+        report = run(platform, stack.endpoint.api_url, args)
     result: dict[str, Any] = asdict(report)
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(result, indent=2) + "\n")

@@ -24,16 +24,17 @@ from tqdm import tqdm
 
 from bench import cost, faults, measure, report, slo
 from bench.bulk import bulk_rate
-from bench.herd import Aws, herd_records
+from bench.crons import herd_records
 from bench.load import EnqueueLoad, Sample
-from bench.noisy import set_limits
 from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
-from local.chaos import Chaos, Sidecars, worker_pids
-from local.deploy import DEMO_TENANT, deploy
-from local.ministack import CREDENTIALS, STATE, Ministack
+from bench.tuning import set_limits
+from infra import footprint as infra_footprint
+from local.chaos import Chaos
+from local.deploy import DEMO_TENANT
+from local.ministack import CREDENTIALS, STATE, worker_pids
+from local.platform import Platform, embedded_stack
 from shared import settings
 from shared.environment import FunctionEnv
-from tests.platform import Platform
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_PORT = int(os.environ.get("CORRAL_BENCH_PORT", "4616"))
@@ -232,22 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.running:
         results = _measure(_running_context(), args, out)
     else:
-        state_dir = STATE / "bench"
-        emulator = Ministack(port=args.port, log_path=state_dir / "ministack.log")
-        sidecars = Sidecars(emulator.endpoint, state_dir=state_dir)
-        print(f"starting ministack on {emulator.endpoint} and deploying the stack ...", flush=True)
-        emulator.start()
-        try:
-            sidecars.start()
-            # The enqueue path stays off the fault proxy: the benchmark measures the platform, not the extra hop.
-            function_env = sidecars.function_env(sqs_through_proxy=False)
-            endpoint = deploy(emulator.env(), function_env=function_env, state_dir=state_dir)
-            running = Platform(endpoint.api_url, endpoint.api_key, emulator.env(), emulated=True)
-            chaos = Chaos(sidecars.proxy_url, sidecars.cache_url, emulator.endpoint)
-            results = _measure(RunContext(running, chaos, DEFAULT_RATE), args, out)
-        finally:
-            sidecars.stop()
-            emulator.stop()
+        # The enqueue path stays off the fault proxy: the benchmark measures the platform, not the extra hop.
+        with embedded_stack(args.port, STATE / "bench", sqs_through_proxy=False, announce=True) as stack:
+            assert stack.chaos is not None  # its sidecars are started
+            results = _measure(RunContext(stack.platform, stack.chaos, DEFAULT_RATE), args, out)
     results["run"]["wall_seconds"] = round(time.monotonic() - wall, 1)
     report.write_json(out / "slo.json", results)
     print(f"\nwritten: {out / 'slo.json'}, {out / 'slo.png'} (wall {results['run']['wall_seconds']:.0f} s)")
@@ -265,7 +254,7 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
     queue_url = context.aws("sqs").get_queue_url(QueueName=settings.QUEUE_NAME)["QueueUrl"]
     # One tenant stands in for all of them here, and the SLO's rates (bulk 6,000 jobs/s) are the
     # platform's, not one tenant's: its per-tenant enqueue limit is lifted, as an operator would.
-    set_limits(Aws(context.platform.aws_env), DEMO_TENANT, rate=1_000_000.0, burst=1_000_000)
+    set_limits(context.platform, DEMO_TENANT, rate=1_000_000.0, burst=1_000_000)
     if args.worker_concurrency:
         context.aws("lambda").update_event_source_mapping(
             UUID=_worker_mapping(context)["UUID"], ScalingConfig={"MaximumConcurrency": args.worker_concurrency}
@@ -356,7 +345,7 @@ def _results(
     capacity = int((mapping.get("ScalingConfig") or {}).get("MaximumConcurrency") or settings.WORKER_MAX_CONCURRENCY)
     use = slo.utilisation(batches, capacity, window)
     herd_use = slo.utilisation(batches, capacity, (start_epoch + herd_start, start_epoch + herd_end))
-    footprint = measure.footprint()
+    footprint = _footprint()
     results: dict[str, Any] = {
         "executed_pct": round(executed_pct, 3),
         "failed_enqueues": len(failed_enqueues),
@@ -458,6 +447,15 @@ def _by_status(failed: list[Sample]) -> dict[str, int]:
     return {kind: kinds.count(kind) for kind in sorted(set(kinds))}
 
 
+def _footprint() -> dict[str, Any]:
+    """The deployed stack's component kinds (infra/footprint.py), from the template its deploy synthesized."""
+    template = ROOT / "cdk.out" / f"{settings.STACK_NAME}.template.json"
+    if not template.exists():
+        return {"components": None, "kinds": {}, "source": f"{template} not found (run `make synth`)"}
+    found = infra_footprint.report("local", json.loads(template.read_text()))
+    return {**found, "source": str(template.relative_to(ROOT))}
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
@@ -523,7 +521,7 @@ def _cron_herd(context: RunContext) -> dict[str, Any]:
     """The jobs the herd's schedules became (ids found by their schedule name), against how many were due."""
     if not context.cron_herd:
         return {"ids": [], "expected": 0, "fired": 0, "not_fired": 0}
-    records = herd_records(Aws(context.platform.aws_env), context.cron_herd["prefix"])
+    records = herd_records(context.platform, context.cron_herd["prefix"])
     ids = [record["pk"]["S"].removeprefix("job#") for record in records]
     expected = context.cron_herd["expected"]
     return {

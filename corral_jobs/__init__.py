@@ -9,6 +9,6 @@
 Deploy the package with the stack: `-c corral:jobs=path/to/package` (README, "Your own jobs").
 """
 
-from shared.jobs.job_types import InvalidPayload, JobContext, JobDead, JobFailed, JobTimedOut, job_type
+from shared.jobs.registry import InvalidPayload, JobContext, JobDead, JobFailed, JobTimedOut, job_type
 
 __all__ = ["InvalidPayload", "JobContext", "JobDead", "JobFailed", "JobTimedOut", "job_type"]

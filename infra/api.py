@@ -1,4 +1,4 @@
-"""Scheduler API: HTTP API (API Gateway v2) -> API Lambda."""
+"""The corral API: HTTP API (API Gateway v2) -> API Lambda."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 Dependencies go into a layer built by `pip install --target` for the Lambda
 platform (manylinux x86_64, the runtime's CPython), rebuilt only when
 functions/requirements.txt changes; a customer job package's requirements get a
-second layer (jobs_layer_dir). The function code asset is a copy of functions/,
-shared/, corral_jobs/ and the customer's package, staged on every synth (it is small).
+layer of its own (jobs_layer_dir). The function code asset is a copy of functions/,
+shared/, corral_jobs/ and the job packages, staged on every synth (it is small).
 
 Both carry their bytecode, compiled here: a function's code and layers are read-only, so without
 it every cold start compiles every module it imports, and a timestamp-checked .pyc is stale once
@@ -24,6 +24,7 @@ import py_compile
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +86,7 @@ def jobs_layer_dir(requirements: Path) -> Path:
     constraints, so a customer requirement that needs another version of one fails here, at
     synth, not as two versions of a package in /opt/python.
     """
-    return _layer(requirements, BUILD / "jobs-layer", constraints=REQUIREMENTS)
+    return _layer(requirements, BUILD / "jobs-layers" / requirements.parent.name, constraints=REQUIREMENTS)
 
 
 def _layer(requirements: Path, target: Path, constraints: Path | None = None) -> Path:
@@ -155,12 +156,12 @@ def _source_only_wheels() -> Path:
     return wheels
 
 
-def code_dir(jobs_package: Path | None = None) -> Path:
-    """functions/, shared/ and corral_jobs/, and the customer's job package (under its own name) if any."""
+def code_dir(jobs_packages: Sequence[Path] = ()) -> Path:
+    """functions/, shared/ and corral_jobs/, and the job packages (each under its own folder name)."""
     target = BUILD / "code"
     shutil.rmtree(target, ignore_errors=True)
     sources = [ROOT / package for package in _CODE_PACKAGES]
-    for source in [*sources, *([jobs_package] if jobs_package else [])]:
+    for source in [*sources, *jobs_packages]:
         shutil.copytree(
             source,
             target / source.name,

@@ -1,4 +1,4 @@
-"""`make footprint`: the component kinds each profile deploys, against the footprint budget.
+"""`make footprint`: the component kinds each profile deploys, against a budget of 9 (BUDGET).
 
 A component kind is something an operator runs and pays for (API, functions, queue, DLQ,
 table, cache, scheduler, network, alarms); IAM roles, log groups, permissions, security
@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-BUDGET = 9  # the product's SLO: at most 9 deployed component kinds
+BUDGET = 9  # at most 9 deployed component kinds
 PROFILES = ("aws", "local")
 
 KIND_BY_TYPE = {

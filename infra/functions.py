@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from aws_cdk import Duration
@@ -28,25 +29,27 @@ class FunctionFactory(Construct):
         function_env: FunctionEnv,
         extra_environment: dict[str, str] | None = None,
         network: Network | None = None,
-        jobs: JobsPackage | None = None,
+        jobs: Sequence[JobsPackage] = (),
         aws_services: tuple[str, ...] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.network = network  # functions join the VPC only when there is one (the DAX cache needs it)
         # One code asset for the API and the worker: the API validates jobs against the same registry
         # (names, limits, payload checks) the worker runs them with.
-        code_dir = bundling.code_dir(jobs.path if jobs else None)
+        code_dir = bundling.code_dir([package.path for package in jobs])
         # A trimmed layer keeps the API models of the platform's services and `aws_services` only.
         layer_dirs = [bundling.dependencies_layer_dir(aws_services)]
         self.code = lambda_.Code.from_asset(str(code_dir))
         self.layers = [self._layer("Dependencies", layer_dirs[0], "corral's pinned Python dependencies")]
-        if jobs and jobs.requirements:
-            layer_dirs.append(bundling.jobs_layer_dir(jobs.requirements))
-            self.layers.append(self._layer("JobsDependencies", layer_dirs[1], f"the {jobs.name} job package's"))
+        for package in jobs:
+            if package.requirements:  # each package's requirements in a layer of its own
+                layer_dirs.append(bundling.jobs_layer_dir(package.requirements))
+                layer_id = package.name.title().replace("_", "") + "Dependencies"  # examples/jobs: JobsDependencies
+                self.layers.append(self._layer(layer_id, layer_dirs[-1], f"the {package.name} job package's"))
         self.job_types = jobs_package.registry(code_dir, layer_dirs, jobs)  # fails the synth on a clash
         # `extra_environment` (cdk context corral:function_env) goes on top: endpoints a local run redirects.
         self.environment = {
-            **function_env.but(jobs_package=jobs.name if jobs else "").as_environment(),
+            **function_env.but(jobs_package=jobs_package.environment_value(jobs)).as_environment(),
             **(extra_environment or {}),
         }
 

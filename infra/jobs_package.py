@@ -1,7 +1,9 @@
-"""The customer's job package, named by the CDK context `corral:jobs` (a folder holding a Python package).
+"""Job packages: the customer's, named by the CDK context `corral:jobs` (folders holding a Python package,
+comma-separated), and those a profile always deploys (the local profile: local/chaos_jobs, the fault
+tests' job types).
 
-Deployed with the platform: copied into the functions' code asset under its folder name, its
-requirements.txt installed into a layer of its own, and its registry loaded at synth the way a
+Each is deployed with the platform: copied into the functions' code asset under its folder name,
+its requirements.txt installed into a layer of its own, and the registry loaded at synth the way a
 function will load it (in a fresh interpreter on the code asset and the layers), so a type named
 like a built-in, a bad option or a missing requirement fails `cdk synth`, not a job.
 """
@@ -12,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,8 @@ from shared.environment import FunctionEnv
 from shared.jobs.job_types import DECLARATIONS_FILE
 
 RESERVED_NAMES = ("functions", "shared", "corral_jobs", "client", "infra", "local", "tests", "python")
+# Job packages a profile deploys whatever corral:jobs names: the fault tests' types, on the emulator only.
+PROFILE_PACKAGES = {"local": ("local/chaos_jobs",)}
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,9 @@ class JobsPackage:
         return found if found.is_file() else None
 
 
-def from_context(raw: object) -> JobsPackage | None:
-    """`-c corral:jobs=path/to/package` (relative to the project root), or None."""
-    if not raw:
-        return None
-    path = Path(str(raw))
+def from_folder(folder: str) -> JobsPackage:
+    """One job package's folder (relative to the project root, or absolute), checked."""
+    path = Path(folder)
     path = (path if path.is_absolute() else bundling.ROOT / path).resolve()
     if not (path / "__init__.py").is_file():
         raise SystemExit(f"corral:jobs: {path} is not a Python package (no __init__.py)")
@@ -53,10 +56,20 @@ def from_context(raw: object) -> JobsPackage | None:
     return JobsPackage(path)
 
 
+def from_context(raw: object, profile: str) -> list[JobsPackage]:
+    """`-c corral:jobs=path/to/package[,another/package]`, then the packages `profile` always deploys."""
+    folders = [folder.strip() for folder in str(raw or "").split(",") if folder.strip()]
+    packages = [from_folder(folder) for folder in [*folders, *PROFILE_PACKAGES.get(profile, ())]]
+    names = [package.name for package in packages]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"corral:jobs: two job packages share a folder name ({', '.join(names)})")
+    return packages
+
+
 _DECLARE = "import json; from shared.jobs import job_types; print(json.dumps(job_types.declarations()))"
 
 
-def registry(code_dir: Path, layer_dirs: list[Path], package: JobsPackage | None) -> list[dict[str, Any]]:
+def registry(code_dir: Path, layer_dirs: list[Path], packages: Sequence[JobsPackage]) -> list[dict[str, Any]]:
     """The job types the deployed functions will know, loaded from the bundle exactly as they will load it.
 
     Their declarations are written into the bundle (shared/jobs/job_types.py `declared`): the API accepts
@@ -67,15 +80,22 @@ def registry(code_dir: Path, layer_dirs: list[Path], package: JobsPackage | None
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": os.pathsep.join(path),
         "PYTHONNOUSERSITE": "1",
-        **FunctionEnv(chaos_job_types=True, jobs_package=package.name if package else "").as_environment(),
+        **FunctionEnv(jobs_package=environment_value(packages)).as_environment(),
     }
     result = subprocess.run(
         [sys.executable, "-S", "-B", "-c", _DECLARE], env=env, capture_output=True, text=True, check=False, timeout=120
     )
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["(no output)"])[-1]
-        source = f"the job package {package.path}" if package else "the built-in job types"
+        source = (
+            f"the job packages {', '.join(str(p.path) for p in packages)}" if packages else "the built-in job types"
+        )
         raise SystemExit(f"corral:jobs: loading {source} failed: {last}")
     declarations = json.loads(result.stdout)
     (code_dir / DECLARATIONS_FILE).write_text(json.dumps(declarations, indent=1))
     return declarations
+
+
+def environment_value(packages: Sequence[JobsPackage]) -> str:
+    """`FunctionEnv.jobs_package`: the packages' import names, comma-separated (shared/jobs/job_types.py `load`)."""
+    return ",".join(package.name for package in packages)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from aws_cdk import RemovalPolicy, Stack
 from constructs import Construct
@@ -32,7 +33,7 @@ class CorralStack(Stack):
         *,
         profile: Profile,
         extra_function_env: dict[str, str],
-        jobs: JobsPackage | None = None,
+        jobs: Sequence[JobsPackage] = (),
         lambda_targets: LambdaTargets | None = None,
         **kwargs: object,
     ) -> None:
@@ -60,7 +61,6 @@ class CorralStack(Stack):
                 hand_back_max_seconds=profile.visibility_timeout_seconds,
                 job_timeout_ceiling=profile.job_timeout_ceiling_seconds,
                 lambda_targets=lambda_targets.patterns,
-                chaos_job_types=profile.chaos_job_types,
                 api_key_cache_seconds=profile.api_key_cache_seconds,
                 dax_endpoint=cache.endpoint_url if cache else "",
                 **schedules.function_env(),

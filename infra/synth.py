@@ -15,6 +15,7 @@ from typing import Any
 
 import aws_cdk as cdk
 
+from infra.app import build_app  # what the CDK entry point (app.py) builds
 from shared import settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,8 +35,6 @@ class Synthesized:
 
 
 def synth(profile: str, outdir: Path, *, nag: bool = False, context: dict[str, Any] | None = None) -> Synthesized:
-    from app import build_app  # the CDK entry point: synthesize exactly what `cdk deploy` deploys
-
     app = cdk.App(context={**cdk_json_context(), "corral:profile": profile, **(context or {})}, outdir=str(outdir))
     if nag:
         from cdk_nag import AwsSolutionsChecks

@@ -6,14 +6,17 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import boto3
 
 from local.prewarm import Warmed, prewarm
-from shared import settings
+from shared import environment, settings
 from shared.aws.clients import client
+from shared.environment import FunctionEnv
 from shared.tenants import operators, tenants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +65,8 @@ def deploy(
     lambda_targets: list[str] | None = None,
 ) -> Endpoint:
     """`warm`: start the environments the first jobs need now (local/prewarm.py), not when they arrive;
-    `jobs`: the customer job package to deploy (`corral:jobs`); `lambda_targets`: `corral:lambda_targets`."""
+    `jobs`: the customer's job package folders to deploy, comma-separated (`corral:jobs`);
+    `lambda_targets`: `corral:lambda_targets`."""
     env = {**os.environ, **QUIET_CDK, **aws_env}
     log = state_dir / "deploy.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -115,23 +119,30 @@ def _demo_key(aws_env: dict[str, str]) -> str:
     return create_api_key(aws_env, DEMO_TENANT, label=f"demo key {time.strftime('%Y-%m-%d %H:%M:%S')}")
 
 
-def create_operator_key(aws_env: dict[str, str], label: str) -> str:
+@contextmanager
+def function_environment(env: dict[str, str], settings_: FunctionEnv | None = None) -> Iterator[None]:
+    """Run the product's own code (shared/) in this process as a function runs it: with `env` (the
+    emulator's endpoint and credentials) in the process environment and `settings_` as the
+    functions' `FunctionEnv`, its AWS clients built for it and forgotten afterwards. pynamodb also
+    resolves endpoint and credentials from the process environment."""
     saved = os.environ.copy()
-    os.environ.update(aws_env)
+    os.environ.update(env)
+    client.cache_clear()
+    environment.use(settings_)
     try:
-        client.cache_clear()  # built for this environment's endpoint, then forgotten
-        return operators.create_key(label)
+        yield
     finally:
+        environment.use(None)
         client.cache_clear()
         os.environ.clear()
         os.environ.update(saved)
 
 
+def create_operator_key(aws_env: dict[str, str], label: str) -> str:
+    with function_environment(aws_env):
+        return operators.create_key(label)
+
+
 def create_api_key(aws_env: dict[str, str], tenant: str, label: str) -> str:
-    saved = os.environ.copy()
-    os.environ.update(aws_env)  # pynamodb resolves endpoint and credentials from the environment
-    try:
+    with function_environment(aws_env):
         return tenants.create_key(tenant, label=label)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)

@@ -127,3 +127,20 @@ class Ministack:
         with contextlib.suppress(ProcessLookupError):  # Lambda subprocesses left in the group
             os.killpg(group, signal.SIGKILL)
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
+
+
+def worker_pids(emulator: str, function: str) -> list[int]:
+    """Lambda subprocesses of `function` spawned by the emulator at `emulator` (found by their environment)."""
+    port = emulator.rsplit(":", 1)[-1]
+    wanted = {f"AWS_LAMBDA_FUNCTION_NAME={function}".encode(), f"GATEWAY_PORT={port}".encode()}
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = set((entry / "environ").read_bytes().split(b"\0"))
+        except OSError:
+            continue  # gone, or not ours
+        if wanted <= environ:
+            pids.append(int(entry.name))
+    return pids

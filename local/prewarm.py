@@ -31,7 +31,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from local.chaos import worker_pids
+from local.ministack import worker_pids
 from shared import settings
 
 WARM_WORKER_EVENT: dict[str, Any] = {"Records": []}

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import threading
 import zlib
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -84,11 +83,6 @@ class ProxyServer(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def start_in_thread(self) -> threading.Thread:
-        thread = threading.Thread(target=self.serve_forever, daemon=True)
-        thread.start()
-        return thread
-
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: the functions' boto3 pools reuse connections
@@ -125,7 +119,6 @@ def serve_main(description: str, build: Any) -> None:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True, help="where requests go on, e.g. http://127.0.0.1:4566")
-    parser.add_argument("--ttl", type=float, default=300.0, help="status cache: item TTL in seconds")
     args = parser.parse_args()
     server = ProxyServer(args.port, build(args))
     print(f"listening on {server.url}", flush=True)

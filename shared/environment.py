@@ -48,10 +48,10 @@ class FunctionEnv:
     http_allow_loopback: bool = False
     http_private_hosts: tuple[str, ...] = field(default=(), metadata={"list": _COMMA_LIST})
     http_timeout_seconds: float = settings.HTTP_DEFAULT_TIMEOUT_SECONDS
-    # Customer code: the jobs package the functions import, the Lambda functions `lambda` jobs may invoke.
+    # Customer code: the jobs packages the functions import (comma-separated), the Lambda functions
+    # `lambda` jobs may invoke.
     jobs_package: str = ""
     lambda_targets: tuple[str, ...] = field(default=(), metadata={"list": _JSON_LIST})
-    chaos_job_types: bool = False
 
     def as_environment(self) -> dict[str, str]:
         """The function environment variables for this value (unset optional endpoints are left out)."""

@@ -151,7 +151,6 @@ class Profile:
     name: str
     worker_timeout_seconds: int
     dax: bool  # DAX cluster + VPC; the emulator has neither
-    chaos_job_types: bool  # job types that kill their worker, for fault tests
     provisioned_pollers: bool = False  # ESM provisioned mode (AWS), else MaximumConcurrency (all the emulator has)
     api_key_cache_seconds: int = API_KEY_CACHE_SECONDS  # the revocation bound
     # HTTP jobs may call loopback (127.0.0.1, ::1) and plain http: the local profile, so tests run real servers.
@@ -184,14 +183,13 @@ class Profile:
 PROFILES = {
     # Lambda's longest invocation, so any job up to 15 minutes runs; short jobs still come back
     # within about their own timeout when a worker dies (docs/architecture.md).
-    "aws": Profile(name="aws", worker_timeout_seconds=900, dax=True, chaos_job_types=False, provisioned_pollers=True),
+    "aws": Profile(name="aws", worker_timeout_seconds=900, dax=True, provisioned_pollers=True),
     # Short timeouts so crash-recovery tests wait seconds, not minutes (attempts here run at most 5 s).
     # 10 s leaves a batch 5 s beyond one 5 s attempt before later jobs are handed back.
     "local": Profile(
         name="local",
         worker_timeout_seconds=10,
         dax=False,
-        chaos_job_types=True,
         provisioned_pollers=False,
         job_timeout_ceiling_seconds=5,
         api_key_cache_seconds=5,  # so the revocation test waits seconds

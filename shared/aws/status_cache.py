@@ -1,7 +1,7 @@
 """Where job-status reads and writes go: the status cache in front of the store.
 
 In AWS that is DAX (`FunctionEnv.dax_endpoint`, set by the stack where the cluster
-exists). Locally it is `local/status_cache.py`, a stand-in with DAX's item-cache
+exists). Locally it is `local/dax_standin.py`, a stand-in with DAX's item-cache
 semantics (`status_cache_endpoint`). Elsewhere job items go straight to
 DynamoDB. Every job-status write goes through this one client: DAX's item cache
 is write-through, so a write that bypassed it would leave polls stale for the

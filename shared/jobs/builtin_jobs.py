@@ -1,21 +1,22 @@
-"""The platform's own job types: small, for trying corral out and for its tests."""
+"""The platform's own job types: small, for trying corral out and for its tests.
+
+The fault tests' types (crash, bloat) are not among them: they are local/chaos_jobs, which only the
+local profile deploys."""
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from typing import Any
 
 from shared import settings
-from shared.jobs.job_types import InvalidPayload, JobContext, JobFailed, job_type
+from shared.jobs.registry import InvalidPayload, JobContext, JobFailed, builtin_job_type
 
 
 def _times(payload: Any) -> int:
     return int(payload.get("times", 1)) if isinstance(payload, dict) else 1
 
 
-@job_type("echo")
+@builtin_job_type("echo")
 def echo(payload: Any, context: JobContext) -> Any:
     return payload
 
@@ -35,7 +36,7 @@ def _check_sleep(payload: Any) -> None:
     _sleep_seconds(payload)
 
 
-@job_type("sleep", validate=_check_sleep)
+@builtin_job_type("sleep", validate=_check_sleep)
 def sleep(payload: Any, context: JobContext) -> dict[str, float]:
     try:
         seconds = _sleep_seconds(payload)
@@ -45,23 +46,9 @@ def sleep(payload: Any, context: JobContext) -> dict[str, float]:
     return {"slept": seconds}
 
 
-@job_type("fail")
+@builtin_job_type("fail")
 def fail(payload: Any, context: JobContext) -> dict[str, int]:
     """Fails its first `times` attempts, then succeeds."""
     if context.attempt <= _times(payload):
         raise JobFailed(f"failing on purpose (attempt {context.attempt} of the first {_times(payload)})")
     return {"succeeded_on_attempt": context.attempt}
-
-
-@job_type("crash", chaos=True)
-def crash(payload: Any, context: JobContext) -> dict[str, int]:
-    """SIGKILLs its own worker process on its first `times` attempts (a poison job)."""
-    if context.attempt <= _times(payload):
-        os.kill(os.getpid(), signal.SIGKILL)
-    return {"survived_on_attempt": context.attempt}
-
-
-@job_type("bloat", chaos=True)
-def bloat(payload: Any, context: JobContext) -> str:
-    """Returns a string of `bytes` characters: a result bigger than the store keeps (fault tests)."""
-    return "x" * int(payload.get("bytes", 0)) if isinstance(payload, dict) else ""

@@ -27,7 +27,7 @@ import urllib3
 from urllib3.exceptions import HTTPError as TransportError
 
 from shared import environment, settings
-from shared.jobs.job_types import InvalidPayload, JobContext, JobDead, JobFailed, job_type
+from shared.jobs.registry import InvalidPayload, JobContext, JobDead, JobFailed, builtin_job_type
 from shared.targets import signing_secrets
 from shared.targets.http_policy import Refused, ResolutionFailed, Resolver, Target, TargetPolicy, check_url, resolve
 
@@ -132,7 +132,7 @@ def needs_exclusive_claim(payload: Any) -> bool:
     return method in NON_IDEMPOTENT_METHODS and not keyed
 
 
-@job_type(
+@builtin_job_type(
     "http",
     validate=validate_payload,
     timeout_seconds=settings.HTTP_DEFAULT_TIMEOUT_SECONDS,

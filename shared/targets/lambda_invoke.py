@@ -15,7 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared.jobs.job_types import InvalidPayload, JobContext, JobDead, JobFailed, job_type
+from shared.jobs.registry import InvalidPayload, JobContext, JobDead, JobFailed, builtin_job_type
 from shared.targets import lambda_allowlist
 
 RESULT_MAX_BYTES = 64 * 1024  # a job's result is stored in its DynamoDB item (400 KB at most)
@@ -51,7 +51,7 @@ def _client(seconds: float) -> Any:
     return boto3.session.Session().client("lambda", config=config)
 
 
-@job_type("lambda", timeout_seconds=60, validate=validate)
+@builtin_job_type("lambda", timeout_seconds=60, validate=validate)
 def invoke(payload: Any, context: JobContext) -> Any:
     validate(payload)  # the allowlist may have shrunk since the job was accepted
     try:

@@ -10,7 +10,7 @@ an instance writes its entry at most once per second per tenant it serves, off t
 tenant's enqueue costs no store call, and the store sees one small write per second per
 (instance, active tenant).
 
-Accuracy (measured by `python -m bench.rate_limit`, docs/benchmark.md): 0.95-1.00 of the limit at
+Accuracy (measured by `python -m bench.models.rate_limit`, docs/benchmark.md): 0.95-1.00 of the limit at
 100/s and more, however unevenly requests reach 1-50 instances; less at low rates over many
 instances (small buckets overflow: conservative); k instances appearing at once admit about
 burst x (1 + 1/2 + ... + 1/k) in their first second.

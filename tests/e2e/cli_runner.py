@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.platform import Platform
+from local.platform import Platform
 
 ROOT = Path(__file__).resolve().parents[2]
 

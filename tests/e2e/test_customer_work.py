@@ -7,8 +7,6 @@ import zipfile
 import pytest
 import requests
 
-from tests.platform import LAMBDA_TARGET
-
 # The target echoes its input, or fails like a function with a bug when asked to.
 _TARGET_SOURCE = """
 def handler(event, context):
@@ -88,7 +86,7 @@ def test_a_timeout_above_the_types_maximum_is_refused(api):
 
 
 @pytest.fixture(scope="module")
-def lambda_target(deployed):
+def lambda_target(deployed, lambda_target_name):
     if not deployed.emulated:
         pytest.skip("creates its target function in the embedded emulator")
     lambda_ = deployed.aws("lambda")
@@ -96,15 +94,15 @@ def lambda_target(deployed):
     with zipfile.ZipFile(archive, "w") as zipped:
         zipped.writestr("target.py", _TARGET_SOURCE)
     lambda_.create_function(
-        FunctionName=LAMBDA_TARGET,
+        FunctionName=lambda_target_name,
         Runtime="python3.11",
         Role="arn:aws:iam::000000000000:role/corral-e2e-target",
         Handler="target.handler",
         Code={"ZipFile": archive.getvalue()},
         Timeout=10,
     )
-    yield LAMBDA_TARGET
-    lambda_.delete_function(FunctionName=LAMBDA_TARGET)
+    yield lambda_target_name
+    lambda_.delete_function(FunctionName=lambda_target_name)
 
 
 def test_a_lambda_job_invokes_an_allowed_function_and_records_its_response(api, lambda_target):

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from local.chaos import worker_pids
+from local.ministack import worker_pids
 from local.ministack_patch import MARKER_ENV, SUPPORTED_VERSION
+from local.platform import Platform
 from local.prewarm import WARM_WORKER_EVENT, worker_concurrency
 from shared import settings
-from tests.platform import Platform
 
 
 @pytest.fixture

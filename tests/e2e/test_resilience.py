@@ -17,32 +17,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from local.chaos import Chaos
-from tests.e2e.test_retry import _dlq_bodies
+from tests.e2e.helpers import dlq_bodies, outcome_writes
 
 BLIP_SECONDS = 5
 POISON_NEIGHBOUR_WAIT = 2 * 30 + 40  # two crashes' visibility timeouts, plus a slow emulator's margin
 
 
 @pytest.fixture(scope="module")
-def chaos(deployed) -> Chaos:
-    if deployed.chaos is None:
-        pytest.skip("faults are injected only into the embedded stack")
-    return deployed.chaos
-
-
-@pytest.fixture(scope="module")
 def poison_job(api, chaos) -> Iterator[tuple[str, str]]:
     """A job that SIGKILLs its worker on every attempt, and an innocent job enqueued right after it."""
     yield api.enqueue("crash", {"times": 99}, max_attempts=2), api.enqueue("echo", {"innocent": True})
-
-
-def _outcome_writes(chaos: Chaos, job_id: str, status: str) -> int:
-    return sum(
-        1
-        for r in chaos.store_requests(job_id)
-        if r["operation"] == "UpdateItem" and r["sets_status"] == status and r["http_status"] == 200
-    )
 
 
 def _wait_status(api, job_ids: list[str], status: str, timeout: float) -> str:
@@ -78,7 +62,7 @@ def test_a_store_blip_loses_nothing_and_records_nothing_twice(api, chaos, poison
     assert injected, "the blip did not hit the store"
     assert set(polls_in_blip) == {"succeeded"}
     assert [job["status"] for job in finished] == ["succeeded"] * len(jobs)
-    assert [_outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1] * len(jobs)
+    assert [outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1] * len(jobs)
 
 
 def test_an_sqs_blip_never_loses_an_accepted_job(api, chaos, poison_job):
@@ -106,7 +90,7 @@ def test_a_worker_killed_mid_job_is_taken_over_and_completes_once(api, chaos, po
     finished = {job_id: api.wait(job_id, timeout=90) for job_id in jobs}  # visibility timeout: 30 s
     assert [job["status"] for job in finished.values()] == ["succeeded", "succeeded"]
     assert finished[running]["attempts"] == 2  # the killed attempt's lease expired and was taken over
-    assert [_outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1, 1]
+    assert [outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1, 1]
 
 
 def test_a_poison_job_ends_dead_in_the_dlq_without_blocking_others(api, deployed, chaos, poison_job):
@@ -118,5 +102,5 @@ def test_a_poison_job_ends_dead_in_the_dlq_without_blocking_others(api, deployed
     assert dead["status"] == "dead"
     assert dead["attempts"] == 2
     assert "ended without an outcome" in dead["error"]
-    assert len(_dlq_bodies(deployed, poison)) == 1
-    assert _outcome_writes(chaos, poison, "dead") == 1
+    assert len(dlq_bodies(deployed, poison)) == 1
+    assert outcome_writes(chaos, poison, "dead") == 1

@@ -1,7 +1,7 @@
 """The status cache (DAX's local stand-in) in front of the store: polls do not load the store.
 
 Store reads are counted by the fault proxy every DynamoDB request of the functions
-passes through (tests/platform.py wires them), so they are the store's real load.
+passes through (local/platform.py wires them), so they are the store's real load.
 """
 
 import uuid
@@ -17,13 +17,6 @@ from shared import settings
 
 def _store_reads(chaos: Chaos, job_id: str) -> int:
     return sum(1 for request in chaos.store_requests(job_id) if request["operation"] == "GetItem")
-
-
-@pytest.fixture
-def chaos(deployed) -> Chaos:
-    if deployed.chaos is None:
-        pytest.skip("store reads are counted only on the embedded stack")
-    return deployed.chaos
 
 
 def test_a_thousand_polls_of_a_finished_job_cost_a_handful_of_store_reads(deployed, chaos):

@@ -8,29 +8,12 @@ gets exactly one outcome write that reaches the store, and its record's started_
 
 import time
 
-import pytest
-
-from local.chaos import Chaos
+from tests.e2e.helpers import outcome_writes
 
 BLIP_SECONDS = 5
 # Enqueue-to-run of a job enqueued during the blip: its run starts without waiting for the store.
 # Generous for a shared 2-core machine; the benchmark measures the real figure.
 START_WITHIN_SECONDS = 1.5
-
-
-@pytest.fixture(scope="module")
-def chaos(deployed) -> Chaos:
-    if deployed.chaos is None:
-        pytest.skip("faults are injected only into the embedded stack")
-    return deployed.chaos
-
-
-def _outcome_writes(chaos: Chaos, job_id: str, status: str) -> int:
-    return sum(
-        1
-        for r in chaos.store_requests(job_id)
-        if r["operation"] == "UpdateItem" and r["sets_status"] == status and r["http_status"] == 200
-    )
 
 
 def test_jobs_enqueued_during_a_store_blip_start_at_once_and_are_recorded_once(api, chaos):
@@ -51,4 +34,4 @@ def test_jobs_enqueued_during_a_store_blip_start_at_once_and_are_recorded_once(a
     assert [job["attempts"] for job in finished] == [1] * len(enqueued)
     waits = sorted(job["started_at"] - job["enqueued_at"] for job in finished)
     assert waits[-1] <= START_WITHIN_SECONDS, f"enqueue-to-run during the blip: {waits}"
-    assert [_outcome_writes(chaos, job_id, "succeeded") for job_id in enqueued] == [1] * len(enqueued)
+    assert [outcome_writes(chaos, job_id, "succeeded") for job_id in enqueued] == [1] * len(enqueued)

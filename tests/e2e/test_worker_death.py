@@ -8,19 +8,14 @@ is dead, which would take this batch's takeover down a second time.
 
 import time
 
-import pytest
-
 from shared import settings
 from shared.worker import deadline
-from tests.e2e.test_resilience import _outcome_writes
+from tests.e2e.helpers import outcome_writes
 
 LOCAL = settings.PROFILES["local"]
 
 
-def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeout(api, deployed):
-    chaos = deployed.chaos
-    if chaos is None:
-        pytest.skip("faults are injected only into the embedded stack")
+def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeout(api, chaos):
     # One request, one SendMessageBatch: the three arrive in one batch, claimed together as it begins.
     outcomes = api.enqueue_many([{"type": "sleep", "payload": {"seconds": 2}} for _ in range(3)])
     jobs = [outcome.id for outcome in outcomes]
@@ -33,7 +28,7 @@ def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeo
     finished = [api.wait(job_id, timeout=90) for job_id in jobs]
 
     assert [job["status"] for job in finished] == ["succeeded"] * 3
-    assert [_outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1, 1, 1]
+    assert [outcome_writes(chaos, job_id, "succeeded") for job_id in jobs] == [1, 1, 1]
     # Back once the running job could no longer be running: its timeout (the 5 s ceiling) + the 10 s
     # margin from the batch's start, plus the killed environments' cold start (~17 s after the kill on
     # a quiet machine); the queue's visibility timeout would have held them 35 s.

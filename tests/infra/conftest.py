@@ -20,10 +20,10 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synthesiz
 
 
 @pytest.fixture(scope="session")
-def aws(synthesized: dict[str, Synthesized]) -> Template:
+def aws_template(synthesized: dict[str, Synthesized]) -> Template:
     return Template.from_json(synthesized["aws"].template)
 
 
 @pytest.fixture(scope="session")
-def local(synthesized: dict[str, Synthesized]) -> Template:
+def local_template(synthesized: dict[str, Synthesized]) -> Template:
     return Template.from_json(synthesized["local"].template)

@@ -47,8 +47,8 @@ def _arn(name: str) -> dict:
     }
 
 
-def test_without_lambda_targets_nothing_may_be_invoked(aws: Template):
-    assert _invoke_statements(aws) == []
+def test_without_lambda_targets_nothing_may_be_invoked(aws_template: Template):
+    assert _invoke_statements(aws_template) == []
 
 
 def test_the_worker_may_invoke_exactly_the_allowed_targets(with_jobs: Synthesized):

@@ -16,16 +16,16 @@ def _environments(template: Template) -> list[dict[str, str]]:
     return [f["Properties"]["Environment"]["Variables"] for f in functions.values()]
 
 
-def test_the_aws_profile_allows_https_to_public_addresses_only(aws: Template):
-    for environment in _environments(aws):  # the API validates at enqueue, the worker at run time
+def test_the_aws_profile_allows_https_to_public_addresses_only(aws_template: Template):
+    for environment in _environments(aws_template):  # the API validates at enqueue, the worker at run time
         assert environment["CORRAL_HTTP_ALLOW_PLAIN"] == "0"
         assert environment["CORRAL_HTTP_ALLOW_LOOPBACK"] == "0"
         assert environment["CORRAL_HTTP_PRIVATE_HOSTS"] == ""
         assert int(environment["CORRAL_HTTP_TIMEOUT_SECONDS"]) < settings.PROFILES["aws"].worker_timeout_seconds
 
 
-def test_the_local_profile_allows_loopback_and_http_within_its_short_worker_timeout(local: Template):
-    for environment in _environments(local):
+def test_the_local_profile_allows_loopback_and_http_within_its_short_worker_timeout(local_template: Template):
+    for environment in _environments(local_template):
         assert (environment["CORRAL_HTTP_ALLOW_PLAIN"], environment["CORRAL_HTTP_ALLOW_LOOPBACK"]) == ("1", "1")
         assert int(environment["CORRAL_HTTP_TIMEOUT_SECONDS"]) < settings.PROFILES["local"].worker_timeout_seconds
 

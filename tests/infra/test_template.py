@@ -28,8 +28,8 @@ def _only(template: Template, type_: str, props: dict | None = None) -> dict:
 # HTTP API -------------------------------------------------------------------------------------------
 
 
-def test_default_stage_is_throttled_and_writes_access_logs(aws: Template, local: Template):
-    for template in (aws, local):
+def test_default_stage_is_throttled_and_writes_access_logs(aws_template: Template, local_template: Template):
+    for template in (aws_template, local_template):
         template.has_resource_properties(
             "AWS::ApiGatewayV2::Stage",
             {
@@ -50,9 +50,11 @@ def test_default_stage_is_throttled_and_writes_access_logs(aws: Template, local:
 # Queue ----------------------------------------------------------------------------------------------
 
 
-def test_the_worker_runs_15_minute_jobs_on_aws_and_the_queue_outlasts_its_timeout(aws: Template, local: Template):
+def test_the_worker_runs_15_minute_jobs_on_aws_and_the_queue_outlasts_its_timeout(
+    aws_template: Template, local_template: Template
+):
     """SQS event sources need visibility >= the function timeout; per-job visibility does the rest (deadline.py)."""
-    for template, profile in ((aws, AWS), (local, LOCAL)):
+    for template, profile in ((aws_template, AWS), (local_template, LOCAL)):
         queue = _only(template, "AWS::SQS::Queue", {"QueueName": settings.QUEUE_NAME})["Properties"]
         worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
         assert worker["Timeout"] == profile.worker_timeout_seconds
@@ -62,31 +64,31 @@ def test_the_worker_runs_15_minute_jobs_on_aws_and_the_queue_outlasts_its_timeou
         assert ceiling == profile.job_timeout_ceiling_seconds <= worker["Timeout"] - settings.JOB_START_RESERVE_SECONDS
         assert int(environment["CORRAL_LEASE_SECONDS"]) > ceiling
         assert int(environment["CORRAL_LEASE_SECONDS"]) < queue["VisibilityTimeout"]
-    aws_worker = _only(aws, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
+    aws_worker = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
     assert aws_worker["Timeout"] == settings.MAX_JOB_TIMEOUT_SECONDS == 900
 
 
-def test_hand_backs_grow_to_at_most_the_visibility_timeout(aws: Template, local: Template):
-    for template, profile in ((aws, AWS), (local, LOCAL)):
+def test_hand_backs_grow_to_at_most_the_visibility_timeout(aws_template: Template, local_template: Template):
+    for template, profile in ((aws_template, AWS), (local_template, LOCAL)):
         worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
         hand_back_max = worker["Environment"]["Variables"]["CORRAL_HAND_BACK_MAX_SECONDS"]
         assert hand_back_max == str(profile.visibility_timeout_seconds)
 
 
-def test_queues_are_encrypted_tls_only_and_redrive_after_max_receive_count(aws: Template):
+def test_queues_are_encrypted_tls_only_and_redrive_after_max_receive_count(aws_template: Template):
     for name in (settings.QUEUE_NAME, settings.DLQ_NAME):
-        aws.has_resource_properties(
+        aws_template.has_resource_properties(
             "AWS::SQS::Queue",
             {"QueueName": name, "SqsManagedSseEnabled": True, "MessageRetentionPeriod": 14 * 24 * 3600},
         )
-    aws.has_resource_properties(
+    aws_template.has_resource_properties(
         "AWS::SQS::Queue",
         {
             "QueueName": settings.QUEUE_NAME,
             "RedrivePolicy": {"deadLetterTargetArn": Match.any_value(), "maxReceiveCount": settings.MAX_RECEIVE_COUNT},
         },
     )
-    policies = aws.find_resources("AWS::SQS::QueuePolicy")
+    policies = aws_template.find_resources("AWS::SQS::QueuePolicy")
     assert len(policies) == 2
     for policy in policies.values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
@@ -119,8 +121,10 @@ def _corral_senders(template: Template) -> list[dict]:
     return [_role_arn(template, name) for name in names]
 
 
-def test_only_the_api_the_scheduler_role_and_the_workers_may_send_to_the_jobs_queue(aws: Template, local: Template):
-    for template in (aws, local):
+def test_only_the_api_the_scheduler_role_and_the_workers_may_send_to_the_jobs_queue(
+    aws_template: Template, local_template: Template
+):
+    for template in (aws_template, local_template):
         senders = _corral_senders(template)
         statements = {s.get("Sid"): s for s in _queue_policy_statements(template, "QueueJobs")}
         deny = statements["OnlyCorralSends"]
@@ -148,8 +152,10 @@ def _grants_on(statements: list[dict], action: str, resource: dict) -> bool:
     return any(action in _actions(s) and resource in resources(s) for s in statements if s["Effect"] == "Allow")
 
 
-def test_the_worker_may_send_outcomes_to_the_jobs_queue_hand_back_and_bury(aws: Template, local: Template):
-    for template in (aws, local):
+def test_the_worker_may_send_outcomes_to_the_jobs_queue_hand_back_and_bury(
+    aws_template: Template, local_template: Template
+):
+    for template in (aws_template, local_template):
         worker = _policy_statements_of_role_of_function(template, settings.WORKER_FUNCTION)
         (jobs,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.QUEUE_NAME}})
         (dlq,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.DLQ_NAME}})
@@ -162,12 +168,14 @@ def test_the_worker_may_send_outcomes_to_the_jobs_queue_hand_back_and_bury(aws: 
 # Worker event source ----------------------------------------------------------------------------------
 
 
-def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile(aws: Template, local: Template):
+def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile(
+    aws_template: Template, local_template: Template
+):
     common = {
         "BatchSize": settings.WORKER_BATCH_SIZE,
         "FunctionResponseTypes": ["ReportBatchItemFailures"],
     }
-    aws.has_resource_properties(
+    aws_template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
             **common,
@@ -178,7 +186,7 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
             "ScalingConfig": Match.absent(),  # AWS rejects MaximumConcurrency together with provisioned mode
         },
     )
-    local.has_resource_properties(
+    local_template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
             **common,
@@ -186,7 +194,9 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
             "ProvisionedPollerConfig": Match.absent(),
         },
     )
-    window = _only(aws, "AWS::Lambda::EventSourceMapping")["Properties"].get("MaximumBatchingWindowInSeconds", 0)
+    window = _only(aws_template, "AWS::Lambda::EventSourceMapping")["Properties"].get(
+        "MaximumBatchingWindowInSeconds", 0
+    )
     assert window == settings.WORKER_BATCHING_WINDOW_SECONDS
     assert 2 <= settings.WORKER_MIN_POLLERS <= 200 and settings.WORKER_MIN_POLLERS <= settings.WORKER_MAX_POLLERS
 
@@ -194,8 +204,10 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
 # Store ----------------------------------------------------------------------------------------------
 
 
-def test_table_is_on_demand_with_pitr_ttl_the_runs_index_and_the_jobs_index(aws: Template, local: Template):
-    for template in (aws, local):
+def test_table_is_on_demand_with_pitr_ttl_the_runs_index_and_the_jobs_index(
+    aws_template: Template, local_template: Template
+):
+    for template in (aws_template, local_template):
         template.has_resource_properties(
             "AWS::DynamoDB::GlobalTable",
             {
@@ -233,17 +245,17 @@ def test_table_is_on_demand_with_pitr_ttl_the_runs_index_and_the_jobs_index(aws:
                 ],
             },
         )
-    aws.has_resource("AWS::DynamoDB::GlobalTable", {"DeletionPolicy": "Retain"})
+    aws_template.has_resource("AWS::DynamoDB::GlobalTable", {"DeletionPolicy": "Retain"})
 
 
 # Functions ------------------------------------------------------------------------------------------
 
 
-def test_both_functions_share_one_dependencies_layer_built_without_docker(aws: Template):
-    layers = aws.find_resources("AWS::Lambda::LayerVersion")
+def test_both_functions_share_one_dependencies_layer_built_without_docker(aws_template: Template):
+    layers = aws_template.find_resources("AWS::Lambda::LayerVersion")
     assert len(layers) == 1
     (layer_id,) = layers
-    functions = _functions(aws)
+    functions = _functions(aws_template)
     assert {f["Properties"]["FunctionName"] for f in functions.values()} == {
         settings.API_FUNCTION,
         settings.WORKER_FUNCTION,
@@ -256,8 +268,8 @@ def test_both_functions_share_one_dependencies_layer_built_without_docker(aws: T
 # DAX and the network (aws only) ---------------------------------------------------------------------
 
 
-def test_dax_cluster_is_encrypted_at_rest_and_in_transit_inside_the_vpc(aws: Template):
-    aws.has_resource_properties(
+def test_dax_cluster_is_encrypted_at_rest_and_in_transit_inside_the_vpc(aws_template: Template):
+    aws_template.has_resource_properties(
         "AWS::DAX::Cluster",
         {
             "ClusterName": settings.DAX_CLUSTER_NAME,
@@ -269,15 +281,15 @@ def test_dax_cluster_is_encrypted_at_rest_and_in_transit_inside_the_vpc(aws: Tem
             "SecurityGroupIds": Match.any_value(),
         },
     )
-    aws.has_resource_properties(
+    aws_template.has_resource_properties(
         "AWS::EC2::SecurityGroupIngress",
         {"IpProtocol": "tcp", "FromPort": 9111, "ToPort": 9111, "SourceSecurityGroupId": Match.any_value()},
     )
 
 
-def test_both_functions_get_the_dax_endpoint_run_in_the_vpc_and_may_use_the_cluster(aws: Template):
-    cluster_id = next(iter(aws.find_resources("AWS::DAX::Cluster")))
-    for function in _functions(aws).values():
+def test_both_functions_get_the_dax_endpoint_run_in_the_vpc_and_may_use_the_cluster(aws_template: Template):
+    cluster_id = next(iter(aws_template.find_resources("AWS::DAX::Cluster")))
+    for function in _functions(aws_template).values():
         properties = function["Properties"]
         assert properties["Environment"]["Variables"]["CORRAL_DAX_ENDPOINT"] == {
             "Fn::GetAtt": [cluster_id, "ClusterDiscoveryEndpointURL"]
@@ -285,7 +297,7 @@ def test_both_functions_get_the_dax_endpoint_run_in_the_vpc_and_may_use_the_clus
         assert properties["VpcConfig"]["SubnetIds"] and properties["VpcConfig"]["SecurityGroupIds"]
     granted = [
         policy
-        for policy in aws.find_resources("AWS::IAM::Policy").values()
+        for policy in aws_template.find_resources("AWS::IAM::Policy").values()
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
         if statement["Resource"] == {"Fn::GetAtt": [cluster_id, "Arn"]}
         and sorted(statement["Action"]) == sorted(DAX_DATA_ACTIONS)
@@ -315,54 +327,60 @@ def _nat_gateway_subnets(template: Template) -> dict[str, str]:
     }
 
 
-def test_functions_reach_the_internet_through_a_nat_gateway_in_their_own_az(aws: Template):
+def test_functions_reach_the_internet_through_a_nat_gateway_in_their_own_az(aws_template: Template):
     """HTTP targets (customers' endpoints), Lambda targets (lambda:Invoke) and the operator view
     (cloudwatch:GetMetricData) have no VPC endpoint: their only way out is the NAT."""
-    subnets = aws.find_resources("AWS::EC2::Subnet")
-    nat_subnets = _nat_gateway_subnets(aws)
+    subnets = aws_template.find_resources("AWS::EC2::Subnet")
+    nat_subnets = _nat_gateway_subnets(aws_template)
     assert len(nat_subnets) == network.NAT_GATEWAYS == network.MAX_AZS
     function_subnets = set()
-    for function in _functions(aws).values():
+    for function in _functions(aws_template).values():
         ids = function["Properties"]["VpcConfig"]["SubnetIds"]
         assert len(ids) == network.MAX_AZS, ids
         function_subnets |= {i["Ref"] for i in ids}
     for subnet_id in function_subnets:
         assert not subnets[subnet_id]["Properties"]["MapPublicIpOnLaunch"]
-        (route,) = _default_routes(aws, subnet_id)
+        (route,) = _default_routes(aws_template, subnet_id)
         nat_subnet = nat_subnets[route["NatGatewayId"]["Ref"]]
         # Same AZ: an AZ's outage takes only its own functions' egress with it, and no cross-AZ data charge.
         zone = subnets[subnet_id]["Properties"]["AvailabilityZone"]
         assert subnets[nat_subnet]["Properties"]["AvailabilityZone"] == zone
-    outputs = aws.find_outputs("EgressIps")["EgressIps"]["Value"]["Fn::Join"]
-    nat_addresses = [nat["Properties"]["AllocationId"] for nat in aws.find_resources("AWS::EC2::NatGateway").values()]
+    outputs = aws_template.find_outputs("EgressIps")["EgressIps"]["Value"]["Fn::Join"]
+    nat_addresses = [
+        nat["Properties"]["AllocationId"] for nat in aws_template.find_resources("AWS::EC2::NatGateway").values()
+    ]
     assert outputs[0] == "," and sorted(ref["Ref"] for ref in outputs[1]) == sorted(
         a["Fn::GetAtt"][0] for a in nat_addresses
     )
-    (internet_gateway,) = aws.find_resources("AWS::EC2::InternetGateway")
+    (internet_gateway,) = aws_template.find_resources("AWS::EC2::InternetGateway")
     for nat_subnet in nat_subnets.values():
-        assert [route.get("GatewayId") for route in _default_routes(aws, nat_subnet)] == [{"Ref": internet_gateway}]
+        assert [route.get("GatewayId") for route in _default_routes(aws_template, nat_subnet)] == [
+            {"Ref": internet_gateway}
+        ]
 
 
-def test_dax_sits_in_isolated_subnets_reachable_only_from_the_functions(aws: Template):
-    (subnet_group,) = aws.find_resources("AWS::DAX::SubnetGroup").values()
+def test_dax_sits_in_isolated_subnets_reachable_only_from_the_functions(aws_template: Template):
+    (subnet_group,) = aws_template.find_resources("AWS::DAX::SubnetGroup").values()
     dax_subnets = {i["Ref"] for i in subnet_group["Properties"]["SubnetIds"]}
-    function_subnets = {i["Ref"] for f in _functions(aws).values() for i in f["Properties"]["VpcConfig"]["SubnetIds"]}
+    function_subnets = {
+        i["Ref"] for f in _functions(aws_template).values() for i in f["Properties"]["VpcConfig"]["SubnetIds"]
+    }
     assert len(dax_subnets) == network.MAX_AZS and not dax_subnets & function_subnets
     for subnet_id in dax_subnets:
-        assert _default_routes(aws, subnet_id) == []  # no route out at all
-    (cluster,) = aws.find_resources("AWS::DAX::Cluster").values()
+        assert _default_routes(aws_template, subnet_id) == []  # no route out at all
+    (cluster,) = aws_template.find_resources("AWS::DAX::Cluster").values()
     ((dax_group_id, _),) = [g["Fn::GetAtt"] for g in cluster["Properties"]["SecurityGroupIds"]]
     function_groups = {
         json.dumps(g, sort_keys=True)
-        for f in _functions(aws).values()
+        for f in _functions(aws_template).values()
         for g in f["Properties"]["VpcConfig"]["SecurityGroupIds"]
     }
     assert len(function_groups) == 1
-    dax_group = aws.find_resources("AWS::EC2::SecurityGroup")[dax_group_id]["Properties"]
+    dax_group = aws_template.find_resources("AWS::EC2::SecurityGroup")[dax_group_id]["Properties"]
     assert "SecurityGroupIngress" not in dax_group  # inline rules would be open to a CIDR
     ingress = [
         rule["Properties"]
-        for rule in aws.find_resources("AWS::EC2::SecurityGroupIngress").values()
+        for rule in aws_template.find_resources("AWS::EC2::SecurityGroupIngress").values()
         if rule["Properties"]["GroupId"] == {"Fn::GetAtt": [dax_group_id, "GroupId"]}
     ]
     assert ingress and all(
@@ -373,30 +391,30 @@ def test_dax_sits_in_isolated_subnets_reachable_only_from_the_functions(aws: Tem
     ), ingress
 
 
-def test_per_job_aws_traffic_stays_on_vpc_endpoints_not_the_nat(aws: Template):
-    endpoints = aws.find_resources("AWS::EC2::VPCEndpoint")
+def test_per_job_aws_traffic_stays_on_vpc_endpoints_not_the_nat(aws_template: Template):
+    endpoints = aws_template.find_resources("AWS::EC2::VPCEndpoint")
     kinds = {
         (str(e["Properties"]["ServiceName"]), e["Properties"].get("VpcEndpointType", "Gateway"))
         for e in endpoints.values()
     }
     services = sorted(name.rsplit(".", 1)[-1].strip("'\"]}") + "/" + kind for name, kind in kinds)
     assert services == ["dynamodb/Gateway", "scheduler/Interface", "sqs/Interface"], services
-    function_subnets = [i for f in _functions(aws).values() for i in f["Properties"]["VpcConfig"]["SubnetIds"]]
+    function_subnets = [i for f in _functions(aws_template).values() for i in f["Properties"]["VpcConfig"]["SubnetIds"]]
     (gateway,) = [e["Properties"] for e in endpoints.values() if "RouteTableIds" in e["Properties"]]
     # DynamoDB's prefix list is more specific than the NAT's 0.0.0.0/0 in the functions' route tables.
-    for association in aws.find_resources("AWS::EC2::SubnetRouteTableAssociation").values():
+    for association in aws_template.find_resources("AWS::EC2::SubnetRouteTableAssociation").values():
         if association["Properties"]["SubnetId"] in function_subnets:
             assert association["Properties"]["RouteTableId"] in gateway["RouteTableIds"]
     for interface in (e["Properties"] for e in endpoints.values() if "SubnetIds" in e["Properties"]):
         assert sorted(map(json.dumps, interface["SubnetIds"])) == sorted(set(map(json.dumps, function_subnets)))
         assert interface["PrivateDnsEnabled"]  # the SDKs' default hostnames resolve to the endpoint, not the NAT
-    aws.resource_count_is("AWS::EC2::FlowLog", 1)
+    aws_template.resource_count_is("AWS::EC2::FlowLog", 1)
 
 
-def test_local_profile_has_no_dax_and_no_vpc(local: Template):
+def test_local_profile_has_no_dax_and_no_vpc(local_template: Template):
     for type_ in ("AWS::DAX::Cluster", "AWS::EC2::VPC", "AWS::EC2::VPCEndpoint"):
-        local.resource_count_is(type_, 0)
-    for function in _functions(local).values():
+        local_template.resource_count_is(type_, 0)
+    for function in _functions(local_template).values():
         assert "VpcConfig" not in function["Properties"]
         assert "CORRAL_DAX_ENDPOINT" not in function["Properties"]["Environment"]["Variables"]
 
@@ -404,22 +422,24 @@ def test_local_profile_has_no_dax_and_no_vpc(local: Template):
 # Alarms ---------------------------------------------------------------------------------------------
 
 
-def test_alarms_watch_the_dlq_queue_age_and_worker_errors_and_throttles(aws: Template, local: Template):
-    topic_id = next(iter(aws.find_resources("AWS::SNS::Topic")))
+def test_alarms_watch_the_dlq_queue_age_and_worker_errors_and_throttles(
+    aws_template: Template, local_template: Template
+):
+    topic_id = next(iter(aws_template.find_resources("AWS::SNS::Topic")))
     expected = {
         ("AWS/SQS", "ApproximateNumberOfMessagesVisible", 1),
         ("AWS/SQS", "ApproximateAgeOfOldestMessage", settings.ALARM_OLDEST_MESSAGE_AGE_SECONDS),
         ("AWS/Lambda", "Errors", settings.ALARM_WORKER_ERRORS_PER_5_MIN),
         ("AWS/Lambda", "Throttles", settings.ALARM_WORKER_THROTTLES_PER_5_MIN),
     }
-    for template in (aws, local):
+    for template in (aws_template, local_template):
         alarms = template.find_resources("AWS::CloudWatch::Alarm")
         found = {
             (a["Properties"]["Namespace"], a["Properties"]["MetricName"], a["Properties"]["Threshold"])
             for a in alarms.values()
         }
         assert found == expected
-    for alarm in aws.find_resources("AWS::CloudWatch::Alarm").values():
+    for alarm in aws_template.find_resources("AWS::CloudWatch::Alarm").values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
 
 
@@ -445,8 +465,10 @@ def _actions(statement: dict) -> list[str]:
     return [actions] if isinstance(actions, str) else actions
 
 
-def test_schedules_live_in_their_group_and_scheduler_may_only_send_to_the_queues(aws: Template, local: Template):
-    for template in (aws, local):
+def test_schedules_live_in_their_group_and_scheduler_may_only_send_to_the_queues(
+    aws_template: Template, local_template: Template
+):
+    for template in (aws_template, local_template):
         template.has_resource_properties("AWS::Scheduler::ScheduleGroup", {"Name": settings.SCHEDULE_GROUP})
         template.has_resource_properties(
             "AWS::IAM::Role",
@@ -465,8 +487,8 @@ def test_schedules_live_in_their_group_and_scheduler_may_only_send_to_the_queues
             assert set(_actions(statement)) <= {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 
 
-def test_scheduler_may_assume_its_role_only_for_corrals_schedule_group_in_this_account(aws: Template):
-    role = _only(aws, "AWS::IAM::Role", {"RoleName": settings.SCHEDULER_ROLE_NAME})
+def test_scheduler_may_assume_its_role_only_for_corrals_schedule_group_in_this_account(aws_template: Template):
+    role = _only(aws_template, "AWS::IAM::Role", {"RoleName": settings.SCHEDULER_ROLE_NAME})
     (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     condition = statement["Condition"]
     assert condition["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
@@ -475,9 +497,9 @@ def test_scheduler_may_assume_its_role_only_for_corrals_schedule_group_in_this_a
     assert f":schedule/{settings.SCHEDULE_GROUP}/*" in source_arns
 
 
-def test_only_the_api_may_create_schedules_and_pass_the_scheduler_role(aws: Template):
-    api_statements = _policy_statements_of_role_of_function(aws, settings.API_FUNCTION)
-    worker_statements = _policy_statements_of_role_of_function(aws, settings.WORKER_FUNCTION)
+def test_only_the_api_may_create_schedules_and_pass_the_scheduler_role(aws_template: Template):
+    api_statements = _policy_statements_of_role_of_function(aws_template, settings.API_FUNCTION)
+    worker_statements = _policy_statements_of_role_of_function(aws_template, settings.WORKER_FUNCTION)
 
     def grants(statements: list[dict], action: str) -> bool:
         return any(action in _actions(s) for s in statements)
@@ -493,10 +515,10 @@ def _policy_statements_of_role_of_function(template: Template, function_name: st
     return _statements_of_role(template, function["Properties"]["Role"]["Fn::GetAtt"][0])
 
 
-def test_the_api_reads_queue_counts_and_metrics_for_the_operator_view_and_nothing_more(aws: Template):
-    statements = _policy_statements_of_role_of_function(aws, settings.API_FUNCTION)
+def test_the_api_reads_queue_counts_and_metrics_for_the_operator_view_and_nothing_more(aws_template: Template):
+    statements = _policy_statements_of_role_of_function(aws_template, settings.API_FUNCTION)
     wildcard = [s for s in statements if s.get("Resource") == "*"]
     assert [_actions(s) for s in wildcard] == [["cloudwatch:GetMetricData"]]
     readers = [s for s in statements if "sqs:GetQueueAttributes" in _actions(s)]
     assert readers and all(s.get("Resource") != "*" for s in readers)
-    assert len(aws.find_outputs("DashboardUrl")) == 1
+    assert len(aws_template.find_outputs("DashboardUrl")) == 1

@@ -9,11 +9,11 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from bench.http_event import FakeLambdaContext, http_api_event
 from functions.api import body as request_body
 from shared import settings
 from shared.aws import eventbridge, queue
 from shared.tenants import tenants
+from tests.events import FakeLambdaContext, http_api_event
 
 
 def _nested(levels: int, leaf=1):

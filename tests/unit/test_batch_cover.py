@@ -27,9 +27,7 @@ class _WorkerDied(BaseException):
 
 
 def _register(monkeypatch: pytest.MonkeyPatch, run: Any) -> None:
-    monkeypatch.setitem(
-        job_types._REGISTRY, "nap", job_types.JobType(name="nap", run=run, chaos=False, timeout_seconds=TIMEOUT)
-    )
+    monkeypatch.setitem(job_types._REGISTRY, "nap", job_types.JobType(name="nap", run=run, timeout_seconds=TIMEOUT))
 
 
 def _send_jobs(aws: dict[str, Any], count: int = JOBS) -> list[JobMessage]:

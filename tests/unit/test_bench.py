@@ -4,9 +4,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import capacity, faults, measure, report, run, slo
+from bench import faults, measure, report, run, slo
 from bench.load import Sample
 from bench.measure import Batch
+from bench.models import capacity
 from bench.scenario import midnight_herd
 
 
@@ -168,3 +169,17 @@ def test_the_herds_crons_are_created_before_the_load_and_due_cron_lead_seconds_i
 
     assert created["due"] - load_starts == pytest.approx(scenario.start_of("herd") + faults.CRON_LEAD_SECONDS, abs=1.5)
     assert faults.herd_crons(context).startswith("80 schedules (created before the load) due at")
+
+
+def test_the_benchmark_needs_neither_the_test_suite_nor_pytest():
+    """Every scenario starts its stack with local/platform.py: importing them all loads no test code."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scenarios = "bench.run, bench.drain, bench.first_jobs, bench.herd, bench.noisy, bench.crons, bench.get_item_rate"
+    check = f"import sys, {scenarios}; print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith('tests')))"
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", check], cwd=root, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

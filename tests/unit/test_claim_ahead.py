@@ -18,7 +18,7 @@ from tests.unit.worker_harness import WorkerContext, poll, record, send
 
 
 def _register(monkeypatch, name: str, run: Any) -> None:
-    monkeypatch.setitem(job_types._REGISTRY, name, job_types.JobType(name=name, run=run, chaos=False))
+    monkeypatch.setitem(job_types._REGISTRY, name, job_types.JobType(name=name, run=run))
 
 
 def _send_jobs(aws: dict[str, Any], job_type: str, count: int) -> list[JobMessage]:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from bench.http_event import FakeLambdaContext, http_api_event
 from infra import bundling
 from shared.schedules.expressions import next_firings
 from shared.tenants import operators, tenants
+from tests.events import FakeLambdaContext, http_api_event
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -20,18 +20,18 @@ def _package(tmp_path: Path, name: str, source: str) -> jobs_package.JobsPackage
     folder.mkdir()
     (folder / "__init__.py").write_text("")
     (folder / "jobs.py").write_text(source)
-    return jobs_package.from_context(str(folder))
+    return jobs_package.from_folder(str(folder))
 
 
 def _registry(package: jobs_package.JobsPackage) -> list[dict]:
     layers = [bundling.dependencies_layer_dir()]
     if package.requirements:
         layers.append(bundling.jobs_layer_dir(package.requirements))
-    return jobs_package.registry(bundling.code_dir(package.path), layers, package)
+    return jobs_package.registry(bundling.code_dir([package.path]), layers, [package])
 
 
 def test_the_example_package_registers_its_types_with_their_options():
-    types = {found["name"]: found for found in _registry(jobs_package.from_context("examples/jobs"))}
+    types = {found["name"]: found for found in _registry(jobs_package.from_folder("examples/jobs"))}
 
     assert types["render_email"]["timeout_seconds"] == 30
     assert types["render_email"]["max_attempts"] == 2
@@ -61,7 +61,7 @@ def test_a_package_folder_name_must_be_importable_and_not_the_platforms(tmp_path
     (tmp_path / name).mkdir()
     (tmp_path / name / "__init__.py").write_text("")
     with pytest.raises(SystemExit, match="must be a Python identifier"):
-        jobs_package.from_context(str(tmp_path / name))
+        jobs_package.from_folder(str(tmp_path / name))
 
 
 @pytest.mark.parametrize(
@@ -147,7 +147,7 @@ def test_the_api_accepts_jobs_against_the_declarations_written_at_synth(tmp_path
     import subprocess
     import sys
 
-    package = jobs_package.from_context("examples/jobs")
+    package = jobs_package.from_folder("examples/jobs")
     declarations = _registry(package)
     code = bundling.BUILD / "code"  # the asset _registry built, where the registry wrote job_types.json
     assert json.loads((code / job_types.DECLARATIONS_FILE).read_text()) == declarations

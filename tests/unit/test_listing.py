@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.http_event import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.errors import InvalidRequest
 from shared.jobs import enqueue, listing, stats
@@ -19,6 +18,7 @@ from shared.model import JobMessage
 from shared.store import job_store
 from shared.tenants import tenants
 from shared.worker.work import Delivery, RetryLater, work
+from tests.events import FakeLambdaContext, http_api_event
 
 
 def _run(job_type="echo", payload=None, tenant="acme", enqueued_at=None, **options) -> JobMessage:

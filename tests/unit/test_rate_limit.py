@@ -270,7 +270,7 @@ def _fresh_limiter() -> Any:
 
 @pytest.mark.parametrize("spread", ["even", "skewed"])
 def test_across_instances_the_admitted_rate_stays_at_or_under_the_limit(spread: str) -> None:
-    from bench.rate_limit import simulate
+    from bench.models.rate_limit import simulate
 
     cell = simulate(instances=10, limit=100.0, spread=spread, offered=2.0, seconds=40.0)
 

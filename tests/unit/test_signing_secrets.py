@@ -110,9 +110,9 @@ def test_any_body_signed_by_the_worker_verifies_and_any_flipped_byte_does_not():
 def call_api(aws, monkeypatch):
     import json
 
-    from bench.http_event import FakeLambdaContext, http_api_event
     from functions.api.handler import handler
     from shared.tenants import tenants
+    from tests.events import FakeLambdaContext, http_api_event
 
     environment.change(http_allow_plain=False)
     environment.change(http_allow_loopback=False)

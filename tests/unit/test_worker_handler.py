@@ -32,7 +32,7 @@ def test_a_batch_whose_every_record_is_handed_back_answers_batch_item_failures_a
 
 
 def _register(monkeypatch, name, run):
-    monkeypatch.setitem(job_types._REGISTRY, name, job_types.JobType(name=name, run=run, chaos=False))
+    monkeypatch.setitem(job_types._REGISTRY, name, job_types.JobType(name=name, run=run))
 
 
 def test_a_result_over_the_cap_fails_the_job_at_once_and_says_why(aws, monkeypatch):

@@ -30,6 +30,7 @@ from local.proxy_base import Reply, Request, serve_main
 
 PREFIX = "DynamoDB_20120810."
 MAX_ENTRIES = 200_000
+TTL_SECONDS = 300.0  # how long an item (or its absence) is served from the cache
 _ABSENT = None  # a negative entry: the store has no such item
 
 
@@ -195,4 +196,4 @@ def _without_old_item(reply: Reply) -> Reply:
 
 
 if __name__ == "__main__":
-    serve_main(__doc__.splitlines()[0], lambda args: StatusCache(args.upstream, args.ttl))
+    serve_main(__doc__.splitlines()[0], lambda args: StatusCache(args.upstream, TTL_SECONDS))

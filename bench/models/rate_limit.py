@@ -1,4 +1,4 @@
-"""How accurate the per-instance enqueue limit is across API instances: `python -m bench.rate_limit`.
+"""How accurate the per-instance enqueue limit is across API instances: `python -m bench.models.rate_limit`.
 
 Simulates N API instances in-process on a simulated clock, each with shared/tenants/rate_limit.py's own
 RateLimiter, and one shared instance directory with DynamoDirectory's semantics (an instance counts
@@ -119,7 +119,7 @@ def fan_out(instances: int, limit: float, seed: int = 7) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.rate_limit", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.models.rate_limit", description=__doc__)
     parser.add_argument("--instances", type=int, nargs="+", default=[1, 2, 5, 10, 50])
     parser.add_argument("--limits", type=float, nargs="+", default=[10.0, 100.0, 1000.0])
     parser.add_argument("--offered", type=float, default=2.0, help="offered load, x the limit (default 2)")

@@ -3,7 +3,7 @@ while the read was fetching, so a job polled just before its worker's write is n
 
 from __future__ import annotations
 
-from local.status_cache import ItemCache
+from local.dax_standin import ItemCache
 
 KEY = ItemCache.key("corral-jobs", {"pk": {"S": "job#j1"}})
 DEAD = {"pk": {"S": "job#j1"}, "status": {"S": "dead"}}

@@ -1,4 +1,5 @@
-"""A synthetic API Gateway HTTP API (payload 2.0) event, to call the API handler in-process."""
+"""Synthetic Lambda inputs, to call a function's handler in-process: an API Gateway HTTP API (payload 2.0)
+event and the context Powertools reads (tests/unit; bench/cost.py times the API handler with them)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,26 @@
+"""What a scenario changes on its stack before the load: the workers' concurrency, a tenant's enqueue limits."""
+
+from __future__ import annotations
+
+from local.platform import Platform
+from shared import settings
+
+
+def limit_worker_concurrency(platform: Platform, limit: int) -> None:
+    """Each concurrent batch is a Python process in the emulator: cap them to what the machine runs."""
+    lambda_ = platform.aws("lambda")
+    for mapping in lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]:
+        lambda_.update_event_source_mapping(UUID=mapping["UUID"], ScalingConfig={"MaximumConcurrency": limit})
+
+
+def set_limits(platform: Platform, tenant: str, rate: float, burst: int) -> None:
+    """The tenant's enqueue limits, on its item as shared/tenants/quotas.py reads them (before its first request)."""
+    platform.aws("dynamodb").update_item(
+        TableName=settings.TABLE_NAME,
+        Key={"pk": {"S": f"tenant#{tenant}"}},
+        UpdateExpression="SET #l = :l",
+        ExpressionAttributeNames={"#l": "limits"},
+        ExpressionAttributeValues={
+            ":l": {"M": {"enqueue_rate_per_second": {"N": str(rate)}, "enqueue_burst": {"N": str(burst)}}}
+        },
+    )

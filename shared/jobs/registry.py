@@ -1,0 +1,221 @@
+"""Job types and their registry: the `@job_type` decorator, what it records, and what a job function
+gets (JobContext) and raises (JobFailed, JobDead; JobTimedOut is raised into it).
+
+A job type is a function registered with `@job_type(name, ...)`; it takes the payload and a
+JobContext and returns a JSON-able result. Raising fails the attempt: it is retried with the
+type's backoff up to max_attempts; `JobDead` ends the job at once; `JobFailed(retry_after=s)`
+chooses when the retry comes. The platform's own types register with `@builtin_job_type`.
+
+Which modules get imported to register their types, and how a type is found: shared/jobs/job_types.py.
+Customers import the public surface from `corral_jobs`, not from here.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from shared import settings
+
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+
+
+class JobFailed(Exception):
+    """A job's own, expected failure: retried (after `retry_after` seconds if given), its message the error."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class JobDead(Exception):
+    """A failure no retry can fix (a 4xx answer, a refused target): the job is dead at once."""
+
+
+class JobTimedOut(JobFailed):
+    """The attempt ran past the job's timeout (raised into the job by shared/worker/deadline.py)."""
+
+
+class InvalidPayload(ValueError):
+    """Raised by a type's `validate` at enqueue: the job is refused with a 422 naming `field`."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field  # relative to the job, e.g. "payload.url"
+        self.message = message
+
+
+class JobTypeClash(Exception):
+    """Two registrations of one name (a customer type named like a built-in, or twice)."""
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a job function knows about the attempt it runs in."""
+
+    job_id: str
+    attempt: int
+    max_attempts: int
+    deadline: float  # epoch seconds: the attempt is stopped (JobTimedOut) at this time
+    logger: logging.LoggerAdapter = field(repr=False, compare=False)  # type: ignore[type-arg]
+    tenant: str = ""  # whose job it is (a target signs its requests with the tenant's secrets)
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across attempts and duplicate deliveries: key external side effects on it."""
+        return self.job_id
+
+    @property
+    def last_attempt(self) -> bool:
+        return self.attempt >= self.max_attempts
+
+    def seconds_left(self) -> float:
+        return max(0.0, self.deadline - time.time())
+
+
+JobFunction = Callable[[Any, JobContext], Any]
+PayloadValidator = Callable[[Any], None]
+# Whether a job must hold the store's claim to run: a flag for the whole type, or a function of the payload.
+Exclusivity = bool | Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
+class JobType:
+    name: str
+    run: JobFunction
+    timeout_seconds: int = settings.DEFAULT_JOB_TIMEOUT_SECONDS  # a job's timeout unless it gives its own
+    max_timeout_seconds: int = settings.MAX_JOB_TIMEOUT_SECONDS  # the most a job may ask for
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS  # a job's attempts unless it gives its own
+    backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS
+    backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS
+    validate: PayloadValidator | None = None  # run at enqueue (the API); raise InvalidPayload
+    builtin: bool = False  # the platform's own (builtin_job_type), not a customer's
+    # True: a job runs only under the store's claim, so while the store fails it waits (handed back).
+    # False: a first delivery runs without the claim during a store outage (docs/architecture.md
+    # "Store blips: jobs keep starting"); a duplicate delivery in that window may run it twice.
+    exclusive: Exclusivity = False
+
+    def is_exclusive(self, payload: Any) -> bool:
+        """Whether this job must hold the claim to run. A payload the check cannot read: exclusive."""
+        if not callable(self.exclusive):
+            return bool(self.exclusive)
+        try:
+            return bool(self.exclusive(payload))
+        except Exception:  # the type's own check on a payload it did not expect: the safe answer
+            return True
+
+    def timeout_for(self, requested: int | None) -> int:
+        """The timeout of one job: its own if it gave one (checked at enqueue), else the type's."""
+        return min(requested or self.timeout_seconds, self.max_timeout_seconds)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "timeout_seconds": self.timeout_seconds,
+            "max_timeout_seconds": self.max_timeout_seconds,
+            "max_attempts": self.max_attempts,
+            "backoff_base_seconds": self.backoff_base_seconds,
+            "backoff_cap_seconds": self.backoff_cap_seconds,
+            "builtin": self.builtin,
+            "exclusive": "per job" if callable(self.exclusive) else bool(self.exclusive),
+        }
+
+    def declaration(self) -> dict[str, Any]:
+        """What the API needs to accept a job of this type, as data (see `declared`)."""
+        validator = f"{self.validate.__module__}:{self.validate.__qualname__}" if self.validate else None
+        return {**self.describe(), "validator": validator}
+
+
+REGISTRY: dict[str, JobType] = {}  # every type registered in this process, by name
+
+
+def job_type(
+    name: str,
+    *,
+    timeout_seconds: int = settings.DEFAULT_JOB_TIMEOUT_SECONDS,
+    max_timeout_seconds: int | None = None,
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS,
+    backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS,
+    backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
+    validate: PayloadValidator | None = None,
+    exclusive: Exclusivity = False,
+) -> Callable[[JobFunction], JobFunction]:
+    """Register a job type. Limits are checked here, so a bad one fails the synth, not a job.
+
+    `exclusive`: True if a job of this type must never run twice at once, even while the store
+    fails (it then waits for the store); or a function of the payload deciding it per job.
+    """
+    return _registration(
+        name,
+        timeout_seconds=timeout_seconds,
+        max_timeout_seconds=max_timeout_seconds,
+        max_attempts=max_attempts,
+        backoff_base_seconds=backoff_base_seconds,
+        backoff_cap_seconds=backoff_cap_seconds,
+        validate=validate,
+        exclusive=exclusive,
+        builtin=False,
+    )
+
+
+def builtin_job_type(name: str, **options: Any) -> Callable[[JobFunction], JobFunction]:
+    """Register one of the platform's own types (shared/jobs/builtin_jobs.py, shared/targets/): as
+    `job_type`, marked built-in, so a customer's type of the same name is refused as one."""
+    return _registration(name, **options, builtin=True)
+
+
+def _registration(
+    name: str,
+    *,
+    timeout_seconds: int = settings.DEFAULT_JOB_TIMEOUT_SECONDS,
+    max_timeout_seconds: int | None = None,
+    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS,
+    backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS,
+    backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
+    validate: PayloadValidator | None = None,
+    exclusive: Exclusivity = False,
+    builtin: bool,
+) -> Callable[[JobFunction], JobFunction]:
+    ceiling = settings.MAX_JOB_TIMEOUT_SECONDS if max_timeout_seconds is None else max_timeout_seconds
+    _check_options(name, timeout_seconds, ceiling, max_attempts, backoff_base_seconds, backoff_cap_seconds)
+
+    def register(function: JobFunction) -> JobFunction:
+        if name in REGISTRY:
+            owner = "a built-in type" if REGISTRY[name].builtin else "another job function"
+            raise JobTypeClash(f"job type {name!r} is already {owner}; choose another name")
+        REGISTRY[name] = JobType(
+            name=name,
+            run=function,
+            timeout_seconds=timeout_seconds,
+            max_timeout_seconds=ceiling,
+            max_attempts=max_attempts,
+            backoff_base_seconds=backoff_base_seconds,
+            backoff_cap_seconds=backoff_cap_seconds,
+            validate=validate,
+            builtin=builtin,
+            exclusive=exclusive,
+        )
+        return function
+
+    return register
+
+
+def _check_options(
+    name: str, timeout: int, ceiling: int, max_attempts: int, backoff_base: float, backoff_cap: float
+) -> None:
+    if not NAME_PATTERN.match(name):
+        raise ValueError(f"job type name {name!r} must match {NAME_PATTERN.pattern}")
+    top = settings.MAX_JOB_TIMEOUT_SECONDS
+    if not 1 <= timeout <= ceiling <= top:
+        raise ValueError(f"job type {name!r}: need 1 <= timeout_seconds <= max_timeout_seconds <= {top}")
+    if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
+        raise ValueError(f"job type {name!r}: max_attempts must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
+    if not 0 < backoff_base <= backoff_cap <= settings.RETRY_BACKOFF_CAP_SECONDS:
+        raise ValueError(
+            f"job type {name!r}: need 0 < backoff_base_seconds <= backoff_cap_seconds"
+            f" <= {settings.RETRY_BACKOFF_CAP_SECONDS}"
+        )

@@ -135,6 +135,16 @@ def _json_object(body: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class JobSpec:
+    """What a job is, whenever and however it is enqueued: now, later, or by each firing of a schedule."""
+
+    type: str
+    payload: Any = None
+    max_attempts: int | None = None  # None: the job type's default
+    timeout_seconds: int | None = None  # each attempt's; None: the job type's default
+
+
+@dataclass(frozen=True)
 class JobMessage:
     """The SQS message body. Version 1."""
 
@@ -151,6 +161,32 @@ class JobMessage:
     # that its arrival gives back: shared/jobs/far_future.py); epoch seconds.
     due_at: float | None = None
     v: int = 1
+
+    @classmethod
+    def of(
+        cls,
+        spec: JobSpec,
+        *,
+        job_id: str,
+        tenant: str,
+        enqueued_at: float,
+        schedule: str | None = None,
+        scheduled_for: str | None = None,
+    ) -> JobMessage:
+        """The message of a job spec whose max_attempts is decided (a message always carries one)."""
+        if spec.max_attempts is None:
+            raise ValueError(f"the {spec.type!r} job's max_attempts is not decided: a message carries one")
+        return cls(
+            id=job_id,
+            tenant=tenant,
+            type=spec.type,
+            payload=spec.payload,
+            max_attempts=spec.max_attempts,
+            enqueued_at=enqueued_at,
+            schedule=schedule,
+            scheduled_for=scheduled_for,
+            timeout_seconds=spec.timeout_seconds,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The body's fields. `payload` is always there (null too); optional fields only when set."""

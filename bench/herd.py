@@ -39,7 +39,7 @@ from client import Corral
 from local.deploy import DEMO_TENANT, deploy
 from local.ministack import STATE, Ministack
 from shared import settings
-from shared.model import firing_input
+from shared.model import JobMessage, JobSpec
 
 RESULT = STATE / "herd.json"
 
@@ -111,7 +111,7 @@ def create_herd(aws: Aws, prefix: str, count: int, due: datetime, threads: int) 
             Target={
                 "Arn": queue_arn,
                 "RoleArn": role_arn,
-                "Input": firing_input(DEMO_TENANT, name, "echo", {"herd": index}, 3),
+                "Input": JobMessage.firing_template(DEMO_TENANT, name, JobSpec("echo", {"herd": index}, 3)),
                 "DeadLetterConfig": {"Arn": dlq_arn},
             },
         )

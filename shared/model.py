@@ -188,6 +188,17 @@ class JobMessage:
             timeout_seconds=spec.timeout_seconds,
         )
 
+    @classmethod
+    def firing_template(cls, tenant: str, schedule: str, spec: JobSpec) -> str:
+        """The target Input of a recurring schedule: the message of its job, without what each firing fills in.
+
+        No `id` or `enqueued_at` (`from_data` derives them at each firing), and Scheduler's placeholder
+        for `scheduled_for`. No timeout_seconds when the spec has none: each run gets its type's default.
+        """
+        message = cls.of(spec, job_id="", tenant=tenant, enqueued_at=0, schedule=schedule, scheduled_for=SCHEDULED_TIME)
+        fields = {name: value for name, value in message.to_dict().items() if name not in _FILLED_AT_EACH_FIRING}
+        return json.dumps(fields, separators=(",", ":"))
+
     def to_dict(self) -> dict[str, Any]:
         """The body's fields. `payload` is always there (null too); optional fields only when set."""
         body: dict[str, Any] = {
@@ -220,7 +231,7 @@ class JobMessage:
         """The job a queue message carries, checked field by field; UnreadableMessage says why not.
 
         `sent_at`: when the message entered the queue (SQS SentTimestamp). A message without
-        an id is a schedule's firing (`firing_input`, below): its id is derived from (tenant,
+        an id is a schedule's firing (`firing_template`, above): its id is derived from (tenant,
         schedule, scheduled time), and its enqueued_at is when Scheduler put it in the queue,
         not its scheduled time: enqueue-to-run then measures our platform, and Scheduler's
         own lateness shows as enqueued_at - scheduled_for.
@@ -418,31 +429,14 @@ def read_message(body: str, *, sent_at: float, secret: bytes) -> JobMessage | Ou
 
 
 # A schedule's firing, as EventBridge Scheduler puts it on the queue, turned into a job message.
-# A schedule's target Input is a job message without an id: Scheduler fills in
-# `<aws.scheduler.scheduled-time>` at each firing, and the id is derived from
+# A schedule's target Input is a job message without an id (`JobMessage.firing_template`):
+# Scheduler fills in `<aws.scheduler.scheduled-time>` at each firing, and the id is derived from
 # (tenant, schedule, scheduled time), so a duplicate firing of one occurrence is
 # the same job and the worker's claim runs it once (`JobMessage.from_body` derives it).
 
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # a Scheduler context attribute, substituted at each firing
+_FILLED_AT_EACH_FIRING = ("id", "enqueued_at")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-
-
-def firing_input(
-    tenant: str, schedule: str, job_type: str, payload: Any, max_attempts: int, timeout_seconds: int | None = None
-) -> str:
-    """The target Input of a recurring schedule. No timeout_seconds: each run gets its type's default."""
-    message: dict[str, Any] = {
-        "v": 1,
-        "tenant": tenant,
-        "type": job_type,
-        "payload": payload,
-        "max_attempts": max_attempts,
-        "schedule": schedule,
-        "scheduled_for": SCHEDULED_TIME,
-    }
-    if timeout_seconds is not None:
-        message["timeout_seconds"] = timeout_seconds
-    return json.dumps(message, separators=(",", ":"))
 
 
 def scheduled_time(value: Any, sent_at: float) -> str:

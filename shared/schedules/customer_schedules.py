@@ -23,7 +23,7 @@ from shared.aws import eventbridge, queue
 from shared.aws.clients import client
 from shared.errors import Conflict, InvalidRequest
 from shared.jobs.enqueue import check_job, with_max_attempts
-from shared.model import JobSpec, firing_input
+from shared.model import JobMessage, JobSpec
 from shared.schedules import expressions
 from shared.schedules.expressions import InvalidExpression, parse, timezone
 from shared.store import job_store
@@ -166,7 +166,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
     )
     if not quotas.take(tenant, quotas.SCHEDULES, item.serialize()):
         raise ScheduleExists(request.name)
-    firing = firing_input(tenant, request.name, spec.type, spec.payload, spec.max_attempts, spec.timeout_seconds)
+    firing = JobMessage.firing_template(tenant, request.name, spec)
     name = scheduler_name(tenant, request.name)
 
     def create_in_scheduler() -> None:

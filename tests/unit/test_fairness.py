@@ -13,7 +13,7 @@ import pytest
 from shared import environment, settings
 from shared.jobs import control
 from shared.jobs.enqueue import JobRequest, enqueue
-from shared.model import JobSpec, firing_input
+from shared.model import JobMessage, JobSpec
 from shared.operations import dead_letters
 from shared.worker.work import Delivery, work
 
@@ -48,7 +48,7 @@ def test_a_retried_dead_job_is_sent_in_its_tenants_group(aws: dict[str, Any]) ->
 
 
 def test_a_redriven_firing_is_sent_in_its_tenants_group_and_a_forged_tenant_in_none(aws: dict[str, Any]) -> None:
-    firing = json.loads(firing_input("acme", "nightly", "echo", {}, 3))
+    firing = json.loads(JobMessage.firing_template("acme", "nightly", JobSpec("echo", {}, 3)))
     aws["sqs"].send_message(QueueUrl=aws["dlq_url"], MessageBody=json.dumps(firing))
     forged = {**firing, "tenant": "not a tenant name!"}
     aws["sqs"].send_message(QueueUrl=aws["dlq_url"], MessageBody=json.dumps(forged))

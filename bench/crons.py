@@ -1,6 +1,6 @@
 """The herd's crons: at() schedules all due at one second, created through the product's own adapter.
 
-Each schedule is made by `shared.aws.eventbridge.create` with the Input `shared.model.firing_input`
+Each schedule is made by `shared.aws.eventbridge.create` with the Input `JobMessage.firing_template`
 writes, exactly as a customer's schedule is (shared/schedules/), so a firing is the message a
 customer's firing would be.
 """
@@ -17,7 +17,7 @@ from local.platform import Platform
 from shared import settings
 from shared.aws import eventbridge
 from shared.environment import FunctionEnv
-from shared.model import firing_input
+from shared.model import JobMessage, JobSpec
 
 
 def create_herd(platform: Platform, prefix: str, count: int, due: datetime, threads: int) -> float:
@@ -37,7 +37,7 @@ def create_herd(platform: Platform, prefix: str, count: int, due: datetime, thre
 
     def create(index: int) -> None:
         name = f"{prefix}-{index:05d}"
-        job = firing_input(DEMO_TENANT, name, "echo", {"herd": index}, 3)
+        job = JobMessage.firing_template(DEMO_TENANT, name, JobSpec("echo", {"herd": index}, max_attempts=3))
         eventbridge.create(name, eventbridge.at_expression(due), job)
 
     with function_environment(platform.aws_env, targets):

@@ -135,6 +135,16 @@ def _json_object(body: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class JobSpec:
+    """What a job is, whenever and however it is enqueued: now, later, or by each firing of a schedule."""
+
+    type: str
+    payload: Any = None
+    max_attempts: int | None = None  # None: the job type's default
+    timeout_seconds: int | None = None  # each attempt's; None: the job type's default
+
+
+@dataclass(frozen=True)
 class JobMessage:
     """The SQS message body. Version 1."""
 
@@ -151,6 +161,43 @@ class JobMessage:
     # that its arrival gives back: shared/jobs/far_future.py); epoch seconds.
     due_at: float | None = None
     v: int = 1
+
+    @classmethod
+    def of(
+        cls,
+        spec: JobSpec,
+        *,
+        job_id: str,
+        tenant: str,
+        enqueued_at: float,
+        schedule: str | None = None,
+        scheduled_for: str | None = None,
+    ) -> JobMessage:
+        """The message of a job spec whose max_attempts is decided (a message always carries one)."""
+        if spec.max_attempts is None:
+            raise ValueError(f"the {spec.type!r} job's max_attempts is not decided: a message carries one")
+        return cls(
+            id=job_id,
+            tenant=tenant,
+            type=spec.type,
+            payload=spec.payload,
+            max_attempts=spec.max_attempts,
+            enqueued_at=enqueued_at,
+            schedule=schedule,
+            scheduled_for=scheduled_for,
+            timeout_seconds=spec.timeout_seconds,
+        )
+
+    @classmethod
+    def firing_template(cls, tenant: str, schedule: str, spec: JobSpec) -> str:
+        """The target Input of a recurring schedule: the message of its job, without what each firing fills in.
+
+        No `id` or `enqueued_at` (`from_data` derives them at each firing), and Scheduler's placeholder
+        for `scheduled_for`. No timeout_seconds when the spec has none: each run gets its type's default.
+        """
+        message = cls.of(spec, job_id="", tenant=tenant, enqueued_at=0, schedule=schedule, scheduled_for=SCHEDULED_TIME)
+        fields = {name: value for name, value in message.to_dict().items() if name not in _FILLED_AT_EACH_FIRING}
+        return json.dumps(fields, separators=(",", ":"))
 
     def to_dict(self) -> dict[str, Any]:
         """The body's fields. `payload` is always there (null too); optional fields only when set."""
@@ -184,7 +231,7 @@ class JobMessage:
         """The job a queue message carries, checked field by field; UnreadableMessage says why not.
 
         `sent_at`: when the message entered the queue (SQS SentTimestamp). A message without
-        an id is a schedule's firing (`firing_input`, below): its id is derived from (tenant,
+        an id is a schedule's firing (`firing_template`, above): its id is derived from (tenant,
         schedule, scheduled time), and its enqueued_at is when Scheduler put it in the queue,
         not its scheduled time: enqueue-to-run then measures our platform, and Scheduler's
         own lateness shows as enqueued_at - scheduled_for.
@@ -382,31 +429,14 @@ def read_message(body: str, *, sent_at: float, secret: bytes) -> JobMessage | Ou
 
 
 # A schedule's firing, as EventBridge Scheduler puts it on the queue, turned into a job message.
-# A schedule's target Input is a job message without an id: Scheduler fills in
-# `<aws.scheduler.scheduled-time>` at each firing, and the id is derived from
+# A schedule's target Input is a job message without an id (`JobMessage.firing_template`):
+# Scheduler fills in `<aws.scheduler.scheduled-time>` at each firing, and the id is derived from
 # (tenant, schedule, scheduled time), so a duplicate firing of one occurrence is
 # the same job and the worker's claim runs it once (`JobMessage.from_body` derives it).
 
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # a Scheduler context attribute, substituted at each firing
+_FILLED_AT_EACH_FIRING = ("id", "enqueued_at")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-
-
-def firing_input(
-    tenant: str, schedule: str, job_type: str, payload: Any, max_attempts: int, timeout_seconds: int | None = None
-) -> str:
-    """The target Input of a recurring schedule. No timeout_seconds: each run gets its type's default."""
-    message: dict[str, Any] = {
-        "v": 1,
-        "tenant": tenant,
-        "type": job_type,
-        "payload": payload,
-        "max_attempts": max_attempts,
-        "schedule": schedule,
-        "scheduled_for": SCHEDULED_TIME,
-    }
-    if timeout_seconds is not None:
-        message["timeout_seconds"] = timeout_seconds
-    return json.dumps(message, separators=(",", ":"))
 
 
 def scheduled_time(value: Any, sent_at: float) -> str:

@@ -149,7 +149,7 @@ def post_job(tenant: str, body: Any) -> dict[str, Any]:
     fields = _validate("JOB_IN", body)
     if isinstance(fields, list):
         return json_result(*invalid_fields(fields))
-    message = enqueue(tenant, JobRequest(**fields))
+    message = enqueue(tenant, JobRequest.from_fields(fields))
     jobs_enqueued()
     return json_result(202, {"id": message.id, "status": "queued"})
 
@@ -184,7 +184,7 @@ def enqueue_items(tenant: str, items: list[Any]) -> tuple[int, dict[str, Any]]:
 def _parse_item(item: Any) -> JobRequest | InvalidRequest:
     plain = _plain_fields("JOB_IN", item)
     if plain is not None:
-        return JobRequest(**plain)
+        return JobRequest.from_fields(plain)
     from pydantic_core import ValidationError
 
     try:
@@ -192,7 +192,7 @@ def _parse_item(item: Any) -> JobRequest | InvalidRequest:
     except ValidationError as error:
         problem = error.errors(include_url=False)[0]
         return InvalidRequest(".".join(str(part) for part in problem.get("loc", ())), problem.get("msg", "invalid"))
-    return JobRequest(**_fields("JOB_IN", validated))
+    return JobRequest.from_fields(_fields("JOB_IN", validated))
 
 
 def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.enqueue_routes import enqueue_items
+from functions.api.models import JobSpecIn
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
@@ -24,25 +25,9 @@ from shared.jobs.status import job_status
 router = APIGatewayHttpRouter()
 
 
-class JobSpecIn(BaseModel):
-    """What a job is: enqueued now (JobIn) or fired by a schedule (functions/api/schedules.py)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    type: str = Field(min_length=1, max_length=64, description="A registered job type, e.g. echo")
-    payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
-    max_attempts: int = Field(default=settings.DEFAULT_MAX_ATTEMPTS, ge=1, le=settings.MAX_MAX_ATTEMPTS)
-
-
+# A job's spec, then its enqueue options, in one flat body (JobRequest.from_fields splits them). No
+# docstring: the OpenAPI document would show it as the schema's description.
 class JobIn(JobSpecIn):
-    # Unset: the job type's own default (its @job_type options), not the platform's.
-    max_attempts: int | None = Field(default=None, ge=1, le=settings.MAX_MAX_ATTEMPTS)  # type: ignore[assignment]
-    timeout_seconds: int | None = Field(
-        default=None,
-        ge=1,
-        le=settings.MAX_JOB_TIMEOUT_SECONDS,
-        description="Stop an attempt after this many seconds (default: the job type's; at most its maximum)",
-    )
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
     delay_seconds: int | None = Field(
         default=None, ge=0, le=settings.MAX_RUN_AT_DAYS * 86_400, description="Run this many seconds from now"
@@ -69,7 +54,7 @@ def _tenant() -> str:
     responses=documented({202: {"description": "Accepted and queued"}}, 400, 403, 413, 422, 429),
 )
 def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
-    message = enqueue(_tenant(), JobRequest(**job.model_dump()))
+    message = enqueue(_tenant(), JobRequest.from_fields(job.model_dump()))
     jobs_enqueued()
     return json_response(202, {"id": message.id, "status": "queued"})
 

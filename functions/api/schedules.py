@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.api.jobs import JobSpecIn
+from functions.api.models import JobSpecIn
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
 from shared.schedules import customer_schedules
@@ -19,6 +19,8 @@ router = APIGatewayHttpRouter()
 
 
 class ScheduleJobIn(JobSpecIn):
+    # A schedule's runs default to the platform's attempts, not their job type's.
+    max_attempts: int = Field(default=settings.DEFAULT_MAX_ATTEMPTS, ge=1, le=settings.MAX_MAX_ATTEMPTS)
     timeout_seconds: int | None = Field(
         default=None,
         ge=1,
@@ -58,10 +60,7 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
     request = customer_schedules.ScheduleRequest(
         name=schedule.name,
         expression=schedule.expression,
-        job_type=schedule.job.type,
-        payload=schedule.job.payload,
-        max_attempts=schedule.job.max_attempts,
-        timeout_seconds=schedule.job.timeout_seconds,
+        job=schedule.job.spec(),
         timezone=schedule.timezone,
         flexible_window_minutes=schedule.flexible_window_minutes,
         start=schedule.start,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,76 +26,78 @@ from shared.aws import eventbridge, queue
 from shared.aws.eventbridge import at_expression
 from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
 from shared.jobs import far_future, job_types, payloads
-from shared.model import JobMessage
+from shared.model import JobMessage, JobSpec
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
+
+_SPEC_FIELDS = frozenset(spec_field.name for spec_field in fields(JobSpec))
 
 
 @dataclass(frozen=True)
 class JobRequest:
-    type: str
-    payload: Any = None
+    """A job to enqueue now: its spec, and when and under which key it is enqueued."""
+
+    spec: JobSpec
     idempotency_key: str | None = None
     delay_seconds: int | None = None
     run_at: datetime | None = None
-    max_attempts: int | None = None  # None: the job type's default
-    timeout_seconds: int | None = None  # None: the job type's default
+
+    @classmethod
+    def from_fields(cls, values: Mapping[str, Any]) -> JobRequest:
+        """The request of a POST /v1/jobs body's fields: the spec's beside the enqueue options."""
+        spec = JobSpec(**{name: value for name, value in values.items() if name in _SPEC_FIELDS})
+        return cls(spec, **{name: value for name, value in values.items() if name not in _SPEC_FIELDS})
 
 
-def check_job(
-    job_type: str,
-    payload: Any,
-    max_attempts: int,
-    field_prefix: str = "",
-    timeout_seconds: int | None = None,
-    *,
-    scheduler_input: bool = False,
-) -> None:
+def check_job(spec: JobSpec, *, field_prefix: str = "", scheduler_input: bool = False) -> None:
     """What every job must satisfy, enqueued now or by a schedule later.
 
+    `field_prefix`: where the spec sits in the request, for the field an InvalidRequest names ("job.").
     `scheduler_input`: the job travels as an EventBridge Scheduler target Input (a schedule's
     firings, a job due beyond SQS's longest delay), where Scheduler would rewrite its keywords.
+    A max_attempts of None (the job type's default) is always valid.
     """
-    found = job_types.declared(job_type)
+    found = job_types.declared(spec.type)
     if found is None:
         known = ", ".join(job_types.declared_names())
-        raise InvalidRequest(f"{field_prefix}type", f"unknown job type {job_type!r}; known types: {known}")
+        raise InvalidRequest(f"{field_prefix}type", f"unknown job type {spec.type!r}; known types: {known}")
     field = f"{field_prefix}payload"
-    nesting = payloads.depth(payload)
+    nesting = payloads.depth(spec.payload)
     if nesting > settings.MAX_PAYLOAD_DEPTH:
         raise InvalidRequest(field, f"nests {nesting} levels deep; the limit is {settings.MAX_PAYLOAD_DEPTH}")
     try:
-        serialised = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+        serialised = json.dumps(spec.payload, separators=(",", ":"), allow_nan=False)
     except ValueError as error:
-        where = payloads.non_finite_number(payload, field) or field
+        where = payloads.non_finite_number(spec.payload, field) or field
         raise InvalidRequest(where, "NaN and Infinity are not JSON numbers") from error
     size = len(serialised.encode())
     if size > settings.MAX_PAYLOAD_BYTES:
         raise PayloadTooLarge(field, f"{size} bytes is over the limit of {settings.MAX_PAYLOAD_BYTES} bytes")
     if scheduler_input and payloads.SCHEDULER_KEYWORD in serialised.lower():
-        where = payloads.scheduler_keyword(payload, field) or field
+        where = payloads.scheduler_keyword(spec.payload, field) or field
         raise InvalidRequest(
             where, f"may not contain {payloads.SCHEDULER_KEYWORD!r} (EventBridge Scheduler would rewrite it)"
         )
-    if not 1 <= max_attempts <= settings.MAX_MAX_ATTEMPTS:
+    if spec.max_attempts is not None and not 1 <= spec.max_attempts <= settings.MAX_MAX_ATTEMPTS:
         raise InvalidRequest(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
-    if timeout_seconds is not None and not 1 <= timeout_seconds <= found.max_timeout_seconds:
+    if spec.timeout_seconds is not None and not 1 <= spec.timeout_seconds <= found.max_timeout_seconds:
         raise InvalidRequest(
             f"{field_prefix}timeout_seconds",
-            f"must be between 1 and {found.max_timeout_seconds} (the most a {job_type!r} job may ask for)",
+            f"must be between 1 and {found.max_timeout_seconds} (the most a {spec.type!r} job may ask for)",
         )
     if found.validate is not None:
         try:
-            found.validate(payload)
+            found.validate(spec.payload)
         except job_types.InvalidPayload as error:
             raise InvalidRequest(f"{field_prefix}{error.field}", error.message) from error
 
 
-def _max_attempts(request: JobRequest) -> int:
-    if request.max_attempts is not None:
-        return request.max_attempts
-    found = job_types.declared(request.type)
-    return found.max_attempts if found else settings.DEFAULT_MAX_ATTEMPTS
+def with_max_attempts(spec: JobSpec) -> JobSpec:
+    """The spec with its max_attempts decided: the one it gives, else its job type's default."""
+    if spec.max_attempts is not None:
+        return spec
+    found = job_types.declared(spec.type)
+    return replace(spec, max_attempts=found.max_attempts if found else settings.DEFAULT_MAX_ATTEMPTS)
 
 
 def delay_of(request: JobRequest, now: float) -> float:
@@ -117,14 +119,8 @@ def delay_of(request: JobRequest, now: float) -> float:
 
 def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0.0) -> JobMessage:
     """Validate a request and turn it into the message the queue carries."""
-    max_attempts = _max_attempts(request)
-    check_job(
-        request.type,
-        request.payload,
-        max_attempts,
-        timeout_seconds=request.timeout_seconds,
-        scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS,
-    )
+    spec = with_max_attempts(request.spec)
+    check_job(spec, scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS)
     secret = id_secret()
     if request.idempotency_key:
         job_id = ids.keyed_id(secret, tenant, request.idempotency_key)
@@ -132,15 +128,7 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         job_id = ids.delayed_id(secret, tenant, now, now + delay)  # GET answers `queued` until it is due
     else:
         job_id = ids.timed_id(secret, tenant, now)
-    return JobMessage(
-        id=job_id,
-        tenant=tenant,
-        type=request.type,
-        payload=request.payload,
-        max_attempts=max_attempts,
-        enqueued_at=now,
-        timeout_seconds=request.timeout_seconds,
-    )
+    return JobMessage.of(spec, job_id=job_id, tenant=tenant, enqueued_at=now)
 
 
 def delayed_schedule_name(job_id: str) -> str:

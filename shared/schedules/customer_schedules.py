@@ -22,8 +22,8 @@ from shared import cursors, environment, settings
 from shared.aws import eventbridge, queue
 from shared.aws.clients import client
 from shared.errors import Conflict, InvalidRequest
-from shared.jobs.enqueue import check_job
-from shared.model import firing_input
+from shared.jobs.enqueue import check_job, with_max_attempts
+from shared.model import JobMessage, JobSpec
 from shared.schedules import expressions
 from shared.schedules.expressions import InvalidExpression, parse, timezone
 from shared.store import job_store
@@ -83,12 +83,9 @@ class ScheduleItem(Model):
 class ScheduleRequest:
     name: str
     expression: str
-    job_type: str
-    payload: Any = None
-    max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS
+    job: JobSpec  # what each firing runs; a max_attempts of None: the job type's default
     timezone: str = "UTC"
     flexible_window_minutes: int = 0
-    timeout_seconds: int | None = None  # each run's; None: the job type's default
     start: datetime | None = None
     end: datetime | None = None
 
@@ -127,14 +124,7 @@ def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, da
         raise InvalidRequest("expression", str(error)) from error
     if expression.at is not None and expression.at.replace(tzinfo=zone) <= now:
         raise InvalidRequest("expression", f"{request.expression} ({request.timezone}) is in the past")
-    check_job(
-        request.job_type,
-        request.payload,
-        request.max_attempts,
-        field_prefix="job.",
-        timeout_seconds=request.timeout_seconds,
-        scheduler_input=True,
-    )
+    check_job(request.job, field_prefix="job.", scheduler_input=True)
     if not 0 <= request.flexible_window_minutes <= settings.MAX_FLEXIBLE_WINDOW_MINUTES:
         raise InvalidRequest(
             "flexible_window_minutes", f"must be between 0 (off) and {settings.MAX_FLEXIBLE_WINDOW_MINUTES}"
@@ -156,9 +146,10 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
     or fails, the record goes and the unit comes back: the name stays free to retry."""
     now = datetime.now(UTC)
     start, end = _check(request, now)
-    job: dict[str, Any] = {"type": request.job_type, "payload": request.payload, "max_attempts": request.max_attempts}
-    if request.timeout_seconds is not None:
-        job["timeout_seconds"] = request.timeout_seconds
+    spec = with_max_attempts(request.job)
+    job: dict[str, Any] = {"type": spec.type, "payload": spec.payload, "max_attempts": spec.max_attempts}
+    if spec.timeout_seconds is not None:
+        job["timeout_seconds"] = spec.timeout_seconds
     item = ScheduleItem(
         _pk(tenant, request.name),
         gsi1pk=f"schedules#{tenant}",
@@ -175,9 +166,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
     )
     if not quotas.take(tenant, quotas.SCHEDULES, item.serialize()):
         raise ScheduleExists(request.name)
-    firing = firing_input(
-        tenant, request.name, request.job_type, request.payload, request.max_attempts, request.timeout_seconds
-    )
+    firing = JobMessage.firing_template(tenant, request.name, spec)
     name = scheduler_name(tenant, request.name)
 
     def create_in_scheduler() -> None:

@@ -8,6 +8,7 @@ own, and both paths give the same answer to the same request, bad input included
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -131,6 +132,18 @@ def test_the_enqueue_routes_validate_with_the_models_own_schemas() -> None:
     assert json.dumps(core_schemas()) == json.dumps(generated), (
         "regenerate: python -m functions.api.jobs > functions/api/job_schemas.py && ruff format it"
     )
+
+
+def test_a_job_spec_in_the_api_is_the_domains_job_spec_field_for_field() -> None:
+    from functions.api.models import JobSpecIn
+    from shared.jobs.enqueue import JobRequest
+    from shared.model import JobSpec
+
+    assert list(JobSpecIn.model_fields) == [field.name for field in dataclasses.fields(JobSpec)]
+    given = JobSpecIn(type="echo", payload={"n": 1}, max_attempts=2, timeout_seconds=30)
+    assert given.spec() == JobSpec("echo", {"n": 1}, 2, 30)
+    body = {**given.model_dump(), "idempotency_key": "k", "delay_seconds": 5}
+    assert JobRequest.from_fields(body) == JobRequest(given.spec(), idempotency_key="k", delay_seconds=5)
 
 
 # --- the enqueue routes and the resolver's routes answer alike ---

@@ -12,7 +12,7 @@ import pytest
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, Status
+from shared.model import JobMessage, JobSpec, Status
 from shared.store import job_store
 from shared.worker import deadline, work
 from tests.unit.worker_harness import poll, record, send
@@ -31,7 +31,7 @@ def _register(monkeypatch: pytest.MonkeyPatch, run: Any) -> None:
 
 
 def _send_jobs(aws: dict[str, Any], count: int = JOBS) -> list[JobMessage]:
-    messages = [build_message("acme", JobRequest(type="nap", payload=n), time.time()) for n in range(count)]
+    messages = [build_message("acme", JobRequest(JobSpec("nap", payload=n)), time.time()) for n in range(count)]
     for message in messages:
         send(aws, message.to_json())
     return messages
@@ -123,7 +123,7 @@ def test_a_batch_of_quick_jobs_sets_its_visibility_once(aws, monkeypatch):
         return real(entries)
 
     monkeypatch.setattr(queue, "set_visibility", counted)
-    messages = [build_message("acme", JobRequest(type="echo", payload=n), time.time()) for n in range(10)]
+    messages = [build_message("acme", JobRequest(JobSpec("echo", payload=n)), time.time()) for n in range(10)]
     for message in messages:
         send(aws, message.to_json())
 

@@ -8,7 +8,7 @@ from shared import settings
 from shared.aws import queue
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, NotSent, enqueue_many
-from shared.model import JobMessage
+from shared.model import JobMessage, JobSpec
 from shared.tenants import tenants
 from tests.events import FakeLambdaContext, http_api_event
 
@@ -23,8 +23,8 @@ def _queued(aws) -> list[dict]:
 
 
 def test_enqueue_many_sends_every_valid_job_and_reports_the_invalid_one(aws):
-    requests = [JobRequest(type="echo", payload={"n": n}) for n in range(25)]
-    requests[7] = JobRequest(type="no-such-type")
+    requests = [JobRequest(JobSpec("echo", payload={"n": n})) for n in range(25)]
+    requests[7] = JobRequest(JobSpec("no-such-type"))
 
     outcomes = enqueue_many("acme", requests)
 
@@ -53,7 +53,7 @@ def test_an_entry_sqs_rejects_fails_only_itself(aws, monkeypatch):
 
     monkeypatch.setattr(queue, "client", lambda service: RejectsSecondEntry())
 
-    outcomes = enqueue_many("acme", [JobRequest(type="echo", payload=n) for n in range(3)])
+    outcomes = enqueue_many("acme", [JobRequest(JobSpec("echo", payload=n)) for n in range(3)])
 
     assert isinstance(outcomes[1], NotSent)
     assert [isinstance(outcome, JobMessage) for outcome in (outcomes[0], outcomes[2])] == [True, True]
@@ -111,7 +111,7 @@ def test_batch_of_no_jobs_or_too_many_is_422(call_api, count):
 
 def test_a_bulk_job_due_beyond_the_sqs_delay_becomes_a_schedule_and_the_rest_are_queued(scheduler_env):
     far = settings.MAX_SQS_DELAY_SECONDS + 3600
-    requests = [JobRequest(type="echo", payload=1), JobRequest(type="echo", payload=2, delay_seconds=far)]
+    requests = [JobRequest(JobSpec("echo", payload=1)), JobRequest(JobSpec("echo", payload=2), delay_seconds=far)]
 
     outcomes = enqueue_many("acme", requests)
 

@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from shared import settings
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, Status
+from shared.model import JobMessage, JobSpec, Status
 from shared.store import job_store
 from tests.unit.worker_harness import WorkerContext, poll, record, send
 
@@ -22,7 +22,7 @@ def _register(monkeypatch, name: str, run: Any) -> None:
 
 
 def _send_jobs(aws: dict[str, Any], job_type: str, count: int) -> list[JobMessage]:
-    messages = [build_message("acme", JobRequest(type=job_type, payload=n), time.time()) for n in range(count)]
+    messages = [build_message("acme", JobRequest(JobSpec(job_type, payload=n)), time.time()) for n in range(count)]
     for message in messages:
         send(aws, message.to_json())
     return messages

@@ -15,7 +15,7 @@ from shared.worker.work import Delivery, RetryLater, work
 
 
 def _enqueue(job_type="echo", payload=None, tenant="acme", **options) -> JobMessage:
-    return enqueue.enqueue(tenant, JobRequest(type=job_type, payload=payload, **options))
+    return enqueue.enqueue(tenant, JobRequest.from_fields({"type": job_type, "payload": payload, **options}))
 
 
 def _deliver(message: JobMessage, message_id="m1") -> str:

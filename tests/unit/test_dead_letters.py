@@ -5,14 +5,14 @@ import json
 
 from shared.jobs import enqueue
 from shared.jobs.enqueue import JobRequest
-from shared.model import Status
+from shared.model import JobSpec, Status
 from shared.operations import dead_letters
 from shared.store import job_store
 from shared.worker.work import Delivery, work
 
 
 def _dead_job(tenant: str) -> str:
-    message = enqueue.enqueue(tenant, JobRequest(type="fail", payload={"times": 9}, max_attempts=1))
+    message = enqueue.enqueue(tenant, JobRequest(JobSpec("fail", payload={"times": 9}, max_attempts=1)))
     work(message, Delivery(message_id=f"m-{message.id}", body=message.to_json()))
     assert job_store.get(message.id)[0].status is Status.DEAD
     return message.id
@@ -53,7 +53,7 @@ def test_redrive_one_tenant_resets_its_jobs_and_leaves_the_rest(aws):
 
 
 def test_redrive_all_skips_what_is_not_a_job_and_drops_stale_messages(aws):
-    done = enqueue.enqueue("acme", JobRequest(type="echo", payload=1))
+    done = enqueue.enqueue("acme", JobRequest(JobSpec("echo", payload=1)))
     work(done, Delivery(message_id="m-done", body=done.to_json()))
     aws["sqs"].send_message(QueueUrl=aws["dlq_url"], MessageBody=done.to_json())  # it succeeded since: stale
     aws["sqs"].send_message(QueueUrl=aws["dlq_url"], MessageBody="not json")

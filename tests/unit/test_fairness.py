@@ -13,7 +13,7 @@ import pytest
 from shared import environment, settings
 from shared.jobs import control
 from shared.jobs.enqueue import JobRequest, enqueue
-from shared.model import firing_input
+from shared.model import JobMessage, JobSpec
 from shared.operations import dead_letters
 from shared.worker.work import Delivery, work
 
@@ -38,7 +38,7 @@ def _received(aws: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
 
 
 def test_a_retried_dead_job_is_sent_in_its_tenants_group(aws: dict[str, Any]) -> None:
-    message = enqueue("acme", JobRequest(type="fail", payload={"times": 9}, max_attempts=1))
+    message = enqueue("acme", JobRequest(JobSpec("fail", payload={"times": 9}, max_attempts=1)))
     work(message, Delivery(message_id="m-1", body=message.to_json()))
     _received(aws)
 
@@ -48,7 +48,7 @@ def test_a_retried_dead_job_is_sent_in_its_tenants_group(aws: dict[str, Any]) ->
 
 
 def test_a_redriven_firing_is_sent_in_its_tenants_group_and_a_forged_tenant_in_none(aws: dict[str, Any]) -> None:
-    firing = json.loads(firing_input("acme", "nightly", "echo", {}, 3))
+    firing = json.loads(JobMessage.firing_template("acme", "nightly", JobSpec("echo", {}, 3)))
     aws["sqs"].send_message(QueueUrl=aws["dlq_url"], MessageBody=json.dumps(firing))
     forged = {**firing, "tenant": "not a tenant name!"}
     aws["sqs"].send_message(QueueUrl=aws["dlq_url"], MessageBody=json.dumps(forged))
@@ -65,7 +65,7 @@ def test_scheduler_targets_carry_the_group_only_where_the_setting_allows(
     scheduler_env: dict[str, Any], monkeypatch: pytest.MonkeyPatch, sets_group: bool
 ) -> None:
     environment.change(scheduler_sets_message_group=sets_group)
-    message = enqueue("acme", JobRequest(type="echo", run_at=datetime.now(UTC) + timedelta(hours=2)))
+    message = enqueue("acme", JobRequest(JobSpec("echo"), run_at=datetime.now(UTC) + timedelta(hours=2)))
 
     entry = scheduler_env["scheduler"].get_schedule(Name=f"d-{message.id}", GroupName=settings.SCHEDULE_GROUP)
 

@@ -2,15 +2,17 @@
 
 import json
 
+import pytest
+
 from shared import ids
-from shared.model import SCHEDULED_TIME, JobMessage, firing_input, scheduled_time
+from shared.model import SCHEDULED_TIME, JobMessage, JobSpec, scheduled_time
 from shared.store.id_secret import id_secret
 
 SENT_AT = 1_796_083_207.5  # 2026-12-01T00:00:07.5Z
 
 
 def _firing(scheduled_for: str) -> str:
-    body = json.loads(firing_input("acme", "nightly", "echo", {"n": 1}, 3))
+    body = json.loads(JobMessage.firing_template("acme", "nightly", JobSpec("echo", {"n": 1}, 3)))
     assert body["scheduled_for"] == SCHEDULED_TIME
     return json.dumps({**body, "scheduled_for": scheduled_for})
 
@@ -38,6 +40,23 @@ def test_two_firings_of_one_occurrence_are_one_job_and_the_next_occurrence_anoth
 
     assert first.id == again.id
     assert tomorrow.id != first.id
+
+
+def test_a_firing_template_is_the_job_message_without_id_or_enqueued_at():
+    assert JobMessage.firing_template("acme", "nightly", JobSpec("echo", {"n": 1}, 3)) == (
+        '{"v":1,"tenant":"acme","type":"echo","payload":{"n":1},"max_attempts":3,'
+        '"schedule":"nightly","scheduled_for":"<aws.scheduler.scheduled-time>"}'
+    )
+    timed = JobMessage.firing_template("acme", "nightly", JobSpec("echo", None, 2, timeout_seconds=42))
+    assert timed == (
+        '{"v":1,"tenant":"acme","type":"echo","payload":null,"max_attempts":2,'
+        '"schedule":"nightly","scheduled_for":"<aws.scheduler.scheduled-time>","timeout_seconds":42}'
+    )
+
+
+def test_a_firing_template_needs_its_attempts_decided():
+    with pytest.raises(ValueError, match="max_attempts"):
+        JobMessage.firing_template("acme", "nightly", JobSpec("echo"))
 
 
 def test_an_unsubstituted_placeholder_falls_back_to_the_minute_sent(aws):

@@ -13,7 +13,7 @@ from shared import environment, settings
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
 from shared.jobs.job_types import JobContext, JobDead, JobFailed
-from shared.model import JobMessage, Status
+from shared.model import JobMessage, JobSpec, Status
 from shared.store import job_store
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
@@ -217,13 +217,13 @@ def test_enqueue_names_the_payload_field_at_fault_on_the_aws_rules(aws, monkeypa
     environment.change(http_allow_loopback=False)
 
     with pytest.raises(InvalidRequest, match=why) as invalid:
-        check_job("http", payload, 3)
+        check_job(JobSpec("http", payload, 3))
 
     assert invalid.value.field == field
 
 
 def test_a_valid_http_payload_is_accepted(aws):
-    check_job("http", {"url": "https://hooks.example.com/a", "method": "DELETE", "headers": {"X-Key": "1"}}, 3)
+    check_job(JobSpec("http", {"url": "https://hooks.example.com/a", "method": "DELETE", "headers": {"X-Key": "1"}}, 3))
 
 
 def _deliver(message):

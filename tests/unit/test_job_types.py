@@ -81,7 +81,7 @@ def test_bad_options_are_refused_when_the_type_is_declared(options):
 
 
 def _request(**fields):
-    return JobRequest(**{"type": "sleep", **fields})
+    return JobRequest.from_fields({"type": "sleep", **fields})
 
 
 @job_types.job_type("unit_capped", timeout_seconds=10, max_timeout_seconds=60)
@@ -127,11 +127,12 @@ import json, sys
 from shared.jobs import job_types
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
+from shared.model import JobSpec
 render = job_types.declared("render_email")
 before = any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)
 limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}
 try:
-    check_job("render_email", {"markdown": 5}, 2)
+    check_job(JobSpec("render_email", {"markdown": 5}, 2))
     refused = None
 except InvalidRequest as error:
     refused = error.field

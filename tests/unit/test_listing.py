@@ -14,7 +14,7 @@ from shared import settings
 from shared.errors import InvalidRequest
 from shared.jobs import enqueue, listing, stats
 from shared.jobs.enqueue import JobRequest
-from shared.model import JobMessage
+from shared.model import JobMessage, JobSpec
 from shared.store import job_store
 from shared.tenants import tenants
 from shared.worker.work import Delivery, RetryLater, work
@@ -23,7 +23,9 @@ from tests.events import FakeLambdaContext, http_api_event
 
 def _run(job_type="echo", payload=None, tenant="acme", enqueued_at=None, **options) -> JobMessage:
     """Enqueue and deliver once (the queue itself is not read: the message is handed to the worker)."""
-    message = enqueue.build_message(tenant, JobRequest(type=job_type, payload=payload, **options), time.time())
+    message = enqueue.build_message(
+        tenant, JobRequest.from_fields({"type": job_type, "payload": payload, **options}), time.time()
+    )
     if enqueued_at is not None:
         message = JobMessage.from_dict({**message.__dict__, "enqueued_at": enqueued_at})
     with contextlib.suppress(RetryLater):
@@ -223,7 +225,7 @@ def test_until_before_since_is_a_422(call_api):
 
 
 def test_cancel_retry_and_bulk_retry_routes(call_api, aws):
-    queued = enqueue.enqueue("acme", JobRequest(type="echo"))
+    queued = enqueue.enqueue("acme", JobRequest(JobSpec("echo")))
     status, body = call_api("POST", f"/v1/jobs/{queued.id}/cancel")
     assert (status, body["status"], body["id"]) == (200, "cancelled", queued.id)
     assert call_api("POST", f"/v1/jobs/{queued.id}/cancel") == (200, body)

@@ -16,7 +16,7 @@ from shared import settings
 from shared.errors import InvalidRequest, QuotaExceeded
 from shared.jobs import control, enqueue, far_future
 from shared.jobs.enqueue import JobRequest, NotSent
-from shared.model import JobMessage
+from shared.model import JobMessage, JobSpec
 from shared.schedules import customer_schedules
 from shared.store import job_store
 from shared.tenants import quotas
@@ -26,14 +26,16 @@ from tests.unit import worker_harness
 FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
 
 
-def _schedule(name: str, **changes: Any) -> customer_schedules.ScheduleRequest:
+def _schedule(name: str, timeout_seconds: int | None = None) -> customer_schedules.ScheduleRequest:
     return customer_schedules.ScheduleRequest(
-        **{"name": name, "expression": "rate(1 hour)", "job_type": "echo", "payload": None, **changes}
+        name=name, expression="rate(1 hour)", job=JobSpec("echo", payload=None, timeout_seconds=timeout_seconds)
     )
 
 
 def _far_job(tenant: str = "acme", **options: Any) -> JobMessage:
-    return enqueue.enqueue(tenant, JobRequest(type="echo", payload={"later": True}, delay_seconds=FAR, **options))
+    return enqueue.enqueue(
+        tenant, JobRequest.from_fields({"type": "echo", "payload": {"later": True}, "delay_seconds": FAR, **options})
+    )
 
 
 def _scheduler_entries(env: dict[str, Any]) -> list[str]:
@@ -296,7 +298,7 @@ def test_far_future_jobs_are_refused_at_the_quota_and_near_ones_are_not_counted(
     quotas.set_limits("acme", max_far_future_jobs=2)
     _far_job()
     _far_job()
-    enqueue.enqueue("acme", JobRequest(type="echo", delay_seconds=60))  # SQS's own delay: no schedule, no unit
+    enqueue.enqueue("acme", JobRequest(JobSpec("echo"), delay_seconds=60))  # SQS's own delay: no schedule, no unit
 
     with pytest.raises(QuotaExceeded, match=r"far-future job quota reached: 2 of 2 \(max_far_future_jobs\)"):
         _far_job()
@@ -312,7 +314,7 @@ def test_one_idempotency_key_holds_one_unit(scheduler_env):
 
 def test_a_batch_past_the_quota_says_per_job_which_were_refused(scheduler_env):
     quotas.set_limits("acme", max_far_future_jobs=2)
-    requests = [JobRequest(type="echo", payload=n, delay_seconds=FAR if n % 2 == 0 else 0) for n in range(8)]
+    requests = [JobRequest(JobSpec("echo", payload=n), delay_seconds=FAR if n % 2 == 0 else 0) for n in range(8)]
 
     outcomes = enqueue.enqueue_many("acme", requests)
 
@@ -330,7 +332,7 @@ def test_a_far_future_job_that_cannot_be_scheduled_gives_its_unit_back(scheduler
         raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "CreateSchedule")
 
     monkeypatch.setattr(enqueue.eventbridge, "create", outage)
-    outcomes = enqueue.enqueue_many("acme", [JobRequest(type="echo", delay_seconds=FAR)])
+    outcomes = enqueue.enqueue_many("acme", [JobRequest(JobSpec("echo"), delay_seconds=FAR)])
     assert isinstance(outcomes[0], NotSent)
     assert quotas.usage("acme")["far_future_jobs"] == 0
 
@@ -404,7 +406,7 @@ def test_a_far_future_job_arriving_in_a_store_blip_runs_at_once_and_its_outcome_
 def test_only_far_future_messages_cost_the_worker_a_write(scheduler_env, monkeypatch):
     calls: list[str] = []
     monkeypatch.setattr(far_future, "release", lambda tenant, job_id, **_: calls.append(job_id) or True)
-    near = enqueue.enqueue("acme", JobRequest(type="echo", delay_seconds=60))
+    near = enqueue.enqueue("acme", JobRequest(JobSpec("echo"), delay_seconds=60))
     far = _far_job()
     for message_id, body in ((near.id, near.to_json()), (far.id, _firing(scheduler_env, far))):
         receive(Delivery(message_id=message_id, body=body))

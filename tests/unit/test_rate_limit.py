@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from shared.errors import RateLimited
 from shared.jobs.enqueue import JobRequest, enqueue, enqueue_many
+from shared.model import JobSpec
 from shared.tenants import quotas, rate_limit
 from shared.tenants.rate_limit import Census, DynamoDirectory, RateLimiter, TokenBucket
 
@@ -226,7 +227,7 @@ def test_the_directory_counts_recent_instances_and_drops_long_gone_ones(
 
 def test_an_over_rate_enqueue_is_refused_and_sends_nothing(aws: dict[str, Any]) -> None:
     quotas.set_limits("slow", enqueue_rate_per_second=0.01, enqueue_burst=2)
-    request = JobRequest(type="echo", payload={})
+    request = JobRequest(JobSpec("echo", payload={}))
     enqueue("slow", request)
     enqueue("slow", request)
     with pytest.raises(RateLimited) as refused:
@@ -238,15 +239,15 @@ def test_an_over_rate_enqueue_is_refused_and_sends_nothing(aws: dict[str, Any]) 
 
 def test_a_batch_over_the_remaining_tokens_is_refused_whole(aws: dict[str, Any]) -> None:
     quotas.set_limits("slow", enqueue_rate_per_second=0.01, enqueue_burst=5)
-    enqueue_many("slow", [JobRequest(type="echo", payload={"n": n}) for n in range(3)])
+    enqueue_many("slow", [JobRequest(JobSpec("echo", payload={"n": n})) for n in range(3)])
     with pytest.raises(RateLimited):
-        enqueue_many("slow", [JobRequest(type="echo", payload={"n": n}) for n in range(3)])
+        enqueue_many("slow", [JobRequest(JobSpec("echo", payload={"n": n})) for n in range(3)])
     assert _queued(aws) == 3
 
 
 def test_every_queued_message_carries_its_tenant_as_message_group(aws: dict[str, Any]) -> None:
-    enqueue("acme", JobRequest(type="echo", payload={}))
-    enqueue_many("globex", [JobRequest(type="echo", payload={"n": n}) for n in range(3)])
+    enqueue("acme", JobRequest(JobSpec("echo", payload={})))
+    enqueue_many("globex", [JobRequest(JobSpec("echo", payload={"n": n})) for n in range(3)])
     got = aws["sqs"].receive_message(
         QueueUrl=aws["queue_url"], MaxNumberOfMessages=10, MessageSystemAttributeNames=["MessageGroupId"]
     )["Messages"]

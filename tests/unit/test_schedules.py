@@ -9,12 +9,13 @@ import pytest
 from shared import settings
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, enqueue
+from shared.model import JobSpec
 from shared.schedules import customer_schedules
 
 
 def _request(name="nightly", **changes):
     return customer_schedules.ScheduleRequest(
-        **{"name": name, "expression": "cron(0 0 * * ? *)", "job_type": "echo", "payload": {"n": 1}, **changes}
+        **{"name": name, "expression": "cron(0 0 * * ? *)", "job": JobSpec("echo", payload={"n": 1}), **changes}
     )
 
 
@@ -57,8 +58,8 @@ def test_delete_removes_the_record_and_the_schedule(scheduler_env):
     [
         ({"expression": "cron(0 0 * * *)"}, "expression"),
         ({"timezone": "Nowhere/Special"}, "timezone"),
-        ({"job_type": "nope"}, "job.type"),
-        ({"max_attempts": 0}, "job.max_attempts"),
+        ({"job": JobSpec("nope", payload={"n": 1})}, "job.type"),
+        ({"job": JobSpec("echo", payload={"n": 1}, max_attempts=0)}, "job.max_attempts"),
         ({"name": "a/b"}, "name"),
         ({"end": datetime.now(UTC) - timedelta(minutes=1)}, "end"),
         ({"start": datetime.now(UTC) + timedelta(days=2), "end": datetime.now(UTC) + timedelta(days=1)}, "end"),
@@ -72,7 +73,7 @@ def test_an_invalid_schedule_names_the_field_and_creates_nothing(scheduler_env, 
 
 
 def test_a_job_due_within_15_minutes_rides_the_sqs_delay(scheduler_env):
-    enqueue("acme", JobRequest(type="echo", delay_seconds=600))
+    enqueue("acme", JobRequest(JobSpec("echo"), delay_seconds=600))
 
     attributes = scheduler_env["sqs"].get_queue_attributes(
         QueueUrl=scheduler_env["queue_url"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
@@ -83,7 +84,7 @@ def test_a_job_due_within_15_minutes_rides_the_sqs_delay(scheduler_env):
 
 def test_a_job_due_later_becomes_a_one_time_schedule(scheduler_env):
     run_at = datetime.now(UTC) + timedelta(hours=2)
-    message = enqueue("acme", JobRequest(type="echo", run_at=run_at))
+    message = enqueue("acme", JobRequest(JobSpec("echo"), run_at=run_at))
 
     entry = scheduler_env["scheduler"].get_schedule(Name=f"d-{message.id}", GroupName=settings.SCHEDULE_GROUP)
     due = run_at.replace(microsecond=0) + timedelta(seconds=1 if run_at.microsecond else 0)
@@ -93,7 +94,7 @@ def test_a_job_due_later_becomes_a_one_time_schedule(scheduler_env):
 
 
 def test_a_run_at_in_the_past_runs_now(scheduler_env):
-    enqueue("acme", JobRequest(type="echo", run_at=datetime.fromtimestamp(time.time() - 60, UTC)))
+    enqueue("acme", JobRequest(JobSpec("echo"), run_at=datetime.fromtimestamp(time.time() - 60, UTC)))
 
     received = scheduler_env["sqs"].receive_message(QueueUrl=scheduler_env["queue_url"])
     assert len(received["Messages"]) == 1

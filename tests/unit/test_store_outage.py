@@ -22,7 +22,7 @@ from shared import environment, settings
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import Status
+from shared.model import JobSpec, Status
 from shared.store import job_store
 from shared.worker import work
 from tests.unit.worker_harness import poll, record, send
@@ -72,7 +72,7 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
         retry_later(receipt_handle, delay_seconds)
 
     monkeypatch.setattr(queue, "retry_later", spy)
-    message = build_message("acme", JobRequest(type="echo", payload="survived"), clock.now)
+    message = build_message("acme", JobRequest(JobSpec("echo", payload="survived")), clock.now)
     send({**aws, "queue_url": url}, message.to_json())
 
     for receives in range(1, budget + 2):

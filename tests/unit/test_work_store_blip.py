@@ -75,7 +75,7 @@ def blip(aws, monkeypatch) -> Iterator[Blip]:
 
 
 def _job(type_: str = "echo", payload: Any = "hello", **fields: Any) -> JobMessage:
-    return build_message("acme", JobRequest(type=type_, payload=payload, **fields), time.time())
+    return build_message("acme", JobRequest.from_fields({"type": type_, "payload": payload, **fields}), time.time())
 
 
 def _queued(aws) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from shared import environment, settings
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import Status
+from shared.model import JobSpec, Status
 from shared.store import job_store
 from tests.unit.worker_harness import dead_letters, deliver, poll, record, send
 
@@ -20,7 +20,7 @@ def test_a_batch_whose_every_record_is_handed_back_answers_batch_item_failures_a
     # An exclusive type: a first delivery of any other runs while the store is down (test_work_store_blip.py).
     echo = job_types.lookup("echo")
     monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(echo, exclusive=True))
-    messages = [build_message("acme", JobRequest(type="echo", payload=n), time.time()) for n in range(3)]
+    messages = [build_message("acme", JobRequest(JobSpec("echo", payload=n)), time.time()) for n in range(3)]
     for message in messages:
         send(aws, message.to_json())
     environment.change(table="no-such-table")  # the store is down (the id secret is cached)
@@ -38,7 +38,7 @@ def _register(monkeypatch, name, run):
 def test_a_result_over_the_cap_fails_the_job_at_once_and_says_why(aws, monkeypatch):
     runs = []
     _register(monkeypatch, "huge", lambda payload, context: runs.append(1) or "x" * settings.MAX_RESULT_BYTES)
-    message = build_message("acme", JobRequest(type="huge", max_attempts=5), time.time())
+    message = build_message("acme", JobRequest(JobSpec("huge", max_attempts=5)), time.time())
 
     batch = deliver(aws, message.to_json())
 
@@ -52,7 +52,7 @@ def test_a_result_over_the_cap_fails_the_job_at_once_and_says_why(aws, monkeypat
 
 def test_a_result_just_within_the_cap_is_stored(aws, monkeypatch):
     _register(monkeypatch, "big", lambda payload, context: "x" * (settings.MAX_RESULT_BYTES - 2))  # + 2 quotes
-    message = build_message("acme", JobRequest(type="big"), time.time())
+    message = build_message("acme", JobRequest(JobSpec("big")), time.time())
 
     deliver(aws, message.to_json())
 
@@ -64,7 +64,7 @@ def test_an_outcome_the_store_rejects_as_invalid_ends_the_job_instead_of_waiting
         raise ClientError({"Error": {"Code": "ValidationException", "Message": "Item size too large"}}, "UpdateItem")
 
     monkeypatch.setattr(job_store, "complete", rejected)
-    message = build_message("acme", JobRequest(type="echo", payload=1), time.time())
+    message = build_message("acme", JobRequest(JobSpec("echo", payload=1)), time.time())
 
     batch = deliver(aws, message.to_json())
 
@@ -89,7 +89,7 @@ def test_an_unexpected_error_hands_the_message_back_soon_not_after_the_batchs_wh
         return receive(delivery)
 
     monkeypatch.setattr(worker_handler, "receive", fails_once)
-    message = build_message("acme", JobRequest(type="echo", payload="again"), time.time())
+    message = build_message("acme", JobRequest(JobSpec("echo", payload="again")), time.time())
     send(aws, message.to_json())
 
     assert poll(aws).failed == failures
@@ -106,7 +106,7 @@ def test_an_outcome_write_failing_unexpectedly_hands_its_message_back_soon(aws, 
         raise RuntimeError("a bug in the write")
 
     monkeypatch.setattr(job_store, "complete", broken)
-    message = build_message("acme", JobRequest(type="echo"), time.time())
+    message = build_message("acme", JobRequest(JobSpec("echo")), time.time())
     send(aws, message.to_json())
 
     first = poll(aws)

@@ -11,7 +11,7 @@ import pytest
 
 from shared import ids, settings
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, Status, UnreadableMessage
+from shared.model import JobMessage, JobSpec, Status, UnreadableMessage
 from shared.store import job_store
 from shared.store.id_secret import id_secret
 from tests.unit.worker_harness import body, dead_letters, deliver, record
@@ -31,7 +31,7 @@ def _job(**fields) -> dict:
 
 
 def test_a_job_enqueued_without_a_payload_runs_with_a_null_payload(aws):
-    message = build_message("acme", JobRequest(type="echo"), time.time())
+    message = build_message("acme", JobRequest(JobSpec("echo")), time.time())
     assert json.loads(message.to_json())["payload"] is None  # the key is there: null, not missing
 
     batch = deliver(aws, message.to_json())
@@ -56,7 +56,7 @@ def test_deeply_nested_payloads_round_trip_without_recursion(aws):
         payload = [payload]
     # The API refuses payloads nested deeper than settings.MAX_PAYLOAD_DEPTH; the worker must still
     # carry a deeper one (e.g. a message written by an older API) without recursing.
-    message = dataclasses.replace(build_message("acme", JobRequest(type="echo"), time.time()), payload=payload)
+    message = dataclasses.replace(build_message("acme", JobRequest(JobSpec("echo")), time.time()), payload=payload)
 
     deliver(aws, message.to_json())
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from shared import ids
 from shared import settings as corral_settings
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import Status
+from shared.model import JobSpec, Status
 from shared.store.id_secret import id_secret
 from tests.unit.worker_harness import poll, record, send
 
@@ -64,7 +64,7 @@ def _nested(depth: int) -> object:
 @example(payload="x" * (corral_settings.MAX_PAYLOAD_BYTES - 2))
 @example(payload={"unicode": "żółw 🐢 \u0000 \u2028", "big": 2**70, "tiny": 5e-324, "neg": -0.0})
 def test_any_accepted_payload_comes_back_from_echo_as_it_went_in(aws, payload):
-    message = build_message("acme", JobRequest(type="echo", payload=payload), time.time())
+    message = build_message("acme", JobRequest(JobSpec("echo", payload=payload)), time.time())
     send(aws, message.to_json())
 
     batch = poll(aws)

@@ -1,0 +1,36 @@
+"""The request models more than one set of routes reads: a job's spec, enqueued now or fired by a schedule.
+
+Imported only with the resolver's routes (functions/api/jobs.py, functions/api/schedules.py), never on
+the enqueue path, which validates with the generated schemas (functions/api/job_schemas.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared import settings
+from shared.model import JobSpec
+
+
+class JobSpecIn(BaseModel):
+    """What a job is: shared.model.JobSpec, field for field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(min_length=1, max_length=64, description="A registered job type, e.g. echo")
+    payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
+    # Unset: the job type's own default (its @job_type options), not the platform's.
+    max_attempts: int | None = Field(default=None, ge=1, le=settings.MAX_MAX_ATTEMPTS)
+    timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=settings.MAX_JOB_TIMEOUT_SECONDS,
+        description="Stop an attempt after this many seconds (default: the job type's; at most its maximum)",
+    )
+
+    def spec(self) -> JobSpec:
+        return JobSpec(
+            type=self.type, payload=self.payload, max_attempts=self.max_attempts, timeout_seconds=self.timeout_seconds
+        )

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared import settings
+from shared.errors import CorralError
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 
@@ -49,7 +50,7 @@ class InvalidPayload(ValueError):
         self.message = message
 
 
-class JobTypeClash(Exception):
+class JobTypeClash(CorralError):
     """Two registrations of one name (a customer type named like a built-in, or twice)."""
 
 

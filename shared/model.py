@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -248,7 +248,7 @@ class JobRecord:
     payload: Any = _NOT_RECORDED  # recorded when a worker first sees the job (or a cancel knows it)
     cancelled_at: float | None = None
     retries: int = 0  # times POST /v1/jobs/{id}/retry started it over
-    extra: dict[str, Any] = field(default_factory=dict)
+    tenant: str = ""  # whose job it is ("" where the record does not say: a listing's projection)
 
     @property
     def payload_recorded(self) -> bool:

@@ -81,6 +81,35 @@ def prepare_clients() -> None:
 
 
 @dataclass(frozen=True)
+class _ConditionFailed:
+    """A conditional write's condition failed; `item` is the record the failure returned ({} if none)."""
+
+    item: dict[str, Any]
+
+
+def _write(*, put: bool = False, single_attempt: bool = False, **params: Any) -> dict[str, Any] | _ConditionFailed:
+    """One conditional write of a job item (UpdateItem, or PutItem if `put`): DynamoDB's answer, or
+    _ConditionFailed. `single_attempt`: no botocore retries (see `claim`)."""
+    jobs = _jobs_client(single_attempt)
+    try:
+        return (jobs.put_item if put else jobs.update_item)(TableName=_table(), **params)
+    except ClientError as error:
+        if aws_error_code(error) != "ConditionalCheckFailedException":
+            raise
+        return _ConditionFailed(error.response.get("Item") or {})
+
+
+def _conditional(**params: Any) -> bool:
+    """A conditional write (as `_write`): False if its condition failed."""
+    return not isinstance(_write(**params), _ConditionFailed)
+
+
+def _old_item(failed: _ConditionFailed, job_id: str) -> dict[str, Any]:
+    """The record a failed condition met: as the failure returned it (ALL_OLD), else read again."""
+    return failed.item or _read_item(job_id)
+
+
+@dataclass(frozen=True)
 class Claimed:
     attempt: int
     token: str
@@ -157,18 +186,15 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         timeout_seconds=_as_int(item, "timeout_seconds"),
         cancelled_at=_as_float(item, "cancelled_at"),
         retries=_as_int(item, "retries") or 0,
-        extra={"tenant": _as_str(item, "tenant")},
+        tenant=_as_str(item, "tenant") or "",
         **recorded,
     )
 
 
-def get(job_id: str) -> tuple[JobRecord, str] | None:
-    """The record and its tenant, or None if no worker has seen the job."""
+def get(job_id: str) -> JobRecord | None:
+    """The job's record (its tenant in `tenant`), or None if no worker has seen the job."""
     item = _jobs_client().get_item(TableName=_table(), Key=_key(job_id)).get("Item")
-    if not item:
-        return None
-    record = record_from_item(item)
-    return record, record.extra["tenant"] or ""
+    return record_from_item(item) if item else None
 
 
 def _payload_json(payload: Any) -> dict[str, str]:
@@ -245,30 +271,28 @@ def claim(
         "started_at = :now",
         *job_sets,
     ]
-    try:
-        item = _jobs_client(single_attempt).update_item(
-            TableName=_table(),
-            Key=_key(message.id),
-            UpdateExpression="SET " + ", ".join(sets),
-            # An existing record's own max_attempts counts (the first message's, if a later one
-            # with the same idempotency key asks for another number; a retry raises it).
-            ConditionExpression=(
-                "attribute_not_exists(pk) OR (#tenant = :tenant "
-                "AND (attribute_not_exists(attempts) OR attempts < max_attempts) "
-                "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
-            ),
-            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-            ExpressionAttributeValues=values,
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )["Attributes"]
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise
-        old = error.response.get("Item") or _read_item(message.id)
+    answer = _write(
+        single_attempt=single_attempt,
+        Key=_key(message.id),
+        UpdateExpression="SET " + ", ".join(sets),
+        # An existing record's own max_attempts counts (the first message's, if a later one
+        # with the same idempotency key asks for another number; a retry raises it).
+        ConditionExpression=(
+            "attribute_not_exists(pk) OR (#tenant = :tenant "
+            "AND (attribute_not_exists(attempts) OR attempts < max_attempts) "
+            "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+        ),
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values,
+        ReturnValues="ALL_NEW",
+        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+    )
+    if isinstance(answer, _ConditionFailed):
+        old = _old_item(answer, message.id)
         if old.get("status", {}).get("S") == Status.CANCELLED and "payload_json" not in old:
             _record_cancelled_message(message)
         return _why_not_claimed(old, message, message_id, now)
+    item = answer["Attributes"]
     return Claimed(attempt=int(item["attempts"]["N"]), token=token, max_attempts=int(item["max_attempts"]["N"]))
 
 
@@ -282,19 +306,14 @@ def _record_cancelled_message(message: JobMessage) -> None:
     if message.schedule:
         known |= {"schedule_name": {"S": message.schedule}, "scheduled_for": {"S": message.scheduled_for or ""}}
     sets, values = _if_not_exists(known)
-    try:
-        _jobs_client().update_item(
-            TableName=_table(),
-            Key=_key(message.id),
-            UpdateExpression="SET " + ", ".join(sets),
-            ConditionExpression="#status = :cancelled AND #tenant = :tenant",
-            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-            ExpressionAttributeValues=values
-            | {":cancelled": {"S": Status.CANCELLED}, ":tenant": {"S": message.tenant}},
-        )
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise  # the delivery comes back and records it then; a retry answers 409 until it has
+    # Any other failure raises: the delivery comes back and records it then; a retry answers 409 until it has.
+    _conditional(
+        Key=_key(message.id),
+        UpdateExpression="SET " + ", ".join(sets),
+        ConditionExpression="#status = :cancelled AND #tenant = :tenant",
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values | {":cancelled": {"S": Status.CANCELLED}, ":tenant": {"S": message.tenant}},
+    )
 
 
 def _read_item(job_id: str) -> dict[str, Any]:
@@ -330,20 +349,14 @@ def _finish(
     was lost is retried by botocore, and must succeed (not fail its condition) so that it passes
     through the status cache and leaves the cache holding the outcome, not the stale `running`.
     """
-    try:
-        _jobs_client(single_attempt).update_item(
-            TableName=_table(),
-            Key=_key(job_id),
-            UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
-            ConditionExpression="attempt_token = :token AND #status IN (:running, " + outcome + ")",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
-        )
-    except ClientError as error:
-        if aws_error_code(error) == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+    return _conditional(
+        single_attempt=single_attempt,
+        Key=_key(job_id),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+        ConditionExpression="attempt_token = :token AND #status IN (:running, " + outcome + ")",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
+    )
 
 
 def _expires_at(now: float) -> int:
@@ -426,20 +439,14 @@ def extend_lease(job_id: str, token: str, until: float) -> bool:
 
 def _update_held(job_id: str, token: str, update: str, values: dict[str, Any]) -> bool:
     """Apply `update` (one attempt) if the claim `token` still holds the job, running. False if it does not."""
-    try:
-        _jobs_client(single_attempt=True).update_item(
-            TableName=_table(),
-            Key=_key(job_id),
-            UpdateExpression=update,
-            ConditionExpression="attempt_token = :token AND #status = :running",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
-        )
-    except ClientError as error:
-        if aws_error_code(error) == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+    return _conditional(
+        single_attempt=True,
+        Key=_key(job_id),
+        UpdateExpression=update,
+        ConditionExpression="attempt_token = :token AND #status = :running",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
+    )
 
 
 def bury(message: JobMessage, error: str, now: float) -> None:
@@ -508,20 +515,17 @@ def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: 
             ":failed": {"S": Status.FAILED},
         }
         condition += " OR (#tenant = :tenant AND #status IN (:running, :failed))"
-    try:
-        _jobs_client(single_attempt).update_item(
-            TableName=_table(),
-            Key=_key(message.id),
-            UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
-            ConditionExpression=condition,
-            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-            ExpressionAttributeValues=values,
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise
-        old = _old_item(error, message.id)
+    answer = _write(
+        single_attempt=single_attempt,
+        Key=_key(message.id),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+        ConditionExpression=condition,
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values,
+        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+    )
+    if isinstance(answer, _ConditionFailed):
+        old = _old_item(answer, message.id)
         return _as_str(old, "attempt_token") == token and _as_str(old, "status") == outcome.status
     return True
 
@@ -562,13 +566,7 @@ def record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:
                 "gsi1pk": {"S": f"runs#{tenant}#{job['schedule']}"},
                 "gsi1sk": {"S": job["scheduled_for"]},
             }
-    try:
-        _jobs_client().put_item(TableName=_table(), Item=item, ConditionExpression="attribute_not_exists(pk)")
-    except ClientError as error:
-        if aws_error_code(error) == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+    return _conditional(put=True, Item=item, ConditionExpression="attribute_not_exists(pk)")
 
 
 # Cancel and retry, each one conditional write -------------------------------------------
@@ -581,24 +579,12 @@ class Refused:
     item: dict[str, Any]
 
 
-def _old_item(error: ClientError, job_id: str) -> dict[str, Any]:
-    return error.response.get("Item") or _read_item(job_id)
-
-
 def _update_unless_refused(job_id: str, **params: Any) -> dict[str, Any] | Refused:
     """A conditional UpdateItem returning the new item, or Refused with the record as it is."""
-    try:
-        return _jobs_client().update_item(
-            TableName=_table(),
-            Key=_key(job_id),
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            **params,
-        )["Attributes"]
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise
-        return Refused(_old_item(error, job_id))
+    answer = _write(Key=_key(job_id), ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **params)
+    if isinstance(answer, _ConditionFailed):
+        return Refused(_old_item(answer, job_id))
+    return answer["Attributes"]
 
 
 def cancel(

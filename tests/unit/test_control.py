@@ -32,7 +32,7 @@ def _queued_bodies(aws) -> list[dict]:
 
 
 def _record(job_id):
-    record, _tenant = job_store.get(job_id)
+    record = job_store.get(job_id)
     return record
 
 

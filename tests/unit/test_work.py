@@ -22,7 +22,7 @@ def _deliver(message, message_id="m1"):
 
 
 def _record(job_id):
-    record, _tenant = job_store.get(job_id)
+    record = job_store.get(job_id)
     return record
 
 

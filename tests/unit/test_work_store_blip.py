@@ -105,7 +105,7 @@ def test_an_outcome_neither_the_store_nor_the_queue_would_take_is_retried_when_t
         with pytest.raises(RetryLater) as later:
             _deliver(message)
     assert 9 <= later.value.seconds <= 11  # CORRAL_LEASE_SECONDS=10: the holder's lease must run out first
-    assert job_store.get(message.id)[0].status is Status.RUNNING
+    assert job_store.get(message.id).status is Status.RUNNING
 
 
 def test_a_claimed_attempt_whose_outcome_write_fails_carries_it_instead_of_running_again(blip, aws, monkeypatch):
@@ -138,7 +138,7 @@ def test_an_outcome_write_whose_answer_was_lost_can_be_applied_again_by_the_same
     assert job_store.complete(message.id, claim.token, "result", time.time()) is True
     assert job_store.complete(message.id, claim.token, "result", time.time()) is True
     assert job_store.fail(message.id, claim.token, "late failure", time.time(), dead=False) is False
-    assert job_store.get(message.id)[0].status is Status.SUCCEEDED
+    assert job_store.get(message.id).status is Status.SUCCEEDED
 
 
 def test_after_a_store_failure_the_worker_hands_redeliveries_back_without_calling_the_store(aws, monkeypatch):

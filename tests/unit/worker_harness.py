@@ -91,8 +91,7 @@ def dead_letters(aws: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def record(job_id: str) -> JobRecord | None:
-    found = job_store.get(job_id)
-    return found[0] if found else None
+    return job_store.get(job_id)
 
 
 def body(**fields: Any) -> str:

@@ -406,17 +406,57 @@ def complete(
     )
 
 
-def fail(job_id: str, token: str, error: str, now: float, *, dead: bool, started: Started | None = None) -> bool:
+def record_failure(job_id: str, token: str, error: str, now: float, *, started: Started | None = None) -> bool:
+    """The attempt holding the claim `token` failed with `error`, with attempts left: the job is `failed`,
+    waiting for its retry. False if that attempt no longer holds the job."""
     started_sets, started_values = _started(started)
-    sets = ["#status = :outcome", "last_error = :error", *started_sets]
-    values: dict[str, Any] = {
-        ":outcome": {"S": Status.DEAD if dead else Status.FAILED},
-        ":error": {"S": error[:2000]},
-    } | started_values
-    if dead:
-        sets += ["finished_at = :now", "expires_at = :ttl"]
-        values |= {":now": _n(now), ":ttl": _n(_expires_at(now))}
-    return _finish(job_id, token, ":outcome", sets, values)
+    return _finish(
+        job_id,
+        token,
+        ":failed",
+        ["#status = :failed", "last_error = :error", *started_sets],
+        {":failed": {"S": Status.FAILED}, ":error": {"S": error[:2000]}} | started_values,
+    )
+
+
+def record_dead(
+    job: JobMessage | dict[str, Any],
+    reason: str,
+    now: float,
+    *,
+    token: str | None = None,
+    started: Started | None = None,
+) -> bool:
+    """Record the job `dead` with `reason`, in one conditional write; False if its condition fails.
+
+    Who ends the job decides the condition:
+    - `token`: the attempt holding that claim ends it (its last failure, or a result or an outcome the
+      store cannot hold); written if that attempt still holds the job. `started`: when its code started.
+    - a JobMessage without a token: the claim found every attempt died without an outcome (worker
+      crashes); written while the job is running or failed.
+    - a dict: the valid fields of a message that cannot run (at least a verified `id` and `tenant`);
+      nothing ran. Written only where there is no record yet: a job already known keeps its record
+      (its own message is still on its way), and only the bad message goes to the DLQ.
+    """
+    if isinstance(job, dict):
+        return _record_unrunnable(job, reason, now)
+    sets = ["#status = :dead", "last_error = :error", "finished_at = :now", "expires_at = :ttl"]
+    values = {
+        ":dead": {"S": Status.DEAD},
+        ":error": {"S": reason[:2000]},
+        ":now": _n(now),
+        ":ttl": _n(_expires_at(now)),
+    }
+    if token is not None:
+        started_sets, started_values = _started(started)
+        return _finish(job.id, token, ":dead", sets + started_sets, values | started_values)
+    return _conditional(
+        Key=_key(job.id),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+        ConditionExpression="#status IN (:running, :failed)",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues=values | {":running": {"S": Status.RUNNING}, ":failed": {"S": Status.FAILED}},
+    )
 
 
 def release(job_id: str, token: str) -> bool:
@@ -446,27 +486,6 @@ def _update_held(job_id: str, token: str, update: str, values: dict[str, Any]) -
         ConditionExpression="attempt_token = :token AND #status = :running",
         ExpressionAttributeNames={"#status": "status"},
         ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
-    )
-
-
-def bury(message: JobMessage, error: str, now: float) -> None:
-    """Mark dead a job whose attempts all died without an outcome (worker crashes)."""
-    _jobs_client().update_item(
-        TableName=_table(),
-        Key=_key(message.id),
-        UpdateExpression=(
-            "SET #status = :dead, last_error = :error, finished_at = :now, expires_at = :ttl REMOVE lease_until"
-        ),
-        ConditionExpression="#status IN (:running, :failed)",
-        ExpressionAttributeNames={"#status": "status"},
-        ExpressionAttributeValues={
-            ":dead": {"S": Status.DEAD},
-            ":running": {"S": Status.RUNNING},
-            ":failed": {"S": Status.FAILED},
-            ":error": {"S": error},
-            ":now": _n(now),
-            ":ttl": _n(_expires_at(now)),
-        },
     )
 
 
@@ -530,13 +549,8 @@ def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: 
     return True
 
 
-def record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:
-    """Record `dead`, with the reason, a job whose message cannot run (no claim: nothing ran).
-
-    `job` holds the message's fields that were valid (at least a verified `id` and `tenant`).
-    Written only where there is no record yet: a job already known keeps its record (its
-    own message is still on its way), and only the bad message goes to the DLQ. False then.
-    """
+def _record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:
+    """`record_dead` of a message that cannot run: a record of what was valid in it, where there is none."""
     job_id, tenant = job["id"], job["tenant"]
     enqueued_at = job.get("enqueued_at", now)
     item: dict[str, Any] = {

@@ -152,13 +152,13 @@ def _reject(unreadable: UnreadableMessage, delivery: Delivery) -> Outcome:
     after a failed DLQ send writes nothing twice."""
     if unreadable.job is not None:
         try:
-            job_store.record_unrunnable(unreadable.job, unreadable.reason, time.time())
+            job_store.record_dead(unreadable.job, unreadable.reason, time.time())
         except _AWS_ERRORS as error:
             if is_outage(error):
                 _store_failed()
                 raise delivery.hand_back(f"store unavailable recording an unrunnable job: {error}") from error
             # The store refuses the record itself: the DLQ keeps the message and its reason.
-    queue.bury(delivery.body, unreadable.reason)
+    queue.send_to_dlq(delivery.body, unreadable.reason)
     return Outcome.UNREADABLE
 
 
@@ -205,8 +205,8 @@ def work(message: JobMessage, delivery: Delivery, *, first_run: bool = True) -> 
             return _reject(UnreadableMessage(reason), delivery)
         case job_store.Exhausted(attempts=attempts):
             reason = f"gave up after {attempts} attempts that ended without an outcome (worker crash or timeout)"
-            queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
-            job_store.bury(message, reason, time.time())
+            queue.send_to_dlq(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
+            job_store.record_dead(message, reason, time.time())
             return Outcome.DEAD
         case job_store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts):
             message = replace(message, max_attempts=max_attempts)  # the record's number of attempts counts
@@ -230,8 +230,8 @@ def _outcome_not_written(
         # The store refuses this outcome (e.g. an item over its size limit): it would refuse it on
         # every attempt, so the job ends here, with the store's reason.
         reason = f"the store refused the job's outcome ({aws_error_code(error) or type(error).__name__})"
-        queue.bury(delivery.body, reason)
-        job_store.fail(message.id, token, reason, time.time(), dead=True)
+        queue.send_to_dlq(delivery.body, reason)
+        job_store.record_dead(message, reason, time.time(), token=token)
         return Outcome.DEAD
     # The outcome is not recorded, and this message holds the lease: come back when the lease has
     # run out, and the claim starts a new attempt (the job runs again).
@@ -477,14 +477,14 @@ def _run_unclaimed(message: JobMessage, job_type: job_types.JobType, delivery: D
         reason = str(error) if isinstance(error, job_types.JobTimedOut) else f"{type(error).__name__}: {error}"
         retry_after = error.retry_after if isinstance(error, job_types.JobFailed) else None
         if message.max_attempts <= 1 or isinstance(error, job_types.JobDead):
-            queue.bury(delivery.body, reason)  # DLQ first, as a claimed attempt does
+            queue.send_to_dlq(delivery.body, reason)  # DLQ first, as a claimed attempt does
             outcome = OutcomeMessage(message, Status.DEAD, started_at, time.time(), error=reason)
         else:
             outcome = OutcomeMessage(message, Status.FAILED, started_at, time.time(), error=reason)
             delay = min(math.ceil(_retry_delay(job_type, 1, retry_after)), queue.MAX_DELAY_SECONDS)
     else:
         if (problem := _result_problem(result)) is not None:
-            queue.bury(delivery.body, problem)
+            queue.send_to_dlq(delivery.body, problem)
             outcome = OutcomeMessage(message, Status.DEAD, started_at, time.time(), error=problem)
         else:
             outcome = OutcomeMessage(message, Status.SUCCEEDED, started_at, time.time(), result=result)
@@ -543,7 +543,7 @@ def _deliver_outcome(outcome: OutcomeMessage, delivery: Delivery) -> Outcome:
             raise delivery.hand_back(f"store unavailable recording a carried outcome: {error}") from error
         # The store refuses it (and would every time): the DLQ keeps the job, with the reason.
         reason = f"the store refused an outcome recorded late ({aws_error_code(error) or type(error).__name__})"
-        queue.bury(outcome.job.to_json(), reason)
+        queue.send_to_dlq(outcome.job.to_json(), reason)
         return Outcome.UNREADABLE
     if outcome.status is Status.FAILED:
         # The retry runs as the job's own message would: its DLQ entry is the job, redrivable as any.
@@ -585,16 +585,16 @@ def _run(message: JobMessage, delivery: Delivery, attempt: int, token: str, time
         if isinstance(error, job_types.JobFailed):
             retry_after = error.retry_after
         if attempt >= message.max_attempts or isinstance(error, job_types.JobDead):
-            queue.bury(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
-            job_store.fail(message.id, token, reason, time.time(), dead=True, started=started)
+            queue.send_to_dlq(delivery.body, reason)  # DLQ first: a failure here leaves the job to retry
+            job_store.record_dead(message, reason, time.time(), token=token, started=started)
             return Outcome.DEAD
-        if job_store.fail(message.id, token, reason, time.time(), dead=False, started=started):
+        if job_store.record_failure(message.id, token, reason, time.time(), started=started):
             raise RetryLater(_retry_delay(job_type, attempt, retry_after), reason) from error
         return Outcome.LOST_CLAIM
     if (problem := _result_problem(result)) is not None:
         # Not retried: the same job would most likely return the same result again.
-        queue.bury(delivery.body, problem)
-        job_store.fail(message.id, token, problem, time.time(), dead=True, started=started)
+        queue.send_to_dlq(delivery.body, problem)
+        job_store.record_dead(message, problem, time.time(), token=token, started=started)
         return Outcome.DEAD
     finished_at = time.time()
 

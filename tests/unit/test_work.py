@@ -124,7 +124,7 @@ def test_a_failed_job_with_attempts_left_is_retried_not_buried_when_a_second_mes
     read_item = job_store._read_item
 
     def m1_fails_first(job_id):
-        job_store.fail(message.id, first.token, "failing on purpose", time.time(), dead=False)
+        job_store.record_failure(message.id, first.token, "failing on purpose", time.time())
         return read_item(job_id)
 
     monkeypatch.setattr(job_store, "_read_item", m1_fails_first)

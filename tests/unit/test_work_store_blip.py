@@ -137,7 +137,7 @@ def test_an_outcome_write_whose_answer_was_lost_can_be_applied_again_by_the_same
 
     assert job_store.complete(message.id, claim.token, "result", time.time()) is True
     assert job_store.complete(message.id, claim.token, "result", time.time()) is True
-    assert job_store.fail(message.id, claim.token, "late failure", time.time(), dead=False) is False
+    assert job_store.record_failure(message.id, claim.token, "late failure", time.time()) is False
     assert job_store.get(message.id).status is Status.SUCCEEDED
 
 

@@ -149,7 +149,7 @@ def test_a_forged_tenant_cannot_take_over_another_tenants_job(aws):
 def test_a_claim_never_changes_a_records_tenant_even_for_a_message_that_got_past_verification(aws):
     victim = JobMessage.from_dict(_job(type="fail", payload={"times": 5}))
     claim = job_store.claim(victim, "m1", time.time(), lease_seconds=10)
-    job_store.fail(victim.id, claim.token, "failed", time.time(), dead=False)
+    job_store.record_failure(victim.id, claim.token, "failed", time.time())
 
     forged = JobMessage.from_dict(victim.to_dict() | {"tenant": "mallory"})
 

@@ -285,7 +285,8 @@ class JobRecord:
 
 
 OUTCOME_KIND = "outcome"
-# What an attempt run without the store's claim may end as (shared/worker/work.py): `failed` carries the job's retry.
+# What an attempt run without the store's claim may end as (shared/worker/unclaimed.py): `failed` carries
+# the job's retry.
 _CARRIED = (Status.SUCCEEDED, Status.FAILED, Status.DEAD)
 _OUTCOME_FIELDS = frozenset(
     {"kind", "v", "job", "status", "started_at", "finished_at", "result", "error", "attempt_token"}

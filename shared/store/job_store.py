@@ -370,8 +370,8 @@ def result_json(result: Any) -> str:
 
 @dataclass(frozen=True)
 class Started:
-    """When an attempt's code really started (its claim may have come earlier: shared/worker/work.py claims a
-    batch's jobs together), and whether it was the job's first attempt."""
+    """When an attempt's code really started (its claim may have come earlier: a batch's jobs are claimed
+    together, shared/worker/claim_ahead.py), and whether it was the job's first attempt."""
 
     at: float
     first_attempt: bool = False
@@ -460,7 +460,7 @@ def record_dead(
 
 
 def release(job_id: str, token: str) -> bool:
-    """Undo a claim whose attempt never started (shared/worker/work.py claims a batch's jobs ahead): the job
+    """Undo a claim whose attempt never started (shared/worker/claim_ahead.py claims a batch's jobs ahead): the job
     is queued again, the attempt not counted. False if that claim no longer holds the job."""
     return _update_held(
         job_id,
@@ -490,7 +490,7 @@ def _update_held(job_id: str, token: str, update: str, values: dict[str, Any]) -
 
 
 def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: bool = False) -> bool:
-    """Record an attempt that ran without a claim while the store failed (shared/worker/work.py), from the
+    """Record an attempt that ran without a claim while the store failed (shared/worker/unclaimed.py), from the
     outcome message `message_id` that carried it here. False: the store already had an outcome.
 
     `succeeded`/`dead`: written unless the job is finished already (of two outcomes, the first

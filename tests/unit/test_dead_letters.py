@@ -8,7 +8,8 @@ from shared.jobs.enqueue import JobRequest
 from shared.model import Status
 from shared.operations import dead_letters
 from shared.store import job_store
-from shared.worker.work import Delivery, work
+from shared.worker.delivery import Delivery
+from tests.unit.worker_harness import work
 
 
 def _dead_job(tenant: str) -> str:

@@ -17,8 +17,9 @@ from shared.store import job_store
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
 from shared.targets.http_policy import AWS_RULES, TargetPolicy
-from shared.worker.work import Delivery, RetryLater, work
+from shared.worker.delivery import Delivery
 from tests.receiver import Answer, receiver
+from tests.unit.worker_harness import RetryLater, work
 
 LOCAL_RULES = TargetPolicy(allow_plain_http=True, allow_loopback=True)
 CONTEXT = JobContext(

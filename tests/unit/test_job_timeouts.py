@@ -8,7 +8,8 @@ from shared.jobs import job_types
 from shared.model import JobMessage, Status
 from shared.store import job_store
 from shared.worker import deadline
-from shared.worker.work import Delivery, RetryLater, work
+from shared.worker.delivery import Delivery
+from tests.unit.worker_harness import RetryLater, work
 
 
 @job_types.job_type("unit_swallows_errors", timeout_seconds=1)

@@ -18,13 +18,13 @@ import moto.sqs.models
 import pytest
 from botocore.exceptions import ClientError
 
+from functions.worker.handler import worker
 from shared import settings
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import Status
 from shared.store import job_store
-from shared.worker import work
 from tests.unit.worker_harness import poll, record, send
 
 AWS = settings.PROFILES["aws"]
@@ -78,7 +78,7 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
     for receives in range(1, budget + 2):
         # Each delivery is a fresh look at the store: the in-process cooldown (2 s of real time)
         # hands back the same way, with the same receive-count delay, so skipping it changes nothing.
-        monkeypatch.setattr(work, "_store_down_until", 0.0)
+        monkeypatch.setattr(worker.breaker, "down_until", 0.0)
         batch = poll({**aws, "queue_url": url})
         if batch is None:
             assert sqs.receive_message(QueueUrl=aws["dlq_url"]).get("Messages"), "neither run nor dead-lettered"

@@ -8,7 +8,8 @@ from botocore.exceptions import ClientError
 
 from shared.model import JobMessage, Status
 from shared.store import job_store
-from shared.worker.work import Delivery, RetryLater, work
+from shared.worker.delivery import Delivery
+from tests.unit.worker_harness import RetryLater, work
 
 
 def _message(job_type="echo", payload=None, max_attempts=3, job_id="jt-unit-1"):

@@ -68,8 +68,8 @@ class Worker:
                     prepare_one()
 
     def batch(self, deliveries: Sequence[Delivery]) -> Batch:
-        """A batch of `deliveries`, in the order they will be handled: its jobs are claimed together now
-        (shared/worker/claim_ahead.py)."""
+        """A batch of `deliveries`, in the order they will be handled; its jobs are claimed together as it
+        is made (shared/worker/claim_ahead.py)."""
         hidden = HiddenBatch(
             [(each.message_id, each.receipt_handle, each.body) for each in deliveries if each.receipt_handle]
         )

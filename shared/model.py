@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -296,7 +296,7 @@ class JobRecord:
     payload: Any = _NOT_RECORDED  # recorded when a worker first sees the job (or a cancel knows it)
     cancelled_at: float | None = None
     retries: int = 0  # times POST /v1/jobs/{id}/retry started it over
-    extra: dict[str, Any] = field(default_factory=dict)
+    tenant: str = ""  # whose job it is ("" where the record does not say: a listing's projection)
 
     @property
     def payload_recorded(self) -> bool:
@@ -333,7 +333,8 @@ class JobRecord:
 
 
 OUTCOME_KIND = "outcome"
-# What an attempt run without the store's claim may end as (shared/worker/work.py): `failed` carries the job's retry.
+# What an attempt run without the store's claim may end as (shared/worker/unclaimed.py): `failed` carries
+# the job's retry.
 _CARRIED = (Status.SUCCEEDED, Status.FAILED, Status.DEAD)
 _OUTCOME_FIELDS = frozenset(
     {"kind", "v", "job", "status", "started_at", "finished_at", "result", "error", "attempt_token"}

@@ -1,9 +1,14 @@
-"""Worker Lambda: SQS batch -> Powertools partial-batch processing -> domain `work`."""
+"""Worker Lambda: SQS batch -> Powertools partial-batch processing -> the worker (shared/worker/receive.py).
+
+The handler reads the event and hands each record over; the completer (shared/worker/completer.py)
+makes every queue call for it.
+"""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 # boto3 first, before Powertools: measured, the same imports then cost ~30 ms less in a fresh
@@ -20,110 +25,105 @@ from shared.aws import queue
 from shared.aws.metrics import job_outcome, job_retried, metrics
 from shared.jobs import job_types
 from shared.model import Outcome
-from shared.worker import deadline, work
-from shared.worker.work import Delivery, RetryLater, receive
+from shared.worker.batch import Batch, Worker
+from shared.worker.delivery import Delivery
+from shared.worker.receive import handle
+from shared.worker.verdicts import HandBack
 
 logger = Logger(service="corral-worker")
 # Job types (and the customer's package) load at import: in the init phase, not on the first batch's clock.
 job_types.load()
+# This process's view of the store and its thread pools, kept from batch to batch.
+worker = Worker()
 if "AWS_LAMBDA_FUNCTION_NAME" in os.environ:  # running as the function (not imported by a test or tool)
-    work.prepare()  # clients and the id secret, also in the init phase
+    worker.prepare()  # clients and the id secret, also in the init phase
 # A batch whose every record is handed back (a lone retried job, every batch of a store blip) is a
 # partial-batch answer like any other, not a Lambda error: an error would page the WorkerErrors
 # alarm and make Lambda back off the event source's concurrency just when it should drain.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
-_invocation: LambdaContext | None = None
+class _HandedBack(Exception):
+    """Tells Powertools a record failed (a batch item failure): the completer has handed it back."""
 
 
-def _time_left_seconds() -> float:
-    return _invocation.get_remaining_time_in_millis() / 1000 if _invocation else float("inf")
+def _seconds_left(context: LambdaContext) -> float:
+    return context.get_remaining_time_in_millis() / 1000
 
 
-def _delivery(record: SQSRecord) -> Delivery:
+def _delivery(record: SQSRecord, seconds_left: float) -> Delivery:
     return Delivery(
         message_id=record.message_id,
         body=record.body or "",
         receive_count=int(record.attributes.approximate_receive_count or 1),
         sent_at=int(record.attributes.sent_timestamp or 0) / 1000,
-        seconds_left=_time_left_seconds(),
+        seconds_left=seconds_left,
+        receipt_handle=record.receipt_handle,
     )
 
 
-_record_ms: list[float] = []  # this batch's per-record handling times, for its log line
-# The batch's messages, hidden as long as this invocation may still need each (shared/worker/deadline.py).
-_hidden = deadline.HiddenBatch([])
-
-
-def record_handler(record: SQSRecord) -> Outcome:
-    delivery = _delivery(record)
-    _hidden.turn(record.message_id, delivery.seconds_left)
-    began = time.perf_counter()
-    try:
-        outcome = receive(delivery)
-    except RetryLater as later:
-        _hand_back(record.message_id, record.receipt_handle, later)
-        raise
-    except Exception as error:
-        _hand_back_unexpected(record, error, "record failed")
-        raise
-    finally:
-        _record_ms.append(round((time.perf_counter() - began) * 1000, 1))
-    job_outcome(outcome)
-    logger.debug("message handled", extra={"message_id": record.message_id, "outcome": outcome})
-    return outcome
-
-
-def _hand_back(message_id: str, receipt_handle: str, later: RetryLater) -> None:
-    _hidden.handed_back(message_id)
-    queue.retry_later(receipt_handle, later.seconds)
+def _handed_back(message_id: str, hand_back: HandBack) -> None:
     job_retried()
     # One line per hand-back: rare but telling (a store blip, a retry's backoff); the benchmark
     # counts them by reason to explain slow jobs.
-    logger.info("handed back", extra={"message_id": message_id, "seconds": later.seconds, "reason": later.reason})
+    logger.info(
+        "handed back", extra={"message_id": message_id, "seconds": hand_back.delay_seconds, "reason": hand_back.reason}
+    )
 
 
-def _hand_back_unexpected(record: SQSRecord, error: BaseException, what: str) -> None:
-    """Not a job's failure (work() records those): a fault of ours or of a dependency. The message
-    comes back soon, later each time, and reaches the DLQ after the queue's receive budget, instead
-    of staying hidden for the whole batch's visibility (job timeouts, up to minutes)."""
-    logger.exception(what, exc_info=error, extra={"message_id": record.message_id})
-    _hand_back(record.message_id, record.receipt_handle, _delivery(record).hand_back(f"{what}: {error!r}"))
+def _record_handler(batch: Batch, context: LambdaContext, record_ms: list[float]) -> Callable[[SQSRecord], Outcome]:
+    """Powertools' record handler for this batch: each record's handling time goes to `record_ms`."""
 
+    def record_handler(record: SQSRecord) -> Outcome:
+        delivery = _delivery(record, _seconds_left(context))
+        batch.turn(delivery)
+        began = time.perf_counter()
+        try:
+            settled = handle(delivery, batch)
+        except Exception as error:
+            # Not a job's failure (the worker records those): a fault of ours or of a dependency. The
+            # message comes back soon, later each time, and reaches the DLQ after the queue's receive
+            # budget, instead of staying hidden for the whole batch's visibility (job timeouts, up to minutes).
+            logger.exception("record failed", exc_info=error, extra={"message_id": record.message_id})
+            settled = batch.completer.settle(delivery.hand_back(f"record failed: {error!r}"), delivery)
+        finally:
+            record_ms.append(round((time.perf_counter() - began) * 1000, 1))
+        if isinstance(settled, HandBack):
+            _handed_back(record.message_id, settled)
+            raise _HandedBack(settled.reason)
+        job_outcome(settled)
+        logger.debug("message handled", extra={"message_id": record.message_id, "outcome": settled})
+        return settled
 
-def _report_failed_writes(
-    records: list[dict[str, Any]], failed: list[tuple[str, BaseException]], response: dict[str, Any]
-) -> None:
-    """A job whose outcome write failed after its record was answered: its message comes back."""
-    by_id = {record["messageId"]: SQSRecord(record) for record in records}
-    for message_id, error in failed:
-        if isinstance(error, RetryLater):
-            _hand_back(message_id, by_id[message_id].receipt_handle, error)
-        else:
-            _hand_back_unexpected(by_id[message_id], error, "outcome write failed")
-        response["batchItemFailures"].append({"itemIdentifier": message_id})
+    return record_handler
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    global _invocation, _hidden
-    _invocation = context
     started_at = time.time()
-    _record_ms.clear()
+    record_ms: list[float] = []  # this batch's per-record handling times, for its log line
     # Jobs before outcome messages (a store blip's deferred records): a job waiting in the batch
     # behind them would wait for their writes.
     records = sorted(event.get("Records", []), key=queue.is_outcome_record)
-    _hidden = deadline.HiddenBatch(
-        [(record["messageId"], record["receiptHandle"], record["body"]) for record in records]
-    )
-    with work.batch([_delivery(SQSRecord(record)) for record in records]) as writes_failed:
-        _hidden.begin(_time_left_seconds())  # while the batch's claims are under way
+    batch = worker.batch([_delivery(SQSRecord(record), _seconds_left(context)) for record in records])
+    try:
+        batch.begin(_seconds_left(context))  # while the batch's claims are under way
         response = process_partial_response(
-            event={**event, "Records": records}, record_handler=record_handler, processor=processor, context=context
+            event={**event, "Records": records},
+            record_handler=_record_handler(batch, context, record_ms),
+            processor=processor,
+            context=context,
         )
-    _report_failed_writes(records, writes_failed, response)
+    finally:
+        late = batch.finish()
+    for each in late:  # a job whose outcome write failed after its record was answered: its message comes back
+        if each.error is not None:
+            logger.exception(
+                "outcome write failed", exc_info=each.error, extra={"message_id": each.delivery.message_id}
+            )
+        _handed_back(each.delivery.message_id, each.hand_back)
+        response["batchItemFailures"].append({"itemIdentifier": each.delivery.message_id})
     # started_at/busy_ms/environment (one log stream per execution environment on AWS)
     # are what the benchmark's worker utilisation is computed from.
     logger.info(
@@ -133,7 +133,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "failures": len(response["batchItemFailures"]),
             "started_at": started_at,
             "busy_ms": round((time.time() - started_at) * 1000, 2),
-            "record_ms": _record_ms,
+            "record_ms": record_ms,
             "environment": context.log_stream_name,
         },
     )

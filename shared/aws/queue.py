@@ -187,12 +187,6 @@ def hand_back_seconds(receive_count: int) -> int:
     return math.ceil(min(_hand_back_max_seconds(), floor * random.uniform(1.0, 1.2)))
 
 
-def survivable_outage_seconds(receive_budget: int, unit: float, cap: float) -> float:
-    """How long the store can be down before a never-run message reaches the DLQ: the hand-backs of
-    every receive but the last (the receive past the budget moves it to the DLQ)."""
-    return sum(hand_back_floor_seconds(n, unit, cap) for n in range(1, receive_budget))
-
-
 def retry_later(receipt_handle: str, delay_seconds: float) -> None:
     """Make a received message visible again after `delay_seconds` (not the full visibility timeout)."""
     client("sqs").change_message_visibility(
@@ -220,7 +214,7 @@ def set_visibility(entries: Sequence[tuple[str, int]]) -> bool:
     return applied
 
 
-def bury(body: str, reason: str) -> None:
+def send_to_dlq(body: str, reason: str) -> None:
     """Put a message in the DLQ with the reason it died. The caller then acks the original."""
     client("sqs").send_message(
         QueueUrl=environment.current().dlq_url,

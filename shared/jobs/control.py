@@ -76,10 +76,9 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         if far_future is not None and far_future.tenant != tenant:
             raise NotFound(job_id)
     else:
-        record, owner = existing
-        if owner != tenant:
+        if existing.tenant != tenant:
             raise NotFound(job_id)
-        enqueued_at = record.enqueued_at or now
+        enqueued_at = existing.enqueued_at or now
     outcome = job_store.cancel(job_id, tenant, enqueued_at, now, known=far_future)
     if isinstance(outcome, job_store.Refused):
         record = _owned(outcome.item, tenant, job_id)

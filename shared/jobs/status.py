@@ -16,8 +16,7 @@ def job_status(tenant: str, job_id: str) -> JobRecord | None:
     """The job's record; `queued` for a valid id no worker has seen yet; None if unknown to this tenant."""
     found = job_store.get(job_id)
     if found is not None:
-        record, owner = found
-        return record if owner == tenant else None
+        return found if found.tenant == tenant else None
     info = ids.verify(id_secret(), tenant, job_id)
     if info is None:
         return None
@@ -26,4 +25,4 @@ def job_status(tenant: str, job_id: str) -> JobRecord | None:
     entered_queue = info.due_at if info.due_at is not None else info.minted_at
     if entered_queue is not None and time.time() - entered_queue > settings.MESSAGE_RETENTION_DAYS * _DAY:
         return None  # its message would have expired unrun long ago; nothing to report
-    return JobRecord(id=job_id, status=Status.QUEUED, enqueued_at=info.minted_at)
+    return JobRecord(id=job_id, status=Status.QUEUED, enqueued_at=info.minted_at, tenant=tenant)

@@ -187,12 +187,12 @@ def _run_again(letter: DeadLetter) -> str:
         # A schedule's firing that Scheduler could not deliver: no job exists yet; the worker makes one.
         _send_as_it_was(letter.body)
         return "redriven"
-    found = job_store.get(letter.job_id)
-    if found is None:
+    record = job_store.get(letter.job_id)
+    if record is None:
         # Never claimed (the SQS backstop moved it): its message is all there is; send it as it was.
         _send_as_it_was(letter.body)
         return "redriven"
-    record, owner = found
+    owner = record.tenant
     if owner != letter.tenant:
         return f"its job belongs to another tenant than the message says ({owner!r}): a forged message?"
     try:

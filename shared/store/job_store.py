@@ -81,6 +81,35 @@ def prepare_clients() -> None:
 
 
 @dataclass(frozen=True)
+class _ConditionFailed:
+    """A conditional write's condition failed; `item` is the record the failure returned ({} if none)."""
+
+    item: dict[str, Any]
+
+
+def _write(*, put: bool = False, single_attempt: bool = False, **params: Any) -> dict[str, Any] | _ConditionFailed:
+    """One conditional write of a job item (UpdateItem, or PutItem if `put`): DynamoDB's answer, or
+    _ConditionFailed. `single_attempt`: no botocore retries (see `claim`)."""
+    jobs = _jobs_client(single_attempt)
+    try:
+        return (jobs.put_item if put else jobs.update_item)(TableName=_table(), **params)
+    except ClientError as error:
+        if aws_error_code(error) != "ConditionalCheckFailedException":
+            raise
+        return _ConditionFailed(error.response.get("Item") or {})
+
+
+def _conditional(**params: Any) -> bool:
+    """A conditional write (as `_write`): False if its condition failed."""
+    return not isinstance(_write(**params), _ConditionFailed)
+
+
+def _old_item(failed: _ConditionFailed, job_id: str) -> dict[str, Any]:
+    """The record a failed condition met: as the failure returned it (ALL_OLD), else read again."""
+    return failed.item or _read_item(job_id)
+
+
+@dataclass(frozen=True)
 class Claimed:
     attempt: int
     token: str
@@ -157,18 +186,15 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         timeout_seconds=_as_int(item, "timeout_seconds"),
         cancelled_at=_as_float(item, "cancelled_at"),
         retries=_as_int(item, "retries") or 0,
-        extra={"tenant": _as_str(item, "tenant")},
+        tenant=_as_str(item, "tenant") or "",
         **recorded,
     )
 
 
-def get(job_id: str) -> tuple[JobRecord, str] | None:
-    """The record and its tenant, or None if no worker has seen the job."""
+def get(job_id: str) -> JobRecord | None:
+    """The job's record (its tenant in `tenant`), or None if no worker has seen the job."""
     item = _jobs_client().get_item(TableName=_table(), Key=_key(job_id)).get("Item")
-    if not item:
-        return None
-    record = record_from_item(item)
-    return record, record.extra["tenant"] or ""
+    return record_from_item(item) if item else None
 
 
 def _payload_json(payload: Any) -> dict[str, str]:
@@ -245,30 +271,28 @@ def claim(
         "started_at = :now",
         *job_sets,
     ]
-    try:
-        item = _jobs_client(single_attempt).update_item(
-            TableName=_table(),
-            Key=_key(message.id),
-            UpdateExpression="SET " + ", ".join(sets),
-            # An existing record's own max_attempts counts (the first message's, if a later one
-            # with the same idempotency key asks for another number; a retry raises it).
-            ConditionExpression=(
-                "attribute_not_exists(pk) OR (#tenant = :tenant "
-                "AND (attribute_not_exists(attempts) OR attempts < max_attempts) "
-                "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
-            ),
-            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-            ExpressionAttributeValues=values,
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )["Attributes"]
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise
-        old = error.response.get("Item") or _read_item(message.id)
+    answer = _write(
+        single_attempt=single_attempt,
+        Key=_key(message.id),
+        UpdateExpression="SET " + ", ".join(sets),
+        # An existing record's own max_attempts counts (the first message's, if a later one
+        # with the same idempotency key asks for another number; a retry raises it).
+        ConditionExpression=(
+            "attribute_not_exists(pk) OR (#tenant = :tenant "
+            "AND (attribute_not_exists(attempts) OR attempts < max_attempts) "
+            "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+        ),
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values,
+        ReturnValues="ALL_NEW",
+        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+    )
+    if isinstance(answer, _ConditionFailed):
+        old = _old_item(answer, message.id)
         if old.get("status", {}).get("S") == Status.CANCELLED and "payload_json" not in old:
             _record_cancelled_message(message)
         return _why_not_claimed(old, message, message_id, now)
+    item = answer["Attributes"]
     return Claimed(attempt=int(item["attempts"]["N"]), token=token, max_attempts=int(item["max_attempts"]["N"]))
 
 
@@ -282,19 +306,14 @@ def _record_cancelled_message(message: JobMessage) -> None:
     if message.schedule:
         known |= {"schedule_name": {"S": message.schedule}, "scheduled_for": {"S": message.scheduled_for or ""}}
     sets, values = _if_not_exists(known)
-    try:
-        _jobs_client().update_item(
-            TableName=_table(),
-            Key=_key(message.id),
-            UpdateExpression="SET " + ", ".join(sets),
-            ConditionExpression="#status = :cancelled AND #tenant = :tenant",
-            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-            ExpressionAttributeValues=values
-            | {":cancelled": {"S": Status.CANCELLED}, ":tenant": {"S": message.tenant}},
-        )
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise  # the delivery comes back and records it then; a retry answers 409 until it has
+    # Any other failure raises: the delivery comes back and records it then; a retry answers 409 until it has.
+    _conditional(
+        Key=_key(message.id),
+        UpdateExpression="SET " + ", ".join(sets),
+        ConditionExpression="#status = :cancelled AND #tenant = :tenant",
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values | {":cancelled": {"S": Status.CANCELLED}, ":tenant": {"S": message.tenant}},
+    )
 
 
 def _read_item(job_id: str) -> dict[str, Any]:
@@ -330,20 +349,14 @@ def _finish(
     was lost is retried by botocore, and must succeed (not fail its condition) so that it passes
     through the status cache and leaves the cache holding the outcome, not the stale `running`.
     """
-    try:
-        _jobs_client(single_attempt).update_item(
-            TableName=_table(),
-            Key=_key(job_id),
-            UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
-            ConditionExpression="attempt_token = :token AND #status IN (:running, " + outcome + ")",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
-        )
-    except ClientError as error:
-        if aws_error_code(error) == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+    return _conditional(
+        single_attempt=single_attempt,
+        Key=_key(job_id),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+        ConditionExpression="attempt_token = :token AND #status IN (:running, " + outcome + ")",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
+    )
 
 
 def _expires_at(now: float) -> int:
@@ -357,8 +370,8 @@ def result_json(result: Any) -> str:
 
 @dataclass(frozen=True)
 class Started:
-    """When an attempt's code really started (its claim may have come earlier: shared/worker/work.py claims a
-    batch's jobs together), and whether it was the job's first attempt."""
+    """When an attempt's code really started (its claim may have come earlier: a batch's jobs are claimed
+    together, shared/worker/claim_ahead.py), and whether it was the job's first attempt."""
 
     at: float
     first_attempt: bool = False
@@ -393,21 +406,61 @@ def complete(
     )
 
 
-def fail(job_id: str, token: str, error: str, now: float, *, dead: bool, started: Started | None = None) -> bool:
+def record_failure(job_id: str, token: str, error: str, now: float, *, started: Started | None = None) -> bool:
+    """The attempt holding the claim `token` failed with `error`, with attempts left: the job is `failed`,
+    waiting for its retry. False if that attempt no longer holds the job."""
     started_sets, started_values = _started(started)
-    sets = ["#status = :outcome", "last_error = :error", *started_sets]
-    values: dict[str, Any] = {
-        ":outcome": {"S": Status.DEAD if dead else Status.FAILED},
-        ":error": {"S": error[:2000]},
-    } | started_values
-    if dead:
-        sets += ["finished_at = :now", "expires_at = :ttl"]
-        values |= {":now": _n(now), ":ttl": _n(_expires_at(now))}
-    return _finish(job_id, token, ":outcome", sets, values)
+    return _finish(
+        job_id,
+        token,
+        ":failed",
+        ["#status = :failed", "last_error = :error", *started_sets],
+        {":failed": {"S": Status.FAILED}, ":error": {"S": error[:2000]}} | started_values,
+    )
+
+
+def record_dead(
+    job: JobMessage | dict[str, Any],
+    reason: str,
+    now: float,
+    *,
+    token: str | None = None,
+    started: Started | None = None,
+) -> bool:
+    """Record the job `dead` with `reason`, in one conditional write; False if its condition fails.
+
+    Who ends the job decides the condition:
+    - `token`: the attempt holding that claim ends it (its last failure, or a result or an outcome the
+      store cannot hold); written if that attempt still holds the job. `started`: when its code started.
+    - a JobMessage without a token: the claim found every attempt died without an outcome (worker
+      crashes); written while the job is running or failed.
+    - a dict: the valid fields of a message that cannot run (at least a verified `id` and `tenant`);
+      nothing ran. Written only where there is no record yet: a job already known keeps its record
+      (its own message is still on its way), and only the bad message goes to the DLQ.
+    """
+    if isinstance(job, dict):
+        return _record_unrunnable(job, reason, now)
+    sets = ["#status = :dead", "last_error = :error", "finished_at = :now", "expires_at = :ttl"]
+    values = {
+        ":dead": {"S": Status.DEAD},
+        ":error": {"S": reason[:2000]},
+        ":now": _n(now),
+        ":ttl": _n(_expires_at(now)),
+    }
+    if token is not None:
+        started_sets, started_values = _started(started)
+        return _finish(job.id, token, ":dead", sets + started_sets, values | started_values)
+    return _conditional(
+        Key=_key(job.id),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+        ConditionExpression="#status IN (:running, :failed)",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues=values | {":running": {"S": Status.RUNNING}, ":failed": {"S": Status.FAILED}},
+    )
 
 
 def release(job_id: str, token: str) -> bool:
-    """Undo a claim whose attempt never started (shared/worker/work.py claims a batch's jobs ahead): the job
+    """Undo a claim whose attempt never started (shared/worker/claim_ahead.py claims a batch's jobs ahead): the job
     is queued again, the attempt not counted. False if that claim no longer holds the job."""
     return _update_held(
         job_id,
@@ -426,45 +479,18 @@ def extend_lease(job_id: str, token: str, until: float) -> bool:
 
 def _update_held(job_id: str, token: str, update: str, values: dict[str, Any]) -> bool:
     """Apply `update` (one attempt) if the claim `token` still holds the job, running. False if it does not."""
-    try:
-        _jobs_client(single_attempt=True).update_item(
-            TableName=_table(),
-            Key=_key(job_id),
-            UpdateExpression=update,
-            ConditionExpression="attempt_token = :token AND #status = :running",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
-        )
-    except ClientError as error:
-        if aws_error_code(error) == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
-
-
-def bury(message: JobMessage, error: str, now: float) -> None:
-    """Mark dead a job whose attempts all died without an outcome (worker crashes)."""
-    _jobs_client().update_item(
-        TableName=_table(),
-        Key=_key(message.id),
-        UpdateExpression=(
-            "SET #status = :dead, last_error = :error, finished_at = :now, expires_at = :ttl REMOVE lease_until"
-        ),
-        ConditionExpression="#status IN (:running, :failed)",
+    return _conditional(
+        single_attempt=True,
+        Key=_key(job_id),
+        UpdateExpression=update,
+        ConditionExpression="attempt_token = :token AND #status = :running",
         ExpressionAttributeNames={"#status": "status"},
-        ExpressionAttributeValues={
-            ":dead": {"S": Status.DEAD},
-            ":running": {"S": Status.RUNNING},
-            ":failed": {"S": Status.FAILED},
-            ":error": {"S": error},
-            ":now": _n(now),
-            ":ttl": _n(_expires_at(now)),
-        },
+        ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
     )
 
 
 def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: bool = False) -> bool:
-    """Record an attempt that ran without a claim while the store failed (shared/worker/work.py), from the
+    """Record an attempt that ran without a claim while the store failed (shared/worker/unclaimed.py), from the
     outcome message `message_id` that carried it here. False: the store already had an outcome.
 
     `succeeded`/`dead`: written unless the job is finished already (of two outcomes, the first
@@ -508,31 +534,23 @@ def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: 
             ":failed": {"S": Status.FAILED},
         }
         condition += " OR (#tenant = :tenant AND #status IN (:running, :failed))"
-    try:
-        _jobs_client(single_attempt).update_item(
-            TableName=_table(),
-            Key=_key(message.id),
-            UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
-            ConditionExpression=condition,
-            ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-            ExpressionAttributeValues=values,
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise
-        old = _old_item(error, message.id)
+    answer = _write(
+        single_attempt=single_attempt,
+        Key=_key(message.id),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+        ConditionExpression=condition,
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values,
+        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+    )
+    if isinstance(answer, _ConditionFailed):
+        old = _old_item(answer, message.id)
         return _as_str(old, "attempt_token") == token and _as_str(old, "status") == outcome.status
     return True
 
 
-def record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:
-    """Record `dead`, with the reason, a job whose message cannot run (no claim: nothing ran).
-
-    `job` holds the message's fields that were valid (at least a verified `id` and `tenant`).
-    Written only where there is no record yet: a job already known keeps its record (its
-    own message is still on its way), and only the bad message goes to the DLQ. False then.
-    """
+def _record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:
+    """`record_dead` of a message that cannot run: a record of what was valid in it, where there is none."""
     job_id, tenant = job["id"], job["tenant"]
     enqueued_at = job.get("enqueued_at", now)
     item: dict[str, Any] = {
@@ -562,13 +580,7 @@ def record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:
                 "gsi1pk": {"S": f"runs#{tenant}#{job['schedule']}"},
                 "gsi1sk": {"S": job["scheduled_for"]},
             }
-    try:
-        _jobs_client().put_item(TableName=_table(), Item=item, ConditionExpression="attribute_not_exists(pk)")
-    except ClientError as error:
-        if aws_error_code(error) == "ConditionalCheckFailedException":
-            return False
-        raise
-    return True
+    return _conditional(put=True, Item=item, ConditionExpression="attribute_not_exists(pk)")
 
 
 # Cancel and retry, each one conditional write -------------------------------------------
@@ -581,24 +593,12 @@ class Refused:
     item: dict[str, Any]
 
 
-def _old_item(error: ClientError, job_id: str) -> dict[str, Any]:
-    return error.response.get("Item") or _read_item(job_id)
-
-
 def _update_unless_refused(job_id: str, **params: Any) -> dict[str, Any] | Refused:
     """A conditional UpdateItem returning the new item, or Refused with the record as it is."""
-    try:
-        return _jobs_client().update_item(
-            TableName=_table(),
-            Key=_key(job_id),
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            **params,
-        )["Attributes"]
-    except ClientError as error:
-        if aws_error_code(error) != "ConditionalCheckFailedException":
-            raise
-        return Refused(_old_item(error, job_id))
+    answer = _write(Key=_key(job_id), ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **params)
+    if isinstance(answer, _ConditionFailed):
+        return Refused(_old_item(answer, job_id))
+    return answer["Attributes"]
 
 
 def cancel(

@@ -112,7 +112,7 @@ def ends_too_soon(ends_at: float, wanted_end: float) -> bool:
 
 
 def planned_timeout(body: str) -> int:
-    """A message's timeout read leniently: an unreadable message is buried at its turn, in no time."""
+    """A message's timeout read leniently: an unreadable message goes to the DLQ at its turn, in no time."""
     try:
         data = json.loads(body)
         if data.get("kind") == "outcome":  # an outcome message: recorded in no time, unless it carries a retry to run

@@ -11,13 +11,13 @@ import pytest
 from moto import mock_aws
 from moto.core.botocore_stubber import BotocoreStubber
 
+from functions.worker.handler import worker
 from shared import environment, settings
 from shared.aws.clients import client, single_attempt_client
 from shared.environment import FunctionEnv
 from shared.store import table_schema
 from shared.store.id_secret import id_secret
 from shared.tenants import operators, quotas, rate_limit, tenants
-from shared.worker import work
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +40,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     client.cache_clear()
     single_attempt_client.cache_clear()
     id_secret.cache_clear()
-    monkeypatch.setattr(work, "_store_down_until", 0.0)  # each test starts with a store that has not failed
+    monkeypatch.setattr(worker.breaker, "down_until", 0.0)  # each test starts with a store that has not failed
     tenants.clear_caches()
     operators.clear_cache()
     quotas.clear_cache()

@@ -1,5 +1,5 @@
 """A batch's messages and claims are held about one job's timeout at a time (shared/worker/deadline.py
-`HiddenBatch`, shared/worker/work.py `_lease_for_its_turn`): renewed as each job's turn comes, so a worker
+`HiddenBatch`, shared/worker/claim_ahead.py `lease_for_its_turn`): renewed as each job's turn comes, so a worker
 that dies costs its batch about one job's timeout plus the margin, not the batch's timeouts added up."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, JobSpec, Status
 from shared.store import job_store
-from shared.worker import deadline, work
+from shared.worker import deadline
+from shared.worker.claim_ahead import ClaimsAhead
 from tests.unit.worker_harness import poll, record, send
 
 # Scaled down from AWS's 30 s jobs and 10 s margin: 2 s jobs, a 2 s margin, each job taking 1.2 s.
@@ -87,7 +88,7 @@ def test_a_batch_whose_worker_dies_comes_back_about_one_jobs_timeout_later(short
 
     _register(monkeypatch, nap)
     # A dead environment gives nothing back: its claims made ahead stay until their leases end.
-    monkeypatch.setattr(work, "_give_back_unused", lambda claims: None)
+    monkeypatch.setattr(ClaimsAhead, "give_back_unused", lambda self: None)
     messages = _send_jobs(aws)
     began = time.monotonic()
     with pytest.raises(_WorkerDied):

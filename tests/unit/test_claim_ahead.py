@@ -1,4 +1,4 @@
-"""A batch claims its jobs together as it begins (shared/worker/work.py `_claim_ahead`): the k-th job waits for
+"""A batch claims its jobs together as it begins (shared/worker/claim_ahead.py): the k-th job waits for
 one claim's round trip, not k. What must still hold: each job runs once, its record says when its
 code really started, and a job that will not start in the invocation's time is not held by a claim."""
 

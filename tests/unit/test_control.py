@@ -11,7 +11,8 @@ from shared.jobs import control, enqueue
 from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage, Status
 from shared.store import job_store
-from shared.worker.work import Delivery, RetryLater, work
+from shared.worker.delivery import Delivery
+from tests.unit.worker_harness import RetryLater, work
 
 
 def _enqueue(job_type="echo", payload=None, tenant="acme", **options) -> JobMessage:
@@ -33,7 +34,7 @@ def _queued_bodies(aws) -> list[dict]:
 
 
 def _record(job_id):
-    record, _tenant = job_store.get(job_id)
+    record = job_store.get(job_id)
     return record
 
 

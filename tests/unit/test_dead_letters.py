@@ -8,13 +8,14 @@ from shared.jobs.enqueue import JobRequest
 from shared.model import JobSpec, Status
 from shared.operations import dead_letters
 from shared.store import job_store
-from shared.worker.work import Delivery, work
+from shared.worker.delivery import Delivery
+from tests.unit.worker_harness import work
 
 
 def _dead_job(tenant: str) -> str:
     message = enqueue.enqueue(tenant, JobRequest(JobSpec("fail", payload={"times": 9}, max_attempts=1)))
     work(message, Delivery(message_id=f"m-{message.id}", body=message.to_json()))
-    assert job_store.get(message.id)[0].status is Status.DEAD
+    assert job_store.get(message.id).status is Status.DEAD
     return message.id
 
 
@@ -46,8 +47,8 @@ def test_redrive_one_tenant_resets_its_jobs_and_leaves_the_rest(aws):
     report = dead_letters.redrive(tenant="acme")
 
     assert report.redriven == [acme] and report.other_tenants == 1
-    assert job_store.get(acme)[0].status is Status.QUEUED
-    assert job_store.get(other)[0].status is Status.DEAD
+    assert job_store.get(acme).status is Status.QUEUED
+    assert job_store.get(other).status is Status.DEAD
     assert [body["id"] for body in _drain(aws, "queue_url")] == [acme]
     assert [letter.job_id for letter in dead_letters.inspect(limit=10)] == [other]
 

@@ -15,7 +15,8 @@ from shared.jobs import control
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import JobMessage, JobSpec
 from shared.operations import dead_letters
-from shared.worker.work import Delivery, work
+from shared.worker.delivery import Delivery
+from tests.unit.worker_harness import work
 
 
 def _received(aws: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:

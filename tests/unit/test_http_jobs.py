@@ -18,8 +18,9 @@ from shared.store import job_store
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
 from shared.targets.http_policy import AWS_RULES, TargetPolicy
-from shared.worker.work import Delivery, RetryLater, work
+from shared.worker.delivery import Delivery
 from tests.receiver import Answer, receiver
+from tests.unit.worker_harness import RetryLater, work
 
 LOCAL_RULES = TargetPolicy(allow_plain_http=True, allow_loopback=True)
 CONTEXT = JobContext(
@@ -241,7 +242,7 @@ def test_a_4xx_job_is_dead_after_one_attempt_with_its_message_in_the_dlq(server,
 
     assert _deliver(_message(server.url(path))) == "dead"
 
-    record, _ = job_store.get("jt-http-work")
+    record = job_store.get("jt-http-work")
     assert (record.status, record.attempts) == (Status.DEAD, 1)
     assert "HTTP 400" in record.error and "bad invoice id" in record.error
     dead = local_profile["sqs"].receive_message(QueueUrl=local_profile["dlq_url"])["Messages"]
@@ -255,7 +256,7 @@ def test_a_retry_after_answer_hands_the_message_back_for_that_long(server, local
         _deliver(_message(server.url(path)))
 
     assert later.value.seconds == 42
-    record, _ = job_store.get("jt-http-work")
+    record = job_store.get("jt-http-work")
     assert record.status is Status.FAILED
 
 
@@ -268,7 +269,7 @@ def test_the_registered_job_type_reads_the_stack_rules_from_the_environment(serv
         id="jt-http-2", tenant="acme", type="http", payload={"url": server.url(path)}, max_attempts=3, enqueued_at=1.0
     )
     assert _deliver(message) == "dead"
-    assert "loopback" in job_store.get("jt-http-2")[0].error
+    assert "loopback" in job_store.get("jt-http-2").error
     assert len(server.received(path)) == 1
     assert AWS_RULES.allow_loopback is False
 

@@ -10,7 +10,8 @@ from shared.jobs import job_types
 from shared.model import JobMessage, Status
 from shared.store import job_store
 from shared.worker import deadline
-from shared.worker.work import Delivery, RetryLater, work
+from shared.worker.delivery import Delivery
+from tests.unit.worker_harness import RetryLater, work
 
 
 @job_types.job_type("unit_swallows_errors", timeout_seconds=1)
@@ -62,7 +63,7 @@ def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
         _deliver(_message("sleep", {"seconds": 5}, timeout_seconds=1))
 
     assert time.monotonic() - started < 4  # stopped at 1 s, not after the 5 s sleep (a loaded machine is slow)
-    record, _ = job_store.get("jt-sleep")
+    record = job_store.get("jt-sleep")
     assert record.status is Status.FAILED
     assert record.error == "timed out after 1 s"
 
@@ -70,7 +71,7 @@ def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
 def test_a_job_that_catches_exception_is_still_stopped(aws):
     with pytest.raises(RetryLater):
         _deliver(_message("unit_swallows_errors"))
-    record, _ = job_store.get("jt-unit_swallows_errors")
+    record = job_store.get("jt-unit_swallows_errors")
     assert record.error == "timed out after 1 s"
 
 
@@ -96,7 +97,7 @@ def test_a_claim_leases_the_job_for_its_timeout_plus_the_margin_within_the_worke
 
 def test_job_dead_ends_the_job_at_its_first_attempt(aws):
     assert _deliver(_message("unit_dead_at_once")) == "dead"
-    record, _ = job_store.get("jt-unit_dead_at_once")
+    record = job_store.get("jt-unit_dead_at_once")
     assert record.status is Status.DEAD
     assert record.attempts == 1
 

@@ -17,8 +17,9 @@ from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage, JobSpec
 from shared.store import job_store
 from shared.tenants import tenants
-from shared.worker.work import Delivery, RetryLater, work
+from shared.worker.delivery import Delivery
 from tests.events import FakeLambdaContext, http_api_event
+from tests.unit.worker_harness import RetryLater, work
 
 
 def _run(job_type="echo", payload=None, tenant="acme", enqueued_at=None, **options) -> JobMessage:

@@ -20,8 +20,9 @@ from shared.model import JobMessage, JobSpec
 from shared.schedules import customer_schedules
 from shared.store import job_store
 from shared.tenants import quotas
-from shared.worker.work import Delivery, receive
+from shared.worker.delivery import Delivery
 from tests.unit import worker_harness
+from tests.unit.worker_harness import receive
 
 FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
 
@@ -374,9 +375,10 @@ def test_a_far_future_job_arriving_in_a_store_blip_runs_at_once_and_its_outcome_
 ):
     from botocore.exceptions import ClientError
 
-    from shared.worker import work
+    from functions.worker.handler import worker
+    from shared.worker import completer
 
-    monkeypatch.setattr(work, "OUTCOME_DELAY_SECONDS", 0)
+    monkeypatch.setattr(completer, "OUTCOME_DELAY_SECONDS", 0)
     message = _far_job()
     firing = _firing(scheduler_env, message)
     down = [True]
@@ -395,7 +397,7 @@ def test_a_far_future_job_arriving_in_a_store_blip_runs_at_once_and_its_outcome_
     assert worker_harness.deliver(scheduler_env, firing).failed == []  # ran unclaimed, not handed back
     assert quotas.usage("acme")["far_future_jobs"] == 1  # the store is down: the unit is still taken
     down[0] = False
-    work._store_down_until = 0.0  # the cooldown has passed
+    worker.breaker.down_until = 0.0  # the cooldown has passed
     assert worker_harness.poll(scheduler_env).failed == []  # the outcome message: recorded, unit given back
 
     assert worker_harness.record(message.id).status == "succeeded"

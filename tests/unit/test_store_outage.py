@@ -18,13 +18,13 @@ import moto.sqs.models
 import pytest
 from botocore.exceptions import ClientError
 
+from functions.worker.handler import worker
 from shared import environment, settings
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobSpec, Status
 from shared.store import job_store
-from shared.worker import work
 from tests.unit.worker_harness import poll, record, send
 
 AWS = settings.PROFILES["aws"]
@@ -78,7 +78,7 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
     for receives in range(1, budget + 2):
         # Each delivery is a fresh look at the store: the in-process cooldown (2 s of real time)
         # hands back the same way, with the same receive-count delay, so skipping it changes nothing.
-        monkeypatch.setattr(work, "_store_down_until", 0.0)
+        monkeypatch.setattr(worker.breaker, "down_until", 0.0)
         batch = poll({**aws, "queue_url": url})
         if batch is None:
             assert sqs.receive_message(QueueUrl=aws["dlq_url"]).get("Messages"), "neither run nor dead-lettered"
@@ -101,8 +101,14 @@ def test_an_hour_of_store_outage_on_the_aws_profile_moves_no_unrun_job_to_the_dl
     assert max(delays) <= AWS.visibility_timeout_seconds
 
 
+def _survivable_outage_seconds(receive_budget: int, unit: float, cap: float) -> float:
+    """How long the store can be down before a never-run message reaches the DLQ: the hand-backs of
+    every receive but the last (the receive past the budget moves it to the DLQ)."""
+    return sum(queue.hand_back_floor_seconds(n, unit, cap) for n in range(1, receive_budget))
+
+
 def test_the_aws_profile_survives_over_three_hours_of_outage_by_the_arithmetic():
-    survivable = queue.survivable_outage_seconds(settings.MAX_RECEIVE_COUNT, 1.0, AWS.visibility_timeout_seconds)
+    survivable = _survivable_outage_seconds(settings.MAX_RECEIVE_COUNT, 1.0, AWS.visibility_timeout_seconds)
     assert survivable > 3 * 3600  # docs/architecture.md "Nothing vanishes": 13,371 s
 
 
@@ -111,7 +117,7 @@ def test_compressed_an_outage_within_the_budget_runs_the_job_and_one_beyond_it_i
     # Small numbers: a 1 s unit and a 6 s cap, and a receive budget of 8 or 12.
     environment.change(hand_back_unit_seconds=1)
     environment.change(hand_back_max_seconds=6)
-    survivable = queue.survivable_outage_seconds(budget, 1.0, 6.0)
+    survivable = _survivable_outage_seconds(budget, 1.0, 6.0)
 
     with monkeypatch.context() as inner:
         assert _outage_of(survivable - 1, budget=budget, aws=aws, monkeypatch=inner)[0] == "ran"

@@ -8,7 +8,8 @@ from botocore.exceptions import ClientError
 
 from shared.model import JobMessage, Status
 from shared.store import job_store
-from shared.worker.work import Delivery, RetryLater, work
+from shared.worker.delivery import Delivery
+from tests.unit.worker_harness import RetryLater, work
 
 
 def _message(job_type="echo", payload=None, max_attempts=3, job_id="jt-unit-1"):
@@ -22,7 +23,7 @@ def _deliver(message, message_id="m1"):
 
 
 def _record(job_id):
-    record, _tenant = job_store.get(job_id)
+    record = job_store.get(job_id)
     return record
 
 
@@ -124,7 +125,7 @@ def test_a_failed_job_with_attempts_left_is_retried_not_buried_when_a_second_mes
     read_item = job_store._read_item
 
     def m1_fails_first(job_id):
-        job_store.fail(message.id, first.token, "failing on purpose", time.time(), dead=False)
+        job_store.record_failure(message.id, first.token, "failing on purpose", time.time())
         return read_item(job_id)
 
     monkeypatch.setattr(job_store, "_read_item", m1_fails_first)

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.worker.handler import handler
+from functions.worker.handler import handler, worker
 from shared import environment
 from shared.aws import queue
 from shared.aws.clients import client as aws_client
@@ -25,9 +25,12 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, Outcome, OutcomeMessage, Status
 from shared.store import job_store
 from shared.targets.http import needs_exclusive_claim
-from shared.worker import work
-from shared.worker.work import Delivery, RetryLater
-from tests.unit.worker_harness import WorkerContext, dead_letters, event_record, poll, record, send
+from shared.worker import breaker, completer, executor
+from shared.worker import receive as worker_receive
+from shared.worker.delivery import Delivery
+from shared.worker.verdicts import Duplicate
+from tests.unit import worker_harness as work
+from tests.unit.worker_harness import RetryLater, WorkerContext, dead_letters, event_record, poll, record, send
 
 
 def _message() -> JobMessage:
@@ -64,13 +67,13 @@ class Blip:
 
     def end(self) -> None:
         self.down = False
-        work._store_down_until = 0.0  # the in-process cooldown is real time; the test moves past it
+        worker.breaker.down_until = 0.0  # the in-process cooldown is real time; the test moves past it
 
 
 @pytest.fixture
 def blip(aws, monkeypatch) -> Iterator[Blip]:
-    monkeypatch.setattr(work, "_retry_delay", lambda *args: 0)  # a failed attempt's retry due at once
-    monkeypatch.setattr(work, "OUTCOME_DELAY_SECONDS", 0)  # outcome messages visible at once
+    monkeypatch.setattr(executor, "retry_delay", lambda *args: 0)  # a failed attempt's retry due at once
+    monkeypatch.setattr(completer, "OUTCOME_DELAY_SECONDS", 0)  # outcome messages visible at once
     yield Blip(monkeypatch)
 
 
@@ -106,7 +109,7 @@ def test_an_outcome_neither_the_store_nor_the_queue_would_take_is_retried_when_t
         with pytest.raises(RetryLater) as later:
             _deliver(message)
     assert 9 <= later.value.seconds <= 11  # CORRAL_LEASE_SECONDS=10: the holder's lease must run out first
-    assert job_store.get(message.id)[0].status is Status.RUNNING
+    assert job_store.get(message.id).status is Status.RUNNING
 
 
 def test_a_claimed_attempt_whose_outcome_write_fails_carries_it_instead_of_running_again(blip, aws, monkeypatch):
@@ -120,7 +123,7 @@ def test_a_claimed_attempt_whose_outcome_write_fails_carries_it_instead_of_runni
     monkeypatch.setattr(job_store, "complete", complete)
     running = record(job.id)
     assert running.status is Status.RUNNING
-    work._store_down_until = 0.0
+    worker.breaker.down_until = 0.0
 
     assert poll(aws).failed == []
 
@@ -138,8 +141,8 @@ def test_an_outcome_write_whose_answer_was_lost_can_be_applied_again_by_the_same
 
     assert job_store.complete(message.id, claim.token, "result", time.time()) is True
     assert job_store.complete(message.id, claim.token, "result", time.time()) is True
-    assert job_store.fail(message.id, claim.token, "late failure", time.time(), dead=False) is False
-    assert job_store.get(message.id)[0].status is Status.SUCCEEDED
+    assert job_store.record_failure(message.id, claim.token, "late failure", time.time()) is False
+    assert job_store.get(message.id).status is Status.SUCCEEDED
 
 
 def test_after_a_store_failure_the_worker_hands_redeliveries_back_without_calling_the_store(aws, monkeypatch):
@@ -246,7 +249,7 @@ def test_outcome_messages_travel_in_a_group_of_their_own_so_new_jobs_go_first(bl
 
 
 def test_a_blips_outcome_messages_arrive_after_a_delay_and_after_the_jobs_of_their_batch(blip, aws, monkeypatch):
-    monkeypatch.setattr(work, "OUTCOME_DELAY_SECONDS", 2)
+    monkeypatch.setattr(completer, "OUTCOME_DELAY_SECONDS", 2)
     job = _job(payload="first")
     send(aws, job.to_json())
     poll(aws)  # runs unclaimed; its outcome message is sent with the delay
@@ -259,9 +262,13 @@ def test_a_blips_outcome_messages_arrive_after_a_delay_and_after_the_jobs_of_the
     send(aws, new_job.to_json())
 
     order = []
-    work_job = work.work
-    monkeypatch.setattr(work, "_deliver_outcome", lambda *_: order.append("outcome") or Outcome.SUCCEEDED)
-    monkeypatch.setattr(work, "work", lambda message, delivery, **_: order.append("job") or work_job(message, delivery))
+    work_job = worker_receive.work
+    monkeypatch.setattr(worker_receive, "_late_outcome", lambda *_: order.append("outcome") or Duplicate())
+    monkeypatch.setattr(
+        worker_receive,
+        "work",
+        lambda message, delivery, batch, **_: order.append("job") or work_job(message, delivery, batch),
+    )
     got = aws["sqs"].receive_message(
         QueueUrl=aws["queue_url"], MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
     )["Messages"]
@@ -308,7 +315,7 @@ def test_an_outcome_message_the_queue_rejects_hands_back_only_its_own_job(blip, 
 
 def test_an_unclaimed_run_that_ends_after_the_store_is_back_records_at_once(blip, aws, monkeypatch):
     # A job that started unclaimed in a blip's last moments: no outcome message to receive and record later.
-    job = _job("sleep", {"seconds": work.STORE_COOLDOWN_SECONDS + 0.2})
+    job = _job("sleep", {"seconds": breaker.STORE_COOLDOWN_SECONDS + 0.2})
     send(aws, job.to_json())
 
     def blip_ends_meanwhile(*args: Any, **kwargs: Any) -> Any:
@@ -328,7 +335,7 @@ def test_a_carried_outcome_delivered_while_the_store_is_still_down_waits_and_is_
     send(aws, job.to_json())
     poll(aws)
 
-    work._store_down_until = 0.0  # the cooldown passed, the store still fails
+    worker.breaker.down_until = 0.0  # the cooldown passed, the store still fails
     assert len(poll(aws).failed) == 1  # handed back, not lost
     blip.end()
     for _ in range(20):  # the hand-back's delay: a second or two
@@ -461,9 +468,9 @@ def test_any_interleaving_of_blip_duplicates_and_carried_outcomes_ends_with_one_
     blip's end in any order: the job ends with one outcome, and no write records a second."""
     with monkeypatch.context() as patch:
         environment.change(hand_back_unit_seconds=0)  # hand-backs visible again at once
-        patch.setattr(work, "_retry_delay", lambda *args: 0)
-        patch.setattr(work, "OUTCOME_DELAY_SECONDS", 0)
-        patch.setattr(work, "_store_down_until", 0.0)
+        patch.setattr(executor, "retry_delay", lambda *args: 0)
+        patch.setattr(completer, "OUTCOME_DELAY_SECONDS", 0)
+        patch.setattr(worker.breaker, "down_until", 0.0)
         blip = Blip(patch)
         finished_writes = []
         for name in ("complete", "record_carried"):
@@ -489,12 +496,12 @@ def test_any_interleaving_of_blip_duplicates_and_carried_outcomes_ends_with_one_
                 case "duplicate":
                     send(aws, job.to_json())
                 case "lose-cooldown":
-                    work._store_down_until = 0.0
+                    worker.breaker.down_until = 0.0
         blip.end()
         for _ in range(60):  # drain: hand-backs come back within a few seconds
             if poll(aws) is None and not _in_flight(aws):
                 break
-            work._store_down_until = 0.0
+            worker.breaker.down_until = 0.0
             time.sleep(0.1)
         done = record(job.id)
         assert done is not None and done.status is Status.SUCCEEDED
@@ -592,12 +599,12 @@ def test_the_init_phase_reads_the_id_secret_and_survives_a_store_that_fails(aws,
     from shared.store.id_secret import id_secret
 
     id_secret.cache_clear()
-    work.prepare()
+    worker.prepare()
     assert id_secret.cache_info().currsize == 1  # read before the first delivery: not on a job's clock
 
     id_secret.cache_clear()
     environment.change(table="no-such-table")  # every store call fails
-    work.prepare()  # does not raise: the first delivery reads it, or hands back
+    worker.prepare()  # does not raise: the first delivery reads it, or hands back
     assert id_secret.cache_info().currsize == 0
 
 

@@ -80,15 +80,15 @@ def test_an_unexpected_error_hands_the_message_back_soon_not_after_the_batchs_wh
     # the job runs then; left to the batch's visibility (its jobs' timeouts) it would wait minutes.
     from functions.worker import handler as worker_handler
 
-    receive, failures = worker_handler.receive, []
+    handle, failures = worker_handler.handle, []
 
-    def fails_once(delivery):
+    def fails_once(delivery, batch):
         if not failures:
             failures.append(delivery.message_id)
             raise RuntimeError("dictionary changed size during iteration")
-        return receive(delivery)
+        return handle(delivery, batch)
 
-    monkeypatch.setattr(worker_handler, "receive", fails_once)
+    monkeypatch.setattr(worker_handler, "handle", fails_once)
     message = build_message("acme", JobRequest(JobSpec("echo", payload="again")), time.time())
     send(aws, message.to_json())
 

@@ -140,8 +140,8 @@ def test_a_forged_tenant_cannot_take_over_another_tenants_job(aws):
 
     deliver(aws, body(**(victim | {"tenant": "mallory", "type": "echo"})))
 
-    job, tenant = job_store.get(victim["id"])
-    assert tenant == "acme"
+    job = job_store.get(victim["id"])
+    assert job.tenant == "acme"
     assert (job.status, job.attempts) == (Status.FAILED, 1)
     assert any("does not verify for tenant 'mallory'" in why for _, why in dead_letters(aws))
 
@@ -149,12 +149,12 @@ def test_a_forged_tenant_cannot_take_over_another_tenants_job(aws):
 def test_a_claim_never_changes_a_records_tenant_even_for_a_message_that_got_past_verification(aws):
     victim = JobMessage.from_dict(_job(type="fail", payload={"times": 5}))
     claim = job_store.claim(victim, "m1", time.time(), lease_seconds=10)
-    job_store.fail(victim.id, claim.token, "failed", time.time(), dead=False)
+    job_store.record_failure(victim.id, claim.token, "failed", time.time())
 
     forged = JobMessage.from_dict(victim.to_dict() | {"tenant": "mallory"})
 
     assert isinstance(job_store.claim(forged, "m2", time.time(), lease_seconds=10), job_store.Foreign)
-    assert job_store.get(victim.id)[1] == "acme"
+    assert job_store.get(victim.id).tenant == "acme"
 
 
 def test_a_bad_message_for_a_job_that_already_has_a_record_leaves_the_record_alone(aws):

@@ -1,15 +1,24 @@
 """The worker Lambda's handler driven in-process on moto, with the event source mapping's part played here:
-messages go through the (moto) queue, so receipt handles, receive counts and hand-backs are SQS's own."""
+messages go through the (moto) queue, so receipt handles, receive counts and hand-backs are SQS's own.
+
+`work` and `receive` drive the worker without the queue: one delivery, made in process, settled as
+in a batch of one, its writes waited for; RetryLater for a delivery handed back."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from functions.worker.handler import handler
-from shared.model import JobRecord
+from functions.worker.handler import handler, worker
+from shared.model import JobMessage, JobRecord, Outcome
 from shared.store import job_store
+from shared.worker import batch as worker_batch
+from shared.worker import receive as worker_receive
+from shared.worker.completer import Settled
+from shared.worker.delivery import Delivery
+from shared.worker.verdicts import HandBack
 
 
 class WorkerContext:
@@ -91,8 +100,41 @@ def dead_letters(aws: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def record(job_id: str) -> JobRecord | None:
-    found = job_store.get(job_id)
-    return found[0] if found else None
+    return job_store.get(job_id)
+
+
+class RetryLater(Exception):
+    """The worker handed the delivery back: it comes back after `seconds`."""
+
+    def __init__(self, seconds: float, reason: str) -> None:
+        super().__init__(f"retry in {seconds:.0f}s: {reason}")
+        self.seconds = seconds
+        self.reason = reason
+
+
+def _settled(handle: Callable[[worker_batch.Batch], Settled]) -> Outcome:
+    batch = worker.batch([])
+    try:
+        settled = handle(batch)
+    finally:
+        late = batch.finish()
+    for each in late:  # its outcome write or outcome message failed after it was answered
+        if each.error is not None:
+            raise each.error
+        settled = each.hand_back
+    if isinstance(settled, HandBack):
+        raise RetryLater(settled.delay_seconds, settled.reason)
+    return settled
+
+
+def work(message: JobMessage, delivery: Delivery) -> Outcome:
+    """Claim and run the job of a readable message (shared/worker/receive.py `work`)."""
+    return _settled(lambda batch: batch.completer.settle(worker_receive.work(message, delivery, batch), delivery))
+
+
+def receive(delivery: Delivery) -> Outcome:
+    """Handle one delivery of a queue message (shared/worker/receive.py `handle`)."""
+    return _settled(lambda batch: worker_receive.handle(delivery, batch))
 
 
 def body(**fields: Any) -> str:

@@ -1,0 +1,331 @@
+"""The completer: applies a verdict (shared/worker/verdicts.py) to a delivery. Every store write that
+records a delivery's outcome, every DLQ send and every visibility change of the worker happens here.
+
+A finished job's outcome write runs beside the batch's next jobs: the k-th job of a batch then waits
+for the k - 1 jobs before it to run and claim, not also for their outcome writes (the herd's crons
+arrive 10 to a batch; on a 2-core machine each write costs 10-20 ms of the next job's wait). Outcome
+messages (a store blip's) go in one SendMessageBatch when the batch ends: ten SendMessage calls held
+a batch's environment for 225-360 ms at the herd's cron second. `finish` waits for both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+
+from botocore.exceptions import ParamValidationError
+
+from shared.aws import queue
+from shared.aws.clients import aws_error_code
+from shared.jobs import far_future
+from shared.model import JobMessage, Outcome, OutcomeMessage, Status
+from shared.store import job_store
+from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
+from shared.worker.deadline import HiddenBatch
+from shared.worker.delivery import Delivery
+from shared.worker.verdicts import (
+    Attempt,
+    Completed,
+    Dead,
+    Duplicate,
+    HandBack,
+    LateOutcome,
+    LostClaim,
+    RanUnclaimed,
+    Retry,
+    Unreadable,
+    Verdict,
+)
+
+# An outcome message sent because the store failed is first delivered this much later: received during
+# the blip it could only be handed back, and the blip's outcomes return spread out over its end instead
+# of together, beside the new jobs.
+OUTCOME_DELAY_SECONDS = 3
+
+# What a delivery answers: acknowledged with its outcome, or handed back (its visibility set already).
+Settled = Outcome | HandBack
+
+
+@dataclass(frozen=True)
+class LateHandBack:
+    """A delivery handed back after its record was answered: its outcome write or outcome message failed."""
+
+    delivery: Delivery
+    hand_back: HandBack
+    error: BaseException | None = None  # not a store outage: a fault of ours or of a dependency
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """An outcome message to send for `delivery`; `if_not_sent(reason)` settles the delivery then."""
+
+    delivery: Delivery
+    outcome: OutcomeMessage
+    delay_seconds: int
+    if_not_sent: Callable[[str], Settled]
+
+
+class Completer:
+    """Settles a batch's deliveries: one per batch, over the process's outcome-writing threads.
+
+    `hidden`: the batch's messages, kept hidden while this invocation may still need them.
+    """
+
+    def __init__(self, breaker: StoreBreaker, writers: Executor, hidden: HiddenBatch) -> None:
+        self._breaker = breaker
+        self._writers = writers
+        self._hidden = hidden
+        self._writes: list[tuple[Delivery, Future[None]]] = []
+        self._carried: list[_Carried] = []
+
+    def hide(self, seconds_left: float) -> None:
+        """Hide the batch's messages as it begins (deadline.HiddenBatch)."""
+        self._hidden.begin(seconds_left)
+
+    def turn(self, delivery: Delivery) -> None:
+        """The delivery's job is about to start: keep the batch hidden for it."""
+        self._hidden.turn(delivery.message_id, delivery.seconds_left)
+
+    def settle(self, verdict: Verdict, delivery: Delivery) -> Settled:
+        """Apply `verdict` to `delivery`: what the delivery answers. A finished job's outcome write and an
+        outcome message are under way until `finish`, which hands the delivery back if they fail."""
+        match verdict:
+            case HandBack():
+                return self._hand_back(verdict, delivery)
+            case Duplicate():
+                return Outcome.DUPLICATE
+            case LostClaim():
+                return Outcome.LOST_CLAIM
+            case Unreadable():
+                return self._unreadable(verdict, delivery)
+            case Completed():
+                self._after_the_job(delivery, lambda: self._write_completed(verdict, delivery))
+                return Outcome.SUCCEEDED
+            case Retry() | Dead(attempt=Attempt()):
+                return self._end_attempt(verdict, delivery)
+            case Dead():
+                # Every attempt died without an outcome. DLQ first: a failure here leaves the job to retry.
+                queue.send_to_dlq(delivery.body, verdict.reason)
+                job_store.record_dead(verdict.job, verdict.reason, time.time())
+                return Outcome.DEAD
+            case RanUnclaimed():
+                return self._ran_unclaimed(verdict, delivery)
+            case LateOutcome():
+                return self._late_outcome(verdict, delivery)
+        raise AssertionError(f"unexpected verdict {verdict!r}")
+
+    def arrived(self, job: JobMessage) -> bool:
+        """A far-future job's schedule fired: its quota unit comes back (far_future.arrived; a no-op for
+        any other job). False while the store fails: the job's outcome message, or its next delivery if
+        it is handed back, gives it back then (it is idempotent)."""
+        if job.due_at is None:
+            return True
+        if self._breaker.cooling:
+            return False
+        try:
+            far_future.arrived(job, single_attempt=True)
+        except AWS_ERRORS as error:
+            if not is_outage(error):
+                raise
+            self._breaker.failed()
+            return False
+        return True
+
+    def finish(self) -> list[LateHandBack]:
+        """The batch's end: wait for its outcome writes, send its outcome messages together, and hand
+        back each delivery whose write or message failed. Returns those deliveries."""
+        late: list[LateHandBack] = []
+        for delivery, future in self._writes:
+            error = future.exception()
+            if error is not None:
+                late.append(_unexpected(delivery, error))
+        late += self._send_carried()
+        for each in late:
+            self._hand_back(each.hand_back, each.delivery)
+        return late
+
+    # Verdicts -----------------------------------------------------------------------------------------
+
+    def _hand_back(self, hand_back: HandBack, delivery: Delivery) -> HandBack:
+        self._hidden.handed_back(delivery.message_id)
+        if delivery.receipt_handle is not None:
+            queue.retry_later(delivery.receipt_handle, hand_back.delay_seconds)
+        return hand_back
+
+    def _applied(self, settled: Settled, delivery: Delivery) -> Settled:
+        return self._hand_back(settled, delivery) if isinstance(settled, HandBack) else settled
+
+    def _unreadable(self, verdict: Unreadable, delivery: Delivery) -> Settled:
+        """A message that cannot run: its job (if its id verified) recorded `dead` with the reason, the
+        message in the DLQ with it. The record first: it is written only where there is none, so a retry
+        after a failed DLQ send writes nothing twice."""
+        if verdict.job is not None:
+            try:
+                job_store.record_dead(verdict.job, verdict.reason, time.time())
+            except AWS_ERRORS as error:
+                if is_outage(error):
+                    self._breaker.failed()
+                    reason = f"store unavailable recording an unrunnable job: {error}"
+                    return self._hand_back(delivery.hand_back(reason), delivery)
+                # The store refuses the record itself: the DLQ keeps the message and its reason.
+        queue.send_to_dlq(delivery.body, verdict.reason)
+        return Outcome.UNREADABLE
+
+    def _end_attempt(self, verdict: Retry | Dead, delivery: Delivery) -> Settled:
+        """A claimed attempt failed: recorded `failed` and handed back for its retry, or ended `dead`."""
+        attempt = verdict.attempt
+        assert attempt is not None
+        job = attempt.message
+        try:
+            if isinstance(verdict, Dead):
+                queue.send_to_dlq(delivery.body, verdict.reason)  # DLQ first: a failure here leaves the job to retry
+                job_store.record_dead(job, verdict.reason, time.time(), token=attempt.token, started=attempt.started)
+                return Outcome.DEAD
+            if not job_store.record_failure(
+                job.id, attempt.token, verdict.reason, time.time(), started=attempt.started
+            ):
+                return Outcome.LOST_CLAIM
+        except AWS_ERRORS as error:
+            return self._applied(self._outcome_not_written(error, attempt, delivery), delivery)
+        return self._hand_back(HandBack(verdict.delay_seconds, verdict.reason), delivery)
+
+    def _outcome_not_written(self, error: Exception, attempt: Attempt, delivery: Delivery) -> Settled:
+        """A claimed attempt ran, and writing its outcome failed with `error`."""
+        if not is_outage(error):
+            # The store refuses this outcome (e.g. an item over its size limit): it would refuse it on
+            # every attempt, so the job ends here, with the store's reason.
+            reason = f"the store refused the job's outcome ({aws_error_code(error) or type(error).__name__})"
+            queue.send_to_dlq(delivery.body, reason)
+            job_store.record_dead(attempt.message, reason, time.time(), token=attempt.token)
+            return Outcome.DEAD
+        # The outcome is not recorded, and this message holds the lease: come back when the lease has
+        # run out, and the claim starts a new attempt (the job runs again).
+        self._breaker.failed()
+        lease_left = attempt.lease_end - time.time()
+        return HandBack(max(lease_left, 0) + 1, f"store unavailable recording the outcome: {error}")
+
+    def _write_completed(self, verdict: Completed, delivery: Delivery) -> None:
+        attempt = verdict.attempt
+        job = attempt.message
+        try:
+            job_store.complete(
+                job.id, attempt.token, verdict.result, verdict.finished_at, started=attempt.started, single_attempt=True
+            )
+        except AWS_ERRORS as error:
+            if not is_outage(error):
+                self._outcome_not_written(error, attempt, delivery)
+                return
+            self._breaker.failed()
+            # The job ran; rather than run it again when the lease ends, carry its outcome to a later delivery.
+            carried = OutcomeMessage(
+                job,
+                Status.SUCCEEDED,
+                attempt.started.at,
+                verdict.finished_at,
+                result=verdict.result,
+                attempt_token=attempt.token,
+            )
+            store_error = error
+
+            def not_sent(reason: str) -> Settled:
+                # Retried when the lease ends, as any attempt whose outcome was lost.
+                return self._outcome_not_written(store_error, attempt, delivery)
+
+            self._carried.append(_Carried(delivery, carried, OUTCOME_DELAY_SECONDS, not_sent))
+
+    def _ran_unclaimed(self, verdict: RanUnclaimed, delivery: Delivery) -> Outcome:
+        outcome = verdict.outcome
+        if outcome.status is Status.DEAD:
+            queue.send_to_dlq(delivery.body, outcome.error or "")  # DLQ first, as a claimed attempt does
+
+        def not_sent(reason: str) -> Settled:
+            why = f"ran without a claim while the store failed, but its outcome could not be sent: {reason}"
+            return delivery.hand_back(why)
+
+        def record_or_carry() -> None:
+            if outcome.status.finished and self._record_now(outcome, delivery):
+                return
+            delay = max(verdict.delay_seconds, OUTCOME_DELAY_SECONDS)
+            self._carried.append(_Carried(delivery, outcome, delay, not_sent))
+
+        self._after_the_job(delivery, record_or_carry)
+        return {Status.SUCCEEDED: Outcome.SUCCEEDED, Status.DEAD: Outcome.DEAD}.get(outcome.status, Outcome.RETRY_SENT)
+
+    def _record_now(self, outcome: OutcomeMessage, delivery: Delivery) -> bool:
+        """Record a finished unclaimed run's outcome at once if the store seems back (a blip's last moments):
+        no outcome message to send, receive and record later. False: it goes by message after all."""
+        if self._breaker.cooling or not self.arrived(outcome.job):
+            return False
+        try:
+            job_store.record_carried(outcome, delivery.message_id, single_attempt=True)
+        except AWS_ERRORS as error:
+            if is_outage(error):
+                self._breaker.failed()
+            return False  # the message carries it (a store that refuses it now refuses it there, with the DLQ)
+        return True
+
+    def _late_outcome(self, verdict: LateOutcome, delivery: Delivery) -> Settled:
+        """Record an outcome that an earlier attempt sent in a message."""
+        outcome = verdict.outcome
+        if not self.arrived(outcome.job):
+            return self._hand_back(
+                delivery.hand_back("store unavailable giving back a far-future job's unit"), delivery
+            )
+        try:
+            if outcome.attempt_token is not None:  # a claimed attempt's: recorded as that attempt's, if it still holds
+                recorded = job_store.complete(
+                    outcome.job.id,
+                    outcome.attempt_token,
+                    outcome.result,
+                    outcome.finished_at,
+                    started=job_store.Started(outcome.started_at),
+                    single_attempt=True,
+                )
+            else:
+                recorded = job_store.record_carried(outcome, delivery.message_id, single_attempt=True)
+        except AWS_ERRORS as error:
+            if is_outage(error):
+                self._breaker.failed()
+                reason = f"store unavailable recording a carried outcome: {error}"
+                return self._hand_back(delivery.hand_back(reason), delivery)
+            # The store refuses it (and would every time): the DLQ keeps the job, with the reason.
+            reason = f"the store refused an outcome recorded late ({aws_error_code(error) or type(error).__name__})"
+            queue.send_to_dlq(outcome.job.to_json(), reason)
+            return Outcome.UNREADABLE
+        return Outcome.RECORDED_LATE if recorded else Outcome.DUPLICATE
+
+    # Writes beside the batch's next jobs, and outcome messages at its end -------------------------------
+
+    def _after_the_job(self, delivery: Delivery, write: Callable[[], None]) -> None:
+        """Run `write` (a finished job's outcome write) beside the batch's next job."""
+        self._writes.append((delivery, self._writers.submit(write)))
+
+    def _send_carried(self) -> list[LateHandBack]:
+        """Send the batch's outcome messages together: the deliveries whose message was not sent, to hand back."""
+        if not self._carried:
+            return []
+        try:
+            reasons = queue.send_outcomes([(each.outcome, each.delay_seconds) for each in self._carried])
+        except (*AWS_ERRORS, ParamValidationError) as error:
+            reasons = [str(error)] * len(self._carried)
+        late: list[LateHandBack] = []
+        for each, reason in zip(self._carried, reasons, strict=True):
+            if reason is None:
+                continue
+            try:
+                settled = each.if_not_sent(reason)
+            except Exception as error:
+                late.append(_unexpected(each.delivery, error))
+                continue
+            if isinstance(settled, HandBack):
+                late.append(LateHandBack(each.delivery, settled))
+        return late
+
+
+def _unexpected(delivery: Delivery, error: BaseException) -> LateHandBack:
+    """Not a job's failure: a fault of ours or of a dependency. The message comes back soon, later each
+    time, and reaches the DLQ after the queue's receive budget, instead of staying hidden for the whole
+    batch's visibility (job timeouts, up to minutes)."""
+    return LateHandBack(delivery, delivery.hand_back(f"outcome write failed: {error!r}"), error)

@@ -1,0 +1,90 @@
+"""Run one job's code and turn what it did into a verdict: a job's failure is data, whatever it raised.
+
+The attempt's time limit is its timeout (shared/worker/deadline.py). The executor writes nothing:
+the completer (shared/worker/completer.py) applies its verdict.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from shared import settings
+from shared.aws import queue
+from shared.jobs import job_types
+from shared.model import JobMessage
+from shared.store import job_store
+from shared.worker import deadline, job_logging
+from shared.worker.verdicts import Attempt, Completed, Dead, Retry, Verdict
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a job's code did: returned `result`, or failed with `failure` (its reason)."""
+
+    started_at: float
+    result: Any = None
+    failure: str | None = None
+    retry_after: float | None = None  # the job's own Retry-After (JobFailed)
+    dead: bool = False  # the job said not to retry (JobDead)
+
+
+def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, timeout: int) -> Ran:
+    """Run attempt `attempt` of the job within `timeout` seconds."""
+    started_at = time.time()
+    context = job_types.JobContext(
+        job_id=message.id,
+        attempt=attempt,
+        max_attempts=message.max_attempts,
+        deadline=started_at + timeout,
+        logger=job_logging.logger_for(message, attempt),
+        tenant=message.tenant,
+    )
+    try:
+        if job_type is None:
+            raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
+        with deadline.time_limit(timeout):
+            result = job_type.run(message.payload, context)
+    except Exception as error:  # a job's failure is data, whatever it raised
+        return Ran(
+            started_at,
+            failure=str(error) if isinstance(error, job_types.JobTimedOut) else f"{type(error).__name__}: {error}",
+            retry_after=error.retry_after if isinstance(error, job_types.JobFailed) else None,
+            dead=isinstance(error, job_types.JobDead),
+        )
+    return Ran(started_at, result=result)
+
+
+def run_claimed(message: JobMessage, attempt: int, token: str, timeout: int, lease_end: float) -> Verdict:
+    """Run a claimed attempt: `Completed`, `Retry` while attempts are left, else `Dead`."""
+    job_type = job_types.lookup(message.type)
+    ran = run(message, job_type, attempt, timeout)
+    claimed = Attempt(message, token, job_store.Started(ran.started_at, first_attempt=attempt == 1), lease_end)
+    if ran.failure is not None:
+        if attempt >= message.max_attempts or ran.dead:
+            return Dead(ran.failure, message, claimed)
+        return Retry(claimed, retry_delay(job_type, attempt, ran.retry_after), ran.failure)
+    if (problem := result_problem(ran.result)) is not None:
+        return Dead(problem, message, claimed)  # not retried: the same job would most likely return it again
+    return Completed(claimed, ran.result, time.time())
+
+
+def result_problem(result: object) -> str | None:
+    """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it."""
+    try:
+        size = len(job_store.result_json(result).encode())
+    except (ValueError, TypeError, RecursionError) as error:
+        return f"the job's result cannot be serialised as JSON ({type(error).__name__}: {error})"
+    if size > settings.MAX_RESULT_BYTES:
+        return f"the job's result is {size} bytes serialised, over the limit of {settings.MAX_RESULT_BYTES} bytes"
+    return None
+
+
+def retry_delay(job_type: job_types.JobType | None, attempt: int, retry_after: float | None) -> float:
+    """The job's own Retry-After (capped by its type), else its type's backoff."""
+    if job_type is None:
+        return queue.backoff_seconds(attempt)
+    if retry_after is not None:
+        return max(0.0, min(retry_after, job_type.backoff_cap_seconds))
+    return queue.backoff_seconds(attempt, base=job_type.backoff_base_seconds, cap=job_type.backoff_cap_seconds)

@@ -1,0 +1,137 @@
+"""Receive: read a delivered message, claim its job, run it, and have the batch's completer settle
+the verdict, so that its outcome is recorded exactly once.
+
+Delivery is at least once. The claim is a conditional write, so of several deliveries of one job
+only one runs at a time, and only the attempt that holds the claim can record an outcome. A message
+that cannot run is never retried: it goes to the DLQ with its reason, and its job (if its id
+verifies) is recorded `dead` with that reason.
+
+While the store fails, a job's first delivery runs without a claim (shared/worker/unclaimed.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from shared.aws import metrics
+from shared.jobs import job_types
+from shared.model import JobMessage, Outcome, OutcomeMessage, Status, UnreadableMessage, read_message
+from shared.store import job_store
+from shared.store.id_secret import id_secret
+from shared.worker import deadline, executor, unclaimed
+from shared.worker.batch import Batch
+from shared.worker.breaker import AWS_ERRORS, is_outage
+from shared.worker.claim_ahead import lease_for_its_turn
+from shared.worker.completer import Settled
+from shared.worker.delivery import Delivery
+from shared.worker.verdicts import Dead, Duplicate, HandBack, LateOutcome, LostClaim, Unreadable, Verdict
+
+
+def handle(delivery: Delivery, batch: Batch) -> Settled:
+    """Handle one delivery of a queue message: what it answers, acknowledged or handed back."""
+    verdict = receive(delivery, batch)
+    settled = batch.completer.settle(verdict, delivery)
+    if (
+        isinstance(verdict, LateOutcome)
+        and verdict.outcome.status is Status.FAILED
+        and settled in (Outcome.RECORDED_LATE, Outcome.DUPLICATE)
+    ):
+        # A failed attempt's outcome, recorded: the message is also the job's retry, which runs as the
+        # job's own message would (its DLQ entry is the job, redrivable as any).
+        job = verdict.outcome.job
+        retry = replace(delivery, body=job.to_json())
+        return batch.completer.settle(work(job, retry, batch, first_run=False), retry)
+    return settled
+
+
+def receive(delivery: Delivery, batch: Batch) -> Verdict:
+    """What to do with one delivery of a queue message (running its job if it runs now)."""
+    try:
+        secret = id_secret()
+    except AWS_ERRORS as error:
+        if not is_outage(error):
+            raise
+        batch.breaker.failed()
+        return delivery.hand_back(f"store unavailable reading the id secret: {error}")
+    try:
+        parsed = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
+        if isinstance(parsed, OutcomeMessage):
+            return _late_outcome(parsed, delivery, batch)
+        message = parsed
+        if job_types.lookup(message.type) is None:
+            raise UnreadableMessage(f"unknown job type {message.type!r} on this worker", job=message.to_dict())
+    except UnreadableMessage as unreadable:
+        return Unreadable(unreadable.reason, unreadable.job)
+    if delivery.seconds_left < deadline.seconds_needed_to_start(message):
+        # Handed back for an invocation with the time: a job started here would be cut off by the
+        # invocation's own timeout, which holds every record of the batch for the visibility timeout.
+        return delivery.hand_back("too little of the invocation left to start this job within its timeout")
+    if delivery.receive_count == 1:
+        metrics.job_started(message.enqueued_at)
+    batch.completer.arrived(message)  # while the store fails, whatever carries the job on gives it back later
+    return work(message, delivery, batch)
+
+
+def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool = True) -> Verdict:
+    """Claim and run the job of a readable message whose id verified.
+
+    `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
+    """
+    timeout = deadline.timeout_of(message)
+    ahead = batch.claims.take(message, delivery)
+    if ahead is None and batch.breaker.cooling:
+        why = "the store failed moments ago"
+        return unclaimed.without_claim(message, delivery, timeout, why, first_run=first_run)
+    if ahead is None:
+        claimed_at, lease = time.time(), deadline.lease_seconds(timeout)
+    else:
+        claimed_at, lease = ahead.claimed_at, ahead.lease
+    try:
+        if ahead is None:
+            claim = job_store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=True)
+        else:
+            claim = ahead.claim.result()
+    except AWS_ERRORS as error:
+        if not is_outage(error):
+            return Unreadable(f"the store refuses this job: {error}")
+        batch.breaker.failed()
+        why = f"store unavailable for the claim: {error}"
+        return unclaimed.without_claim(message, delivery, timeout, why, first_run=first_run)
+    match claim:
+        case job_store.Finished():
+            return Duplicate()
+        case job_store.HeldElsewhere(by_this_message=True, lease_left_seconds=left):
+            # Our own earlier attempt may still be running (or died recording its outcome):
+            # come back when its lease has run out.
+            return HandBack(left + 1, "an earlier delivery of this message still holds the job")
+        case job_store.HeldElsewhere():
+            # Another message for the same job holds it; that message stays on the queue
+            # until the holder records an outcome, so it will come back if the holder dies.
+            return Duplicate()
+        case job_store.Contended():
+            return delivery.hand_back("another delivery of this job changed it while this one claimed it")
+        case job_store.Foreign():
+            return Unreadable("forged job message: the job's record belongs to another tenant")
+        case job_store.Exhausted(attempts=attempts):
+            reason = f"gave up after {attempts} attempts that ended without an outcome (worker crash or timeout)"
+            return Dead(reason, message)
+        case job_store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts):
+            message = replace(message, max_attempts=max_attempts)  # the record's number of attempts counts
+            lease_end = claimed_at + lease
+            if ahead is not None:
+                extended = lease_for_its_turn(message.id, token, lease_end, timeout, batch.breaker)
+                if extended is None:
+                    return LostClaim()
+                lease_end = extended
+            return executor.run_claimed(message, attempt, token, timeout, lease_end)
+    raise AssertionError(f"unexpected claim result {claim!r}")
+
+
+def _late_outcome(outcome: OutcomeMessage, delivery: Delivery, batch: Batch) -> Verdict:
+    """An outcome that an earlier attempt sent, to record now; a `failed` one then runs the job's retry, claimed."""
+    if batch.breaker.cooling:
+        return delivery.hand_back("the store failed moments ago: not recording now")
+    if outcome.status is Status.FAILED and delivery.seconds_left < deadline.seconds_needed_to_start(outcome.job):
+        return delivery.hand_back("too little of the invocation left to start this job within its timeout")
+    return LateOutcome(outcome)

@@ -1,0 +1,100 @@
+"""Verdicts: what handling one delivery decided, as values. The completer (shared/worker/completer.py)
+applies each one: every store write, DLQ send and visibility change it calls for.
+
+A claimed attempt's verdict carries the `Attempt`, so the completer can write as that attempt (its
+token) and knows how long the job stays held if its outcome cannot be written (its lease).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared.model import JobMessage, OutcomeMessage
+from shared.store.job_store import Started
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An attempt that ran under the store's claim."""
+
+    message: JobMessage  # with the record's max_attempts
+    token: str  # the claim's: only this attempt can record the job's outcome
+    started: Started  # when its code started
+    lease_end: float  # epoch seconds: the claim holds the job until then
+
+
+@dataclass(frozen=True)
+class Completed:
+    """The attempt succeeded with `result`; its write overlaps the batch's next jobs."""
+
+    attempt: Attempt
+    result: Any
+    finished_at: float
+
+
+@dataclass(frozen=True)
+class Retry:
+    """The attempt failed with attempts left: recorded `failed`, the message back in `delay_seconds`."""
+
+    attempt: Attempt
+    delay_seconds: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Dead:
+    """The job ends `dead` with `reason`: its message to the DLQ first (a failure there leaves the job
+    to retry), then its record. `attempt`: the attempt that ends it; None when every attempt died
+    without an outcome (the claim found them used up)."""
+
+    reason: str
+    job: JobMessage
+    attempt: Attempt | None = None
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """The message cannot run: its job recorded `dead` where it has no record (`job`: the valid fields
+    of a message whose id verified; None: nothing to trust), then the message to the DLQ."""
+
+    reason: str
+    job: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class HandBack:
+    """Nothing was recorded: the message comes back after `delay_seconds`."""
+
+    delay_seconds: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """The job is finished, or another message of it holds it: acknowledged unrun."""
+
+
+@dataclass(frozen=True)
+class LostClaim:
+    """The attempt's claim was taken over (its lease ran out, or the job was cancelled): nothing recorded."""
+
+
+@dataclass(frozen=True)
+class RanUnclaimed:
+    """Attempt 1 ran without a claim while the store failed: its outcome is recorded at once if the
+    store is back, else carried on the queue by an outcome message first delivered after `delay_seconds`
+    (a failed attempt's message is also its retry)."""
+
+    outcome: OutcomeMessage
+    delay_seconds: int
+
+
+@dataclass(frozen=True)
+class LateOutcome:
+    """An outcome message: an attempt's outcome that the store could not take when it ended, to record now."""
+
+    outcome: OutcomeMessage
+
+
+Verdict = Completed | Retry | Dead | Unreadable | HandBack | Duplicate | LostClaim | RanUnclaimed | LateOutcome

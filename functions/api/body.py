@@ -29,6 +29,11 @@ METHODS_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})  # other methods' bodies
 _STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"')  # a whole JSON string, escapes included
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]++")
 
+# Every route that takes a body takes one JSON object; several jobs go in one object to the batch route.
+NOT_AN_OBJECT = (
+    'the request body must be a JSON object; to enqueue several jobs, POST {"jobs": [...]} to /v1/jobs:batch'
+)
+
 
 @dataclass(frozen=True)
 class BodyProblem:
@@ -135,6 +140,8 @@ def check(event: dict[str, Any]) -> CheckedBody | BodyProblem:
     where = _first_not_a_number(parsed) if numbers.rejected else None
     if where is not None:
         return BodyProblem(422, "invalid_request", "NaN, Infinity and out-of-range numbers are not JSON numbers", where)
+    if parsed is not None and not isinstance(parsed, dict):  # an array would otherwise pass for its first item
+        return BodyProblem(422, "invalid_request", NOT_AN_OBJECT)
     headers = {name.lower(): value for name, value in (event.get("headers") or {}).items()}
     headers["content-type"] = "application/json"
     return CheckedBody({**event, "body": text, "isBase64Encoded": False, "headers": headers}, parsed)

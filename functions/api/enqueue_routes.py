@@ -6,7 +6,7 @@ together several times the import cost of boto3). They answer exactly as the res
 functions/api/jobs.py would: the bodies are validated by pydantic-core with the core schemas of
 those same pydantic models (functions/api/job_schemas.py, generated from them and checked
 equal by a test), so a 422 names the same field with the same message, and the resolver's quirks
-are kept (a JSON null body is a missing body; a non-empty JSON array stands for its first item).
+are kept (a JSON null body is a missing body; functions/api/body.py refuses any other non-object body).
 The routes in functions/api/jobs.py still declare them in the OpenAPI document and answer them
 if a request ever reaches the resolver.
 
@@ -118,8 +118,6 @@ def _validate(schema: str, value: Any) -> dict[str, Any] | list[dict[str, Any]]:
     """The fields of a valid body, or the problems with it (pydantic's own, located under "body")."""
     if value is None:  # as the resolver reads a missing or null body
         return [{"type": "missing", "loc": ("body",), "msg": "Field required"}]
-    if isinstance(value, list) and value:  # as the resolver reads a body array for a model
-        value = value[0]
     plain = _plain_fields(schema, value)
     if plain is not None:
         return plain

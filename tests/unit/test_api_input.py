@@ -8,6 +8,9 @@ import json
 
 import pytest
 from botocore.exceptions import ClientError
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from functions.api import body as request_body
 from shared import settings
@@ -341,3 +344,28 @@ def test_a_503_and_a_207_item_carry_a_generic_reason_not_aws_text(call, aws, mon
     assert batch[1]["results"][0]["error"] == "unavailable"
     for text in (single[2], batch[2]):
         assert "arn:" not in text and "123456789012" not in text and "AccessDenied" not in text
+
+
+_NOT_OBJECTS = st.one_of(
+    st.lists(st.dictionaries(st.sampled_from(["type", "payload"]), st.sampled_from(["echo", 1, None])), max_size=3),
+    st.text(max_size=5),
+    st.integers(),
+    st.booleans(),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@hypothesis_settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=_NOT_OBJECTS, path=st.sampled_from(["/v1/jobs", "/v1/jobs:batch", "/v1/schedules", "/v1/jobs:retry"]))
+def test_a_body_that_is_not_an_object_answers_422_naming_body_and_enqueues_nothing(aws, call, value, path):
+    status, body, _ = call("POST", path, value)
+    assert status == 422, body
+    assert body["field"] == "body"
+    assert "/v1/jobs:batch" in body["message"]
+    assert aws["sqs"].receive_message(QueueUrl=aws["queue_url"], WaitTimeSeconds=0).get("Messages", []) == []
+
+
+def test_an_array_of_jobs_is_refused_whole_not_read_as_its_first_item(aws, call):
+    status, body, _ = call("POST", "/v1/jobs", [{"type": "echo"}, {"type": "echo"}])
+    assert (status, body["error"], body["field"]) == (422, "invalid_request", "body")
+    assert aws["sqs"].receive_message(QueueUrl=aws["queue_url"]).get("Messages", []) == []

@@ -107,3 +107,37 @@ def test_the_top_of_shared_holds_only_the_base_modules():
     top = sorted(path.stem for path in SHARED.glob("*.py") if path.stem != "__init__")
     assert len(top) <= TOP_LEVEL_MODULES_AT_MOST, top
     assert set(top) <= LAYERS[0]
+
+
+# The job code's own vocabulary (corral_jobs re-exports it) and two control-flow signals, not errors.
+_OUTSIDE_THE_ROOT = {
+    "JobFailed",  # a job's own failure, raised by customer code
+    "JobDead",
+    "JobTimedOut",
+    "InvalidPayload",  # raised by a customer's validate hook
+    "_Expired",  # BaseException on purpose: the job's own `except Exception` must not catch its timeout
+    "DeadlineExceeded",  # a botocore error: answered like every other AWS failure
+}
+
+
+def test_every_error_shared_raises_hangs_from_one_root():
+    from shared.errors import CorralError
+
+    classes = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(base, (ast.Name, ast.Attribute))
+                and (getattr(base, "id", None) or getattr(base, "attr", "")).endswith(("Error", "Exception"))
+                for base in node.bases
+            ):
+                classes.append((module, node.name))
+    assert classes, "the scan found no exception classes"
+    import importlib
+
+    outside = sorted(
+        f"{module}.{name}"
+        for module, name in classes
+        if name not in _OUTSIDE_THE_ROOT and not issubclass(getattr(importlib.import_module(module), name), CorralError)
+    )
+    assert outside == []

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from shared import environment, ids, settings
 from shared.aws import eventbridge, queue
-from shared.aws.clients import client
+from shared.aws.clients import client, is_not_found
 from shared.errors import Conflict, NotFound
 from shared.jobs import listing
 from shared.jobs.enqueue import delayed_schedule_name
@@ -54,7 +54,7 @@ def _far_future_message(job_id: str) -> JobMessage | None:
             Name=delayed_schedule_name(job_id), GroupName=environment.current().schedule_group
         )
     except ClientError as error:
-        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+        if is_not_found(error):
             return None
         raise
     return JobMessage.from_dict(json.loads(schedule["Target"]["Input"]))

@@ -17,7 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shared import environment, settings
-from shared.aws.clients import client
+from shared.aws.clients import client, is_not_found
 from shared.jobs import far_future
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.tenants import quotas
@@ -40,7 +40,7 @@ def _schedule_exists(job_id: str) -> bool:
             Name=delayed_schedule_name(job_id), GroupName=environment.current().schedule_group
         )
     except ClientError as error:
-        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+        if is_not_found(error):
             return False
         raise
     return True

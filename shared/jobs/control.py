@@ -23,7 +23,7 @@ from shared.jobs import listing
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
 from shared.model import JobMessage, JobRecord, Status
-from shared.store import job_store
+from shared.store import job_store, keys
 from shared.store.id_secret import id_secret
 
 _DAY = 86_400
@@ -141,7 +141,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     now = time.time()
     filters = {"status": str(Status.DEAD)} | ({"job_type": job_type} if job_type else {})
     found = listing.read_index(tenant, filters, since=since, until=now, before=None, want=limit, attributes=("pk",))
-    candidates = [item["pk"]["S"].removeprefix("job#") for item in found.items]
+    candidates = [keys.job_id_of(item["pk"]["S"]) for item in found.items]
     outcomes = list(
         _writers.map(lambda job_id: job_store.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates)
     )

@@ -29,9 +29,6 @@ from shared.tenants import quotas
 _NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
 
 
-_CURSOR_VERSION = "s1"
-
-
 class ScheduleExists(Conflict):
     """A schedule of this name exists for the tenant."""
 
@@ -158,16 +155,10 @@ class SchedulePage:
     next_cursor: str | None  # None: this was the last page
 
 
-def encode_cursor(after_name: str) -> str:
-    return cursors.encode(_CURSOR_VERSION, after_name)
-
-
-def decode_cursor(cursor: str) -> str:
-    """The schedule name a cursor continues after (shared/cursors.py: never a tenant)."""
-    name = cursors.decode(cursor, _CURSOR_VERSION, _NAME)
-    if name is None:
-        raise InvalidRequest("cursor", cursors.NOT_A_CURSOR)
-    return name
+# A cursor names the schedule the next page continues after: never a tenant.
+_CURSORS = cursors.Codec("s1", _NAME)
+encode_cursor = _CURSORS.encode
+decode_cursor = _CURSORS.decode
 
 
 def list_page(tenant: str, limit: int = settings.LIST_DEFAULT_LIMIT, cursor: str | None = None) -> SchedulePage:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from shared import environment
 from shared.errors import CorralError
-from shared.store import schedule_items, tenant_items
+from shared.store import tenant_items
 from shared.store.tenant_items import KeyInfo, Tenant
 from shared.tenants import api_keys
 from shared.tenants.key_lookup import KeyLookup
@@ -128,4 +128,7 @@ def clear_caches() -> None:
 
 def schedule_count(tenant: str) -> int:
     """The tenant's schedules: they keep firing whatever happens to its keys (docs/architecture.md)."""
+    # Imported here: the schedule records' module loads pynamodb, which no API key lookup needs.
+    from shared.store import schedule_items
+
     return schedule_items.count(tenant)

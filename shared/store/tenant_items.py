@@ -109,8 +109,8 @@ def limit_overrides(tenant: str, *, consistent: bool = False) -> dict[str, float
 
 
 def set_limit_overrides(tenant: str, overrides: dict[str, float | int | None]) -> None:
-    """Set (a number) or remove (None) limit overrides on the tenant's item, in one write after the
-    map exists (a tenant's first override creates it)."""
+    """Set (a number) or remove (None) limit overrides on the tenant's item: one write makes sure its
+    `limits` map exists, a second changes the overrides in it."""
     dynamodb = client("dynamodb")
     dynamodb.update_item(
         TableName=_table(),
@@ -147,8 +147,7 @@ def set_limit_overrides(tenant: str, overrides: dict[str, float | int | None]) -
 
 def put_api_key(digest: str, key: KeyInfo) -> None:
     """Record a new key (its digest: a key is never stored)."""
-    dynamodb = client("dynamodb")
-    dynamodb.put_item(
+    client("dynamodb").put_item(
         TableName=_table(),
         Item={
             **keys.item_key(keys.api_key_key(digest)),
@@ -160,7 +159,7 @@ def put_api_key(digest: str, key: KeyInfo) -> None:
             "gsi1pk": {"S": keys.api_keys_partition(key.tenant)},
             "gsi1sk": {"S": f"{key.created_at}#{key.key_id}"},
         },
-        # A new key's digest is new: the condition only guards against overwriting another key's item.
+        # A freshly minted key's digest names no item yet: the condition guards another key's item.
         ConditionExpression="attribute_not_exists(pk)",
     )
 

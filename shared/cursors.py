@@ -10,19 +10,31 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from dataclasses import dataclass
+
+from shared.errors import InvalidRequest
 
 NOT_A_CURSOR = "not a cursor this API returned; start again without it"
 
 
-def encode(version: str, position: str) -> str:
-    return base64.urlsafe_b64encode(f"{version}:{position}".encode()).decode().rstrip("=")
+@dataclass(frozen=True)
+class Codec:
+    """One listing's cursors: its `version`, and the shape of the positions it continues from."""
 
+    version: str
+    position: re.Pattern[str]
 
-def decode(cursor: str, version: str, position: re.Pattern[str]) -> str | None:
-    """The position a cursor names, or None when it is not one of `version` with a `position`-shaped value."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    found_version, _, value = raw.partition(":")
-    return value if found_version == version and position.fullmatch(value) else None
+    def encode(self, position: str) -> str:
+        return base64.urlsafe_b64encode(f"{self.version}:{position}".encode()).decode().rstrip("=")
+
+    def decode(self, cursor: str) -> str:
+        """The position the cursor names; InvalidRequest (field `cursor`) unless it is one of this listing's,
+        with a position of its shape."""
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            raise InvalidRequest("cursor", NOT_A_CURSOR) from None
+        version, _, position = raw.partition(":")
+        if version != self.version or not self.position.fullmatch(position):
+            raise InvalidRequest("cursor", NOT_A_CURSOR)
+        return position

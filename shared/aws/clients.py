@@ -109,7 +109,26 @@ def single_attempt_client(service: str, endpoint_url: str | None = None) -> Any:
     return made
 
 
+def _error_field(error: Exception, name: str) -> str:
+    response = getattr(error, "response", None)
+    return str(response.get("Error", {}).get(name, "")) if isinstance(response, dict) else ""
+
+
 def aws_error_code(error: Exception) -> str:
     """The AWS error code of a failed call ("ConditionalCheckFailedException", ...); "" if it has none."""
-    response = getattr(error, "response", None)
-    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+    return _error_field(error, "Code")
+
+
+def aws_error_message(error: Exception) -> str:
+    """The message AWS gave with a failed call's error code; "" if it has none."""
+    return _error_field(error, "Message")
+
+
+def is_condition_failure(error: Exception) -> bool:
+    """Whether a DynamoDB write failed its ConditionExpression (and so changed nothing)."""
+    return aws_error_code(error) == "ConditionalCheckFailedException"
+
+
+def is_not_found(error: Exception) -> bool:
+    """Whether the call named a resource that does not exist (a schedule, a function, ...)."""
+    return aws_error_code(error) == "ResourceNotFoundException"

@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shared import environment, settings
-from shared.aws.clients import client
+from shared.aws.clients import aws_error_code, aws_error_message, client, is_not_found
 from shared.errors import Conflict, CorralError
 
 AT_FORMAT = "%Y-%m-%dT%H:%M:%S"  # the wall-clock time inside an at() expression
@@ -54,7 +54,7 @@ _PARAMETER_FIELDS = (
 
 
 def _rejected(error: ClientError) -> Rejected:
-    detail = str(error.response["Error"].get("Message", ""))
+    detail = aws_error_message(error)
     field = next((field for name, field in _PARAMETER_FIELDS if name.lower() in detail.lower()), "schedule")
     return Rejected(field, detail)
 
@@ -120,7 +120,7 @@ def create(
     try:
         client("scheduler").create_schedule(**params)
     except ClientError as error:
-        code = error.response["Error"]["Code"]
+        code = aws_error_code(error)
         if code == "ConflictException":
             raise AlreadyExists(name) from error
         if code == "ValidationException":
@@ -133,5 +133,5 @@ def delete(name: str) -> None:
     try:
         client("scheduler").delete_schedule(Name=name, GroupName=_group())
     except ClientError as error:
-        if error.response["Error"]["Code"] != "ResourceNotFoundException":
+        if not is_not_found(error):
             raise

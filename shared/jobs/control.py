@@ -17,13 +17,13 @@ from botocore.exceptions import ClientError
 
 from shared import environment, ids, settings
 from shared.aws import eventbridge, queue
-from shared.aws.clients import client
+from shared.aws.clients import client, is_not_found
 from shared.errors import Conflict, NotFound
 from shared.jobs import listing
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
 from shared.model import JobMessage, JobRecord, Status
-from shared.store import job_store
+from shared.store import job_store, keys
 from shared.store.id_secret import id_secret
 
 _DAY = 86_400
@@ -54,7 +54,7 @@ def _far_future_message(job_id: str) -> JobMessage | None:
             Name=delayed_schedule_name(job_id), GroupName=environment.current().schedule_group
         )
     except ClientError as error:
-        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+        if is_not_found(error):
             return None
         raise
     return JobMessage.from_dict(json.loads(schedule["Target"]["Input"]))
@@ -140,7 +140,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     now = time.time()
     filters = {"status": str(Status.DEAD)} | ({"job_type": job_type} if job_type else {})
     found = listing.read_index(tenant, filters, since=since, until=now, before=None, want=limit, attributes=("pk",))
-    candidates = [item["pk"]["S"].removeprefix("job#") for item in found.items]
+    candidates = [keys.job_id_of(item["pk"]["S"]) for item in found.items]
     outcomes = list(
         _writers.map(lambda job_id: job_store.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates)
     )

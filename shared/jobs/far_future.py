@@ -2,7 +2,7 @@
 
 Each holds one unit of its tenant's `max_far_future_jobs` quota, from enqueue until its message
 reaches a worker (the schedule fired and deleted itself) or it is cancelled. The unit is a hold
-item (`hold#<job id>`), written in one transaction with the tenant's counter and deleted in one
+item (shared/store/counters.py), written in one transaction with the tenant's counter and deleted in one
 transaction with the give-back, so whichever of the firing and a cancel comes first gives it back
 and the other finds nothing to give: exactly once. The same idempotency key enqueued twice finds
 the hold there and takes nothing.
@@ -12,35 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import environment
-from shared.aws.clients import client
 from shared.model import JobMessage
+from shared.store import counters
 from shared.tenants import quotas
-
-
-def _key(job_id: str) -> dict[str, Any]:
-    return {"pk": {"S": f"hold#{job_id}"}}
-
-
-def index_key(tenant: str) -> str:
-    """The gsi1 partition listing a tenant's holds (sort key: due time, then job id)."""
-    return f"farfuture#{tenant}"
 
 
 def hold(tenant: str, job_id: str, due_at: float) -> bool:
     """Take a unit for the job. False if it holds one already; QuotaExceeded at the limit."""
-    item = _key(job_id) | {
-        "tenant": {"S": tenant},
-        "due_at": {"N": str(int(due_at))},
-        "gsi1pk": {"S": index_key(tenant)},
-        "gsi1sk": {"S": f"{int(due_at):011d}#{job_id}"},
-    }
-    return quotas.take(tenant, quotas.FAR_FUTURE_JOBS, item)
+    return quotas.take(tenant, quotas.FAR_FUTURE_JOBS, counters.hold_item(tenant, job_id, due_at))
 
 
 def release(tenant: str, job_id: str, *, single_attempt: bool = False) -> bool:
     """Give the job's unit back; False if it had none (given back already, or never far-future)."""
-    return quotas.give_back(tenant, quotas.FAR_FUTURE_JOBS, _key(job_id), single_attempt=single_attempt)
+    return quotas.give_back(
+        tenant, quotas.FAR_FUTURE_JOBS, counters.hold_item_key(job_id), single_attempt=single_attempt
+    )
 
 
 def arrived(message: JobMessage, *, single_attempt: bool = False) -> bool:
@@ -56,19 +42,4 @@ def arrived(message: JobMessage, *, single_attempt: bool = False) -> bool:
 
 def held(tenant: str) -> list[dict[str, Any]]:
     """The tenant's holds, soonest due first: [{"job_id", "due_at"}]."""
-    holds: list[dict[str, Any]] = []
-    params: dict[str, Any] = {
-        "TableName": environment.current().table,
-        "IndexName": "gsi1",
-        "KeyConditionExpression": "gsi1pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": index_key(tenant)}},
-    }
-    while True:
-        page = client("dynamodb").query(**params)
-        holds += [
-            {"job_id": item["pk"]["S"].removeprefix("hold#"), "due_at": float(item["due_at"]["N"])}
-            for item in page["Items"]
-        ]
-        if "LastEvaluatedKey" not in page:
-            return holds
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return counters.holds(tenant)

@@ -27,7 +27,6 @@ NOTE = (
     "(just enqueued, delayed, or a retry not yet picked up) has no record yet and is not listed; "
     "GET /v1/jobs/{id} answers `queued` for it."
 )
-_CURSOR_VERSION = "1"
 # The tenant's index partitions are queried side by side: a page costs about one round trip.
 _readers = ThreadPoolExecutor(max_workers=16, thread_name_prefix="list")
 _SORT_KEY = re.compile(r"\d{13}#[A-Za-z0-9_-]{1,128}")
@@ -159,16 +158,10 @@ def read_index(
     return merge_newest(fetch, shards, want=want, read_budget=budget, page_size=page_size)
 
 
-def encode_cursor(before: str) -> str:
-    return cursors.encode(_CURSOR_VERSION, before)
-
-
-def decode_cursor(cursor: str) -> str:
-    """The index position (a sort key) a cursor names (shared/cursors.py: never a tenant)."""
-    sort_key = cursors.decode(cursor, _CURSOR_VERSION, _SORT_KEY)
-    if sort_key is None:
-        raise InvalidRequest("cursor", cursors.NOT_A_CURSOR)
-    return sort_key
+# A cursor names the index position (a sort key) the next page continues below: never a tenant.
+_CURSORS = cursors.Codec("1", _SORT_KEY)
+encode_cursor = _CURSORS.encode
+decode_cursor = _CURSORS.decode
 
 
 @dataclass(frozen=True)

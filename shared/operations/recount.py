@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from botocore.exceptions import ClientError
 
 from shared import environment, settings
-from shared.aws.clients import client
+from shared.aws.clients import client, is_not_found
 from shared.jobs import far_future
 from shared.jobs.enqueue import delayed_schedule_name
+from shared.store import schedule_items
 from shared.tenants import quotas
 
 # A hold this long past due whose schedule is gone belongs to a firing that never arrived (Scheduler
@@ -40,28 +40,10 @@ def _schedule_exists(job_id: str) -> bool:
             Name=delayed_schedule_name(job_id), GroupName=environment.current().schedule_group
         )
     except ClientError as error:
-        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+        if is_not_found(error):
             return False
         raise
     return True
-
-
-def _count(partition: str) -> int:
-    """Items in one gsi1 partition (a tenant's schedules), counted without reading them out."""
-    params: dict[str, Any] = {
-        "TableName": environment.current().table,
-        "IndexName": "gsi1",
-        "KeyConditionExpression": "gsi1pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": partition}},
-        "Select": "COUNT",
-    }
-    total = 0
-    while True:
-        page = client("dynamodb").query(**params)
-        total += page["Count"]
-        if "LastEvaluatedKey" not in page:
-            return total
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Recount:
@@ -77,7 +59,7 @@ def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Re
                 far_future.release(tenant, hold["job_id"])
                 pruned.append(hold["job_id"])
     after = {
-        quotas.SCHEDULES.counter: _count(f"schedules#{tenant}"),
+        quotas.SCHEDULES.counter: schedule_items.count(tenant),
         quotas.FAR_FUTURE_JOBS.counter: len(holds) - len(pruned),
     }
     quotas.set_usage(tenant, after)

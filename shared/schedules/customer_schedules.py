@@ -1,4 +1,5 @@
-"""Customers' schedules: a record per schedule in the jobs table, an EventBridge Scheduler schedule that fires it.
+"""Customers' schedules: a record per schedule in the jobs table (shared/store/schedule_items.py), an EventBridge
+Scheduler schedule that fires it.
 
 The record (what the API lists and shows) is written first, conditionally, so a
 name is taken once per tenant; the Scheduler schedule is then created. A
@@ -14,69 +15,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
-from pynamodb.models import Model
-
-from shared import cursors, environment, settings
+from shared import cursors, settings
 from shared.aws import eventbridge, queue
-from shared.aws.clients import client
 from shared.errors import Conflict, InvalidRequest
 from shared.jobs.enqueue import check_job, with_max_attempts
 from shared.model import JobMessage, JobSpec
 from shared.schedules import expressions
 from shared.schedules.expressions import InvalidExpression, parse, timezone
-from shared.store import job_store
+from shared.store import schedule_items
+from shared.store.schedule_items import ScheduleItem
 from shared.tenants import quotas
 
 _NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
 
 
-_CURSOR_VERSION = "s1"
-
-
 class ScheduleExists(Conflict):
     """A schedule of this name exists for the tenant."""
-
-
-class ByTenant(GlobalSecondaryIndex["ScheduleItem"]):
-    class Meta:
-        index_name = "gsi1"
-        projection = AllProjection()
-
-    gsi1pk = UnicodeAttribute(hash_key=True)  # "schedules#<tenant>"
-    gsi1sk = UnicodeAttribute(range_key=True)  # the schedule's name
-
-
-class ScheduleItem(Model):
-    class Meta:
-        table_name = settings.TABLE_NAME
-
-    pk = UnicodeAttribute(hash_key=True)  # "schedule#<tenant>#<name>"
-    gsi1pk = UnicodeAttribute()
-    gsi1sk = UnicodeAttribute()
-    tenant = UnicodeAttribute()
-    name = UnicodeAttribute()
-    expression = UnicodeAttribute()
-    timezone = UnicodeAttribute()
-    job = JSONAttribute()
-    flexible_window_minutes = NumberAttribute(default=0)
-    start = UTCDateTimeAttribute(null=True)
-    end = UTCDateTimeAttribute(null=True)
-    created_at = UTCDateTimeAttribute()
-    by_tenant = ByTenant()
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "expression": self.expression,
-            "timezone": self.timezone,
-            "job": self.job,
-            "flexible_window_minutes": int(self.flexible_window_minutes),
-            "start": _iso(self.start),
-            "end": _iso(self.end),
-            "created_at": _iso(self.created_at),
-        }
 
 
 @dataclass(frozen=True)
@@ -88,18 +42,6 @@ class ScheduleRequest:
     flexible_window_minutes: int = 0
     start: datetime | None = None
     end: datetime | None = None
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
-
-
-def _pk(tenant: str, name: str) -> str:
-    return f"schedule#{tenant}#{name}"
-
-
-def _key(tenant: str, name: str) -> dict[str, Any]:
-    return {"pk": {"S": _pk(tenant, name)}}
 
 
 def scheduler_name(tenant: str, name: str) -> str:
@@ -150,11 +92,8 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
     job: dict[str, Any] = {"type": spec.type, "payload": spec.payload, "max_attempts": spec.max_attempts}
     if spec.timeout_seconds is not None:
         job["timeout_seconds"] = spec.timeout_seconds
-    item = ScheduleItem(
-        _pk(tenant, request.name),
-        gsi1pk=f"schedules#{tenant}",
-        gsi1sk=request.name,
-        tenant=tenant,
+    item = schedule_items.new_item(
+        tenant,
         name=request.name,
         expression=request.expression.strip(),
         timezone=request.timezone,
@@ -164,7 +103,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
         end=end,
         created_at=now,
     )
-    if not quotas.take(tenant, quotas.SCHEDULES, item.serialize()):
+    if not quotas.take(tenant, quotas.SCHEDULES, schedule_items.as_item(item)):
         raise ScheduleExists(request.name)
     firing = JobMessage.firing_template(tenant, request.name, spec)
     name = scheduler_name(tenant, request.name)
@@ -188,7 +127,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
             eventbridge.delete(name)
             create_in_scheduler()
     except Exception as error:
-        quotas.give_back(tenant, quotas.SCHEDULES, _key(tenant, request.name))
+        quotas.give_back(tenant, quotas.SCHEDULES, schedule_items.item_key(tenant, request.name))
         if isinstance(error, eventbridge.Rejected):  # the input, not an outage: a retry would fail the same way
             raise InvalidRequest(error.parameter, f"EventBridge Scheduler rejected the {error.parameter}") from error
         raise
@@ -196,10 +135,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
 
 
 def get(tenant: str, name: str) -> ScheduleItem | None:
-    try:
-        return ScheduleItem.get(_pk(tenant, name))
-    except ScheduleItem.DoesNotExist:
-        return None
+    return schedule_items.get(tenant, name)
 
 
 @dataclass(frozen=True)
@@ -208,37 +144,22 @@ class SchedulePage:
     next_cursor: str | None  # None: this was the last page
 
 
-def encode_cursor(after_name: str) -> str:
-    return cursors.encode(_CURSOR_VERSION, after_name)
-
-
-def decode_cursor(cursor: str) -> str:
-    """The schedule name a cursor continues after (shared/cursors.py: never a tenant)."""
-    name = cursors.decode(cursor, _CURSOR_VERSION, _NAME)
-    if name is None:
-        raise InvalidRequest("cursor", cursors.NOT_A_CURSOR)
-    return name
+# A cursor names the schedule the next page continues after: never a tenant.
+_CURSORS = cursors.Codec("s1", _NAME)
+encode_cursor = _CURSORS.encode
+decode_cursor = _CURSORS.decode
 
 
 def list_page(tenant: str, limit: int = settings.LIST_DEFAULT_LIMIT, cursor: str | None = None) -> SchedulePage:
     """Up to `limit` of the tenant's schedules by name, after the cursor's; next_cursor if more may follow."""
-    params: dict[str, Any] = {"limit": limit}
-    if cursor is not None:
-        after = decode_cursor(cursor)
-        params["last_evaluated_key"] = {
-            "pk": {"S": _pk(tenant, after)},
-            "gsi1pk": {"S": f"schedules#{tenant}"},
-            "gsi1sk": {"S": after},
-        }
-    results = ScheduleItem.by_tenant.query(f"schedules#{tenant}", **params)
-    items = list(results)
-    more = results.last_evaluated_key is not None and len(items) == limit
+    items, more_in_index = schedule_items.page(tenant, limit, decode_cursor(cursor) if cursor is not None else None)
+    more = more_in_index and len(items) == limit
     return SchedulePage(items, encode_cursor(items[-1].name) if more and items else None)
 
 
 def list_for(tenant: str) -> list[ScheduleItem]:
     """All of the tenant's schedules (operators' tools; the API pages them)."""
-    return list(ScheduleItem.by_tenant.query(f"schedules#{tenant}"))
+    return schedule_items.list_all(tenant)
 
 
 def delete(tenant: str, name: str) -> bool:
@@ -248,22 +169,13 @@ def delete(tenant: str, name: str) -> bool:
     if item is None:
         return False
     eventbridge.delete(scheduler_name(tenant, name))
-    quotas.give_back(tenant, quotas.SCHEDULES, _key(tenant, name))
+    quotas.give_back(tenant, quotas.SCHEDULES, schedule_items.item_key(tenant, name))
     return True
 
 
 def recent_runs(tenant: str, name: str, limit: int = settings.SCHEDULE_RUNS_SHOWN) -> list[dict[str, Any]]:
     """The jobs this schedule's firings became (once a worker has seen them), newest first."""
-    # Straight to DynamoDB, not through the status cache: a cached query would hide new runs.
-    items = client("dynamodb").query(
-        TableName=environment.current().table,
-        IndexName="gsi1",
-        KeyConditionExpression="gsi1pk = :runs",
-        ExpressionAttributeValues={":runs": {"S": f"runs#{tenant}#{name}"}},
-        ScanIndexForward=False,
-        Limit=limit,
-    )["Items"]
-    runs = [job_store.record_from_item(item) for item in items]
+    runs = schedule_items.runs(tenant, name, limit)
     return [{"id": run.id, "status": str(run.status), "scheduled_for": run.scheduled_for} for run in runs]
 
 

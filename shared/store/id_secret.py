@@ -10,12 +10,12 @@ import base64
 import os
 from functools import cache
 
-from botocore.exceptions import ClientError
-
 from shared import environment
 from shared.aws.clients import client
+from shared.store import keys
+from shared.store.conditional import conditional_put
 
-_ITEM_KEY = {"pk": {"S": "config#job-id-signing-key"}}
+_ITEM_KEY = keys.item_key(keys.config_key(keys.JOB_ID_SIGNING_KEY))
 
 
 @cache
@@ -24,14 +24,11 @@ def id_secret() -> bytes:
     table = environment.current().table
     item = dynamodb.get_item(TableName=table, Key=_ITEM_KEY, ConsistentRead=True).get("Item")
     if item is None:
-        try:
-            dynamodb.put_item(
-                TableName=table,
-                Item={**_ITEM_KEY, "secret": {"S": base64.b64encode(os.urandom(32)).decode()}},
-                ConditionExpression="attribute_not_exists(pk)",
-            )
-        except ClientError as error:
-            if error.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
+        # A concurrent cold start may put its own first: either way, the one stored is read back.
+        conditional_put(
+            TableName=table,
+            Item={**_ITEM_KEY, "secret": {"S": base64.b64encode(os.urandom(32)).decode()}},
+            ConditionExpression="attribute_not_exists(pk)",
+        )
         item = dynamodb.get_item(TableName=table, Key=_ITEM_KEY, ConsistentRead=True)["Item"]
     return base64.b64decode(item["secret"]["S"])

@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from shared import environment, settings
 from shared.aws.clients import aws_error_code, client
 from shared.model import JobMessage, JobRecord, OutcomeMessage, Status
+from shared.store import keys
 from shared.store.table_schema import JOBS_INDEX
 
 _DAY = 86_400
@@ -29,7 +30,7 @@ def _table() -> str:
 
 
 def _key(job_id: str) -> dict[str, Any]:
-    return {"pk": {"S": f"job#{job_id}"}}
+    return keys.item_key(keys.job_key(job_id))
 
 
 def index_sort_key(enqueued_at: float, job_id: str) -> str:
@@ -45,7 +46,7 @@ def index_shard(job_id: str) -> int:
 
 
 def index_partition(tenant: str, shard: int) -> str:
-    return f"tenant#{tenant}#{shard:02d}"
+    return keys.jobs_index_partition(tenant, shard)
 
 
 def index_attributes(tenant: str, enqueued_at: float, job_id: str) -> dict[str, dict[str, str]]:
@@ -171,7 +172,7 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
     payload_json = _as_str(item, "payload_json")
     recorded = {"payload": json.loads(payload_json)} if payload_json is not None else {}
     return JobRecord(
-        id=item["pk"]["S"].removeprefix("job#"),
+        id=keys.job_id_of(item["pk"]["S"]),
         status=Status(item["status"]["S"]),
         type=_as_str(item, "job_type"),
         attempts=int(item.get("attempts", {"N": "0"})["N"]),
@@ -228,7 +229,7 @@ def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict
         values |= {
             ":schedule": {"S": message.schedule},
             ":scheduled_for": {"S": message.scheduled_for or ""},
-            ":runs_key": {"S": f"runs#{message.tenant}#{message.schedule}"},
+            ":runs_key": {"S": keys.runs_partition(message.tenant, message.schedule)},
         }
         sets += [
             "schedule_name = :schedule",
@@ -577,7 +578,7 @@ def _record_unrunnable(job: dict[str, Any], reason: str, now: float) -> bool:
         if job.get("scheduled_for"):  # an index key is never empty
             item |= {
                 "scheduled_for": {"S": job["scheduled_for"]},
-                "gsi1pk": {"S": f"runs#{tenant}#{job['schedule']}"},
+                "gsi1pk": {"S": keys.runs_partition(tenant, job["schedule"])},
                 "gsi1sk": {"S": job["scheduled_for"]},
             }
     return _conditional(put=True, Item=item, ConditionExpression="attribute_not_exists(pk)")
@@ -694,7 +695,7 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
     """The message that runs a recorded job again, with its fresh budget; `enqueued_at`: when it is sent."""
     budget = _as_int(item, "attempt_budget") or _as_int(item, "max_attempts") or settings.DEFAULT_MAX_ATTEMPTS
     fields: dict[str, Any] = {
-        "id": item["pk"]["S"].removeprefix("job#"),
+        "id": keys.job_id_of(item["pk"]["S"]),
         "tenant": _as_str(item, "tenant"),
         "type": _as_str(item, "job_type"),
         "payload": json.loads(item["payload_json"]["S"]),

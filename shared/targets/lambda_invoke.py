@@ -15,6 +15,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from shared.aws.clients import aws_error_code, aws_error_message
 from shared.jobs.registry import InvalidPayload, JobContext, JobDead, JobFailed, builtin_job_type
 from shared.targets import lambda_allowlist
 
@@ -61,8 +62,8 @@ def invoke(payload: Any, context: JobContext) -> Any:
             Payload=json.dumps(payload.get("input")).encode(),
         )
     except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
-        message = f"invoke failed: {code}: {error.response.get('Error', {}).get('Message', '')}"
+        code = aws_error_code(error)
+        message = f"invoke failed: {code}: {aws_error_message(error)}"
         raise (JobDead(message) if code in _PERMANENT else JobFailed(message)) from None
     except BotoCoreError as error:
         raise JobFailed(f"invoke failed: {error}") from None

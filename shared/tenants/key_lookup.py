@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from shared.refresh import Refresher
 from shared.tenants import api_keys
@@ -37,19 +37,17 @@ class Known(NamedTuple):
 
 
 class KeyLookup:
-    """Whom a key of one kind (`prefix`) belongs to; `owner_of(item)` reads it from the key's item."""
+    """Whom a key of one kind (`prefix`) belongs to; `read_owner(digest)` reads it from the store."""
 
     def __init__(
         self,
         prefix: str,
-        read_item: Callable[[str], dict[str, Any] | None],
-        owner_of: Callable[[dict[str, Any]], str | None],
+        read_owner: Callable[[str], str | None],
         known_seconds: Callable[[], float],
     ) -> None:
         self.prefix = prefix
         self.unknown_limit = UNKNOWN_KEYS_CACHED
-        self._read_item = read_item
-        self._owner_of = owner_of
+        self._read_owner = read_owner
         self._known_seconds = known_seconds
         self.known: dict[str, Known] = {}  # by key digest
         self.unknown: OrderedDict[str, float] = OrderedDict()  # key digest -> cached until, LRU first
@@ -75,10 +73,9 @@ class KeyLookup:
         return self._read(digest)
 
     def _read(self, digest: str) -> str | None:
-        """Read the key's item and cache what it says; a failed read raises and changes nothing."""
-        item = self._read_item(digest)
+        """Read the key's owner and cache what the store says; a failed read raises and changes nothing."""
+        owner = self._read_owner(digest)
         now = time.monotonic()
-        owner = self._owner_of(item) if item else None
         if owner is not None:
             fresh_until = now + self._known_seconds()
             self.known[digest] = Known(owner, fresh_until, fresh_until + STALE_KNOWN_SECONDS)

@@ -12,54 +12,28 @@ two-cache lookup (shared/tenants/key_lookup.py). Minted by an operator with AWS 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
-from shared import environment, settings
-from shared.aws.clients import client
+from shared import settings
+from shared.store import tenant_items
 from shared.tenants import api_keys
 from shared.tenants.key_lookup import KeyLookup
 
 KEY_PREFIX = "co_"
 
 
-def _pk(operator_key: str) -> str:
-    return "operatorkey#" + api_keys.digest(operator_key)
-
-
-def _table() -> str:
-    return environment.current().table
-
-
 def create_key(label: str) -> str:
     """Mint an operator key; the plaintext is returned once and never stored."""
     operator_key = api_keys.mint(KEY_PREFIX)
-    client("dynamodb").put_item(
-        TableName=_table(),
-        Item={
-            "pk": {"S": _pk(operator_key)},
-            "kind": {"S": "operator"},
-            "label": {"S": label},
-            "created_at": {"S": datetime.now(UTC).isoformat(timespec="seconds")},
-        },
-        ConditionExpression="attribute_not_exists(pk)",
-    )
+    tenant_items.put_operator_key(api_keys.digest(operator_key), label, datetime.now(UTC).isoformat(timespec="seconds"))
     return operator_key
 
 
 def revoke_key(operator_key: str) -> None:
-    client("dynamodb").delete_item(TableName=_table(), Key={"pk": {"S": _pk(operator_key)}})
+    tenant_items.delete_operator_key(api_keys.digest(operator_key))
     _lookup.forget(operator_key)
 
 
-def _read_key_item(digest: str) -> dict[str, Any] | None:
-    return client("dynamodb").get_item(TableName=_table(), Key={"pk": {"S": "operatorkey#" + digest}}).get("Item")
-
-
-def _kind(item: dict[str, Any]) -> str | None:
-    return "operator" if item.get("kind", {}).get("S") == "operator" else None
-
-
-_lookup = KeyLookup(KEY_PREFIX, _read_key_item, _kind, lambda: float(settings.API_KEY_CACHE_SECONDS))
+_lookup = KeyLookup(KEY_PREFIX, tenant_items.operator_key_owner, lambda: float(settings.API_KEY_CACHE_SECONDS))
 
 
 def is_operator(operator_key: str) -> bool:

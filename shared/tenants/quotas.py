@@ -1,10 +1,10 @@
 """A tenant's limits and what it holds against them.
 
 Limits: defaults in shared/settings.py, overrides per tenant set by an operator. Overrides live on
-the tenant's item (`tenant#<name>`, attribute `limits`, a map of name -> number) so the API reads
-them with one GetItem per tenant per instance per TENANT_LIMITS_CACHE_SECONDS.
+the tenant's item (shared/store/tenant_items.py) so the API reads them with one GetItem per tenant
+per instance per TENANT_LIMITS_CACHE_SECONDS.
 
-Usage: one item per tenant (`usage#<name>`) with a counter per quota. A unit is taken in one
+Usage: one item per tenant (shared/store/counters.py) with a counter per quota. A unit is taken in one
 transaction with the item it stands for (a schedule's record, a far-future job's hold): the
 counter's conditional ADD refuses a unit beyond the limit, and the item's own condition refuses a
 duplicate. A unit is given back in one transaction with that item's conditional delete, so of two
@@ -21,10 +21,10 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from shared import environment, settings
-from shared.aws.clients import aws_error_code, client, single_attempt_client
+from shared import settings
 from shared.errors import QuotaExceeded
 from shared.refresh import Refresher
+from shared.store import counters, tenant_items
 
 
 @dataclass(frozen=True)
@@ -59,33 +59,19 @@ QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS)
 _cached: dict[str, tuple[TenantLimits, float]] = {}
 
 
-def _table() -> str:
-    return environment.current().table
-
-
-def _tenant_key(tenant: str) -> dict[str, Any]:
-    return {"pk": {"S": f"tenant#{tenant}"}}
-
-
-def usage_key(tenant: str) -> dict[str, Any]:
-    return {"pk": {"S": f"usage#{tenant}"}}
-
-
-def _from_item(item: dict[str, Any] | None) -> TenantLimits:
-    overrides = (item or {}).get("limits", {}).get("M", {})
+def _with_overrides(overrides: dict[str, float]) -> TenantLimits:
     values: dict[str, Any] = {}
     for field in dataclasses.fields(TenantLimits):
         if field.name in overrides:
-            number = overrides[field.name]["N"]
-            values[field.name] = float(number) if field.type in ("float", float) else int(float(number))
+            number = overrides[field.name]
+            values[field.name] = float(number) if field.type in ("float", float) else int(number)
     return dataclasses.replace(DEFAULTS, **values)
 
 
 def overrides_of(tenant: str) -> dict[str, float | int]:
     """Only the limits an operator set for this tenant (read now, not cached)."""
-    item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_key(tenant), ConsistentRead=True).get("Item")
-    limits = _from_item(item)
-    overridden = (item or {}).get("limits", {}).get("M", {})
+    overridden = tenant_items.limit_overrides(tenant, consistent=True)
+    limits = _with_overrides(overridden)
     return {name: getattr(limits, name) for name in TenantLimits.names() if name in overridden}
 
 
@@ -112,8 +98,7 @@ def limits_for(tenant: str) -> TenantLimits:
 
 
 def _read_limits(tenant: str) -> TenantLimits:
-    item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_key(tenant)).get("Item")
-    limits = _from_item(item)
+    limits = _with_overrides(tenant_items.limit_overrides(tenant))
     _cached[tenant] = (limits, time.monotonic() + settings.TENANT_LIMITS_CACHE_SECONDS)
     return limits
 
@@ -140,37 +125,9 @@ def set_limits(tenant: str, **overrides: float | int | None) -> TenantLimits:
             check_override(name, value)
         elif name not in TenantLimits.names():
             raise ValueError(f"unknown limit {name!r}; known: {', '.join(TenantLimits.names())}")
-    ddb = client("dynamodb")
-    ddb.update_item(
-        TableName=_table(),
-        Key=_tenant_key(tenant),
-        UpdateExpression="SET #l = if_not_exists(#l, :empty)",
-        ExpressionAttributeNames={"#l": "limits"},
-        ExpressionAttributeValues={":empty": {"M": {}}},
-    )
-    sets = [name for name, value in overrides.items() if value is not None]
-    removes = [name for name, value in overrides.items() if value is None]
-    if sets or removes:
-        names = {"#l": "limits"} | {f"#n{i}": name for i, name in enumerate(overrides)}
-        index = {name: i for i, name in enumerate(overrides)}
-        expression = ""
-        if sets:
-            expression += "SET " + ", ".join(f"#l.#n{index[name]} = :v{index[name]}" for name in sets)
-        if removes:
-            expression += " REMOVE " + ", ".join(f"#l.#n{index[name]}" for name in removes)
-        params: dict[str, Any] = {}
-        if sets:
-            params["ExpressionAttributeValues"] = {f":v{index[name]}": {"N": str(overrides[name])} for name in sets}
-        ddb.update_item(
-            TableName=_table(),
-            Key=_tenant_key(tenant),
-            UpdateExpression=expression.strip(),
-            ExpressionAttributeNames=names,
-            **params,
-        )
+    tenant_items.set_limit_overrides(tenant, overrides)
     _cached.pop(tenant, None)
-    item = ddb.get_item(TableName=_table(), Key=_tenant_key(tenant), ConsistentRead=True).get("Item")
-    return _from_item(item)
+    return _with_overrides(tenant_items.limit_overrides(tenant, consistent=True))
 
 
 def clear_cache() -> None:
@@ -183,8 +140,7 @@ def clear_cache() -> None:
 
 def usage(tenant: str) -> dict[str, int]:
     """What the tenant holds now, per quota counter (a consistent read)."""
-    item = client("dynamodb").get_item(TableName=_table(), Key=usage_key(tenant), ConsistentRead=True).get("Item")
-    return {quota.counter: int((item or {}).get(quota.counter, {}).get("N", "0")) for quota in QUOTAS}
+    return counters.usage(tenant, tuple(quota.counter for quota in QUOTAS))
 
 
 def _limit_of(tenant: str, quota: Quota) -> int:
@@ -200,97 +156,19 @@ def take(tenant: str, quota: Quota, item: dict[str, Any]) -> bool:
     limit = _limit_of(tenant, quota)
     if limit < 1:
         raise QuotaExceeded(quota.noun, quota.limit_name, limit, usage(tenant)[quota.counter])
-    try:
-        client("dynamodb").transact_write_items(
-            TransactItems=[
-                {
-                    "Update": {
-                        "TableName": _table(),
-                        "Key": usage_key(tenant),
-                        "UpdateExpression": "ADD #c :one SET tenant = :tenant",
-                        "ConditionExpression": "attribute_not_exists(#c) OR #c < :limit",
-                        "ExpressionAttributeNames": {"#c": quota.counter},
-                        "ExpressionAttributeValues": {
-                            ":one": {"N": "1"},
-                            ":limit": {"N": str(limit)},
-                            ":tenant": {"S": tenant},
-                        },
-                    }
-                },
-                {
-                    "Put": {
-                        "TableName": _table(),
-                        "Item": item,
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                },
-            ]
-        )
-    except ClientError as error:
-        usage_failed, item_failed = _cancelled(error)
-        if item_failed:
-            return False
-        if usage_failed:
-            raise QuotaExceeded(quota.noun, quota.limit_name, limit, usage(tenant)[quota.counter]) from error
-        raise
-    return True
+    taken = counters.take(tenant, quota.counter, limit, item)
+    if taken is counters.Take.AT_LIMIT:
+        raise QuotaExceeded(quota.noun, quota.limit_name, limit, usage(tenant)[quota.counter])
+    return taken is counters.Take.TAKEN
 
 
 def give_back(tenant: str, quota: Quota, key: dict[str, Any], *, single_attempt: bool = False) -> bool:
     """Delete the item `key` and give its unit back, in one transaction. False if it was gone already.
 
     `single_attempt`: no botocore retries, for a caller that gives it back later if the store fails."""
-    dynamodb = single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
-    try:
-        dynamodb.transact_write_items(
-            TransactItems=[
-                {
-                    "Update": {
-                        "TableName": _table(),
-                        "Key": usage_key(tenant),
-                        "UpdateExpression": "ADD #c :minus_one",
-                        "ConditionExpression": "#c > :zero",
-                        "ExpressionAttributeNames": {"#c": quota.counter},
-                        "ExpressionAttributeValues": {":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
-                    }
-                },
-                {"Delete": {"TableName": _table(), "Key": key, "ConditionExpression": "attribute_exists(pk)"}},
-            ]
-        )
-    except ClientError as error:
-        usage_failed, item_failed = _cancelled(error)
-        if item_failed:
-            return False
-        if usage_failed:
-            # A counter already at 0 (reset by a recount while this item existed): delete the item alone.
-            dynamodb.delete_item(TableName=_table(), Key=key)
-            return True
-        raise
-    return True
-
-
-def _cancelled(error: ClientError) -> tuple[bool, bool]:
-    """For a cancelled two-action transaction: (the first action's condition failed, the second's)."""
-    if aws_error_code(error) != "TransactionCanceledException":
-        return False, False
-    reasons = error.response.get("CancellationReasons") or []
-    failed = [reason.get("Code") == "ConditionalCheckFailed" for reason in reasons]
-    if len(failed) != 2:
-        # No reasons given (some stores): the message lists them, "[ConditionalCheckFailed, None]".
-        message = str(error.response.get("Error", {}).get("Message", ""))
-        listed = message[message.find("[") + 1 : message.rfind("]")].split(",")
-        failed = [part.strip() == "ConditionalCheckFailed" for part in listed]
-    return (len(failed) > 0 and failed[0]), (len(failed) > 1 and failed[1])
+    return counters.give_back(tenant, quota.counter, key, single_attempt=single_attempt)
 
 
 def set_usage(tenant: str, counts: dict[str, int]) -> None:
     """Overwrite the tenant's counters (a recount's result)."""
-    names = {f"#c{i}": counter for i, counter in enumerate(counts)}
-    values = {f":v{i}": {"N": str(count)} for i, count in enumerate(counts.values())}
-    client("dynamodb").update_item(
-        TableName=_table(),
-        Key=usage_key(tenant),
-        UpdateExpression="SET " + ", ".join(f"#c{i} = :v{i}" for i in range(len(counts))) + ", tenant = :tenant",
-        ExpressionAttributeNames=names,
-        ExpressionAttributeValues=values | {":tenant": {"S": tenant}},
-    )
+    counters.set_usage(tenant, counts)

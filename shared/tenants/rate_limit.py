@@ -4,7 +4,7 @@ Each API instance keeps one token bucket per tenant, sized from the instance's s
 rate x s and burst x s, where s is this instance's part of the tenant's recent demand (jobs/s asked
 of it over the jobs/s asked of every instance that served the tenant in the last COUNTED_SECONDS),
 or 1/n of n instances while no demand is known. Instances learn it from one shared item per tenant
-(`ratewin#<tenant>`: a map of instance id -> the last second it served the tenant and its demand):
+(shared/store/counters.py: a map of instance id -> the last second it served the tenant and its demand):
 an instance writes its entry at most once per second per tenant it serves, off the request path
 (except its first: see `_first_sight`), and reads the others' in what the write returns. So a
 tenant's enqueue costs no store call, and the store sees one small write per second per
@@ -28,13 +28,10 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from botocore.exceptions import ClientError
-
-from shared import environment
-from shared.aws.clients import client
 from shared.errors import RateLimited
+from shared.store import counters
 from shared.tenants import quotas
 
 DIRECTORY_ITEM_SECONDS_KEPT = 3600  # a tenant idle this long loses its directory item (TTL)
@@ -96,47 +93,14 @@ class DynamoDirectory:
     tenant. One UpdateItem per report, which also drops a few long-gone instances' entries."""
 
     def report(self, tenant: str, instance: str, window: int, demand: float) -> Census:
-        ddb = client("dynamodb")
-        table = environment.current().table
-        key = {"pk": {"S": f"ratewin#{tenant}"}}
-        names = {"#i": "instances", "#me": instance} | {f"#g{n}": gone for n, gone in enumerate(self._gone)}
-        removes = ", ".join(f"#i.#g{n}" for n in range(len(self._gone)))
-        update = "SET #i.#me = :w, expires_at = :ttl" + (f" REMOVE {removes}" if removes else "")
-        entry = {"M": {"w": {"N": str(window)}, "d": {"N": f"{demand:.6g}"}}}
-        values = {":w": entry, ":ttl": {"N": str(window + DIRECTORY_ITEM_SECONDS_KEPT)}}
-        try:
-            response = ddb.update_item(
-                TableName=table,
-                Key=key,
-                UpdateExpression=update,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as error:  # the tenant's first report: no map yet to set an entry in
-            if error.response["Error"]["Code"] != "ValidationException":
-                raise
-            response = ddb.update_item(
-                TableName=table,
-                Key=key,
-                UpdateExpression="SET #i = :entry, expires_at = :ttl",
-                ExpressionAttributeNames={"#i": "instances"},
-                ExpressionAttributeValues={":entry": {"M": {instance: values[":w"]}}, ":ttl": values[":ttl"]},
-                ReturnValues="ALL_NEW",
-            )
-        found = response["Attributes"].get("instances", {}).get("M", {})
-        entries = {name: _entry(value) for name, value in found.items()}
+        entries = counters.report_rate_window(
+            tenant, instance, window, demand, forget=self._gone, expires_at=window + DIRECTORY_ITEM_SECONDS_KEPT
+        )
         self._gone = [name for name, (last, _) in entries.items() if last < window - STALE_WINDOWS][:PRUNE_PER_REPORT]
         return census(entries.values(), window)
 
     def __init__(self) -> None:
         self._gone: list[str] = []  # instances not seen for a while: removed with the next report
-
-
-def _entry(value: dict[str, Any]) -> tuple[int, float]:
-    """(last window, demand) of a directory entry."""
-    fields = value["M"]
-    return int(fields["w"]["N"]), float(fields["d"]["N"])
 
 
 def census(entries: Iterable[tuple[int, float]], window: int) -> Census:

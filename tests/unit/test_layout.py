@@ -141,3 +141,111 @@ def test_every_error_shared_raises_hangs_from_one_root():
         if name not in _OUTSIDE_THE_ROOT and not issubclass(getattr(importlib.import_module(module), name), CorralError)
     )
     assert outside == []
+
+
+# One owner for the table ---------------------------------------------------------------------------
+
+ROOT = SHARED.parent
+STORE = SHARED / "store"
+# The product's code: what ships in a function bundle or the operator CLI, and what deploys it.
+PRODUCT = ("shared", "functions", "cli", "infra", "client", "corral_jobs", "app.py")
+# DynamoDB's item operations, in boto3's low-level names (a resource's Table has the same ones).
+TABLE_OPERATIONS = frozenset(
+    {
+        "put_item",
+        "update_item",
+        "delete_item",
+        "get_item",
+        "query",
+        "scan",
+        "batch_write_item",
+        "batch_get_item",
+        "transact_write_items",
+        "transact_get_items",
+        "execute_statement",
+        "batch_execute_statement",
+        "execute_transaction",
+    }
+)
+# What pynamodb adds to a Model and its instances (get, query, scan, count and delete are also Model
+# class methods: any call on a store Model class counts, see below).
+MODEL_METHODS = frozenset({"save", "refresh", "batch_get", "batch_write", "serialize", "deserialize", "from_raw_data"})
+# Every key prefix of the jobs table (shared/store/keys.py).
+KEY_PREFIXES = (
+    "job#",
+    "tenant#",
+    "usage#",
+    "hold#",
+    "farfuture#",
+    "ratewin#",
+    "schedule#",
+    "schedules#",
+    "runs#",
+    "apikey#",
+    "apikeys#",
+    "operatorkey#",
+    "config#",
+    "signing-secrets#",
+)
+
+
+def _product_files() -> list[Path]:
+    found: list[Path] = []
+    for name in PRODUCT:
+        path = ROOT / name
+        found += [path] if path.suffix == ".py" else sorted(path.rglob("*.py"))
+    return [path for path in found if STORE not in path.parents]
+
+
+def _store_models() -> set[str]:
+    """The names of the pynamodb Models the store defines."""
+    return {
+        node.name
+        for path in STORE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(base, ast.Name) and base.id == "Model" for base in node.bases)
+    }
+
+
+def _leftmost_name(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Call):
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _where(path: Path, node: ast.AST) -> str:
+    return f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+
+
+def test_only_the_store_reads_or_writes_the_table():
+    models = _store_models()
+    found = []
+    for path in _product_files():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                found += [f"{_where(path, node)} imports {name}" for name in names if name.split(".")[0] == "pynamodb"]
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            method = node.func.attr
+            if method in TABLE_OPERATIONS or method in MODEL_METHODS or _leftmost_name(node.func) in models:
+                found.append(f"{_where(path, node)} calls {ast.unparse(node.func)}")
+    assert found == []
+
+
+def test_no_module_outside_the_store_spells_a_key_prefix():
+    found = [
+        f"{_where(path, node)} {node.value[:40]!r}"
+        for path in _product_files()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(KEY_PREFIXES)
+    ]
+    assert found == []
+
+
+def test_the_keys_module_defines_every_key_prefix():
+    from shared.store import keys
+
+    defined = {value for name, value in vars(keys).items() if name.isupper() and str(value).endswith("#")}
+    assert defined == set(KEY_PREFIXES)

@@ -18,7 +18,7 @@ from shared.jobs import control, enqueue, far_future
 from shared.jobs.enqueue import JobRequest, NotSent
 from shared.model import JobMessage, JobSpec
 from shared.schedules import customer_schedules
-from shared.store import job_store
+from shared.store import job_store, tenant_items
 from shared.tenants import quotas
 from shared.worker.delivery import Delivery
 from tests.unit import worker_harness
@@ -75,7 +75,7 @@ def test_a_store_blip_keeps_the_limits_in_hand_instead_of_failing_enqueues(aws, 
         def get_item(self, **_kwargs):
             raise EndpointConnectionError(endpoint_url="http://dynamodb")
 
-    monkeypatch.setattr(quotas, "client", lambda _service: Down())
+    monkeypatch.setattr(tenant_items, "client", lambda _service: Down())
     assert quotas.limits_for("acme").enqueue_rate_per_second == 7.0  # the last read, not an error
     quotas._rereads.wait()
     assert quotas.limits_for("acme").enqueue_rate_per_second == 7.0  # the failed re-read changed nothing

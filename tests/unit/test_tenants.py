@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from shared import environment
 from shared.aws.clients import client
+from shared.store import tenant_items
 from shared.tenants import api_keys, operators, tenants
 
 
@@ -40,7 +41,7 @@ def test_a_bad_checksum_costs_no_lookup(aws, monkeypatch):
     def no_io(*_args, **_kwargs):
         raise AssertionError("a malformed key reached the store")
 
-    monkeypatch.setattr(tenants, "client", no_io)
+    monkeypatch.setattr(tenant_items, "client", no_io)
     key = api_keys.mint()
     assert tenants.tenant_for(key[:-1] + ("x" if key[-1] != "x" else "y")) is None
     assert tenants.tenant_for("ck_" + "A" * 38) is None
@@ -58,7 +59,7 @@ def test_a_flood_of_unknown_keys_never_evicts_a_real_one(aws, monkeypatch):
     def store_down(*_args, **_kwargs):
         raise AssertionError("the real key was looked up again")
 
-    monkeypatch.setattr(tenants, "client", store_down)
+    monkeypatch.setattr(tenant_items, "client", store_down)
     assert tenants.tenant_for(real) == "acme"  # still cached
 
 
@@ -71,7 +72,7 @@ def test_an_unknown_key_is_looked_up_once_within_its_cache_time(aws, monkeypatch
             calls.append(kwargs)
             return real_client.get_item(**kwargs)
 
-    monkeypatch.setattr(tenants, "client", lambda _service: Counting())
+    monkeypatch.setattr(tenant_items, "client", lambda _service: Counting())
     unknown = api_keys.mint()
     for _ in range(5):
         assert tenants.tenant_for(unknown) is None
@@ -128,7 +129,7 @@ def _known_key_past_its_cache_time(tenant: str) -> tuple[str, str]:
 
 def test_a_request_never_waits_for_a_known_keys_reread(aws, monkeypatch):
     key, digest = _known_key_past_its_cache_time("acme")
-    real_client = tenants.client
+    real_client = tenant_items.client
     reads = []
 
     class Slow:
@@ -137,7 +138,7 @@ def test_a_request_never_waits_for_a_known_keys_reread(aws, monkeypatch):
             time.sleep(1)  # a store answering slowly, e.g. botocore retrying a throttled read
             return real_client("dynamodb").get_item(**kwargs)
 
-    monkeypatch.setattr(tenants, "client", lambda _service: Slow())
+    monkeypatch.setattr(tenant_items, "client", lambda _service: Slow())
     started = time.monotonic()
     for _ in range(20):
         assert tenants.tenant_for(key) == "acme"
@@ -170,7 +171,7 @@ def test_operator_keys_share_the_format_and_the_flood_proof_lookup(aws, monkeypa
     def no_io(*_args, **_kwargs):
         raise AssertionError("the store was read")
 
-    monkeypatch.setattr(operators, "client", no_io)
+    monkeypatch.setattr(tenant_items, "client", no_io)
     assert operators.is_operator(operator_key)  # still cached: the flood did not evict it
     assert not operators.is_operator(operator_key[:-1] + ("x" if operator_key[-1] != "x" else "y"))
 
@@ -183,7 +184,7 @@ def test_a_known_key_outlives_its_cache_time_while_the_store_fails(aws, monkeypa
     def store_down(*_args, **_kwargs):
         raise EndpointConnectionError(endpoint_url="http://dynamodb")
 
-    monkeypatch.setattr(tenants, "client", lambda _service: type("Down", (), {"get_item": store_down})())
+    monkeypatch.setattr(tenant_items, "client", lambda _service: type("Down", (), {"get_item": store_down})())
     assert tenants.tenant_for(real) == "acme"  # served from the stale entry, not a 503
     tenants._lookup.refresher.wait()
     assert tenants.tenant_for(real) == "acme"  # the failed re-read changed nothing

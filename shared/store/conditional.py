@@ -1,0 +1,36 @@
+"""Conditional writes of the non-job items: a write whose condition fails answers False, and changes nothing.
+
+Job records have their own (shared/store/job_store.py): they go through the status cache and explain
+a failed condition with the record as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared.aws import clients
+
+
+def conditional_put(**params: Any) -> bool:
+    """PutItem with a ConditionExpression; False if the condition failed."""
+    try:
+        clients.client("dynamodb").put_item(**params)
+    except ClientError as error:
+        if clients.is_condition_failure(error):
+            return False
+        raise
+    return True
+
+
+def conditional_delete(**params: Any) -> dict[str, Any] | None:
+    """DeleteItem with a ConditionExpression, returning the deleted item (ReturnValues ALL_OLD); None if
+    the condition failed."""
+    try:
+        answer = clients.client("dynamodb").delete_item(ReturnValues="ALL_OLD", **params)
+    except ClientError as error:
+        if clients.is_condition_failure(error):
+            return None
+        raise
+    return dict(answer.get("Attributes", {}))

@@ -1,0 +1,227 @@
+"""Counter items: a tenant's quota usage, the holds that far-future jobs take, the rate limiter's windows.
+
+- `usage#<tenant>`: one number per quota counter. A unit is taken in one transaction with the
+  item it stands for (a schedule's record, a hold) and given back in one transaction with that
+  item's conditional delete, so the counter is always the number of those items.
+- `hold#<job id>`: a far-future job's unit; gsi1 partition `farfuture#<tenant>`, sort key its
+  due time then job id.
+- `ratewin#<tenant>`: a map of API instance id -> {w: the last second it served the tenant,
+  d: its demand}, expiring with the table's TTL when the tenant goes idle.
+
+Low-level client: a unit is taken on an enqueue's path, and every API instance reports each
+second it serves a tenant (docs/decisions/storage-idioms.md).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared import environment
+from shared.aws.clients import aws_error_code, aws_error_message, client, single_attempt_client
+from shared.store import keys
+
+
+def _table() -> str:
+    return environment.current().table
+
+
+def _usage_item_key(tenant: str) -> dict[str, Any]:
+    return keys.item_key(keys.usage_key(tenant))
+
+
+# Quota usage --------------------------------------------------------------------------------------
+
+
+class Take(Enum):
+    TAKEN = "taken"
+    DUPLICATE = "duplicate"  # an item with that key exists already: nothing taken
+    AT_LIMIT = "at limit"  # the counter is at the limit already: nothing taken
+
+
+def usage(tenant: str, counters: tuple[str, ...]) -> dict[str, int]:
+    """The tenant's counters now (a consistent read; 0 for a counter never moved)."""
+    item = client("dynamodb").get_item(TableName=_table(), Key=_usage_item_key(tenant), ConsistentRead=True).get("Item")
+    return {counter: int((item or {}).get(counter, {}).get("N", "0")) for counter in counters}
+
+
+def take(tenant: str, counter: str, limit: int, item: dict[str, Any]) -> Take:
+    """Add one to `counter` unless it is at `limit`, and put `item` unless its key exists, in one transaction."""
+    try:
+        client("dynamodb").transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": _table(),
+                        "Key": _usage_item_key(tenant),
+                        "UpdateExpression": "ADD #c :one SET tenant = :tenant",
+                        "ConditionExpression": "attribute_not_exists(#c) OR #c < :limit",
+                        "ExpressionAttributeNames": {"#c": counter},
+                        "ExpressionAttributeValues": {
+                            ":one": {"N": "1"},
+                            ":limit": {"N": str(limit)},
+                            ":tenant": {"S": tenant},
+                        },
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": _table(),
+                        "Item": item,
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+    except ClientError as error:
+        usage_failed, item_failed = _cancelled(error)
+        if item_failed:
+            return Take.DUPLICATE
+        if usage_failed:
+            return Take.AT_LIMIT
+        raise
+    return Take.TAKEN
+
+
+def give_back(tenant: str, counter: str, key: dict[str, Any], *, single_attempt: bool = False) -> bool:
+    """Delete the item `key` and subtract one from `counter`, in one transaction. False if the item was
+    gone already. A counter already at 0 (reset by a recount while the item existed): the item is
+    deleted alone.
+
+    `single_attempt`: no botocore retries, for a caller that gives it back later if the store fails."""
+    dynamodb = single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
+    try:
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": _table(),
+                        "Key": _usage_item_key(tenant),
+                        "UpdateExpression": "ADD #c :minus_one",
+                        "ConditionExpression": "#c > :zero",
+                        "ExpressionAttributeNames": {"#c": counter},
+                        "ExpressionAttributeValues": {":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
+                    }
+                },
+                {"Delete": {"TableName": _table(), "Key": key, "ConditionExpression": "attribute_exists(pk)"}},
+            ]
+        )
+    except ClientError as error:
+        usage_failed, item_failed = _cancelled(error)
+        if item_failed:
+            return False
+        if usage_failed:
+            dynamodb.delete_item(TableName=_table(), Key=key)
+            return True
+        raise
+    return True
+
+
+def _cancelled(error: ClientError) -> tuple[bool, bool]:
+    """For a cancelled two-action transaction: (the first action's condition failed, the second's)."""
+    if aws_error_code(error) != "TransactionCanceledException":
+        return False, False
+    reasons = error.response.get("CancellationReasons") or []
+    failed = [reason.get("Code") == "ConditionalCheckFailed" for reason in reasons]
+    if len(failed) != 2:
+        # No reasons given (some stores): the message lists them, "[ConditionalCheckFailed, None]".
+        message = aws_error_message(error)
+        listed = message[message.find("[") + 1 : message.rfind("]")].split(",")
+        failed = [part.strip() == "ConditionalCheckFailed" for part in listed]
+    return (len(failed) > 0 and failed[0]), (len(failed) > 1 and failed[1])
+
+
+def set_usage(tenant: str, counts: dict[str, int]) -> None:
+    """Overwrite the tenant's counters (a recount's result)."""
+    names = {f"#c{i}": counter for i, counter in enumerate(counts)}
+    values = {f":v{i}": {"N": str(count)} for i, count in enumerate(counts.values())}
+    client("dynamodb").update_item(
+        TableName=_table(),
+        Key=_usage_item_key(tenant),
+        UpdateExpression="SET " + ", ".join(f"#c{i} = :v{i}" for i in range(len(counts))) + ", tenant = :tenant",
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues=values | {":tenant": {"S": tenant}},
+    )
+
+
+# Far-future holds ---------------------------------------------------------------------------------
+
+
+def hold_item_key(job_id: str) -> dict[str, Any]:
+    return keys.item_key(keys.hold_key(job_id))
+
+
+def hold_item(tenant: str, job_id: str, due_at: float) -> dict[str, Any]:
+    """A far-future job's hold, for `take` to put with its unit."""
+    return hold_item_key(job_id) | {
+        "tenant": {"S": tenant},
+        "due_at": {"N": str(int(due_at))},
+        "gsi1pk": {"S": keys.far_future_partition(tenant)},
+        "gsi1sk": {"S": f"{int(due_at):011d}#{job_id}"},
+    }
+
+
+def holds(tenant: str) -> list[dict[str, Any]]:
+    """The tenant's holds, soonest due first: [{"job_id", "due_at"}]."""
+    found: list[dict[str, Any]] = []
+    params: dict[str, Any] = {
+        "TableName": _table(),
+        "IndexName": "gsi1",
+        "KeyConditionExpression": "gsi1pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": keys.far_future_partition(tenant)}},
+    }
+    while True:
+        page = client("dynamodb").query(**params)
+        found += [
+            {"job_id": keys.job_id_of_hold(item["pk"]["S"]), "due_at": float(item["due_at"]["N"])}
+            for item in page["Items"]
+        ]
+        if "LastEvaluatedKey" not in page:
+            return found
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+# Rate-limiter windows -----------------------------------------------------------------------------
+
+
+def report_rate_window(
+    tenant: str, instance: str, window: int, demand: float, *, forget: list[str], expires_at: int
+) -> dict[str, tuple[int, float]]:
+    """Set this instance's entry (its window and demand) on the tenant's item, remove the entries of the
+    instances in `forget`, and return every entry as it is then: instance -> (last window, demand)."""
+    dynamodb = client("dynamodb")
+    key = keys.item_key(keys.rate_window_key(tenant))
+    names = {"#i": "instances", "#me": instance} | {f"#g{n}": gone for n, gone in enumerate(forget)}
+    removes = ", ".join(f"#i.#g{n}" for n in range(len(forget)))
+    update = "SET #i.#me = :w, expires_at = :ttl" + (f" REMOVE {removes}" if removes else "")
+    entry = {"M": {"w": {"N": str(window)}, "d": {"N": f"{demand:.6g}"}}}
+    values = {":w": entry, ":ttl": {"N": str(expires_at)}}
+    try:
+        response = dynamodb.update_item(
+            TableName=_table(),
+            Key=key,
+            UpdateExpression=update,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+    except ClientError as error:  # the tenant's first report: no map yet to set an entry in
+        if aws_error_code(error) != "ValidationException":
+            raise
+        response = dynamodb.update_item(
+            TableName=_table(),
+            Key=key,
+            UpdateExpression="SET #i = :entry, expires_at = :ttl",
+            ExpressionAttributeNames={"#i": "instances"},
+            ExpressionAttributeValues={":entry": {"M": {instance: entry}}, ":ttl": values[":ttl"]},
+            ReturnValues="ALL_NEW",
+        )
+    found = response["Attributes"].get("instances", {}).get("M", {})
+    return {name: _rate_entry(value) for name, value in found.items()}
+
+
+def _rate_entry(value: dict[str, Any]) -> tuple[int, float]:
+    fields = value["M"]
+    return int(fields["w"]["N"]), float(fields["d"]["N"])

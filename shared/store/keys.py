@@ -1,0 +1,115 @@
+"""The jobs table's keys: one builder per item kind, and the prefixes they are made of.
+
+Every item's `pk` starts with its kind's prefix, and the `gsi1pk`/`gsi2pk` partitions that list
+items of one kind start with theirs (shared/store/table_schema.py). This is the only module that
+spells them: code elsewhere asks a builder here for a key, and reads an id out of one with the
+matching `*_of` function.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Item keys (`pk`), one per item kind.
+JOB = "job#"  # a job's record: status, attempts, lease and attempt token, payload, result, times
+TENANT = "tenant#"  # a tenant, with its limit overrides
+API_KEY = "apikey#"  # a tenant's API key, by the SHA-256 of the key: its tenant, label, key id, last 4 characters
+OPERATOR_KEY = "operatorkey#"  # an operator key, by the SHA-256 of the key
+USAGE = "usage#"  # a tenant's quota counters (schedules, far-future jobs)
+HOLD = "hold#"  # a far-future job's unit of its tenant's quota, by job id
+RATE_WINDOW = "ratewin#"  # the rate limiter's map of API instance -> last second it served the tenant, demand
+SCHEDULE = "schedule#"  # a customer schedule's record, by tenant and name
+SIGNING_SECRETS = "signing-secrets#"  # a tenant's HTTP signing secrets, versioned
+CONFIG = "config#"  # a deployment-wide setting (the job-id signing key)
+
+# Index partitions (`gsi1pk`, `gsi2pk`), one per listing.
+TENANTS = "tenants"  # gsi1: every tenant, by name
+API_KEYS = "apikeys#"  # gsi1: a tenant's API keys, oldest first
+SCHEDULES = "schedules#"  # gsi1: a tenant's schedules, by name
+RUNS = "runs#"  # gsi1: the jobs a schedule's firings became, newest first
+FAR_FUTURE = "farfuture#"  # gsi1: a tenant's far-future holds, soonest due first
+JOB_LISTING = "tenant#"  # gsi2: a tenant's jobs in one of its listing shards, newest first
+
+JOB_ID_SIGNING_KEY = "job-id-signing-key"  # the config item holding the deployment's job-id secret
+
+
+def item_key(pk: str) -> dict[str, Any]:
+    """The low-level `Key` of the item whose `pk` is `pk`."""
+    return {"pk": {"S": pk}}
+
+
+def job_key(job_id: str) -> str:
+    return JOB + job_id
+
+
+def job_id_of(pk: str) -> str:
+    """The job id in a job record's `pk`."""
+    return pk.removeprefix(JOB)
+
+
+def jobs_index_partition(tenant: str, shard: int) -> str:
+    return f"{JOB_LISTING}{tenant}#{shard:02d}"
+
+
+def tenant_key(tenant: str) -> str:
+    return TENANT + tenant
+
+
+def api_key_key(digest: str) -> str:
+    """An API key's item, by the key's SHA-256 (shared/tenants/api_keys.py `digest`)."""
+    return API_KEY + digest
+
+
+def digest_of_api_key(pk: str) -> str:
+    """The key's SHA-256 in an API key item's `pk`."""
+    return pk.removeprefix(API_KEY)
+
+
+def api_keys_partition(tenant: str) -> str:
+    return API_KEYS + tenant
+
+
+def operator_key_key(digest: str) -> str:
+    """An operator key's item, by the key's SHA-256."""
+    return OPERATOR_KEY + digest
+
+
+def usage_key(tenant: str) -> str:
+    return USAGE + tenant
+
+
+def hold_key(job_id: str) -> str:
+    return HOLD + job_id
+
+
+def job_id_of_hold(pk: str) -> str:
+    """The job id in a hold's `pk`."""
+    return pk.removeprefix(HOLD)
+
+
+def far_future_partition(tenant: str) -> str:
+    return FAR_FUTURE + tenant
+
+
+def rate_window_key(tenant: str) -> str:
+    return RATE_WINDOW + tenant
+
+
+def schedule_key(tenant: str, name: str) -> str:
+    return f"{SCHEDULE}{tenant}#{name}"
+
+
+def schedules_partition(tenant: str) -> str:
+    return SCHEDULES + tenant
+
+
+def runs_partition(tenant: str, schedule: str) -> str:
+    return f"{RUNS}{tenant}#{schedule}"
+
+
+def signing_secrets_key(tenant: str) -> str:
+    return SIGNING_SECRETS + tenant
+
+
+def config_key(name: str) -> str:
+    return CONFIG + name

@@ -1,0 +1,166 @@
+"""Customer schedule records (`schedule#<tenant>#<name>`), and the runs their firings became.
+
+A record is listed on gsi1 under `schedules#<tenant>`, sorted by name. It is written in one
+transaction with a unit of the tenant's schedule quota (shared/store/counters.py `take`), so this
+module builds it (`new_item`) and `take` puts it.
+
+A pynamodb Model: schedules are read and written only on an operator's or a customer's schedule
+request, never on an enqueue or a delivery, and the Model spells their typed attributes (times,
+the job as JSON) once (docs/decisions/storage-idioms.md). A schedule's runs are job records, read
+with the low-level client like every job item.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
+
+from shared import environment, settings
+from shared.aws.clients import client
+from shared.model import JobRecord
+from shared.store import job_store, keys
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+class ByTenant(GlobalSecondaryIndex["ScheduleItem"]):
+    class Meta:
+        index_name = "gsi1"
+        projection = AllProjection()
+
+    gsi1pk = UnicodeAttribute(hash_key=True)  # keys.schedules_partition(tenant)
+    gsi1sk = UnicodeAttribute(range_key=True)  # the schedule's name
+
+
+class ScheduleItem(Model):
+    class Meta:
+        table_name = settings.TABLE_NAME
+
+    pk = UnicodeAttribute(hash_key=True)  # keys.schedule_key(tenant, name)
+    gsi1pk = UnicodeAttribute()
+    gsi1sk = UnicodeAttribute()
+    tenant = UnicodeAttribute()
+    name = UnicodeAttribute()
+    expression = UnicodeAttribute()
+    timezone = UnicodeAttribute()
+    job = JSONAttribute()
+    flexible_window_minutes = NumberAttribute(default=0)
+    start = UTCDateTimeAttribute(null=True)
+    end = UTCDateTimeAttribute(null=True)
+    created_at = UTCDateTimeAttribute()
+    by_tenant = ByTenant()
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "expression": self.expression,
+            "timezone": self.timezone,
+            "job": self.job,
+            "flexible_window_minutes": int(self.flexible_window_minutes),
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+            "created_at": _iso(self.created_at),
+        }
+
+
+def new_item(
+    tenant: str,
+    *,
+    name: str,
+    expression: str,
+    timezone: str,
+    job: dict[str, Any],
+    flexible_window_minutes: int,
+    start: datetime | None,
+    end: datetime | None,
+    created_at: datetime,
+) -> ScheduleItem:
+    """A record not yet written (`as_item` gives it to counters.take)."""
+    return ScheduleItem(
+        keys.schedule_key(tenant, name),
+        gsi1pk=keys.schedules_partition(tenant),
+        gsi1sk=name,
+        tenant=tenant,
+        name=name,
+        expression=expression,
+        timezone=timezone,
+        job=job,
+        flexible_window_minutes=flexible_window_minutes,
+        start=start,
+        end=end,
+        created_at=created_at,
+    )
+
+
+def as_item(record: ScheduleItem) -> dict[str, Any]:
+    """The record in the low-level client's form, for a transaction."""
+    return record.serialize()
+
+
+def item_key(tenant: str, name: str) -> dict[str, Any]:
+    """The record's low-level `Key`, for a transaction that deletes it."""
+    return keys.item_key(keys.schedule_key(tenant, name))
+
+
+def get(tenant: str, name: str) -> ScheduleItem | None:
+    try:
+        return ScheduleItem.get(keys.schedule_key(tenant, name))
+    except ScheduleItem.DoesNotExist:
+        return None
+
+
+def page(tenant: str, limit: int, after: str | None) -> tuple[list[ScheduleItem], bool]:
+    """Up to `limit` of the tenant's records by name, after the one named `after`; and whether the
+    index has more after them."""
+    params: dict[str, Any] = {"limit": limit}
+    if after is not None:
+        params["last_evaluated_key"] = {
+            "pk": {"S": keys.schedule_key(tenant, after)},
+            "gsi1pk": {"S": keys.schedules_partition(tenant)},
+            "gsi1sk": {"S": after},
+        }
+    results = ScheduleItem.by_tenant.query(keys.schedules_partition(tenant), **params)
+    items = list(results)
+    return items, results.last_evaluated_key is not None
+
+
+def list_all(tenant: str) -> list[ScheduleItem]:
+    return list(ScheduleItem.by_tenant.query(keys.schedules_partition(tenant)))
+
+
+def count(tenant: str) -> int:
+    """The tenant's records, counted on the index without reading them out."""
+    params: dict[str, Any] = {
+        "TableName": environment.current().table,
+        "IndexName": "gsi1",
+        "KeyConditionExpression": "gsi1pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": keys.schedules_partition(tenant)}},
+        "Select": "COUNT",
+    }
+    total = 0
+    while True:
+        found = client("dynamodb").query(**params)
+        total += found["Count"]
+        if "LastEvaluatedKey" not in found:
+            return total
+        params["ExclusiveStartKey"] = found["LastEvaluatedKey"]
+
+
+def runs(tenant: str, name: str, limit: int) -> list[JobRecord]:
+    """The job records of the schedule's firings (once a worker has seen them), newest first."""
+    # Straight to DynamoDB, not through the status cache: a cached query would hide new runs.
+    items = client("dynamodb").query(
+        TableName=environment.current().table,
+        IndexName="gsi1",
+        KeyConditionExpression="gsi1pk = :runs",
+        ExpressionAttributeValues={":runs": {"S": keys.runs_partition(tenant, name)}},
+        ScanIndexForward=False,
+        Limit=limit,
+    )["Items"]
+    return [job_store.record_from_item(item) for item in items]

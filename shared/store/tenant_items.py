@@ -1,0 +1,229 @@
+"""Tenant, API key and operator key items: their reads and writes. Only a SHA-256 of each key is stored.
+
+- `tenant#<name>`: a tenant, with the limit overrides an operator set (`limits`, a map of
+  name -> number); gsi1 partition `tenants`, sort key the name.
+- `apikey#<sha256>`: a key of `tenant`, with its label, creation time, key id and last 4
+  characters; gsi1 partition `apikeys#<tenant>`, sort key `<created_at>#<key id>`.
+- `operatorkey#<sha256>`: an operator key, `kind` = operator, with its label.
+
+Low-level client: a key is looked up on API requests, and a tenant's limits on its enqueues
+(docs/decisions/storage-idioms.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared import environment
+from shared.aws.clients import client
+from shared.store import keys
+from shared.store.conditional import conditional_delete, conditional_put
+
+_OPERATOR = "operator"
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """What a listing shows of a key: never the key nor its hash."""
+
+    key_id: str
+    tenant: str
+    label: str
+    created_at: str
+    last4: str
+
+
+def _table() -> str:
+    return environment.current().table
+
+
+def _tenant_item_key(tenant: str) -> dict[str, Any]:
+    return keys.item_key(keys.tenant_key(tenant))
+
+
+def _query_index(partition: str) -> list[dict[str, Any]]:
+    """Every item of one gsi1 partition."""
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {
+        "TableName": _table(),
+        "IndexName": "gsi1",
+        "KeyConditionExpression": "gsi1pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": partition}},
+    }
+    for _ in range(1000):  # pages of up to 1 MB: far more tenants or keys than anyone has
+        page = client("dynamodb").query(**params)
+        items += page.get("Items", [])
+        if "LastEvaluatedKey" not in page:
+            break
+        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return items
+
+
+# Tenants ------------------------------------------------------------------------------------------
+
+
+def _tenant_from_item(item: dict[str, Any]) -> Tenant:
+    return Tenant(name=item["tenant"]["S"], created_at=item["created_at"]["S"])
+
+
+def put_tenant(tenant: Tenant) -> bool:
+    """Record a new tenant; False if one of that name exists."""
+    return conditional_put(
+        TableName=_table(),
+        Item={
+            **_tenant_item_key(tenant.name),
+            "tenant": {"S": tenant.name},
+            "created_at": {"S": tenant.created_at},
+            "gsi1pk": {"S": keys.TENANTS},
+            "gsi1sk": {"S": tenant.name},
+        },
+        ConditionExpression="attribute_not_exists(pk)",
+    )
+
+
+def get_tenant(name: str) -> Tenant | None:
+    item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_item_key(name), ConsistentRead=True).get("Item")
+    return _tenant_from_item(item) if item else None
+
+
+def list_tenants() -> list[Tenant]:
+    return [_tenant_from_item(item) for item in _query_index(keys.TENANTS)]
+
+
+# Limit overrides, on the tenant's item -------------------------------------------------------------
+
+
+def limit_overrides(tenant: str, *, consistent: bool = False) -> dict[str, float]:
+    """The limits an operator set for the tenant, by name ({} for a tenant with no item)."""
+    params: dict[str, Any] = {"ConsistentRead": True} if consistent else {}
+    item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_item_key(tenant), **params).get("Item")
+    overrides = (item or {}).get("limits", {}).get("M", {})
+    return {name: float(value["N"]) for name, value in overrides.items()}
+
+
+def set_limit_overrides(tenant: str, overrides: dict[str, float | int | None]) -> None:
+    """Set (a number) or remove (None) limit overrides on the tenant's item: one write makes sure its
+    `limits` map exists, a second changes the overrides in it."""
+    dynamodb = client("dynamodb")
+    dynamodb.update_item(
+        TableName=_table(),
+        Key=_tenant_item_key(tenant),
+        UpdateExpression="SET #l = if_not_exists(#l, :empty)",
+        ExpressionAttributeNames={"#l": "limits"},
+        ExpressionAttributeValues={":empty": {"M": {}}},
+    )
+    sets = [name for name, value in overrides.items() if value is not None]
+    removes = [name for name, value in overrides.items() if value is None]
+    if not sets and not removes:
+        return
+    names = {"#l": "limits"} | {f"#n{i}": name for i, name in enumerate(overrides)}
+    index = {name: i for i, name in enumerate(overrides)}
+    expression = ""
+    if sets:
+        expression += "SET " + ", ".join(f"#l.#n{index[name]} = :v{index[name]}" for name in sets)
+    if removes:
+        expression += " REMOVE " + ", ".join(f"#l.#n{index[name]}" for name in removes)
+    params: dict[str, Any] = {}
+    if sets:
+        params["ExpressionAttributeValues"] = {f":v{index[name]}": {"N": str(overrides[name])} for name in sets}
+    dynamodb.update_item(
+        TableName=_table(),
+        Key=_tenant_item_key(tenant),
+        UpdateExpression=expression.strip(),
+        ExpressionAttributeNames=names,
+        **params,
+    )
+
+
+# API keys -----------------------------------------------------------------------------------------
+
+
+def put_api_key(digest: str, key: KeyInfo) -> None:
+    """Record a new key (its digest: a key is never stored)."""
+    client("dynamodb").put_item(
+        TableName=_table(),
+        Item={
+            **keys.item_key(keys.api_key_key(digest)),
+            "tenant": {"S": key.tenant},
+            "label": {"S": key.label},
+            "created_at": {"S": key.created_at},
+            "last4": {"S": key.last4},
+            "key_id": {"S": key.key_id},
+            "gsi1pk": {"S": keys.api_keys_partition(key.tenant)},
+            "gsi1sk": {"S": f"{key.created_at}#{key.key_id}"},
+        },
+        # A freshly minted key's digest names no item yet: the condition guards another key's item.
+        ConditionExpression="attribute_not_exists(pk)",
+    )
+
+
+def _key_info(item: dict[str, Any]) -> KeyInfo:
+    return KeyInfo(
+        key_id=item["key_id"]["S"],
+        tenant=item["tenant"]["S"],
+        label=item.get("label", {}).get("S", ""),
+        created_at=item["created_at"]["S"],
+        last4=item["last4"]["S"],
+    )
+
+
+def list_api_keys(tenant: str) -> list[KeyInfo]:
+    """The tenant's keys, oldest first (keys minted before listing existed are not indexed)."""
+    return [_key_info(item) for item in _query_index(keys.api_keys_partition(tenant))]
+
+
+def api_key_digest(tenant: str, key_id: str) -> str | None:
+    """The digest of the tenant's key with this key id, if it has one."""
+    for item in _query_index(keys.api_keys_partition(tenant)):
+        if item["key_id"]["S"] == key_id:
+            return keys.digest_of_api_key(item["pk"]["S"])
+    return None
+
+
+def delete_api_key(digest: str) -> str | None:
+    """Delete the key's item; its tenant, or None if there was none."""
+    old = conditional_delete(
+        TableName=_table(),
+        Key=keys.item_key(keys.api_key_key(digest)),
+        ConditionExpression="attribute_exists(pk)",
+    )
+    return None if old is None else old["tenant"]["S"]
+
+
+def api_key_owner(digest: str) -> str | None:
+    """The tenant of the key with this digest, or None (the API's request path: one eventually consistent read)."""
+    item = client("dynamodb").get_item(TableName=_table(), Key=keys.item_key(keys.api_key_key(digest))).get("Item")
+    return item["tenant"]["S"] if item else None
+
+
+# Operator keys ------------------------------------------------------------------------------------
+
+
+def put_operator_key(digest: str, label: str, created_at: str) -> None:
+    client("dynamodb").put_item(
+        TableName=_table(),
+        Item={
+            **keys.item_key(keys.operator_key_key(digest)),
+            "kind": {"S": _OPERATOR},
+            "label": {"S": label},
+            "created_at": {"S": created_at},
+        },
+        ConditionExpression="attribute_not_exists(pk)",
+    )
+
+
+def delete_operator_key(digest: str) -> None:
+    client("dynamodb").delete_item(TableName=_table(), Key=keys.item_key(keys.operator_key_key(digest)))
+
+
+def operator_key_owner(digest: str) -> str | None:
+    """ "operator" if an operator key with this digest exists, else None (the operator routes' request path)."""
+    item = client("dynamodb").get_item(TableName=_table(), Key=keys.item_key(keys.operator_key_key(digest))).get("Item")
+    return _OPERATOR if item and item.get("kind", {}).get("S") == _OPERATOR else None

@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import acknowledgements
+from infra import acknowledgements, table_access
 from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
@@ -58,7 +58,7 @@ class Api(Construct):
             iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])  # no resource-level form
         )
         acknowledgements.metric_reader(self.function)
-        store.table.grant_read_write_data(self.function)
+        table_access.grant(self.function, store, worker=False)
         acknowledgements.table_grantee(self.function, store.table)
         self.http_api = apigwv2.HttpApi(
             self,

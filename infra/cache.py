@@ -12,24 +12,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from infra import acknowledgements
+from infra import table_access
 from infra.network import Network
 from infra.store import JobStore
 from shared import settings
 
 DAX_TLS_PORT = 9111
-# What the functions may do through DAX: the item and query calls the status path uses.
-DAX_DATA_ACTIONS = [
-    "dax:GetItem",
-    "dax:BatchGetItem",
-    "dax:Query",
-    "dax:Scan",
-    "dax:PutItem",
-    "dax:UpdateItem",
-    "dax:DeleteItem",
-    "dax:BatchWriteItem",
-    "dax:ConditionCheckItem",
-]
 
 
 class StatusCache(Construct):
@@ -39,8 +27,7 @@ class StatusCache(Construct):
         self.role = iam.Role(
             self, "Role", assumed_by=iam.ServicePrincipal("dax.amazonaws.com"), description="DAX -> jobs table"
         )
-        store.table.grant_read_write_data(self.role)
-        acknowledgements.table_grantee(self.role, store.table)
+        table_access.grant_dax_role(self.role, store)
         self.security_group = ec2.SecurityGroup(
             self, "SecurityGroup", vpc=network.vpc, description="corral DAX cluster", allow_all_outbound=False
         )
@@ -76,4 +63,7 @@ class StatusCache(Construct):
         return self.cluster.attr_cluster_discovery_endpoint_url
 
     def grant_data_access(self, function: lambda_.IFunction) -> None:
-        function.add_to_role_policy(iam.PolicyStatement(actions=DAX_DATA_ACTIONS, resources=[self.cluster.attr_arn]))
+        """The item calls the status path makes through DAX (job items; the cluster's role holds it to them)."""
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(table_access.DAX_FUNCTION_ACTIONS), resources=[self.cluster.attr_arn])
+        )

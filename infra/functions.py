@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -16,6 +17,14 @@ from infra.network import Network
 from shared.environment import FunctionEnv
 
 RUNTIME = lambda_.Runtime.PYTHON_3_11  # matches bundling.PYTHON_VERSION
+# What Lambda does to put a function in a VPC (AWSLambdaVPCAccessExecutionRole's actions).
+ENI_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
+ENI_READS = ("ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets")
 
 
 class FunctionFactory(Construct):
@@ -71,6 +80,7 @@ class FunctionFactory(Construct):
             scope,
             id,
             function_name=name,
+            role=self._role(scope, id, name, log_group),
             runtime=RUNTIME,
             architecture=lambda_.Architecture.X86_64,
             code=self.code,
@@ -85,8 +95,46 @@ class FunctionFactory(Construct):
             log_group=log_group,
             **self._placement(),
         )
-        acknowledgements.lambda_function(function, in_vpc=self.network is not None)
+        acknowledgements.lambda_function(function)
         return function
+
+    def _role(self, scope: Construct, id: str, name: str, log_group: logs.LogGroup) -> iam.Role:
+        """The function's own role: its own log group, and (in a VPC) the network interfaces Lambda makes.
+
+        Not AWS's managed execution policies: those let any code in the function write every log group
+        of the account and create or delete network interfaces in any subnet. Lambda's own interface
+        calls carry no `lambda:SourceFunctionArn`; calls from the function's code do, so the Deny
+        takes the interface actions from the code and leaves them to Lambda.
+        """
+        role = iam.Role(scope, f"{id}ServiceRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]
+            )
+        )
+        if self.network is not None:
+            function_arn = Stack.of(scope).format_arn(
+                service="lambda", resource="function", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+            )
+            # A policy of its own, as AWS's VPC execution policy was: Lambda's plumbing, apart from what
+            # the function's code may do.
+            iam.ManagedPolicy(
+                scope,
+                f"{id}NetworkInterfaces",
+                description=f"Lambda puts {name} in the VPC; the function's own code may not",
+                roles=[role],
+                statements=[
+                    iam.PolicyStatement(actions=[*ENI_ACTIONS, *ENI_READS], resources=["*"]),
+                    iam.PolicyStatement(
+                        effect=iam.Effect.DENY,
+                        actions=list(ENI_ACTIONS),
+                        resources=["*"],
+                        conditions={"ArnEquals": {"lambda:SourceFunctionArn": function_arn}},
+                    ),
+                ],
+            )
+            acknowledgements.network_interfaces(scope.node.find_child(f"{id}NetworkInterfaces"))
+        return role
 
     def _placement(self) -> dict[str, object]:
         if self.network is None:

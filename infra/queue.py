@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -15,6 +15,11 @@ class JobQueue(Construct):
     def __init__(self, scope: Construct, id: str, *, profile: Profile) -> None:
         super().__init__(scope, id)
         retention = Duration.days(settings.MESSAGE_RETENTION_DAYS)
+        # Only the jobs queue may redrive into the DLQ (its ARN from the fixed name: the queue refers to
+        # the DLQ, so referring back to the queue's construct would be a cycle).
+        jobs_arn = Stack.of(self).format_arn(
+            service="sqs", resource=settings.QUEUE_NAME, arn_format=ArnFormat.NO_RESOURCE_NAME
+        )
         self.dlq = sqs.Queue(
             self,
             "DeadLetters",
@@ -22,6 +27,10 @@ class JobQueue(Construct):
             retention_period=retention,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
+            redrive_allow_policy=sqs.RedriveAllowPolicy(
+                redrive_permission=sqs.RedrivePermission.BY_QUEUE,
+                source_queues=[sqs.Queue.from_queue_arn(self, "JobsByName", jobs_arn)],
+            ),
         )
         self.queue = sqs.Queue(
             self,
@@ -56,5 +65,21 @@ class JobQueue(Construct):
                 principals=[iam.ArnPrincipal(arn) for arn in arns],
                 actions=["sqs:SendMessage"],
                 resources=[self.queue.queue_arn],
+            )
+        )
+
+    def allow_only_dead_letter_senders(self, *senders: iam.IRole) -> None:
+        """Only these roles may send to the DLQ (the workers bury dead jobs there, Scheduler's role sends
+        firings it could not deliver); SQS's own redrive from the jobs queue is allowed by the DLQ's
+        RedriveAllowPolicy. A message planted there would run as a tenant's job once an operator
+        redrives it."""
+        self.dlq.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="OnlyCorralBuries",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["sqs:SendMessage"],
+                resources=[self.dlq.queue_arn],
+                conditions={"ArnNotEquals": {"aws:PrincipalArn": [role.role_arn for role in senders]}},
             )
         )

@@ -70,5 +70,11 @@ class Schedules(Construct):
             )
         )
         # No ListSchedules: the API lists a tenant's schedules from the table, not from Scheduler.
-        self.role.grant_pass_role(function.grant_principal)
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=[self.role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
+            )
+        )
         acknowledgements.schedule_manager(function, settings.SCHEDULE_GROUP)

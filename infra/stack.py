@@ -78,10 +78,11 @@ class CorralStack(Stack):
         workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
         worker_role = workers.function.role
         assert worker_role is not None
-        # The workers send outcome messages recorded late (a store outage): shared/worker/work.py.
+        # The workers send outcome messages recorded late (a store outage): shared/worker/completer.py.
         queue.allow_only_senders(
             api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
         )
+        queue.allow_only_dead_letter_senders(worker_role, schedules.role)
         lambda_targets.grant_invoke(self, workers.function)
         if cache:
             cache.grant_data_access(api.function)

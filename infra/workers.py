@@ -7,7 +7,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
-from infra import acknowledgements
+from infra import acknowledgements, table_access
 from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
@@ -53,7 +53,7 @@ class Workers(Construct):
             memory_mb=WORKER_MEMORY_MB,
             service="corral-worker",
         )
-        store.table.grant_read_write_data(self.function)
+        table_access.grant(self.function, store, worker=True)
         acknowledgements.table_grantee(self.function, store.table)
         # The event source grants what the worker does on the jobs queue (receive, delete,
         # ChangeMessageVisibility for hand-backs). SendMessage there carries an outcome produced while

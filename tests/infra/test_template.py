@@ -7,9 +7,10 @@ import json
 from aws_cdk.assertions import Match, Template
 
 from infra import network
-from infra.cache import DAX_DATA_ACTIONS
 from infra.synth import synth
+from infra.table_access import DAX_FUNCTION_ACTIONS
 from shared import settings
+from shared.store import keys
 
 AWS = settings.PROFILES["aws"]
 LOCAL = settings.PROFILES["local"]
@@ -300,7 +301,7 @@ def test_both_functions_get_the_dax_endpoint_run_in_the_vpc_and_may_use_the_clus
         for policy in aws_template.find_resources("AWS::IAM::Policy").values()
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
         if statement["Resource"] == {"Fn::GetAtt": [cluster_id, "Arn"]}
-        and sorted(statement["Action"]) == sorted(DAX_DATA_ACTIONS)
+        and sorted(statement["Action"]) == sorted(DAX_FUNCTION_ACTIONS)
     ]
     assert len(granted) == 2  # the API's and the worker's role
 
@@ -522,3 +523,110 @@ def test_the_api_reads_queue_counts_and_metrics_for_the_operator_view_and_nothin
     readers = [s for s in statements if "sqs:GetQueueAttributes" in _actions(s)]
     assert readers and all(s.get("Resource") != "*" for s in readers)
     assert len(aws_template.find_outputs("DashboardUrl")) == 1
+
+
+# Least privilege ------------------------------------------------------------------------------------
+
+
+def _function_statements(template: Template) -> dict[str, list[dict]]:
+    return {
+        name: _policy_statements_of_role_of_function(template, name)
+        for name in (settings.API_FUNCTION, settings.WORKER_FUNCTION)
+    }
+
+
+def _allows(statements: list[dict], action: str) -> bool:
+    return any(s.get("Effect", "Allow") == "Allow" and action in _actions(s) for s in statements)
+
+
+def _leading_key_denials(statements: list[dict]) -> list[str]:
+    """The key patterns whose item writes (PutItem) a role is denied."""
+    found: list[str] = []
+    for statement in statements:
+        if statement.get("Effect") == "Deny" and "dynamodb:PutItem" in _actions(statement):
+            patterns = statement.get("Condition", {}).get("ForAnyValue:StringLike", {}).get("dynamodb:LeadingKeys", [])
+            found += [patterns] if isinstance(patterns, str) else patterns
+    return found
+
+
+def test_no_function_may_scan_batch_or_read_streams_of_the_table(aws_template: Template, local_template: Template):
+    for template in (aws_template, local_template):
+        for name, statements in _function_statements(template).items():
+            for action in ("dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem", "dynamodb:GetRecords"):
+                assert not _allows(statements, action), (name, action)
+                assert not _allows(statements, "dynamodb:*"), name
+            assert _allows(statements, "dynamodb:UpdateItem") and _allows(statements, "dynamodb:Query"), name
+
+
+def test_no_function_may_write_api_or_operator_keys_or_tenants(aws_template: Template, local_template: Template):
+    for template in (aws_template, local_template):
+        for name, statements in _function_statements(template).items():
+            denied = _leading_key_denials(statements)
+            for prefix in (keys.API_KEY, keys.OPERATOR_KEY, keys.TENANT):
+                assert f"{prefix}*" in denied, (name, prefix, denied)
+        worker = _function_statements(template)[settings.WORKER_FUNCTION]
+        assert {f"{keys.SCHEDULE}*", f"{keys.RATE_WINDOW}*"} <= set(_leading_key_denials(worker))
+        api = _function_statements(template)[settings.API_FUNCTION]
+        assert f"{keys.JOB}*" not in _leading_key_denials(api)  # cancel and retry write job records
+
+
+def test_dax_reaches_job_items_only_and_the_functions_use_only_its_item_calls(aws_template: Template):
+    role = _only(aws_template, "AWS::IAM::Role", {"Description": "DAX -> jobs table"})
+    (role_id,) = [
+        logical_id for logical_id, found in aws_template.find_resources("AWS::IAM::Role").items() if found == role
+    ]
+    statements = _statements_of_role(aws_template, role_id)
+    item_statements = [s for s in statements if set(_actions(s)) - {"dynamodb:DescribeTable"}]
+    assert item_statements
+    for statement in item_statements:
+        assert set(_actions(statement)) <= {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+        assert statement["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{keys.JOB}*"]}}
+    for name, function_statements in _function_statements(aws_template).items():
+        dax = {a for s in function_statements for a in _actions(s) if a.startswith("dax:")}
+        assert dax == {"dax:GetItem", "dax:PutItem", "dax:UpdateItem"}, name
+
+
+def test_passing_the_scheduler_role_is_for_scheduler_only(aws_template: Template):
+    statements = _policy_statements_of_role_of_function(aws_template, settings.API_FUNCTION)
+    (pass_role,) = [s for s in statements if "iam:PassRole" in _actions(s)]
+    assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+
+
+def test_function_code_may_not_make_network_interfaces_nor_write_other_log_groups(aws_template: Template):
+    for name, statements in _function_statements(aws_template).items():
+        function = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": name})
+        role = aws_template.to_json()["Resources"][function["Properties"]["Role"]["Fn::GetAtt"][0]]
+        assert "AWSLambda" not in json.dumps(role["Properties"].get("ManagedPolicyArns", [])), name
+        role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        plumbing = [
+            s
+            for policy in aws_template.find_resources(
+                "AWS::IAM::ManagedPolicy", {"Properties": {"Roles": [{"Ref": role_id}]}}
+            ).values()
+            for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        ]
+        denials = [s for s in plumbing if s.get("Effect") == "Deny" and "ec2:CreateNetworkInterface" in _actions(s)]
+        assert len(denials) == 1, name
+        source = json.dumps(denials[0]["Condition"]["ArnEquals"]["lambda:SourceFunctionArn"])
+        assert f":function:{name}" in source, name
+        for statement in statements:
+            if any(action.startswith("logs:") for action in _actions(statement)):
+                assert statement["Resource"] != "*", (name, statement)
+
+
+def test_only_the_workers_and_scheduler_may_send_to_the_dlq_and_only_the_jobs_queue_redrives_into_it(
+    aws_template: Template,
+):
+    dlq = _only(aws_template, "AWS::SQS::Queue", {"QueueName": settings.DLQ_NAME})
+    allow = dlq["Properties"]["RedriveAllowPolicy"]
+    assert allow["redrivePermission"] == "byQueue"
+    assert settings.QUEUE_NAME in json.dumps(allow["sourceQueueArns"])
+    statements = _queue_policy_statements(aws_template, "QueueDeadLetters")
+    (deny,) = [s for s in statements if s.get("Sid") == "OnlyCorralBuries"]
+    assert deny["Effect"] == "Deny" and _actions(deny) == ["sqs:SendMessage"]
+    senders = json.dumps(deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"])
+    worker = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})
+    assert worker["Properties"]["Role"]["Fn::GetAtt"][0] in senders
+    assert "Schedules" in senders
+    api = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})
+    assert api["Properties"]["Role"]["Fn::GetAtt"][0] not in senders

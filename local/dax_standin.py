@@ -105,7 +105,7 @@ class StatusCache:
     def __init__(self, upstream: str, ttl_seconds: float) -> None:
         # The fault proxy's faults, injected here for what passes through (job items): one local hop
         # instead of two. Measured from 8 threads, a conditional write through the cache and then
-        # the proxy reached 311/s against 408/s through one hop (docs/benchmark.md).
+        # the proxy reached 311/s against 408/s through one hop (docs/decisions/status-cache.md).
         self.forward = FaultProxy(upstream)
         self.items = ItemCache(ttl_seconds)
         self.stats: Counter[str] = Counter()

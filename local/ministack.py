@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 STATE = ROOT / ".corral"
 VENV = STATE / "ministack-venv"
 REQUIREMENTS = Path(__file__).with_name("requirements-ministack.txt")
-# The emulator runs from this launcher, which corrects four of its Lambda behaviours toward AWS's
-# and refuses any ministack but the one it was written for (docs/benchmark.md, "The emulator, corrected").
+# The emulator runs from this launcher, which corrects eight of its behaviours toward AWS's and
+# refuses any ministack but the one it was written for (docs/decisions/emulator-corrections.md).
 # -P: the launcher's folder (local/, with its own ministack.py) must not shadow the ministack package.
 PATCHED_LAUNCHER = Path(__file__).with_name("ministack_patch.py")
 DEFAULT_PORT = 4566

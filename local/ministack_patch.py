@@ -46,7 +46,7 @@ It runs in the emulator's own venv, so it imports only the standard library and 
 8. A cold start unpacks nothing another environment already unpacked: each code or layer zip is
    extracted once, shared read-only (apply_shared_code_extraction).
 
-Evidence and figures: docs/benchmark.md, "The emulator, corrected". Any other ministack version
+Evidence and figures: docs/decisions/emulator-corrections.md. Any other ministack version
 is refused: these replace private internals, checked by version and by the hash of each replaced
 function's source.
 """

@@ -9,7 +9,7 @@ enqueue takes a few ms, a job batch longer), and the emulator keeps them warm
 (local/ministack.py's WARM_TTL_SECONDS).
 
 On AWS the same role is played by provisioned concurrency on the functions (and provisioned
-pollers on the mapping, docs/benchmark.md): environments initialised before traffic, kept warm.
+pollers on the mapping, docs/decisions/local-stack.md "Pre-warm"): environments initialised before traffic, kept warm.
 Without it AWS also cold-starts, but each environment on its own machine, ~1 s each, not 8
 sharing 2 cores.
 

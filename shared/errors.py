@@ -2,7 +2,7 @@
 
 Domain code raises these (or a subclass that says more); `functions/api/responses.py` maps each
 root class to one HTTP status. The job code's own errors (`JobFailed`, `JobDead`, `InvalidPayload`)
-are the customer's vocabulary and live in `corral_jobs`, not here.
+are the customer's vocabulary: shared/jobs/registry.py, exported by `corral_jobs`.
 """
 
 from __future__ import annotations

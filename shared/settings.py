@@ -19,14 +19,14 @@ API_NAME = "corral-api"
 API_FUNCTION = "corral-api"
 WORKER_FUNCTION = "corral-worker"
 
-# Worker and queue tuning. See docs/architecture.md "Queue and worker numbers".
+# Worker and queue tuning. See docs/decisions/production-stack.md "Queue" and "Worker scaling".
 WORKER_BATCH_SIZE = 10
 WORKER_BATCHING_WINDOW_SECONDS = 0  # latency first: enqueue-to-run p99 is an SLO
 # ESM MaximumConcurrency (2-1000): the emulator's scaling (profile local). Each concurrent batch is a
 # Python subprocess there; on a 2-core machine 50 of them time out on cold start and stalled the
-# emulator under `make bench` (47 % executed), 8 executed 100 % (docs/benchmark.md).
+# emulator under `make bench` (47 % executed), 8 executed 100 % (docs/decisions/local-stack.md).
 WORKER_MAX_CONCURRENCY = 8
-# ESM provisioned mode on AWS (profile aws); see docs/architecture.md "The production stack".
+# ESM provisioned mode on AWS (profile aws); see docs/decisions/production-stack.md "Worker scaling".
 # Each SQS event poller drives up to 10 concurrent invokes; the minimum keeps the 3x midnight
 # herd's worth of pollers warm, the maximum caps worker concurrency below the account's 1,000.
 WORKER_MIN_POLLERS = 21
@@ -38,8 +38,8 @@ WORKER_MAX_POLLERS = 60
 MAX_RECEIVE_COUNT = 100
 # A delivery handed back without running (the store is down, too little of the invocation is left)
 # comes back after HAND_BACK_UNIT_SECONDS * 2^((receives - 1) / HAND_BACK_DOUBLING_RECEIVES),
-# at most the queue's visibility timeout (CORRAL_HAND_BACK_MAX_SECONDS, set per profile): the
-# receive budget then lasts hours of outage, not minutes. See docs/architecture.md "Nothing vanishes".
+# at most the queue's visibility timeout (FunctionEnv.hand_back_max_seconds, set per profile): the
+# receive budget then lasts hours of outage, not minutes. See docs/decisions/hand-backs.md.
 HAND_BACK_UNIT_SECONDS = 1.0
 HAND_BACK_DOUBLING_RECEIVES = 4
 MESSAGE_RETENTION_DAYS = 14
@@ -65,14 +65,14 @@ ALARM_WORKER_THROTTLES_PER_5_MIN = 1  # each throttled receive also counts towar
 DEFAULT_MAX_ATTEMPTS = 3
 MAX_MAX_ATTEMPTS = 25
 MAX_PAYLOAD_BYTES = 64 * 1024  # serialised payload; an SQS message holds 256 KiB
-MAX_PAYLOAD_DEPTH = 32  # nested arrays/objects in a payload; 0 for a scalar. See docs/architecture.md "Input limits"
+MAX_PAYLOAD_DEPTH = 32  # nested arrays/objects in a payload; 0 for a scalar. See docs/decisions/input-limits.md
 MAX_BATCH_JOBS = 100  # POST /v1/jobs:batch
 # Any request body. Lambda refuses an invoke over 6 MB (6,291,456 bytes) before our code runs, and the
 # body travels inside the event JSON (escaped, or base64 for non-text content types: +33 %).
 MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
 MAX_SLEEP_SECONDS = 60  # the `sleep` job type; a worker timeout may still stop it earlier
 MAX_SQS_DELAY_SECONDS = 15 * 60
-# Job timeouts. See docs/architecture.md "Customer job code, targets and timeouts".
+# Job timeouts. See docs/decisions/timeouts.md.
 DEFAULT_JOB_TIMEOUT_SECONDS = 30
 MAX_JOB_TIMEOUT_SECONDS = 900  # Lambda's longest invocation
 JOB_START_RESERVE_SECONDS = 1  # a job starts only with its timeout plus this left of the invocation (to record it)
@@ -83,7 +83,7 @@ MAX_JOB_TIMEOUT_SECONDS = 900  # a job's own timeout_seconds: Lambda's longest i
 MAX_RESULT_BYTES = 256 * 1024  # serialised; a bigger result fails the job at once, without retries
 RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h; we cap lower
 
-# Schedules (EventBridge Scheduler). See docs/architecture.md "Schedules and the midnight herd".
+# Schedules (EventBridge Scheduler). See docs/decisions/schedules.md and docs/decisions/the-herd.md.
 SCHEDULER_ROLE_NAME = "corral-scheduler"  # the role Scheduler assumes to send to the job queue
 SCHEDULE_NAME_MAX_LENGTH = 47  # Scheduler's 64, less a 16-character tenant prefix and a dash
 SCHEDULE_RUNS_SHOWN = 20  # GET /v1/schedules/{name}: this many recent runs
@@ -101,13 +101,13 @@ API_KEY_CACHE_SECONDS = 60
 
 # The API function's AWS calls must end before it has to answer (its timeout, infra/api.py): an
 # attempt starts only if connect + read timeouts fit in the time left less this margin.
-# See docs/architecture.md "Input limits and honest answers".
+# See docs/decisions/input-limits.md "Every AWS call ends before the API answers".
 API_AWS_CONNECT_TIMEOUT_SECONDS = 1
 API_AWS_READ_TIMEOUT_SECONDS = 3
 API_ANSWER_MARGIN_SECONDS = 0.5
 
 # Per-tenant limits (defaults; an operator overrides them per tenant: shared/tenants/quotas.py).
-# See docs/architecture.md "Fair and bounded". Quotas count what a tenant holds; the rate limits
+# See docs/decisions/quotas.md and docs/decisions/rate-limits.md. Quotas count what a tenant holds; the rate limits
 # bound how fast it may enqueue (jobs, so one :batch request of 100 counts 100).
 TENANT_MAX_SCHEDULES = 1_000
 TENANT_MAX_FAR_FUTURE_JOBS = 10_000  # delayed jobs due beyond SQS's 15-minute delay, not yet run
@@ -116,10 +116,11 @@ TENANT_ENQUEUE_BURST = 5_000
 TENANT_LIMITS_CACHE_SECONDS = 60  # an API instance re-reads a tenant's overrides at most this often
 # Scheduler's SqsParameters.MessageGroupId is documented for FIFO targets only (EventBridge rules
 # accepted it on standard queues only from late 2025): off until verified on the account
-# (CORRAL_SCHEDULER_SETS_MESSAGE_GROUP=1 turns it on). See docs/architecture.md "Fair and bounded".
+# (FunctionEnv.scheduler_sets_message_group takes this default). See docs/decisions/rate-limits.md "Fair queues".
 SCHEDULER_SETS_MESSAGE_GROUP = False
 
-# Seeing, cancelling and retrying jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats). See docs/architecture.md.
+# Seeing, cancelling and retrying jobs (GET /v1/jobs, POST /v1/jobs:retry, GET /v1/stats).
+# See docs/decisions/listing-and-stats.md and docs/decisions/cancel-and-retry.md.
 # A tenant's jobs are spread over this many listing-index partitions (each takes <= 1,000 writes/s,
 # a job costs ~2: claim and outcome), so one tenant may run ~8,000 jobs/s. Only ever raise it:
 # lowering it would hide the jobs written to the partitions dropped.
@@ -132,7 +133,7 @@ STATS_DEFAULT_WINDOW_SECONDS = 3_600
 STATS_MAX_WINDOW_SECONDS = 7 * 86_400
 STATS_MAX_RECORDS = 5_000  # records one GET /v1/stats reads at most; beyond it the figures are a sample
 
-# HTTP jobs (shared/targets/http.py). See docs/architecture.md "HTTP jobs".
+# HTTP jobs (shared/targets/http.py). See docs/decisions/http-jobs.md.
 HTTP_DEFAULT_TIMEOUT_SECONDS = 30  # an http job's timeout unless it gives its own (timeout_seconds, up to 900)
 HTTP_CONNECT_TIMEOUT_SECONDS = 5
 HTTP_RESULT_BODY_MAX_BYTES = 64 * 1024  # the response body kept as the result; beyond it, truncated: true
@@ -182,7 +183,7 @@ class Profile:
 
 PROFILES = {
     # Lambda's longest invocation, so any job up to 15 minutes runs; short jobs still come back
-    # within about their own timeout when a worker dies (docs/architecture.md).
+    # within about their own timeout when a worker dies (docs/decisions/batch-cover.md).
     "aws": Profile(name="aws", worker_timeout_seconds=900, dax=True, provisioned_pollers=True),
     # Short timeouts so crash-recovery tests wait seconds, not minutes (attempts here run at most 5 s).
     # 10 s leaves a batch 5 s beyond one 5 s attempt before later jobs are handed back.

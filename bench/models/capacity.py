@@ -24,9 +24,9 @@ Assumptions (every one is an argument; docs/benchmark.md repeats them):
   timeout plus 10 s, renewed at each turn, shared/worker/deadline.py: 40 s for the default 30 s timeout,
   the same for every message of the batch), and the slot
   cold-starts a new environment (`cold_start_s`). A store blip of `blip_seconds`: first deliveries
-  run without a store claim while the store fails (docs/architecture.md "Store blips: jobs keep
-  starting"), so starts go on (`blip_blocks_starts` false, the default); true models a claim that
-  the store must grant, where jobs arriving in the blip wait for its end, then for the backlog. The ESM keeps its
+  run without a store claim while the store fails (docs/decisions/store-blips.md), so starts go on
+  (`blip_blocks_starts` false, the default); true models a claim that the store must grant, where
+  jobs arriving in the blip wait for its end, then for the backlog. The ESM keeps its
   concurrency through both (partial-batch answers are not function errors, which would make it
   back off).
 - Prices: us-east-1 list prices (x86 Lambda, HTTP API first 300 M, SQS standard, DynamoDB on-demand,

@@ -6,7 +6,7 @@ so the same code talks to AWS, LocalStack or the embedded emulator.
 A caller with a hard time limit (the API: API Gateway waits for the function's timeout at
 most) sets a `deadline`: an attempt, first or retry, starts only if its worst case (connect
 timeout + read timeout) ends before it, so no call is still in flight, maybe succeeding,
-when the caller has to answer. See docs/architecture.md "Input limits and honest answers".
+when the caller has to answer. See docs/decisions/input-limits.md "Every AWS call ends before the API answers".
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def create(
     `message_group`: the tenant's SQS message group, set on the firings only where Scheduler is
     known to accept it for a standard queue (settings.SCHEDULER_SETS_MESSAGE_GROUP): Scheduler
     documents SqsParameters for FIFO targets only. Without it, SQS fair queues count each firing
-    as a tenant of its own, never deprioritised (docs/architecture.md "Fair and bounded").
+    as a tenant of its own, never deprioritised (docs/decisions/rate-limits.md "Fair queues").
     """
     window: dict[str, Any] = (
         {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": flexible_window_minutes}

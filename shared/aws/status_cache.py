@@ -5,7 +5,7 @@ exists). Locally it is `local/dax_standin.py`, a stand-in with DAX's item-cache
 semantics (`status_cache_endpoint`). Elsewhere job items go straight to
 DynamoDB. Every job-status write goes through this one client: DAX's item cache
 is write-through, so a write that bypassed it would leave polls stale for the
-cache's TTL. See docs/architecture.md "Status cache and faults".
+cache's TTL. See docs/decisions/status-cache.md.
 """
 
 from __future__ import annotations

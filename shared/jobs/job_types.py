@@ -3,14 +3,14 @@
 Where types come from, in order (`load()`):
 1. `shared.jobs.builtin_jobs` (echo, sleep, fail) and every module in the `shared.targets`
    package (http, lambda): the platform's own, registered with `@builtin_job_type`;
-2. the job packages named by CORRAL_JOBS_PACKAGE (comma-separated; the stack sets it from the CDK
+2. the job packages named by FunctionEnv.jobs_package (comma-separated; the stack sets it from the CDK
    context `corral:jobs`, and the local profile adds local/chaos_jobs), with every module in each
    imported. A name already taken is an error, raised where the stack is synthesized
    (infra/jobs_package.py), so it never reaches a deploy.
 
 The API does not import the types' code to accept a job: `declared(name)` reads the registry's
 declarations (names, limits, where each payload validator lives), written at synth into the code
-asset as job_types.json (infra/functions.py), and imports a validator's module only when a job of
+asset as job_types.json (infra/jobs_package.py), and imports a validator's module only when a job of
 its type is enqueued. Without that file (tests, a checkout), it loads the registry.
 
 The decorator and what it records live in shared/jobs/registry.py; their names are importable from

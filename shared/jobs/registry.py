@@ -96,8 +96,8 @@ class JobType:
     validate: PayloadValidator | None = None  # run at enqueue (the API); raise InvalidPayload
     builtin: bool = False  # the platform's own (builtin_job_type), not a customer's
     # True: a job runs only under the store's claim, so while the store fails it waits (handed back).
-    # False: a first delivery runs without the claim during a store outage (docs/architecture.md
-    # "Store blips: jobs keep starting"); a duplicate delivery in that window may run it twice.
+    # False: a first delivery runs without the claim during a store outage
+    # (docs/decisions/store-blips.md); a duplicate delivery in that window may run it twice.
     exclusive: Exclusivity = False
 
     def is_exclusive(self, payload: Any) -> bool:

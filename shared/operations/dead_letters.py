@@ -10,7 +10,7 @@ StartMessageMoveTask, for three reasons:
 A message is deleted from the DLQ only after its job was sent again (or is known not to need it),
 so a redrive that stops half way loses nothing; a message sent twice is one job (same id).
 
-The queues are the environment's (CORRAL_QUEUE_URL, CORRAL_DLQ_URL), as in the functions.
+The queues are the environment's (FunctionEnv.queue_url, dlq_url), as in the functions.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every status write names the attempt that makes it (a random token set at claim),
 so a duplicate delivery, or an attempt whose lease expired and was taken over,
 cannot record a second outcome. Job items are read and written through a
-low-level client (DAX speaks only that dialect; see docs/architecture.md).
+low-level client (DAX speaks only that dialect; see docs/decisions/status-cache.md).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ RUNS_INDEX = Index("gsi1", "gsi1pk", "gsi1sk")
 # A tenant's jobs, newest first: gsi2pk = tenant#<tenant>, gsi2sk = <enqueued_at ms, 13 digits>#<id>.
 # Only the listing's fields are copied, not result_json/payload_json (up to 64 KiB each): a list page
 # of 100 jobs stays far below Lambda's 6 MB response limit, and a status write costs the index ~1 WCU
-# instead of the item's full size (docs/architecture.md "Seeing and steering jobs").
+# instead of the item's full size (docs/decisions/listing-and-stats.md "Why INCLUDE, not ALL").
 JOBS_INDEX = Index(
     "gsi2",
     "gsi2pk",

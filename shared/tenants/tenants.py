@@ -127,7 +127,7 @@ def clear_caches() -> None:
 
 
 def schedule_count(tenant: str) -> int:
-    """The tenant's schedules: they keep firing whatever happens to its keys (docs/architecture.md)."""
+    """The tenant's schedules: they keep firing whatever happens to its keys (docs/decisions/api-keys.md)."""
     # Imported here: the schedule records' module loads pynamodb, which no API key lookup needs.
     from shared.store import schedule_items
 

@@ -40,7 +40,8 @@ class _Expired(BaseException):
 
 
 def timeout_of(message: JobMessage) -> int:
-    """The job's timeout: its own, else its type's, within what this worker can give (CORRAL_JOB_TIMEOUT_CEILING)."""
+    """The job's timeout: its own, else its type's, within what this worker can give
+    (`FunctionEnv.job_timeout_ceiling`)."""
     found = job_types.lookup(message.type)
     wanted = found.timeout_for(message.timeout_seconds) if found else settings.DEFAULT_JOB_TIMEOUT_SECONDS
     return max(1, min(wanted, ceiling_seconds()))

@@ -1,6 +1,6 @@
 """Running while the store fails: a job's first delivery runs without the claim (unless its type is
 exclusive), and its outcome travels on the jobs queue in an outcome message that a later delivery
-records, once, with a conditional write (docs/architecture.md "Store blips: jobs keep starting")."""
+records, once, with a conditional write (docs/decisions/store-blips.md)."""
 
 from __future__ import annotations
 

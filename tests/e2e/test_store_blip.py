@@ -2,7 +2,7 @@
 
 While DynamoDB fails (the fault proxy, local/chaos.py), a job's first delivery runs without the
 store's claim and its outcome is recorded by a later delivery of an outcome message
-(docs/architecture.md "Store blips: jobs keep starting"). Counted at the fault proxy: each job
+(docs/decisions/store-blips.md). Counted at the fault proxy: each job
 gets exactly one outcome write that reaches the store, and its record's started_at is the run's.
 """
 

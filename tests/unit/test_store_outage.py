@@ -109,7 +109,7 @@ def _survivable_outage_seconds(receive_budget: int, unit: float, cap: float) -> 
 
 def test_the_aws_profile_survives_over_three_hours_of_outage_by_the_arithmetic():
     survivable = _survivable_outage_seconds(settings.MAX_RECEIVE_COUNT, 1.0, AWS.visibility_timeout_seconds)
-    assert survivable > 3 * 3600  # docs/architecture.md "Nothing vanishes": 13,371 s
+    assert survivable > 3 * 3600  # docs/decisions/hand-backs.md: 59,982 s
 
 
 @pytest.mark.parametrize("budget", [8, 12])
@@ -126,7 +126,7 @@ def test_compressed_an_outage_within_the_budget_runs_the_job_and_one_beyond_it_i
         assert _outage_of(survivable * 2, budget=budget, aws=aws, monkeypatch=inner)[0] == "dlq"
 
 
-def test_the_old_flat_hand_back_of_one_or_two_seconds_would_have_dead_lettered_the_job(aws, monkeypatch):
+def test_a_flat_hand_back_of_one_or_two_seconds_would_dead_letter_the_job(aws, monkeypatch):
     environment.change(hand_back_max_seconds=2)
 
     ended, _, _ = _outage_of(3600, budget=settings.MAX_RECEIVE_COUNT, aws=aws, monkeypatch=monkeypatch)

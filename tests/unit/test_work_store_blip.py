@@ -108,7 +108,7 @@ def test_an_outcome_neither_the_store_nor_the_queue_would_take_is_retried_when_t
         blip.setattr(queue, "send_outcomes", _throttled)
         with pytest.raises(RetryLater) as later:
             _deliver(message)
-    assert 9 <= later.value.seconds <= 11  # CORRAL_LEASE_SECONDS=10: the holder's lease must run out first
+    assert 9 <= later.value.seconds <= 11  # lease_seconds=10: the holder's lease must run out first
     assert job_store.get(message.id).status is Status.RUNNING
 
 

@@ -25,7 +25,7 @@ def lambda_function(function: lambda_.Function) -> None:
         function,
         "AwsSolutions::AwsSolutions-L1",
         "Python 3.11 on purpose: the embedded emulator runs handlers on its own 3.11 interpreter, so the "
-        "bundle tested locally is the bundle shipped (docs/architecture.md, Lambda code without Docker).",
+        "bundle tested locally is the bundle shipped (docs/decisions/production-stack.md).",
     )
 
 

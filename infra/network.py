@@ -8,7 +8,7 @@ DAX answers only inside a VPC, so both functions join it. Three subnet tiers per
   operator view);
 - private (isolated, no route out): the DAX nodes, which only the functions' security group reaches.
 DynamoDB stays on a gateway endpoint (free), SQS and Scheduler on interface endpoints, so the
-per-job traffic never pays NAT data processing. docs/architecture.md "The production stack" has
+per-job traffic never pays NAT data processing. docs/decisions/production-stack.md has
 the cost comparison (NAT per AZ vs one NAT vs endpoints).
 """
 

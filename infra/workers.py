@@ -21,7 +21,7 @@ def scaling(profile: Profile) -> dict[str, object]:
     """How the event source scales: provisioned pollers on AWS, MaximumConcurrency in the emulator.
 
     The two are mutually exclusive on AWS; the emulator knows only MaximumConcurrency.
-    Why provisioned mode for the midnight herd: docs/architecture.md "The production stack".
+    Why provisioned mode for the midnight herd: docs/decisions/production-stack.md.
     """
     if profile.provisioned_pollers:
         return {

@@ -74,11 +74,10 @@ MAX_SLEEP_SECONDS = 60  # the `sleep` job type; a worker timeout may still stop 
 MAX_SQS_DELAY_SECONDS = 15 * 60
 # Job timeouts. See docs/decisions/timeouts.md.
 DEFAULT_JOB_TIMEOUT_SECONDS = 30
-MAX_JOB_TIMEOUT_SECONDS = 900  # Lambda's longest invocation
+MAX_JOB_TIMEOUT_SECONDS = 900  # Lambda's longest invocation, and so the longest timeout_seconds a job may ask for
 JOB_START_RESERVE_SECONDS = 1  # a job starts only with its timeout plus this left of the invocation (to record it)
 QUEUE_VISIBILITY_MARGIN_SECONDS = 25
 RETRY_BACKOFF_BASE_SECONDS = 2
-MAX_JOB_TIMEOUT_SECONDS = 900  # a job's own timeout_seconds: Lambda's longest invocation
 # A result is stored in the job's item beside its payload (<= 64 KiB) and error: DynamoDB items hold 400 KB.
 MAX_RESULT_BYTES = 256 * 1024  # serialised; a bigger result fails the job at once, without retries
 RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h; we cap lower

@@ -23,7 +23,7 @@ from shared.jobs import listing
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
 from shared.model import JobMessage, JobRecord, Status
-from shared.store import job_store, keys
+from shared.store import job_control, job_items, job_store, keys
 from shared.store.id_secret import id_secret
 
 _DAY = 86_400
@@ -44,7 +44,7 @@ def _unrecorded(tenant: str, job_id: str, now: float) -> ids.IdInfo:
 def _owned(item: dict[str, Any], tenant: str, job_id: str) -> JobRecord:
     if not item or item.get("tenant", {}).get("S") != tenant:
         raise NotFound(job_id)
-    return job_store.record_from_item(item)
+    return job_items.record_from_item(item)
 
 
 def _far_future_message(job_id: str) -> JobMessage | None:
@@ -79,8 +79,8 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         if existing.tenant != tenant:
             raise NotFound(job_id)
         enqueued_at = existing.enqueued_at or now
-    outcome = job_store.cancel(job_id, tenant, enqueued_at, now, known=far_future)
-    if isinstance(outcome, job_store.Refused):
+    outcome = job_control.cancel(job_id, tenant, enqueued_at, now, known=far_future)
+    if isinstance(outcome, job_control.Refused):
         record = _owned(outcome.item, tenant, job_id)
         if record.status is Status.CANCELLED:
             return record
@@ -108,7 +108,7 @@ def retry(tenant: str, job_id: str) -> JobMessage:
     Idempotent: retrying a job a retry already queued sends its message again (the claim runs one).
     """
     now = time.time()
-    outcome = job_store.reset_for_retry(job_id, tenant, now)
+    outcome = job_control.reset_for_retry(job_id, tenant, now)
     if isinstance(outcome, JobMessage):
         _send(outcome)  # the record is queued first, so no worker can see the message before it is retryable
         return outcome
@@ -117,10 +117,10 @@ def retry(tenant: str, job_id: str) -> JobMessage:
         raise Conflict(f"job {job_id} is queued and has not run yet; there is nothing to retry")
     record = _owned(outcome.item, tenant, job_id)
     if record.status is Status.QUEUED and record.retries:
-        message = job_store.message_from_item(outcome.item, enqueued_at=now)
+        message = job_items.message_from_item(outcome.item, enqueued_at=now)
         _send(message)  # a client retrying its retry call: resend, duplicates are harmless
         return message
-    if record.status in job_store.RETRYABLE and not record.payload_recorded:
+    if record.status in job_control.RETRYABLE and not record.payload_recorded:
         raise Conflict(
             f"job {job_id} was cancelled before any worker received it, so its payload is not recorded yet; "
             "it is recorded when its message arrives (after any delay it had): retry then"
@@ -142,13 +142,13 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     found = listing.read_index(tenant, filters, since=since, until=now, before=None, want=limit, attributes=("pk",))
     candidates = [keys.job_id_of(item["pk"]["S"]) for item in found.items]
     outcomes = list(
-        _writers.map(lambda job_id: job_store.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates)
+        _writers.map(lambda job_id: job_control.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates)
     )
     messages = [outcome for outcome in outcomes if isinstance(outcome, JobMessage)]
     skipped = [
         {"id": job_id, "reason": _why_skipped(outcome.item)}
         for job_id, outcome in zip(candidates, outcomes, strict=True)
-        if isinstance(outcome, job_store.Refused)
+        if isinstance(outcome, job_control.Refused)
     ]
     not_sent = queue.send_batch([(message, 0) for message in messages])
     retried = [message.id for message, reason in zip(messages, not_sent, strict=True) if reason is None]

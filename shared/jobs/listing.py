@@ -19,7 +19,7 @@ from typing import Any
 from shared import cursors, settings
 from shared.errors import InvalidRequest
 from shared.model import JobRecord
-from shared.store import job_store
+from shared.store import job_index, job_items
 from shared.store.table_schema import JOBS_INDEX
 
 NOTE = (
@@ -54,7 +54,7 @@ class _Shard:
         return not self.buffer and not self.exhausted
 
 
-Fetch = Callable[[int, dict[str, Any] | None, int], job_store.IndexPage]
+Fetch = Callable[[int, dict[str, Any] | None, int], job_index.IndexPage]
 
 
 def merge_newest(fetch: Fetch, shards: int, *, want: int, read_budget: int, page_size: int) -> IndexRead:
@@ -130,16 +130,16 @@ def read_index(
     below the sort key `before` (a cursor), reading at most `read_budget` entries."""
     budget = read_budget or settings.LIST_READ_BUDGET
     shards = settings.JOBS_INDEX_SHARDS
-    oldest = job_store.index_sort_key(since or 0, "")
-    newest = job_store.index_sort_key(until, "~") if until is not None else "9" * 14
+    oldest = job_items.index_sort_key(since or 0, "")
+    newest = job_items.index_sort_key(until, "~") if until is not None else "9" * 14
     if before is not None:
         newest = min(newest, before)  # inclusive in the key condition; `before` itself is dropped below
     if oldest > newest:  # an empty range (e.g. `since` after now): DynamoDB refuses BETWEEN on it
         return IndexRead(items=[], next_before=None, read=0)
     projected = attributes and tuple(sorted({*attributes, "pk", JOBS_INDEX.sort_key}))
 
-    def fetch(shard: int, start_after: dict[str, Any] | None, limit: int) -> job_store.IndexPage:
-        page = job_store.query_jobs_index(
+    def fetch(shard: int, start_after: dict[str, Any] | None, limit: int) -> job_index.IndexPage:
+        page = job_index.query_jobs_index(
             tenant,
             shard,
             oldest_sort_key=oldest,
@@ -150,7 +150,7 @@ def read_index(
             attributes=projected,
         )
         if before is not None:
-            page = job_store.IndexPage([i for i in page.items if _sort_key(i) != before], page.last_key, page.read)
+            page = job_index.IndexPage([i for i in page.items if _sort_key(i) != before], page.last_key, page.read)
         return page
 
     # Unfiltered, each partition's share of `want` and a little more; filtered, the budget spread evenly.
@@ -189,7 +189,7 @@ def list_jobs(tenant: str, query: JobsQuery) -> JobsPage:
         raise InvalidRequest("until", "must not be before since")
     before = decode_cursor(query.cursor) if query.cursor else None
     # DynamoDB refuses a key condition whose range is empty; say so as the cursor's fault, not a 503.
-    if before is not None and query.since is not None and before < job_store.index_sort_key(query.since, ""):
+    if before is not None and query.since is not None and before < job_items.index_sort_key(query.since, ""):
         raise InvalidRequest("cursor", "points before since; pass the same since/until as on the first page")
     filters = {
         name: value
@@ -198,7 +198,7 @@ def list_jobs(tenant: str, query: JobsQuery) -> JobsPage:
     }
     found = read_index(tenant, filters, since=query.since, until=query.until, before=before, want=query.limit)
     return JobsPage(
-        jobs=[job_store.record_from_item(item) for item in found.items],
+        jobs=[job_items.record_from_item(item) for item in found.items],
         next_cursor=encode_cursor(found.next_before) if found.next_before else None,
         read=found.read,
     )

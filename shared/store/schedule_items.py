@@ -22,7 +22,7 @@ from pynamodb.models import Model
 from shared import environment, settings
 from shared.aws.clients import client
 from shared.model import JobRecord
-from shared.store import job_store, keys
+from shared.store import job_items, keys
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -163,4 +163,4 @@ def runs(tenant: str, name: str, limit: int) -> list[JobRecord]:
         ScanIndexForward=False,
         Limit=limit,
     )["Items"]
-    return [job_store.record_from_item(item) for item in items]
+    return [job_items.record_from_item(item) for item in items]

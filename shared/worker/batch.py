@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import clients, queue
-from shared.store import job_store
+from shared.store import job_items
 from shared.store.id_secret import id_secret
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker
 from shared.worker.claim_ahead import ClaimsAhead
@@ -63,7 +63,7 @@ class Worker:
         first record otherwise) and the id secret. Called in the function's init phase; a store that
         fails now is read again at the first delivery."""
         with clients.deadline(INIT_SECONDS):
-            for prepare_one in (job_store.prepare_clients, queue.prepare_client, id_secret):
+            for prepare_one in (job_items.prepare_clients, queue.prepare_client, id_secret):
                 with contextlib.suppress(*AWS_ERRORS):
                     prepare_one()
 

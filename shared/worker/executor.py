@@ -14,7 +14,7 @@ from shared import settings
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.model import JobMessage
-from shared.store import job_store
+from shared.store import job_items, job_store
 from shared.worker import deadline, job_logging
 from shared.worker.verdicts import Attempt, Completed, Dead, Retry, Verdict
 
@@ -73,7 +73,7 @@ def run_claimed(message: JobMessage, attempt: int, token: str, timeout: int, lea
 def result_problem(result: object) -> str | None:
     """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it."""
     try:
-        size = len(job_store.result_json(result).encode())
+        size = len(job_items.result_json(result).encode())
     except (ValueError, TypeError, RecursionError) as error:
         return f"the job's result cannot be serialised as JSON ({type(error).__name__}: {error})"
     if size > settings.MAX_RESULT_BYTES:

@@ -10,7 +10,7 @@ from shared.errors import Conflict, NotFound
 from shared.jobs import control, enqueue
 from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage, Status
-from shared.store import job_store
+from shared.store import job_index, job_items, job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 
@@ -112,11 +112,11 @@ def test_a_cancelled_job_is_listed_where_it_was_enqueued(aws):
     message = _enqueue()
     control.cancel("acme", message.id)
 
-    shard = job_store.index_shard(message.id)
-    page = job_store.query_jobs_index(
+    shard = job_items.index_shard(message.id)
+    page = job_index.query_jobs_index(
         "acme", shard, oldest_sort_key="0", newest_sort_key="9" * 14, start_after=None, limit=10
     )
-    assert [item["gsi2sk"]["S"] for item in page.items] == [job_store.index_sort_key(message.enqueued_at, message.id)]
+    assert [item["gsi2sk"]["S"] for item in page.items] == [job_items.index_sort_key(message.enqueued_at, message.id)]
 
 
 def test_a_far_future_job_is_cancelled_its_schedule_deleted_and_retryable_at_once(scheduler_env):

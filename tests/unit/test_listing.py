@@ -15,7 +15,7 @@ from shared.errors import InvalidRequest
 from shared.jobs import enqueue, listing, stats
 from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage, JobSpec
-from shared.store import job_store
+from shared.store import job_index, job_items
 from shared.tenants import tenants
 from shared.worker.delivery import Delivery
 from tests.events import FakeLambdaContext, http_api_event
@@ -139,7 +139,7 @@ class _FakeIndex:
         read = rows[:limit]
         items = [{"pk": {"S": f"job#{e[1]}"}, "gsi2sk": {"S": e[1]}} for e in read if e[2] or not filters]
         last = {"gsi2sk": {"S": read[-1][1]}} if len(read) == limit and read else None
-        return job_store.IndexPage(items=items, last_key=last, read=len(read))
+        return job_index.IndexPage(items=items, last_key=last, read=len(read))
 
 
 @given(
@@ -160,7 +160,7 @@ def test_paging_the_merged_partitions_returns_each_matching_entry_once_newest_fi
     filters = {"status": "dead"} if filtered else {}
     got, before = [], None
     with (
-        mock.patch.object(job_store, "query_jobs_index", index.query),
+        mock.patch.object(job_index, "query_jobs_index", index.query),
         mock.patch.object(settings, "JOBS_INDEX_SHARDS", shards),
     ):
         for _ in range(200):
@@ -203,7 +203,7 @@ def test_any_cursor_decodes_to_an_index_position_or_is_refused(cursor):
 
 @given(st.floats(min_value=0, max_value=4e12 / 1000), st.from_regex(r"[A-Za-z0-9_-]{1,128}", fullmatch=True))
 def test_a_cursor_names_the_position_it_was_made_from(enqueued_at, job_id):
-    position = job_store.index_sort_key(enqueued_at, job_id)
+    position = job_items.index_sort_key(enqueued_at, job_id)
 
     assert listing.decode_cursor(listing.encode_cursor(position)) == position
 
@@ -315,6 +315,6 @@ def test_an_empty_time_range_reads_nothing(aws, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("queried an empty range")
 
-    monkeypatch.setattr(job_store, "query_jobs_index", refuse)
+    monkeypatch.setattr(job_index, "query_jobs_index", refuse)
     found = listing.read_index("acme", {}, since=time.time() + 86_400, until=time.time(), before=None, want=10)
     assert (found.items, found.next_before) == ([], None)

@@ -7,7 +7,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from shared.model import JobMessage, Status
-from shared.store import job_store
+from shared.store import job_items, job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 
@@ -120,15 +120,15 @@ def test_a_failed_job_with_attempts_left_is_retried_not_buried_when_a_second_mes
     # time m2 re-reads the record m1 has recorded `failed` (attempt 1 of 3). m2 must come back, not bury it.
     message = _message("fail", {"times": 1})
     first = job_store.claim(message, "m1", time.time(), lease_seconds=60)
-    client = job_store._jobs_client()
-    monkeypatch.setattr(job_store, "_jobs_client", lambda single_attempt=False: _NoOldItemOnConditionFailure(client))
-    read_item = job_store._read_item
+    client = job_items.jobs_client()
+    monkeypatch.setattr(job_items, "jobs_client", lambda single_attempt=False: _NoOldItemOnConditionFailure(client))
+    read_item = job_items.read_item
 
     def m1_fails_first(job_id):
         job_store.record_failure(message.id, first.token, "failing on purpose", time.time())
         return read_item(job_id)
 
-    monkeypatch.setattr(job_store, "_read_item", m1_fails_first)
+    monkeypatch.setattr(job_items, "read_item", m1_fails_first)
 
     with pytest.raises(RetryLater) as later:
         _deliver(message, "m2")

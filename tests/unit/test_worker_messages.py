@@ -12,7 +12,7 @@ import pytest
 from shared import ids, settings
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, JobSpec, Status, UnreadableMessage
-from shared.store import job_store
+from shared.store import job_items, job_store
 from shared.store.id_secret import id_secret
 from tests.unit.worker_harness import body, dead_letters, deliver, record
 
@@ -106,7 +106,7 @@ def test_a_dead_on_arrival_record_keeps_what_rebuilds_the_job_and_its_listing_in
     assert item["job_type"]["S"] == "echo"
     assert json.loads(item["payload_json"]["S"]) == {"n": 1}
     assert "max_attempts" not in item  # the invalid field is not recorded
-    assert item | job_store.index_attributes("acme", message["enqueued_at"], message["id"]) == item
+    assert item | job_items.index_attributes("acme", message["enqueued_at"], message["id"]) == item
 
 
 @pytest.mark.parametrize(

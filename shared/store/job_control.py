@@ -1,0 +1,115 @@
+"""Cancel and retry on job records, each one conditional write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from shared.model import JobMessage, JobRecord, Status
+from shared.store import job_items
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The write's condition failed; `item` is the record as it is now ({} if there is none)."""
+
+    item: dict[str, Any]
+
+
+def _update_unless_refused(job_id: str, **params: Any) -> dict[str, Any] | Refused:
+    """A conditional UpdateItem returning the new item, or Refused with the record as it is."""
+    answer = job_items.write(
+        Key=job_items.key(job_id), ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **params
+    )
+    if isinstance(answer, job_items.ConditionFailed):
+        return Refused(job_items.old_item(answer, job_id))
+    return answer["Attributes"]
+
+
+def cancel(
+    job_id: str, tenant: str, enqueued_at: float, now: float, known: JobMessage | None = None
+) -> JobRecord | Refused:
+    """Mark the job cancelled if it has not started: no record yet, queued by a retry, failed and
+    waiting for its retry, or `running` under a lease that expired (its attempt died). A claim is a
+    conditional write on the same item, so of a claim and a cancel racing, exactly one succeeds.
+
+    `known`: the job's message where the caller has it (a far-future job's schedule), so the
+    cancelled job can be retried at once; otherwise the worker records it when the message arrives.
+    """
+    first_seen: dict[str, dict[str, str]] = {"tenant": {"S": tenant}, "enqueued_at": job_items.n(enqueued_at)}
+    first_seen |= job_items.index_attributes(tenant, enqueued_at, job_id)
+    if known is not None:
+        first_seen |= {
+            "payload_json": job_items.payload_json(known.payload),
+            "job_type": {"S": known.type},
+            "max_attempts": job_items.n(known.max_attempts),
+        }
+    sets, values = job_items.if_not_exists(first_seen)
+    item = _update_unless_refused(
+        job_id,
+        UpdateExpression="SET "
+        + ", ".join(["#status = :cancelled", "cancelled_at = :now", "finished_at = :now", "expires_at = :ttl", *sets])
+        + " REMOVE lease_until",
+        ConditionExpression=(
+            "attribute_not_exists(pk) OR (#tenant = :owner AND "
+            "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+        ),
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values
+        | {
+            ":cancelled": {"S": Status.CANCELLED},
+            ":queued": {"S": Status.QUEUED},
+            ":failed": {"S": Status.FAILED},
+            ":running": {"S": Status.RUNNING},
+            ":owner": {"S": tenant},
+            ":now": job_items.n(now),
+            ":ttl": job_items.n(job_items.expires_at(now)),
+        },
+    )
+    if isinstance(item, Refused):
+        return item
+    return job_items.record_from_item(item)
+
+
+RETRYABLE = (Status.DEAD, Status.CANCELLED)
+
+
+def reset_for_retry(
+    job_id: str, tenant: str, now: float, statuses: tuple[Status, ...] = RETRYABLE
+) -> JobMessage | Refused:
+    """Start a dead or cancelled job over: status `queued`, a fresh attempt budget, `retries` + 1.
+
+    Attempts keep counting (the job's code sees attempt 3 after two that failed): the budget is
+    fresh because the record's max_attempts becomes attempts so far + the job's own budget
+    (`attempt_budget`, its max_attempts when first retried), and the claim counts the record's.
+    Returns that message. The record keeps its place in the listing and its first enqueue time; it
+    expires like a finished one if its message never runs.
+    """
+    names = [f":s{i}" for i in range(len(statuses))]
+    item = _update_unless_refused(
+        job_id,
+        UpdateExpression=(
+            "SET #status = :queued, retries = if_not_exists(retries, :zero) + :one, retried_at = :now, "
+            "attempt_budget = if_not_exists(attempt_budget, max_attempts), "
+            # the claim counts the record's max_attempts: the fresh budget starts from here
+            "max_attempts = if_not_exists(attempts, :zero) + if_not_exists(attempt_budget, max_attempts), "
+            "expires_at = :ttl "
+            "REMOVE finished_at, cancelled_at, last_error, result_json, lease_until, attempt_token, claimed_by"
+        ),
+        ConditionExpression=(
+            f"#tenant = :owner AND #status IN ({', '.join(names)}) AND attribute_exists(payload_json)"
+        ),
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues={name: {"S": status} for name, status in zip(names, statuses, strict=True)}
+        | {
+            ":queued": {"S": Status.QUEUED},
+            ":zero": job_items.n(0),
+            ":one": job_items.n(1),
+            ":owner": {"S": tenant},
+            ":now": job_items.n(now),
+            ":ttl": job_items.n(job_items.expires_at(now)),
+        },
+    )
+    if isinstance(item, Refused):
+        return item
+    return job_items.message_from_item(item, enqueued_at=now)

@@ -1,0 +1,182 @@
+"""Job items as the table holds them: their keys, the client they go through, the conditional write
+every job write uses, and the codec between an item and a record or a message."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared import environment, settings
+from shared.aws.clients import aws_error_code
+from shared.model import JobMessage, JobRecord, Status
+from shared.store import keys
+from shared.store.table_schema import JOBS_INDEX
+
+DAY = 86_400
+
+
+def table() -> str:
+    return environment.current().table
+
+
+def key(job_id: str) -> dict[str, Any]:
+    return keys.item_key(keys.job_key(job_id))
+
+
+def index_sort_key(enqueued_at: float, job_id: str) -> str:
+    """Where a job sits in its tenant's listing: enqueue time in ms (13 digits, so it sorts as text), then id."""
+    # Clamped to 13 digits (years 1970-2286), so any time a query names still sorts in order as text.
+    millis = min(max(int(enqueued_at * 1000), 0), 10**13 - 1)
+    return f"{millis:013d}#{job_id}"
+
+
+def index_shard(job_id: str) -> int:
+    """Which of the tenant's listing partitions a job is written to (stable, spread evenly by id)."""
+    return zlib.crc32(job_id.encode()) % settings.JOBS_INDEX_SHARDS
+
+
+def index_partition(tenant: str, shard: int) -> str:
+    return keys.jobs_index_partition(tenant, shard)
+
+
+def index_attributes(tenant: str, enqueued_at: float, job_id: str) -> dict[str, dict[str, str]]:
+    """The listing index's key (gsi2), written by every write that may create a job record.
+
+    A tenant's jobs are spread over settings.JOBS_INDEX_SHARDS partitions: an index partition takes
+    at most 1,000 writes/s, and a time-ordered sort key sends all of a tenant's new writes to one.
+    """
+    return {
+        JOBS_INDEX.partition_key: {"S": index_partition(tenant, index_shard(job_id))},
+        JOBS_INDEX.sort_key: {"S": index_sort_key(enqueued_at, job_id)},
+    }
+
+
+def if_not_exists(values: dict[str, dict[str, str]]) -> tuple[list[str], dict[str, Any]]:
+    """SET clauses that write each attribute only if the record lacks it, and their values."""
+    return [f"{name} = if_not_exists({name}, :{name})" for name in values], {f":{k}": v for k, v in values.items()}
+
+
+def jobs_client(single_attempt: bool = False) -> Any:
+    """The client job items go through: the status cache where there is one."""
+    from shared.aws.status_cache import jobs_client
+
+    return jobs_client(single_attempt)
+
+
+def prepare_clients() -> None:
+    """Create the clients job items go through and make one read with them (the worker's init phase):
+    a client's first request resolves its endpoint and builds its serializers, ~0.1 s on AWS and up to
+    ~1 s on a busy 2-core machine, which would otherwise fall on the first job's clock."""
+    jobs_client(single_attempt=False)
+    jobs_client(single_attempt=True).get_item(TableName=table(), Key=key("init-phase-read"))
+
+
+@dataclass(frozen=True)
+class ConditionFailed:
+    """A conditional write's condition failed; `item` is the record the failure returned ({} if none)."""
+
+    item: dict[str, Any]
+
+
+def write(*, put: bool = False, single_attempt: bool = False, **params: Any) -> dict[str, Any] | ConditionFailed:
+    """One conditional write of a job item (UpdateItem, or PutItem if `put`): DynamoDB's answer, or
+    _ConditionFailed. `single_attempt`: no botocore retries (see `claim`)."""
+    jobs = jobs_client(single_attempt)
+    try:
+        return (jobs.put_item if put else jobs.update_item)(TableName=table(), **params)
+    except ClientError as error:
+        if aws_error_code(error) != "ConditionalCheckFailedException":
+            raise
+        return ConditionFailed(error.response.get("Item") or {})
+
+
+def conditional(**params: Any) -> bool:
+    """A conditional write (as `_write`): False if its condition failed."""
+    return not isinstance(write(**params), ConditionFailed)
+
+
+def old_item(failed: ConditionFailed, job_id: str) -> dict[str, Any]:
+    """The record a failed condition met: as the failure returned it (ALL_OLD), else read again."""
+    return failed.item or read_item(job_id)
+
+
+def n(value: float | int) -> dict[str, str]:
+    return {"N": repr(value) if isinstance(value, float) else str(value)}
+
+
+def as_float(item: dict[str, Any], name: str) -> float | None:
+    return float(item[name]["N"]) if name in item else None
+
+
+def as_str(item: dict[str, Any], name: str) -> str | None:
+    return item[name]["S"] if name in item else None
+
+
+def as_int(item: dict[str, Any], name: str) -> int | None:
+    return int(item[name]["N"]) if name in item else None
+
+
+def record_from_item(item: dict[str, Any]) -> JobRecord:
+    result_json = as_str(item, "result_json")
+    payload_json = as_str(item, "payload_json")
+    recorded = {"payload": json.loads(payload_json)} if payload_json is not None else {}
+    return JobRecord(
+        id=keys.job_id_of(item["pk"]["S"]),
+        status=Status(item["status"]["S"]),
+        type=as_str(item, "job_type"),
+        attempts=int(item.get("attempts", {"N": "0"})["N"]),
+        result=json.loads(result_json) if result_json is not None else None,
+        error=as_str(item, "last_error"),
+        enqueued_at=as_float(item, "enqueued_at"),
+        started_at=as_float(item, "started_at"),
+        finished_at=as_float(item, "finished_at"),
+        schedule=as_str(item, "schedule_name"),
+        scheduled_for=as_str(item, "scheduled_for"),
+        max_attempts=as_int(item, "max_attempts"),
+        timeout_seconds=as_int(item, "timeout_seconds"),
+        cancelled_at=as_float(item, "cancelled_at"),
+        retries=as_int(item, "retries") or 0,
+        tenant=as_str(item, "tenant") or "",
+        **recorded,
+    )
+
+
+def payload_json(payload: Any) -> dict[str, str]:
+    return {"S": json.dumps(payload, separators=(",", ":"))}
+
+
+def expires_at(now: float) -> int:
+    return int(now) + settings.FINISHED_JOB_TTL_DAYS * DAY
+
+
+def result_json(result: Any) -> str:
+    """A job's result as stored (what GET shows): JSON, anything else as its str()."""
+    return json.dumps(result, default=str)
+
+
+def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
+    """The message that runs a recorded job again, with its fresh budget; `enqueued_at`: when it is sent."""
+    budget = as_int(item, "attempt_budget") or as_int(item, "max_attempts") or settings.DEFAULT_MAX_ATTEMPTS
+    fields: dict[str, Any] = {
+        "id": keys.job_id_of(item["pk"]["S"]),
+        "tenant": as_str(item, "tenant"),
+        "type": as_str(item, "job_type"),
+        "payload": json.loads(item["payload_json"]["S"]),
+        # The record's max_attempts (attempts so far + this budget) is what the claim counts; the
+        # message carries the budget, within the limits every message is checked against.
+        "max_attempts": budget,
+        "enqueued_at": enqueued_at,
+        "schedule": as_str(item, "schedule_name"),
+        "scheduled_for": as_str(item, "scheduled_for"),
+        "timeout_seconds": as_int(item, "timeout_seconds"),
+    }
+    return JobMessage.from_dict({name: value for name, value in fields.items() if value is not None})
+
+
+def read_item(job_id: str) -> dict[str, Any]:
+    # Only for stores that do not return ALL_OLD on a failed condition.
+    return jobs_client().get_item(TableName=table(), Key=key(job_id), ConsistentRead=True).get("Item") or {}

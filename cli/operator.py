@@ -13,19 +13,22 @@ import typer
 from cli import render, target
 from cli.common import CliError, Exit, JsonFlag
 from shared import settings
+from shared.errors import InvalidRequest
 from shared.operations import dead_letters, queue_health
-from shared.tenants import quotas, tenants
+from shared.tenants import operators, quotas, tenants
 
 PANEL = "Operator (AWS credentials)"
 
 tenants_app = typer.Typer(no_args_is_help=True)
 keys_app = typer.Typer(no_args_is_help=True)
+operators_app = typer.Typer(no_args_is_help=True)
 dlq_app = typer.Typer(no_args_is_help=True)
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(tenants_app, name="tenants", help="Create and list tenants.", rich_help_panel=PANEL)
     app.add_typer(keys_app, name="keys", help="Mint, list and revoke API keys.", rich_help_panel=PANEL)
+    app.add_typer(operators_app, name="operators", help="Mint, list and revoke operator keys.", rich_help_panel=PANEL)
     app.add_typer(dlq_app, name="dlq", help="The dead-letter queue: list, redrive.", rich_help_panel=PANEL)
     app.command("queue", rich_help_panel=PANEL)(queue)
 
@@ -307,3 +310,59 @@ def queue(as_json: JsonFlag = False) -> None:
         for q in found
     ]
     render.table(f"queues ({aws.where})", ["queue", "depth", "in flight", "delayed", "oldest age"], rows)
+
+
+@operators_app.command("create")
+def create_operator_key(
+    label: Annotated[str, typer.Option(help="Who or what holds it (shown in listings).")] = "",
+    expires_in_days: Annotated[
+        float | None, typer.Option(help="The key stops working after this many days (default: until revoked).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Mint an operator key (co_...): it opens the /operator routes and the dashboard's operator view."""
+    _connect()
+    from shared.tenants import api_keys
+
+    try:
+        key = operators.create_key(label, expires_in_days=expires_in_days)
+    except InvalidRequest as error:
+        raise CliError(f"--{error.field.replace('_', '-')}: {error.message}", Exit.USAGE, "invalid_request") from error
+    if as_json:
+        render.emit_json({"key": key, "key_id": api_keys.key_id(key), "label": label})
+        return
+    render.out.print(key, highlight=False)
+    render.err.print(f"[dim]operator key id {api_keys.key_id(key)}: store it now, it is not shown again[/]")
+
+
+@operators_app.command("list")
+def list_operator_keys(as_json: JsonFlag = False) -> None:
+    """Every operator key: id, label, created, expiry (never the key)."""
+    _connect()
+    found = operators.list_keys()
+    render.emit(
+        {"operator_keys": [dataclasses.asdict(k) for k in found]},
+        as_json,
+        lambda: render.table(
+            "operator keys",
+            ["key id", "label", "created", "expires"],
+            [[k.key_id, k.label, k.created_at[:19], (k.expires_at or "never")[:19]] for k in found],
+        ),
+    )
+
+
+@operators_app.command("revoke")
+def revoke_operator_key(
+    key_id: Annotated[str, typer.Argument(help="The operator key's id (`corral operators list`).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Revoke an operator key; it stops working within the API's key cache time."""
+    _connect()
+    if not operators.revoke(key_id):
+        raise CliError(f"no operator key with id {key_id!r} (`corral operators list`)", Exit.NOT_FOUND, "not_found")
+    bound = target.api_key_cache_seconds()
+    render.emit(
+        {"key_id": key_id, "revoked": True, "effective_within_seconds": bound},
+        as_json,
+        lambda: render.out.print(f"revoked operator key {key_id}; it stops working within {bound} s"),
+    )

@@ -25,6 +25,7 @@ CONFIG = "config#"  # a deployment-wide setting (the job-id signing key)
 # Index partitions (`gsi1pk`, `gsi2pk`), one per listing.
 TENANTS = "tenants"  # gsi1: every tenant, by name
 API_KEYS = "apikeys#"  # gsi1: a tenant's API keys, oldest first
+OPERATOR_KEYS = "operatorkeys"  # gsi1: every operator key, oldest first
 SCHEDULES = "schedules#"  # gsi1: a tenant's schedules, by name
 RUNS = "runs#"  # gsi1: the jobs a schedule's firings became, newest first
 FAR_FUTURE = "farfuture#"  # gsi1: a tenant's far-future holds, soonest due first

@@ -13,6 +13,7 @@ Low-level client: a key is looked up on API requests, and a tenant's limits on i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from shared import environment
@@ -206,17 +207,50 @@ def api_key_owner(digest: str) -> str | None:
 # Operator keys ------------------------------------------------------------------------------------
 
 
-def put_operator_key(digest: str, label: str, created_at: str) -> None:
-    client("dynamodb").put_item(
-        TableName=_table(),
-        Item={
-            **keys.item_key(keys.operator_key_key(digest)),
-            "kind": {"S": _OPERATOR},
-            "label": {"S": label},
-            "created_at": {"S": created_at},
-        },
-        ConditionExpression="attribute_not_exists(pk)",
-    )
+@dataclass(frozen=True)
+class OperatorKeyInfo:
+    """What a listing shows of an operator key: never the key nor its hash."""
+
+    key_id: str
+    label: str
+    created_at: str
+    expires_at: str | None  # ISO 8601 UTC; None: it does not expire
+
+
+def put_operator_key(digest: str, key_id: str, label: str, created_at: str, expires_at: str | None) -> None:
+    item = {
+        **keys.item_key(keys.operator_key_key(digest)),
+        "kind": {"S": _OPERATOR},
+        "key_id": {"S": key_id},
+        "label": {"S": label},
+        "created_at": {"S": created_at},
+        "gsi1pk": {"S": keys.OPERATOR_KEYS},
+        "gsi1sk": {"S": f"{created_at}#{key_id}"},
+    }
+    if expires_at is not None:
+        item["expires_at_iso"] = {"S": expires_at}
+    client("dynamodb").put_item(TableName=_table(), Item=item, ConditionExpression="attribute_not_exists(pk)")
+
+
+def list_operator_keys() -> list[OperatorKeyInfo]:
+    """Every operator key, oldest first (keys minted before listing existed are not indexed)."""
+    return [
+        OperatorKeyInfo(
+            key_id=item["key_id"]["S"],
+            label=item.get("label", {}).get("S", ""),
+            created_at=item.get("created_at", {}).get("S", ""),
+            expires_at=item.get("expires_at_iso", {}).get("S"),
+        )
+        for item in _query_index(keys.OPERATOR_KEYS)
+    ]
+
+
+def operator_key_digest(key_id: str) -> str | None:
+    """The digest of the operator key with this key id, if there is one."""
+    for item in _query_index(keys.OPERATOR_KEYS):
+        if item["key_id"]["S"] == key_id:
+            return item["pk"]["S"].removeprefix(keys.OPERATOR_KEY)
+    return None
 
 
 def delete_operator_key(digest: str) -> None:
@@ -224,6 +258,12 @@ def delete_operator_key(digest: str) -> None:
 
 
 def operator_key_owner(digest: str) -> str | None:
-    """ "operator" if an operator key with this digest exists, else None (the operator routes' request path)."""
+    """ "operator" if a live operator key with this digest exists (not expired), else None (the operator
+    routes' request path)."""
     item = client("dynamodb").get_item(TableName=_table(), Key=keys.item_key(keys.operator_key_key(digest))).get("Item")
-    return _OPERATOR if item and item.get("kind", {}).get("S") == _OPERATOR else None
+    if not item or item.get("kind", {}).get("S") != _OPERATOR:
+        return None
+    expires_at = item.get("expires_at_iso", {}).get("S")
+    if expires_at is not None and expires_at <= datetime.now(UTC).isoformat(timespec="seconds"):
+        return None
+    return _OPERATOR

@@ -11,24 +11,55 @@ two-cache lookup (shared/tenants/key_lookup.py). Minted by an operator with AWS 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from shared import settings
+from shared.errors import InvalidRequest
 from shared.store import tenant_items
 from shared.tenants import api_keys
 from shared.tenants.key_lookup import KeyLookup
 
 KEY_PREFIX = "co_"
+MAX_EXPIRY_DAYS = 3650
 
 
-def create_key(label: str) -> str:
-    """Mint an operator key; the plaintext is returned once and never stored."""
+def create_key(label: str, *, expires_in_days: float | None = None) -> str:
+    """Mint an operator key; the plaintext is returned once and never stored. `expires_in_days`:
+    the key stops opening the operator routes after that long (None: until it is revoked)."""
+    if expires_in_days is not None and not 0 < expires_in_days <= MAX_EXPIRY_DAYS:
+        raise InvalidRequest("expires_in_days", f"must be more than 0 and at most {MAX_EXPIRY_DAYS}")
     operator_key = api_keys.mint(KEY_PREFIX)
-    tenant_items.put_operator_key(api_keys.digest(operator_key), label, datetime.now(UTC).isoformat(timespec="seconds"))
+    now = datetime.now(UTC)
+    expires_at = (
+        None if expires_in_days is None else (now + timedelta(days=expires_in_days)).isoformat(timespec="seconds")
+    )
+    tenant_items.put_operator_key(
+        api_keys.digest(operator_key),
+        api_keys.key_id(operator_key),
+        label,
+        now.isoformat(timespec="seconds"),
+        expires_at,
+    )
     return operator_key
 
 
+def list_keys() -> list[tenant_items.OperatorKeyInfo]:
+    """Every operator key: id, label, created, expiry (never the key)."""
+    return tenant_items.list_operator_keys()
+
+
+def revoke(key_id: str) -> bool:
+    """Revoke the operator key with this key id; False if there is none. An API instance that has it
+    cached stops accepting it within the key cache's bound."""
+    digest = tenant_items.operator_key_digest(key_id)
+    if digest is None:
+        return False
+    tenant_items.delete_operator_key(digest)
+    return True
+
+
 def revoke_key(operator_key: str) -> None:
+    """Revoke a key its holder presents (this process forgets it at once)."""
     tenant_items.delete_operator_key(api_keys.digest(operator_key))
     _lookup.forget(operator_key)
 
@@ -51,7 +82,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description="Mint an operator key (printed once; only its hash is stored).")
     parser.add_argument("--label", default="", help="who or what holds it, for the audit trail")
-    print(create_key(parser.parse_args().label))
+    parser.add_argument("--expires-in-days", type=float, default=None, help="the key stops working after this long")
+    args = parser.parse_args()
+    print(create_key(args.label, expires_in_days=args.expires_in_days))
 
 
 if __name__ == "__main__":

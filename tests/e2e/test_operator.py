@@ -1,5 +1,6 @@
 """Operator commands (AWS credentials) against the deployed stack: a tenant and its key, used, listed
-and revoked (401 within the stated bound); a dead job in the DLQ, listed with its reason and redriven."""
+and revoked (401 within the stated bound); an operator key minted, listed and revoked by its id; a
+dead job in the DLQ, listed with its reason and redriven."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 import uuid
 
 import pytest
+import requests
 
 from client import Corral, Unauthorized
 from tests.e2e.cli_runner import run_cli
@@ -51,6 +53,36 @@ def test_a_key_is_minted_used_listed_and_revoked_within_the_bound(deployed, tena
         time.sleep(0.5)
     assert run_cli(deployed, "keys", "list", tenant, "--json").json()["keys"] == []
     assert run_cli(deployed, "keys", "revoke", key_id, "--tenant", tenant).code == 3
+
+
+def test_an_operator_key_is_minted_listed_and_revoked_by_its_id_within_the_bound(deployed):
+    deployed.require_aws()
+    minted = run_cli(deployed, "operators", "create", "--label", "on call", "--expires-in-days", "1", "--json")
+    assert minted.code == 0, minted.stderr
+    key, key_id = minted.json()["key"], minted.json()["key_id"]
+
+    def opens_the_operator_routes() -> bool:
+        answer = requests.get(
+            f"{deployed.api_url}/operator/v1/queues", headers={"Authorization": f"Bearer {key}"}, timeout=10
+        )
+        assert answer.status_code in (200, 401), answer.text
+        return answer.status_code == 200
+
+    assert opens_the_operator_routes()
+    listed = {k["key_id"]: k for k in run_cli(deployed, "operators", "list", "--json").json()["operator_keys"]}
+    assert listed[key_id]["label"] == "on call" and listed[key_id]["expires_at"]
+    assert key not in run_cli(deployed, "operators", "list").stdout
+
+    revoked = run_cli(deployed, "operators", "revoke", key_id, "--json")
+    assert revoked.code == 0, revoked.stderr
+    bound = revoked.json()["effective_within_seconds"]
+    revoked_at = time.monotonic()
+    while opens_the_operator_routes():
+        assert time.monotonic() - revoked_at < bound + 5, f"the revoked operator key still works after {bound} s"
+        time.sleep(0.5)
+    assert key_id not in {k["key_id"] for k in run_cli(deployed, "operators", "list", "--json").json()["operator_keys"]}
+    assert run_cli(deployed, "operators", "revoke", key_id).code == 3
+    assert run_cli(deployed, "operators", "create", "--expires-in-days", "0").code == 2
 
 
 def test_keys_for_an_unknown_tenant_are_refused(deployed):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from shared import settings
+from shared import environment
 from shared.errors import InvalidRequest
 from shared.store import tenant_items
 from shared.tenants import api_keys
@@ -64,7 +64,7 @@ def revoke_key(operator_key: str) -> None:
     _lookup.forget(operator_key)
 
 
-_lookup = KeyLookup(KEY_PREFIX, tenant_items.operator_key_owner, lambda: float(settings.API_KEY_CACHE_SECONDS))
+_lookup = KeyLookup(KEY_PREFIX, tenant_items.operator_key_owner, lambda: environment.current().api_key_cache_seconds)
 
 
 def is_operator(operator_key: str) -> bool:

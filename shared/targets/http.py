@@ -39,7 +39,9 @@ RESULT_HEADERS = ("content-type", "content-length", "etag", "last-modified", "lo
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "te", "upgrade"})
 RESERVED_HEADER_PREFIX = "corral-"
 USER_AGENT = "corral-http-job/1"
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
+# An HTTP header name (RFC 9110 token). Always `fullmatch`: with `match`, `$` would also match before a
+# trailing "\n", and a name like "X-A\n" would pass here only to be refused by http.client at every attempt.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _PAYLOAD_KEYS = frozenset({"url", "method", "headers", "body"})
 _MAX_HEADERS = 50
 _READ_CHUNK = 16 * 1024
@@ -91,7 +93,7 @@ def _headers(raw: Any) -> dict[str, str]:
         raise InvalidPayload("payload.headers", f"at most {_MAX_HEADERS} headers")
     headers: dict[str, str] = {}
     for name, value in raw.items():
-        if not _TOKEN.match(name) or len(name) > 256:
+        if not _TOKEN.fullmatch(name) or len(name) > 256:
             raise InvalidPayload(f"payload.headers.{name[:64]}", "not a valid header name")
         lowered = name.lower()
         if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIX):

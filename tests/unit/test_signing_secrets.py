@@ -150,6 +150,17 @@ def test_the_api_refuses_an_http_job_to_an_unsafe_url_naming_the_field(call_api)
     assert status == 202
 
 
+def test_the_api_refuses_a_header_name_with_a_trailing_newline_naming_the_field(call_api):
+    payload = {"url": "https://hooks.example.com/x", "headers": {"X-A\n": "1"}}
+
+    status, body = call_api("POST", "/v1/jobs", {"type": "http", "payload": payload})
+
+    assert status == 422
+    assert body["error"] == "invalid_request"
+    assert [field["field"] for field in body["fields"]] == ["payload.headers.X-A\n"]
+    assert "not a valid header name" in body["message"]
+
+
 def test_the_example_receiver_accepts_a_signed_request_and_refuses_a_forged_one():
     import threading
     import time

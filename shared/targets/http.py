@@ -164,7 +164,12 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
         "Corral-Job-Id": context.job_id,
         "Corral-Attempt": str(context.attempt),
         signing_secrets.SIGNATURE_HEADER: signing_secrets.signature_header(
-            signing_secrets.for_signing(context.tenant), timestamp, request.body
+            signing_secrets.for_signing(context.tenant),
+            timestamp,
+            request.body,
+            method=request.method,
+            url=signed_url(request.target),
+            job_id=context.job_id,
         ),
     }
     # The job's own timeout stops the attempt anyway (shared/worker/deadline.py); the request's timeout ends
@@ -172,6 +177,12 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))
     status, reason, response_headers, body, truncated = _send(request, address, headers, timeout)
     return _outcome(request.target, status, reason, response_headers, body, truncated)
+
+
+def signed_url(target: Target) -> str:
+    """The URL a v2 signature binds: the one the request carries, as its receiver sees it: the scheme, the
+    Host header (lower case, default port left out) and the request target (path and query, as sent)."""
+    return f"{target.scheme}://{target.host_header}{target.path}"
 
 
 def _timeout_seconds() -> float:

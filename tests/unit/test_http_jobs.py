@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from client.signatures import verify_signature
+from client.signatures import SignatureVerificationError, verify_signature
 from shared import environment, settings
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
@@ -75,7 +75,23 @@ def test_a_2xx_answer_is_the_result_and_the_request_is_signed_with_the_tenants_s
     assert request.headers["corral-attempt"] == "2"
     assert request.headers["host"] == f"127.0.0.1:{server.port}"
     secrets = [s.secret for s in signing_secrets.active("acme")]
-    assert verify_signature(request.headers, request.body, secrets) <= time.time()
+    assert verify_signature(request.headers, request.body, secrets, method="POST", url=server.url(path)) <= time.time()
+
+
+def test_the_v2_signature_binds_the_url_method_and_job_id_the_worker_called(server, local_profile):
+    path = server.path()
+    _call(server, path + "?ref=7", method="PUT", body={"refund": 10})
+    [request] = server.received(path)
+    secrets = [s.secret for s in signing_secrets.active("acme")]
+    url = server.url(path) + "?ref=7"
+
+    assert request.headers["corral-signature"].count("v1=") == request.headers["corral-signature"].count("v2=") == 1
+    assert verify_signature(request.headers, request.body, secrets, method="PUT", url=url)
+    for method, elsewhere in (("PUT", server.url(path)), ("PUT", server.url("/other") + "?ref=7"), ("POST", url)):
+        with pytest.raises(SignatureVerificationError):
+            verify_signature(request.headers, request.body, secrets, method=method, url=elsewhere)
+    with pytest.raises(SignatureVerificationError):
+        verify_signature(request.headers | {"corral-job-id": "jt-other"}, request.body, secrets, method="PUT", url=url)
 
 
 def test_method_query_and_a_string_body_are_sent_as_given(server, local_profile):

@@ -3,7 +3,8 @@
 One item per tenant in the jobs table (shared/store/signing_secret_items.py) holds the list of
 secrets, newest first; a secret with `expires_at` is on its way out. Rotating adds a new
 secret and gives the current ones 24 hours to live, so receivers can switch without a gap;
-while more than one is valid, a request carries one signature per secret and per version. The
+expiring one (a leaked secret) removes it at once, unless it is the tenant's last valid one.
+While more than one is valid, a request carries one signature per secret and per version. The
 plaintext exists only in that item and in the API answers to its tenant: it is never logged.
 
 Scheme (docs/decisions/http-jobs.md):
@@ -24,6 +25,7 @@ import secrets
 import time
 
 from shared import settings
+from shared.errors import Conflict, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
 
@@ -65,6 +67,31 @@ def rotate(tenant: str, now: float | None = None) -> list[SigningSecret]:
         updated = [_new_secret(now), *kept][: settings.SIGNING_SECRETS_MAX]
         if signing_secret_items.write(tenant, updated, version):
             return updated
+    raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
+
+
+def expire(tenant: str, secret_id: str, now: float | None = None) -> list[SigningSecret]:
+    """Remove one valid secret now (a leaked one need not wait out a rotation's 24 hours); returns the
+    secrets left, newest first. NotFound if the tenant has no valid secret with that id (an expired
+    secret is already gone); Conflict if it is the tenant's only valid secret: nothing would sign
+    then, so rotate first and expire the old one after.
+
+    The store and the API drop it at once; a worker that read the list earlier may sign with it for up
+    to SIGNING_SECRETS_CACHE_SECONDS more, so receivers should stop accepting it themselves."""
+    now = time.time() if now is None else now
+    for _ in range(_WRITE_CONFLICT_RETRIES):
+        stored = signing_secret_items.read(tenant)
+        valid, version = ([s for s in stored[0] if s.valid_at(now)], stored[1]) if stored is not None else ([], None)
+        if not any(secret.id == secret_id for secret in valid):
+            raise NotFound(f"no valid signing secret {secret_id!r}")
+        if len(valid) == 1:
+            raise Conflict(
+                f"{secret_id!r} is the only valid signing secret: rotate first (POST /v1/signing-secrets:rotate), "
+                "then expire it"
+            )
+        kept = [secret for secret in valid if secret.id != secret_id]
+        if signing_secret_items.write(tenant, kept, version):
+            return kept
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
 
 

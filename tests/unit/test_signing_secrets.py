@@ -1,6 +1,6 @@
-"""Tenants' signing secrets on moto (creation, rotation, expiry, the worker cache) and the signature
-scheme, checked from both ends: the worker's header against the client's verify_signature (v2 binds
-the method, URL and job id; v1 only the timestamp and body)."""
+"""Tenants' signing secrets on moto (creation, rotation, expiry, expiring one at once, the worker cache)
+and the signature scheme, checked from both ends: the worker's header against the client's
+verify_signature (v2 binds the method, URL and job id; v1 only the timestamp and body)."""
 
 import random
 
@@ -14,6 +14,7 @@ from client.signatures import (
     verify_signature,
 )
 from shared import environment, settings
+from shared.errors import Conflict, NotFound
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
 from shared.targets.http_policy import TargetPolicy, check_url
@@ -61,6 +62,56 @@ def test_a_second_rotation_does_not_extend_an_expiring_secret_and_the_list_is_bo
     for step in range(10):
         kept = signing_secrets.rotate("acme", now=300.0 + step)
     assert len(kept) == settings.SIGNING_SECRETS_MAX
+
+
+def test_expiring_a_secret_removes_it_at_once_and_keeps_the_others(aws):
+    [old] = signing_secrets.active("acme", now=1000.0)
+    new = signing_secrets.rotate("acme", now=2000.0)[0]
+
+    left = signing_secrets.expire("acme", old.id, now=2001.0)
+
+    assert [s.id for s in left] == [new.id]
+    assert [s.id for s in signing_secrets.active("acme", now=2001.0)] == [new.id]  # not 24 hours later: now
+    assert all(old.secret not in repr(s) for s in signing_secrets.active("acme", now=2001.0))
+    with pytest.raises(NotFound):  # gone: a second expire finds nothing
+        signing_secrets.expire("acme", old.id, now=2002.0)
+
+
+def test_the_last_valid_secret_cannot_be_expired_and_another_tenants_id_is_not_found(aws):
+    [only] = signing_secrets.active("acme", now=1000.0)
+    [others] = signing_secrets.active("other", now=1000.0)
+    signing_secrets.rotate("other", now=1000.0)
+
+    with pytest.raises(Conflict, match="only valid signing secret: rotate first"):
+        signing_secrets.expire("acme", only.id, now=1001.0)
+    with pytest.raises(NotFound):
+        signing_secrets.expire("acme", others.id, now=1001.0)
+    with pytest.raises(NotFound):
+        signing_secrets.expire("nobody-yet", others.id, now=1001.0)
+    assert [s.id for s in signing_secrets.active("acme", now=1001.0)] == [only.id]
+    assert len(signing_secrets.active("other", now=1001.0)) == 2
+
+
+def test_a_secret_already_past_its_rotation_grace_is_not_found_and_the_new_one_is_then_the_last(aws):
+    [old] = signing_secrets.active("acme", now=0.0)
+    [new, _] = signing_secrets.rotate("acme", now=100.0)
+
+    with pytest.raises(NotFound):
+        signing_secrets.expire("acme", old.id, now=100.0 + DAY + 1)
+    with pytest.raises(Conflict):
+        signing_secrets.expire("acme", new.id, now=100.0 + DAY + 1)
+
+
+def test_the_worker_stops_signing_with_an_expired_secret_within_its_cache_bound(aws, monkeypatch):
+    [old] = signing_secrets.active("acme")
+    signing_secrets.rotate("acme")
+    assert old.secret in signing_secrets.for_signing("acme")
+
+    signing_secrets.expire("acme", old.id)
+
+    monkeypatch.setattr(settings, "SIGNING_SECRETS_CACHE_SECONDS", 0)
+    assert old.secret not in signing_secrets.for_signing("acme")
+    assert len(signing_secrets.for_signing("acme")) == 1
 
 
 def test_the_worker_signs_with_every_valid_secret_and_each_verifies(aws):
@@ -258,6 +309,23 @@ def test_the_api_lists_and_rotates_the_tenants_secrets(call_api):
     assert [s["id"] for s in rotated["secrets"]][1:] == [current["id"]]
     assert rotated["secrets"][1]["expires_at"] == pytest.approx(rotated["secrets"][0]["created_at"] + DAY)
     assert call_api("GET", "/v1/signing-secrets")[1] == rotated
+
+
+def test_the_api_expires_a_secret_at_once_and_refuses_the_last_one_with_409(call_api):
+    [old] = call_api("GET", "/v1/signing-secrets")[1]["secrets"]
+    new = call_api("POST", "/v1/signing-secrets:rotate")[1]["secrets"][0]
+
+    status, left = call_api("POST", f"/v1/signing-secrets/{old['id']}/expire")
+
+    assert status == 200
+    assert [s["id"] for s in left["secrets"]] == [new["id"]]
+    assert call_api("GET", "/v1/signing-secrets")[1] == left
+    status, again = call_api("POST", f"/v1/signing-secrets/{old['id']}/expire")
+    assert (status, again["error"]) == (404, "not_found")
+    status, last = call_api("POST", f"/v1/signing-secrets/{new['id']}/expire")
+    assert (status, last["error"]) == (409, "conflict")
+    assert "only valid signing secret" in last["message"] and "rotate first" in last["message"]
+    assert call_api("GET", "/v1/signing-secrets")[1] == left
 
 
 def test_the_api_refuses_an_http_job_to_an_unsafe_url_naming_the_field(call_api):

@@ -1,10 +1,15 @@
-"""/v1/signing-secrets routes: the secrets HTTP jobs are signed with, and their rotation."""
+"""/v1/signing-secrets routes: the secrets HTTP jobs are signed with, their rotation, and expiring one at once.
+
+Not rate limited, like the other write routes besides enqueue: each is one read and one conditional
+write of the tenant's own item, and a tenant whose enqueue bucket is empty must still be able to
+expire a leaked secret."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from functions.api.responses import json_response
@@ -42,3 +47,19 @@ def get_signing_secrets() -> Response[dict[str, Any]]:
 )
 def rotate_signing_secrets() -> Response[dict[str, Any]]:
     return json_response(201, _view(signing_secrets.rotate(_tenant())))
+
+
+@router.post(
+    "/v1/signing-secrets/<secret_id>/expire",
+    summary="Expire a signing secret now (a leaked one)",
+    description="The secret is removed at once: the API no longer lists it and no new signature uses it "
+    f"(workers that read it earlier stop within {settings.SIGNING_SECRETS_CACHE_SECONDS} s); receivers should "
+    "stop accepting it. The tenant's only valid secret cannot be expired: rotate first, then expire the old one.",
+    responses={
+        200: {"description": "Expired: the secrets left, newest first"},
+        404: {"description": "No valid signing secret with this id for this API key's tenant"},
+        409: {"description": "It is the only valid secret; rotate first"},
+    },
+)
+def expire_signing_secret(secret_id: Annotated[str, Path(max_length=64)]) -> Response[dict[str, Any]]:
+    return json_response(200, _view(signing_secrets.expire(_tenant(), secret_id)))

@@ -39,7 +39,9 @@ RESULT_HEADERS = ("content-type", "content-length", "etag", "last-modified", "lo
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "te", "upgrade"})
 RESERVED_HEADER_PREFIX = "corral-"
 USER_AGENT = "corral-http-job/1"
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
+# An HTTP header name (RFC 9110 token). Always `fullmatch`: with `match`, `$` would also match before a
+# trailing "\n", and a name like "X-A\n" would pass here only to be refused by http.client at every attempt.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _PAYLOAD_KEYS = frozenset({"url", "method", "headers", "body"})
 _MAX_HEADERS = 50
 _READ_CHUNK = 16 * 1024
@@ -91,7 +93,7 @@ def _headers(raw: Any) -> dict[str, str]:
         raise InvalidPayload("payload.headers", f"at most {_MAX_HEADERS} headers")
     headers: dict[str, str] = {}
     for name, value in raw.items():
-        if not _TOKEN.match(name) or len(name) > 256:
+        if not _TOKEN.fullmatch(name) or len(name) > 256:
             raise InvalidPayload(f"payload.headers.{name[:64]}", "not a valid header name")
         lowered = name.lower()
         if lowered in RESERVED_HEADERS or lowered.startswith(RESERVED_HEADER_PREFIX):
@@ -162,7 +164,12 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
         "Corral-Job-Id": context.job_id,
         "Corral-Attempt": str(context.attempt),
         signing_secrets.SIGNATURE_HEADER: signing_secrets.signature_header(
-            signing_secrets.for_signing(context.tenant), timestamp, request.body
+            signing_secrets.for_signing(context.tenant),
+            timestamp,
+            request.body,
+            method=request.method,
+            url=signed_url(request.target),
+            job_id=context.job_id,
         ),
     }
     # The job's own timeout stops the attempt anyway (shared/worker/deadline.py); the request's timeout ends
@@ -170,6 +177,12 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))
     status, reason, response_headers, body, truncated = _send(request, address, headers, timeout)
     return _outcome(request.target, status, reason, response_headers, body, truncated)
+
+
+def signed_url(target: Target) -> str:
+    """The URL a v2 signature binds: the one the request carries, as its receiver sees it: the scheme, the
+    Host header (lower case, default port left out) and the request target (path and query, as sent)."""
+    return f"{target.scheme}://{target.host_header}{target.path}"
 
 
 def _timeout_seconds() -> float:

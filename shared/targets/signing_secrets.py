@@ -3,11 +3,17 @@
 One item per tenant in the jobs table (shared/store/signing_secret_items.py) holds the list of
 secrets, newest first; a secret with `expires_at` is on its way out. Rotating adds a new
 secret and gives the current ones 24 hours to live, so receivers can switch without a gap;
-while more than one is valid, a request carries one signature per secret. The plaintext
-exists only in that item and in the API answers to its tenant: it is never logged.
+expiring one (a leaked secret) removes it at once, unless it is the tenant's last valid one.
+While more than one is valid, a request carries one signature per secret and per version. The
+plaintext exists only in that item and in the API answers to its tenant: it is never logged.
 
-Scheme (the one Stripe and Svix users know):
-    Corral-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>[,v1=...]
+Scheme (docs/decisions/http-jobs.md):
+    Corral-Signature: t=<unix seconds>,v1=<hex>[,v1=...],v2=<hex>[,v2=...]
+    v1 = HMAC-SHA256(secret, "<t>.<raw body>")
+    v2 = HMAC-SHA256(secret, "v2\n<METHOD>\n<url>\n<Corral-Job-Id>\n<t>\n<raw body>")
+v2 also binds the request to its method, its URL (scheme://<Host header><path and query>, as sent)
+and its job id, so a captured request cannot be replayed to another URL, with another method or
+under another job id. v1 binds only the timestamp and body; it stays for receivers written before v2.
 The HMAC key is the secret string's UTF-8 bytes, exactly as the API shows it.
 """
 
@@ -19,6 +25,7 @@ import secrets
 import time
 
 from shared import settings
+from shared.errors import Conflict, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
 
@@ -63,6 +70,31 @@ def rotate(tenant: str, now: float | None = None) -> list[SigningSecret]:
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
 
 
+def expire(tenant: str, secret_id: str, now: float | None = None) -> list[SigningSecret]:
+    """Remove one valid secret now (a leaked one need not wait out a rotation's 24 hours); returns the
+    secrets left, newest first. NotFound if the tenant has no valid secret with that id (an expired
+    secret is already gone); Conflict if it is the tenant's only valid secret: nothing would sign
+    then, so rotate first and expire the old one after.
+
+    The store and the API drop it at once; a worker that read the list earlier may sign with it for up
+    to SIGNING_SECRETS_CACHE_SECONDS more, so receivers should stop accepting it themselves."""
+    now = time.time() if now is None else now
+    for _ in range(_WRITE_CONFLICT_RETRIES):
+        stored = signing_secret_items.read(tenant)
+        valid, version = ([s for s in stored[0] if s.valid_at(now)], stored[1]) if stored is not None else ([], None)
+        if not any(secret.id == secret_id for secret in valid):
+            raise NotFound(f"no valid signing secret {secret_id!r}")
+        if len(valid) == 1:
+            raise Conflict(
+                f"{secret_id!r} is the only valid signing secret: rotate first (POST /v1/signing-secrets:rotate), "
+                "then expire it"
+            )
+        kept = [secret for secret in valid if secret.id != secret_id]
+        if signing_secret_items.write(tenant, kept, version):
+            return kept
+    raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
+
+
 # tenant -> (secrets, read at): a worker reads a tenant's secrets at most once per SIGNING_SECRETS_CACHE_SECONDS.
 _cache: dict[str, tuple[list[SigningSecret], float]] = {}
 _CACHE_LIMIT = 10_000
@@ -80,7 +112,33 @@ def for_signing(tenant: str) -> list[str]:
     return [secret.secret for secret in cached[0] if secret.valid_at(now)]
 
 
-def signature_header(secrets_: list[str], timestamp: int, body: bytes) -> str:
-    signed = str(timestamp).encode() + b"." + body
-    signatures = [hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest() for secret in secrets_]
-    return ",".join([f"t={timestamp}", *(f"v1={signature}" for signature in signatures)])
+def canonical_v2(method: str, url: str, job_id: str, timestamp: int, body: bytes) -> bytes:
+    """The message a v2 signature signs. Unambiguous: no field but the last (the body) can hold a newline
+    (a method is a token, the URL has no control characters, job ids and timestamps are plain text)."""
+    return f"v2\n{method.upper()}\n{url}\n{job_id}\n{timestamp}\n".encode() + body
+
+
+def signature_header(
+    secrets_: list[str],
+    timestamp: int,
+    body: bytes,
+    *,
+    method: str | None = None,
+    url: str | None = None,
+    job_id: str | None = None,
+) -> str:
+    """The Corral-Signature value: `t`, a v1 per secret, and a v2 per secret when the request's method, URL
+    and job id are given (the worker always gives them; without them the header is v1 only)."""
+    v1_message = str(timestamp).encode() + b"." + body
+    parts = [f"t={timestamp}"]
+    parts += [f"v1={_hmac(secret, v1_message)}" for secret in secrets_]
+    if method is not None and url is not None and job_id is not None:
+        v2_message = canonical_v2(method, url, job_id, timestamp, body)
+        parts += [f"v2={_hmac(secret, v2_message)}" for secret in secrets_]
+    elif method is not None or url is not None or job_id is not None:
+        raise ValueError("v2 needs all of method, url and job_id")
+    return ",".join(parts)
+
+
+def _hmac(secret: str, message: bytes) -> str:
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()

@@ -51,7 +51,7 @@ def test_a_signed_request_arrives_and_verifies_with_the_secret_from_the_api(api,
     [request] = hooks.received(path)
     assert (request.method, request.body, request.headers["x-tenant-ref"]) == ("POST", b'{"invoice":42}', "7")
     assert (request.headers["corral-job-id"], request.headers["corral-attempt"]) == (job_id, "1")
-    verify_signature(request.headers, request.body, _secrets(api))
+    verify_signature(request.headers, request.body, _secrets(api), method="POST", url=hooks.url(path))
 
 
 def test_after_a_rotation_requests_carry_two_signatures_each_verifying(deployed, hooks):
@@ -70,9 +70,9 @@ def test_after_a_rotation_requests_carry_two_signatures_each_verifying(deployed,
 
     assert job["status"] == "succeeded", job
     [request] = hooks.received(path)
-    assert request.headers["corral-signature"].count("v1=") == 2
+    assert request.headers["corral-signature"].count("v1=") == request.headers["corral-signature"].count("v2=") == 2
     for secret in (old, new):  # a receiver still on the old secret, and one already on the new, both accept it
-        verify_signature(request.headers, request.body, [secret])
+        verify_signature(request.headers, request.body, [secret], method="POST", url=hooks.url(path))
 
 
 def test_a_503_is_retried_and_the_next_200_succeeds(api, hooks):

@@ -7,8 +7,10 @@ import socket
 import time
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from client.signatures import verify_signature
+from client.signatures import SignatureVerificationError, verify_signature
 from shared import environment, settings
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
@@ -73,7 +75,23 @@ def test_a_2xx_answer_is_the_result_and_the_request_is_signed_with_the_tenants_s
     assert request.headers["corral-attempt"] == "2"
     assert request.headers["host"] == f"127.0.0.1:{server.port}"
     secrets = [s.secret for s in signing_secrets.active("acme")]
-    assert verify_signature(request.headers, request.body, secrets) <= time.time()
+    assert verify_signature(request.headers, request.body, secrets, method="POST", url=server.url(path)) <= time.time()
+
+
+def test_the_v2_signature_binds_the_url_method_and_job_id_the_worker_called(server, local_profile):
+    path = server.path()
+    _call(server, path + "?ref=7", method="PUT", body={"refund": 10})
+    [request] = server.received(path)
+    secrets = [s.secret for s in signing_secrets.active("acme")]
+    url = server.url(path) + "?ref=7"
+
+    assert request.headers["corral-signature"].count("v1=") == request.headers["corral-signature"].count("v2=") == 1
+    assert verify_signature(request.headers, request.body, secrets, method="PUT", url=url)
+    for method, elsewhere in (("PUT", server.url(path)), ("PUT", server.url("/other") + "?ref=7"), ("POST", url)):
+        with pytest.raises(SignatureVerificationError):
+            verify_signature(request.headers, request.body, secrets, method=method, url=elsewhere)
+    with pytest.raises(SignatureVerificationError):
+        verify_signature(request.headers | {"corral-job-id": "jt-other"}, request.body, secrets, method="PUT", url=url)
 
 
 def test_method_query_and_a_string_body_are_sent_as_given(server, local_profile):
@@ -209,6 +227,7 @@ def test_on_the_aws_rules_a_name_resolving_to_loopback_is_refused_and_never_cont
         ({"url": "https://example.com", "headers": {"Host": "evil"}}, "payload.headers.Host", "platform"),
         ({"url": "https://example.com", "headers": {"X-A": "a\r\nB: c"}}, "payload.headers.X-A", "line breaks"),
         ({"url": "https://example.com", "headers": {"X-A": 1}}, "payload.headers.X-A", "string"),
+        ({"url": "https://example.com", "headers": {"X-A\n": "a"}}, "payload.headers.X-A\n", "header name"),
         ({"url": "https://example.com", "method": "GET", "body": {"a": 1}}, "payload.body", "no body"),
         ({"url": "https://example.com", "timeout": 3}, "payload.timeout", "unknown field"),
     ],
@@ -221,6 +240,38 @@ def test_enqueue_names_the_payload_field_at_fault_on_the_aws_rules(aws, monkeypa
         check_job(JobSpec("http", payload, 3))
 
     assert invalid.value.field == field
+
+
+# RFC 9110 tchar: the only characters a header name may hold.
+_TCHARS = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _header_name_accepted(name: str) -> bool:
+    try:
+        http_jobs._parse({"url": "https://hooks.example.com/", "headers": {name: "v"}}, AWS_RULES)
+    except http_jobs.InvalidPayload as invalid:
+        assert invalid.field in (f"payload.headers.{name[:64]}", f"payload.headers.{name}")
+        return False
+    return True
+
+
+@given(st.text(min_size=1, max_size=300))
+@example("X-A\n")  # `$` with `match` accepted it
+def test_a_header_name_is_accepted_exactly_when_it_is_a_token_the_platform_does_not_set(name):
+    lowered = name.lower()
+    expected = (
+        len(name) <= 256
+        and all(c in _TCHARS for c in name)
+        and lowered not in http_jobs.RESERVED_HEADERS
+        and not lowered.startswith(http_jobs.RESERVED_HEADER_PREFIX)
+    )
+
+    assert _header_name_accepted(name) is expected
+
+
+@given(st.text(alphabet=_TCHARS, min_size=1, max_size=64), st.sampled_from(["\n", "\r\n", "\r", "\0", " ", ":"]))
+def test_a_token_with_a_line_break_or_separator_after_it_is_refused(token, tail):
+    assert not _header_name_accepted(token + tail)
 
 
 def test_a_valid_http_payload_is_accepted(aws):

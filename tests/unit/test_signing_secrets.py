@@ -1,15 +1,27 @@
-"""Tenants' signing secrets on moto (creation, rotation, expiry, the worker cache) and the signature
-scheme, checked from both ends: the worker's header against the client's verify_signature."""
+"""Tenants' signing secrets on moto (creation, rotation, expiry, expiring one at once, the worker cache)
+and the signature scheme, checked from both ends: the worker's header against the client's
+verify_signature (v2 binds the method, URL and job id; v1 only the timestamp and body)."""
 
 import random
 
 import pytest
 
-from client.signatures import SignatureVerificationError, compute_signature, verify_signature
+from client.signatures import (
+    SignatureVerificationError,
+    canonical_url,
+    compute_signature,
+    compute_signature_v2,
+    verify_signature,
+)
 from shared import environment, settings
+from shared.errors import Conflict, NotFound
+from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
+from shared.targets.http_policy import TargetPolicy, check_url
 
 DAY = 86_400
+URL = "https://hooks.example.com/invoices?ref=7"
+JOB = {"Corral-Job-Id": "jt-1"}
 
 
 @pytest.fixture(autouse=True)
@@ -52,16 +64,70 @@ def test_a_second_rotation_does_not_extend_an_expiring_secret_and_the_list_is_bo
     assert len(kept) == settings.SIGNING_SECRETS_MAX
 
 
+def test_expiring_a_secret_removes_it_at_once_and_keeps_the_others(aws):
+    [old] = signing_secrets.active("acme", now=1000.0)
+    new = signing_secrets.rotate("acme", now=2000.0)[0]
+
+    left = signing_secrets.expire("acme", old.id, now=2001.0)
+
+    assert [s.id for s in left] == [new.id]
+    assert [s.id for s in signing_secrets.active("acme", now=2001.0)] == [new.id]  # not 24 hours later: now
+    assert all(old.secret not in repr(s) for s in signing_secrets.active("acme", now=2001.0))
+    with pytest.raises(NotFound):  # gone: a second expire finds nothing
+        signing_secrets.expire("acme", old.id, now=2002.0)
+
+
+def test_the_last_valid_secret_cannot_be_expired_and_another_tenants_id_is_not_found(aws):
+    [only] = signing_secrets.active("acme", now=1000.0)
+    [others] = signing_secrets.active("other", now=1000.0)
+    signing_secrets.rotate("other", now=1000.0)
+
+    with pytest.raises(Conflict, match="only valid signing secret: rotate first"):
+        signing_secrets.expire("acme", only.id, now=1001.0)
+    with pytest.raises(NotFound):
+        signing_secrets.expire("acme", others.id, now=1001.0)
+    with pytest.raises(NotFound):
+        signing_secrets.expire("nobody-yet", others.id, now=1001.0)
+    assert [s.id for s in signing_secrets.active("acme", now=1001.0)] == [only.id]
+    assert len(signing_secrets.active("other", now=1001.0)) == 2
+
+
+def test_a_secret_already_past_its_rotation_grace_is_not_found_and_the_new_one_is_then_the_last(aws):
+    [old] = signing_secrets.active("acme", now=0.0)
+    [new, _] = signing_secrets.rotate("acme", now=100.0)
+
+    with pytest.raises(NotFound):
+        signing_secrets.expire("acme", old.id, now=100.0 + DAY + 1)
+    with pytest.raises(Conflict):
+        signing_secrets.expire("acme", new.id, now=100.0 + DAY + 1)
+
+
+def test_the_worker_stops_signing_with_an_expired_secret_within_its_cache_bound(aws, monkeypatch):
+    [old] = signing_secrets.active("acme")
+    signing_secrets.rotate("acme")
+    assert old.secret in signing_secrets.for_signing("acme")
+
+    signing_secrets.expire("acme", old.id)
+
+    monkeypatch.setattr(settings, "SIGNING_SECRETS_CACHE_SECONDS", 0)
+    assert old.secret not in signing_secrets.for_signing("acme")
+    assert len(signing_secrets.for_signing("acme")) == 1
+
+
 def test_the_worker_signs_with_every_valid_secret_and_each_verifies(aws):
     signing_secrets.active("acme")
     secrets = [s.secret for s in signing_secrets.rotate("acme")]
     body = b'{"invoice": 42}'
 
-    header = signing_secrets.signature_header(signing_secrets.for_signing("acme"), 1_700_000_000, body)
+    header = signing_secrets.signature_header(
+        signing_secrets.for_signing("acme"), 1_700_000_000, body, method="POST", url=URL, job_id="jt-1"
+    )
 
-    assert header.startswith("t=1700000000,v1=") and header.count("v1=") == 2
+    assert header.startswith("t=1700000000,v1=") and header.count("v1=") == 2 and header.count("v2=") == 2
     for secret in secrets:  # a receiver that knows only the old, or only the new secret, accepts it
-        verify_signature({"corral-signature": header}, body, [secret], now=1_700_000_010)
+        headers = {"corral-signature": header} | JOB
+        verify_signature(headers, body, [secret], method="POST", url=URL, now=1_700_000_010)
+        verify_signature(headers, body, [secret], allow_v1=True, now=1_700_000_010)  # a receiver written before v2
 
 
 def test_the_worker_cache_picks_a_rotation_up_within_its_bound(aws, monkeypatch):
@@ -73,23 +139,129 @@ def test_the_worker_cache_picks_a_rotation_up_within_its_bound(aws, monkeypatch)
     assert len(signing_secrets.for_signing("acme")) == 2
 
 
-def _signed(secret: str, timestamp: int, body: bytes) -> dict[str, str]:
-    return {"Corral-Signature": f"t={timestamp},v1={compute_signature(secret, timestamp, body)}"}
+def _signed(secret: str, timestamp: int, body: bytes, method: str = "POST", url: str = URL) -> dict[str, str]:
+    header = signing_secrets.signature_header([secret], timestamp, body, method=method, url=url, job_id="jt-1")
+    return {"Corral-Signature": header} | JOB
 
 
 def test_verification_refuses_a_wrong_secret_a_changed_body_a_stale_timestamp_and_no_header():
     body = b"hello"
     headers = _signed("whsec_a", 1000, body)
 
-    assert verify_signature(headers, body, "whsec_a", now=1000) == 1000
+    assert verify_signature(headers, body, "whsec_a", method="POST", url=URL, now=1000) == 1000
     for bad_body, secrets, now in ((body, "whsec_b", 1000), (b"hellO", "whsec_a", 1000), (body, "whsec_a", 1301)):
         with pytest.raises(SignatureVerificationError):
-            verify_signature(headers, bad_body, secrets, now=now)
+            verify_signature(headers, bad_body, secrets, method="POST", url=URL, now=now)
     with pytest.raises(SignatureVerificationError, match="no Corral-Signature"):
-        verify_signature({}, body, "whsec_a", now=1000)
+        verify_signature({}, body, "whsec_a", method="POST", url=URL, now=1000)
     with pytest.raises(SignatureVerificationError, match="malformed"):
-        verify_signature({"corral-signature": "v1=abc"}, body, "whsec_a", now=1000)
-    assert verify_signature(list(headers.items()), body.decode(), ["whsec_x", "whsec_a"], tolerance=10, now=1005)
+        verify_signature({"corral-signature": "v2=abc"}, body, "whsec_a", method="POST", url=URL, now=1000)
+    assert verify_signature(
+        list(headers.items()), body.decode(), ["whsec_x", "whsec_a"], tolerance=10, method="post", url=URL, now=1005
+    )
+
+
+def test_v2_changes_with_the_method_the_url_and_the_job_id():
+    base = ("whsec_a", "POST", URL, "jt-1", 1000, b"{}")
+    signature = compute_signature_v2(*base)
+    changed = [
+        ("whsec_a", "PUT", URL, "jt-1", 1000, b"{}"),
+        ("whsec_a", "POST", "https://hooks.example.com/refunds?ref=7", "jt-1", 1000, b"{}"),
+        ("whsec_a", "POST", "https://hooks.example.com/invoices?ref=8", "jt-1", 1000, b"{}"),
+        ("whsec_a", "POST", "https://other.example.com/invoices?ref=7", "jt-1", 1000, b"{}"),
+        ("whsec_a", "POST", "http://hooks.example.com/invoices?ref=7", "jt-1", 1000, b"{}"),
+        ("whsec_a", "POST", URL, "jt-2", 1000, b"{}"),
+        ("whsec_a", "POST", URL, "jt-1", 1001, b"{}"),
+        ("whsec_a", "POST", URL, "jt-1", 1000, b"[]"),
+    ]
+
+    assert len({signature, *(compute_signature_v2(*fields) for fields in changed)}) == len(changed) + 1
+
+
+def test_a_request_replayed_to_another_url_method_or_job_id_fails_v2_though_its_v1_still_matches():
+    body = b'{"refund": 10}'
+    captured = _signed("whsec_a", 1000, body)  # signed for POST URL as job jt-1
+    replays = [
+        (captured, "POST", "https://hooks.example.com/refunds"),
+        (captured, "POST", "https://partner.example/notify"),
+        (captured, "DELETE", URL),
+        (captured | {"Corral-Job-Id": "jt-fresh"}, "POST", URL),
+    ]
+
+    for headers, method, url in replays:
+        verify_signature(headers, body, "whsec_a", allow_v1=True, now=1000)  # v1 alone cannot tell
+        with pytest.raises(SignatureVerificationError, match="no signature matches"):
+            verify_signature(headers, body, "whsec_a", method=method, url=url, now=1000)
+        with pytest.raises(SignatureVerificationError, match="no signature matches"):  # v2 present: no fallback
+            verify_signature(headers, body, "whsec_a", method=method, url=url, allow_v1=True, now=1000)
+    without_job_id = {"Corral-Signature": captured["Corral-Signature"]}
+    with pytest.raises(SignatureVerificationError, match="no Corral-Job-Id"):
+        verify_signature(without_job_id, body, "whsec_a", method="POST", url=URL, now=1000)
+
+
+def test_a_v1_only_header_is_refused_unless_the_caller_allows_v1():
+    body = b"hello"
+    v1_only = {"Corral-Signature": f"t=1000,v1={compute_signature('whsec_a', 1000, body)}"} | JOB
+
+    with pytest.raises(SignatureVerificationError, match="no v2 signature"):
+        verify_signature(v1_only, body, "whsec_a", method="POST", url=URL, now=1000)
+    assert verify_signature(v1_only, body, "whsec_a", method="POST", url=URL, allow_v1=True, now=1000) == 1000
+    assert verify_signature(v1_only, body, "whsec_a", allow_v1=True, now=1000) == 1000
+    with pytest.raises(TypeError, match="method= and url="):  # a caller that passes neither must choose
+        verify_signature(v1_only, body, "whsec_a", now=1000)
+
+
+def test_the_receiver_may_give_the_url_in_any_equivalent_spelling_of_scheme_host_and_port():
+    headers = _signed("whsec_a", 1000, b"", method="GET", url="https://hooks.example.com/a?b=1")
+
+    for url in ("HTTPS://Hooks.Example.COM:443/a?b=1", "https://hooks.example.com./a?b=1#top"):
+        verify_signature(headers, b"", "whsec_a", method="GET", url=url, now=1000)
+    for url in (
+        "https://hooks.example.com:8443/a?b=1",
+        "https://hooks.example.com/A?b=1",
+        "https://hooks.example.com/a",
+    ):
+        with pytest.raises(SignatureVerificationError):
+            verify_signature(headers, b"", "whsec_a", method="GET", url=url, now=1000)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://hooks.example.com/invoices?ref=7",
+        "https://Hooks.Example.com:443",
+        "https://hooks.example.com.:8443/a/b/?x=1&y=%20z",
+        "https://hooks.example.com/p?",
+        "https://hooks.example.com/p#fragment",
+        "http://127.0.0.1:8000/invoices",
+        "http://localhost/",
+        "https://[2606:4700:4700::1111]:8443/v6",
+        "https://[2606:4700:4700::ABCD]/v6",
+    ],
+)
+def test_the_url_the_worker_signs_is_the_one_the_receiver_rebuilds(url):
+    target = check_url(url, TargetPolicy(allow_plain_http=True, allow_loopback=True))
+
+    signed = http_jobs.signed_url(target)
+
+    assert signed == canonical_url(url)
+    assert signed == f"{target.scheme}://{target.host_header}{target.path}"  # scheme, Host header, request target
+
+
+def test_a_malformed_timestamp_or_too_many_signatures_is_a_verification_error_not_a_crash():
+    body = b"x"
+    good = compute_signature_v2("whsec_a", "POST", URL, "jt-1", 1000, body)
+
+    with pytest.raises(SignatureVerificationError, match="malformed"):
+        verify_signature({"Corral-Signature": f"t=¹⁰⁰⁰,v2={good}"} | JOB, body, "whsec_a", method="POST", url=URL)
+    with pytest.raises(SignatureVerificationError):  # compare_digest would raise TypeError on non-ASCII text
+        verify_signature({"Corral-Signature": "t=1000,v2=é"} | JOB, body, "whsec_a", method="POST", url=URL, now=1000)
+    padded = ",".join(["t=1000", *["v2=" + "0" * 64] * 10, f"v2={good}"])  # only the first 10 are compared
+    with pytest.raises(SignatureVerificationError, match="no signature matches"):
+        verify_signature({"Corral-Signature": padded} | JOB, body, "whsec_a", method="POST", url=URL, now=1000)
+    assert verify_signature(
+        {"Corral-Signature": f"t=1000,v2={good}"} | JOB, body, "whsec_a", method="POST", url=URL, now=1000
+    )
 
 
 def test_any_body_signed_by_the_worker_verifies_and_any_flipped_byte_does_not():
@@ -97,13 +269,13 @@ def test_any_body_signed_by_the_worker_verifies_and_any_flipped_byte_does_not():
     for _ in range(200):
         body = rng.randbytes(rng.randint(0, 300))
         secret = "whsec_" + rng.randbytes(8).hex()
-        header = {"Corral-Signature": signing_secrets.signature_header([secret], 1000, body)}
-        verify_signature(header, body, secret, now=1000)
+        header = _signed(secret, 1000, body)
+        verify_signature(header, body, secret, method="POST", url=URL, now=1000)
         if body:
             index = rng.randrange(len(body))
             tampered = body[:index] + bytes([body[index] ^ 1]) + body[index + 1 :]
             with pytest.raises(SignatureVerificationError):
-                verify_signature(header, tampered, secret, now=1000)
+                verify_signature(header, tampered, secret, method="POST", url=URL, now=1000)
 
 
 @pytest.fixture
@@ -139,6 +311,23 @@ def test_the_api_lists_and_rotates_the_tenants_secrets(call_api):
     assert call_api("GET", "/v1/signing-secrets")[1] == rotated
 
 
+def test_the_api_expires_a_secret_at_once_and_refuses_the_last_one_with_409(call_api):
+    [old] = call_api("GET", "/v1/signing-secrets")[1]["secrets"]
+    new = call_api("POST", "/v1/signing-secrets:rotate")[1]["secrets"][0]
+
+    status, left = call_api("POST", f"/v1/signing-secrets/{old['id']}/expire")
+
+    assert status == 200
+    assert [s["id"] for s in left["secrets"]] == [new["id"]]
+    assert call_api("GET", "/v1/signing-secrets")[1] == left
+    status, again = call_api("POST", f"/v1/signing-secrets/{old['id']}/expire")
+    assert (status, again["error"]) == (404, "not_found")
+    status, last = call_api("POST", f"/v1/signing-secrets/{new['id']}/expire")
+    assert (status, last["error"]) == (409, "conflict")
+    assert "only valid signing secret" in last["message"] and "rotate first" in last["message"]
+    assert call_api("GET", "/v1/signing-secrets")[1] == left
+
+
 def test_the_api_refuses_an_http_job_to_an_unsafe_url_naming_the_field(call_api):
     status, body = call_api("POST", "/v1/jobs", {"type": "http", "payload": {"url": "https://169.254.169.254/"}})
 
@@ -150,7 +339,18 @@ def test_the_api_refuses_an_http_job_to_an_unsafe_url_naming_the_field(call_api)
     assert status == 202
 
 
-def test_the_example_receiver_accepts_a_signed_request_and_refuses_a_forged_one():
+def test_the_api_refuses_a_header_name_with_a_trailing_newline_naming_the_field(call_api):
+    payload = {"url": "https://hooks.example.com/x", "headers": {"X-A\n": "1"}}
+
+    status, body = call_api("POST", "/v1/jobs", {"type": "http", "payload": payload})
+
+    assert status == 422
+    assert body["error"] == "invalid_request"
+    assert [field["field"] for field in body["fields"]] == ["payload.headers.X-A\n"]
+    assert "not a valid header name" in body["message"]
+
+
+def test_the_example_receiver_accepts_a_signed_request_and_refuses_a_forged_a_replayed_or_a_v1_only_one():
     import threading
     import time
 
@@ -160,19 +360,29 @@ def test_the_example_receiver_accepts_a_signed_request_and_refuses_a_forged_one(
 
     server = make_server(0, ["whsec_example"])
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/invoices"
+    base = f"http://127.0.0.1:{server.server_address[1]}"
     body = b'{"invoice": 42}'
     now = int(time.time())
-    try:
-        signed = {"Corral-Signature": signing_secrets.signature_header(["whsec_example"], now, body)}
-        forged = {"Corral-Signature": signing_secrets.signature_header(["whsec_guess"], now, body)}
-        job = {"Corral-Job-Id": "jt-1", "Corral-Attempt": "1"}
 
-        accepted = requests.post(url, data=body, headers=signed | job, timeout=5)
-        refused = requests.post(url, data=body, headers=forged | job, timeout=5)
+    def sign(secret, v2=True):
+        bound = {"method": "POST", "url": base + "/invoices", "job_id": "jt-1"} if v2 else {}
+        header = signing_secrets.signature_header([secret], now, body, **bound)
+        return {"Corral-Signature": header, "Corral-Job-Id": "jt-1", "Corral-Attempt": "1"}
+
+    try:
+        signed = sign("whsec_example")
+        forged = sign("whsec_guess")
+        v1_only = sign("whsec_example", v2=False)
+
+        accepted = requests.post(base + "/invoices", data=body, headers=signed, timeout=5)
+        refused = requests.post(base + "/invoices", data=body, headers=forged, timeout=5)
+        replayed = requests.post(base + "/refunds", data=body, headers=signed, timeout=5)
+        other_id = requests.post(base + "/invoices", data=body, headers=signed | {"Corral-Job-Id": "jt-2"}, timeout=5)
+        old_style = requests.post(base + "/invoices", data=body, headers=v1_only, timeout=5)
 
         assert (accepted.status_code, accepted.json()) == (200, {"handled": "jt-1", "attempt": 1})
-        assert refused.status_code == 400
+        assert [answer.status_code for answer in (refused, replayed, other_id, old_style)] == [400] * 4
+        assert "no v2 signature" in old_style.json()["error"]
     finally:
         server.shutdown()
         server.server_close()

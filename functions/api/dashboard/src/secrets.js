@@ -1,4 +1,4 @@
-// Signing secrets: the tenant's active secrets for signed HTTP targets, and rotation.
+// Signing secrets: the tenant's active secrets for signed HTTP targets, rotation, and expiring one at once.
 
 import { h } from "preact";
 import { useState } from "preact/hooks";
@@ -19,7 +19,7 @@ export function SecretsPage() {
       h(
         "p",
         { class: "muted" },
-        "HTTP targets receive a Corral-Signature header made with these. Rotating adds a new secret; the previous one stays valid for 24 hours, so receivers can switch without a gap.",
+        "HTTP targets receive a Corral-Signature header made with these. Rotating adds a new secret; the previous one stays valid for 24 hours, so receivers can switch without a gap. Expire a leaked secret to end it at once (the only one left cannot be: rotate first).",
       ),
     ),
     h(Flash, { flash }),
@@ -46,15 +46,31 @@ export function SecretsPage() {
             }),
           },
           list.length
-            ? h("ul", { class: "secrets" }, list.map((secret, index) => h(Secret, { secret, key: secret.id || index })))
+            ? h(
+                "ul",
+                { class: "secrets" },
+                list.map((secret, index) =>
+                  h(Secret, {
+                    secret,
+                    key: secret.id || index,
+                    canExpire: list.length > 1 && Boolean(secret.id),
+                    onExpired: () => {
+                      showFlash("success", "The secret is expired: no new request is signed with it (workers stop within 60 s).");
+                      secrets.reload();
+                    },
+                    onError: (error) => showFlash("error", error.message),
+                  }),
+                ),
+              )
             : h(Empty, { title: "No active secret." }, "Rotate to create one."),
         )
       : null,
   );
 }
 
-function Secret({ secret }) {
+function Secret({ secret, canExpire, onExpired, onError }) {
   const [shown, setShown] = useState(false);
+  const [confirming, setConfirming] = useState(false);
   const value = secret.secret || secret.value || "";
   return h(
     "li",
@@ -69,5 +85,25 @@ function Secret({ secret }) {
       secret.created_at ? h("span", null, "created ", h(Time, { value: secret.created_at })) : null,
       secret.expires_at ? h("span", null, " · expires ", h(Time, { value: secret.expires_at })) : null,
     ),
+    !canExpire
+      ? null
+      : confirming
+        ? h(
+            "span",
+            { class: "button-row" },
+            h(ActionButton, {
+              label: "Yes, expire it now",
+              busyLabel: "Expiring…",
+              kind: "danger",
+              run: () => api("POST", `/v1/signing-secrets/${encodeURIComponent(secret.id)}/expire`),
+              onDone: onExpired,
+              onError: (error) => {
+                setConfirming(false);
+                onError(error);
+              },
+            }),
+            h("button", { type: "button", class: "btn btn-secondary btn-small", onClick: () => setConfirming(false) }, "Keep it"),
+          )
+        : h("button", { type: "button", class: "btn btn-danger btn-small", onClick: () => setConfirming(true) }, "Expire now"),
   );
 }

@@ -132,7 +132,7 @@ render = job_types.declared("render_email")
 before = any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)
 limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}
 try:
-    check_job(JobSpec("render_email", {"markdown": 5}, 2))
+    check_job(JobSpec("render_email", {"markdown": 5}, 2), tenant="acme")
     refused = None
 except InvalidRequest as error:
     refused = error.field

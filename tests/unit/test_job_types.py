@@ -104,7 +104,7 @@ def test_a_jobs_attempts_default_to_its_types(aws):
 
 
 def test_a_lambda_target_must_be_allowed_by_the_stack(aws, monkeypatch):
-    environment.change(lambda_targets=("reports-*", "arn:aws:lambda:eu-west-1:123456789012:function:etl"))
+    environment.change(lambda_targets=("reports-*=acme", "arn:aws:lambda:eu-west-1:123456789012:function:etl=acme"))
     for allowed in ("reports-daily", "reports-daily:live", "arn:aws:lambda:eu-west-1:123456789012:function:etl:3"):
         build_message("acme", _request(type="lambda", payload={"function": allowed}), time.time())
     for refused in ("billing", "arn:aws:lambda:eu-west-1:999999999999:function:etl", "arn:aws:lambda:x:1:function:r"):

@@ -1,8 +1,14 @@
-"""The Lambda functions `lambda` jobs may invoke (`-c corral:lambda_targets=...`): the worker's IAM and the allowlist.
+"""The Lambda functions `lambda` jobs may invoke (`-c corral:lambda_targets=...`): the worker's IAM and the allow-list.
 
-The same patterns go to the functions' environment (the API refuses any other target with a 422,
-the worker checks again before invoking) and into the worker's policy, so IAM grants exactly
-the allowed functions: nothing when the list is empty.
+Each entry names a function pattern and the tenants whose jobs may invoke it
+(`reports-*=acme|globex`, `etl=*` for every tenant; shared/targets/lambda_allowlist.py). The entries
+go to the functions' environment (the API refuses any other target, or another tenant's, with a
+422; the worker checks again before invoking). IAM cannot tell tenants apart, so the worker's
+policy grants the patterns of all entries together: nothing when the list is empty.
+
+No pattern may match corral's own functions (the synth fails), and the policy denies the worker
+invoking them, whatever else allows it: the stack's API and worker by name, and every function named
+`corral-...` (the names CloudFormation gives the functions it names itself).
 """
 
 from __future__ import annotations
@@ -16,16 +22,17 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import acknowledgements
+from shared import settings
 from shared.targets import lambda_allowlist
 
 
 @dataclass(frozen=True)
 class LambdaTargets:
-    patterns: tuple[str, ...]
+    entries: tuple[str, ...]  # `pattern=tenants`, as the functions' environment carries them
 
     @classmethod
     def from_context(cls, raw: object) -> LambdaTargets:
-        """A JSON list, or names/ARNs separated by commas."""
+        """A JSON list of entries, or entries separated by commas."""
         if not raw:
             return cls(())
         if isinstance(raw, str):
@@ -33,31 +40,50 @@ class LambdaTargets:
         else:
             items = list(raw)  # type: ignore[call-overload]
         try:
-            return cls(tuple(lambda_allowlist.check_pattern(str(item).strip()) for item in items if str(item).strip()))
+            entries = [lambda_allowlist.parse_entry(str(item)) for item in items if str(item).strip()]
         except lambda_allowlist.BadPattern as error:
             raise SystemExit(f"corral:lambda_targets: {error}") from None
+        return cls(tuple(str(entry) for entry in entries))
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """The function patterns of all entries, each once, in order."""
+        return tuple(dict.fromkeys(entry.partition("=")[0] for entry in self.entries))
 
     def resources(self, stack: Stack) -> list[str]:
         """Each pattern as function ARNs: unqualified, and with any qualifier (alias or version)."""
         arns = []
         for pattern in self.patterns:
-            arn = (
-                pattern
-                if pattern.startswith("arn:")
-                else stack.format_arn(
-                    service="lambda",
-                    resource="function",
-                    resource_name=pattern,
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
-            )
+            arn = pattern if pattern.startswith("arn:") else _function_arn(stack, pattern)
             arns += [arn, f"{arn}:*"]
         return arns
+
+    @staticmethod
+    def own_functions(stack: Stack) -> list[str]:
+        """The stack's own functions, as the ARNs the worker is denied: the API and the worker, with
+        any qualifier, and every function named like the stack's (`corral-*`)."""
+        arns = []
+        for name in (settings.API_FUNCTION, settings.WORKER_FUNCTION):
+            arn = _function_arn(stack, name)
+            arns += [arn, f"{arn}:*"]
+        return [*arns, _function_arn(stack, f"{lambda_allowlist.OWN_FUNCTION_PREFIX}*")]
 
     def grant_invoke(self, scope: Construct, function: lambda_.Function) -> None:
         if not self.patterns:
             return
+        stack = Stack.of(scope)
         function.add_to_role_policy(
-            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=self.resources(Stack.of(scope)))
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=self.resources(stack))
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY, actions=["lambda:InvokeFunction"], resources=self.own_functions(stack)
+            )
         )
         acknowledgements.lambda_targets(function, self.patterns)
+
+
+def _function_arn(stack: Stack, name: str) -> str:
+    return stack.format_arn(
+        service="lambda", resource="function", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )

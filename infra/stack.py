@@ -60,7 +60,7 @@ class CorralStack(Stack):
                 lease_seconds=profile.lease_seconds,
                 hand_back_max_seconds=profile.visibility_timeout_seconds,
                 job_timeout_ceiling=profile.job_timeout_ceiling_seconds,
-                lambda_targets=lambda_targets.patterns,
+                lambda_targets=lambda_targets.entries,
                 api_key_cache_seconds=profile.api_key_cache_seconds,
                 dax_endpoint=cache.endpoint_url if cache else "",
                 **schedules.function_env(),

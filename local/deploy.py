@@ -66,7 +66,7 @@ def deploy(
 ) -> Endpoint:
     """`warm`: start the environments the first jobs need now (local/prewarm.py), not when they arrive;
     `jobs`: the customer's job package folders to deploy, comma-separated (`corral:jobs`);
-    `lambda_targets`: `corral:lambda_targets`."""
+    `lambda_targets`: `corral:lambda_targets`, entries `pattern=tenant|tenant` (or `pattern=*`)."""
     env = {**os.environ, **QUIET_CDK, **aws_env}
     log = state_dir / "deploy.log"
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,10 @@ def main() -> int:
         help="your job package's folder (comma-separated for several), deployed as corral:jobs (default %(default)s)",
     )
     parser.add_argument(
-        "--lambda-targets", default="", help="functions lambda jobs may invoke (corral:lambda_targets), comma-separated"
+        "--lambda-targets",
+        default="",
+        help="functions lambda jobs may invoke and the tenants allowed each (corral:lambda_targets): comma-separated "
+        "pattern=tenant|tenant entries, e.g. my-fn=demo (the demo key's tenant) or my-*=* (every tenant)",
     )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

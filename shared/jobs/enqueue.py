@@ -49,9 +49,11 @@ class JobRequest:
         return cls(spec, **{name: value for name, value in values.items() if name not in _SPEC_FIELDS})
 
 
-def check_job(spec: JobSpec, *, field_prefix: str = "", scheduler_input: bool = False) -> None:
+def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_input: bool = False) -> None:
     """What every job must satisfy, enqueued now or by a schedule later.
 
+    `tenant`: whose job it is; a type with a tenant check (a `lambda` job's allow-list) asks whether
+    this tenant may submit the payload.
     `field_prefix`: where the spec sits in the request, for the field an InvalidRequest names ("job.").
     `scheduler_input`: the job travels as an EventBridge Scheduler target Input (a schedule's
     firings, a job due beyond SQS's longest delay), where Scheduler would rewrite its keywords.
@@ -85,11 +87,13 @@ def check_job(spec: JobSpec, *, field_prefix: str = "", scheduler_input: bool = 
             f"{field_prefix}timeout_seconds",
             f"must be between 1 and {found.max_timeout_seconds} (the most a {spec.type!r} job may ask for)",
         )
-    if found.validate is not None:
-        try:
+    try:
+        if found.validate is not None:
             found.validate(spec.payload)
-        except job_types.InvalidPayload as error:
-            raise InvalidRequest(f"{field_prefix}{error.field}", error.message) from error
+        if found.check_tenant is not None:
+            found.check_tenant(spec.payload, tenant)
+    except job_types.InvalidPayload as error:
+        raise InvalidRequest(f"{field_prefix}{error.field}", error.message) from error
 
 
 def with_max_attempts(spec: JobSpec) -> JobSpec:
@@ -120,7 +124,7 @@ def delay_of(request: JobRequest, now: float) -> float:
 def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0.0) -> JobMessage:
     """Validate a request and turn it into the message the queue carries."""
     spec = with_max_attempts(request.spec)
-    check_job(spec, scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS)
+    check_job(spec, tenant=tenant, scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS)
     secret = id_secret()
     if request.idempotency_key:
         job_id = ids.keyed_id(secret, tenant, request.idempotency_key)

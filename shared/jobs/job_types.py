@@ -9,9 +9,9 @@ Where types come from, in order (`load()`):
    (infra/jobs_package.py), so it never reaches a deploy.
 
 The API does not import the types' code to accept a job: `declared(name)` reads the registry's
-declarations (names, limits, where each payload validator lives), written at synth into the code
-asset as job_types.json (infra/jobs_package.py), and imports a validator's module only when a job of
-its type is enqueued. Without that file (tests, a checkout), it loads the registry.
+declarations (names, limits, where each payload validator and tenant check lives), written at
+synth into the code asset as job_types.json (infra/jobs_package.py), and imports a checker's module
+only when a job of its type is enqueued. Without that file (tests, a checkout), it loads the registry.
 
 The decorator and what it records live in shared/jobs/registry.py; their names are importable from
 here too. Customers import the public surface from `corral_jobs`, not from here.
@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from shared.jobs.registry import (
     JobType,
     JobTypeClash,
     PayloadValidator,
+    TenantCheck,
     builtin_job_type,
     job_type,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "JobType",
     "JobTypeClash",
     "PayloadValidator",
+    "TenantCheck",
     "builtin_job_type",
     "declarations",
     "declared",
@@ -122,16 +124,17 @@ def _not_loaded(payload: Any, context: JobContext) -> Any:
     raise RuntimeError("a declared job type runs only on a worker, which loads the registry")
 
 
-def _lazy_validator(reference: str) -> PayloadValidator:
+def _lazy(reference: str) -> Callable[..., None]:
+    """The checker `module:qualname` names (a validator, a tenant check), imported when first called."""
     module_name, _, qualname = reference.partition(":")
 
-    def validate(payload: Any) -> None:
+    def check(*arguments: Any) -> None:
         target: Any = importlib.import_module(module_name)  # its types register as it is imported
         for part in qualname.split("."):
             target = getattr(target, part)
-        target(payload)
+        target(*arguments)
 
-    return validate
+    return check
 
 
 @cache
@@ -140,12 +143,12 @@ def _declared() -> dict[str, JobType] | None:
         return None
     found = {}
     for entry in json.loads(declarations_path.read_text()):
-        options = {key: entry[key] for key in entry if key not in ("validator", "builtin", "name")}
-        validator = _lazy_validator(entry["validator"]) if entry.get("validator") else None
+        options = {key: entry[key] for key in entry if key not in ("validator", "tenant_check", "builtin", "name")}
         found[entry["name"]] = JobType(
             name=entry["name"],
             run=_not_loaded,
-            validate=validator,
+            validate=_lazy(entry["validator"]) if entry.get("validator") else None,
+            check_tenant=_lazy(entry["tenant_check"]) if entry.get("tenant_check") else None,
             builtin=entry["builtin"],
             **options,
         )

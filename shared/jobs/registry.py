@@ -42,7 +42,7 @@ class JobTimedOut(JobFailed):
 
 
 class InvalidPayload(ValueError):
-    """Raised by a type's `validate` at enqueue: the job is refused with a 422 naming `field`."""
+    """Raised by a type's `validate` (or `check_tenant`) at enqueue: the job is refused with a 422 naming `field`."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -80,6 +80,8 @@ class JobContext:
 
 JobFunction = Callable[[Any, JobContext], Any]
 PayloadValidator = Callable[[Any], None]
+# Whether this tenant may submit this payload (a built-in type's check of what the stack allows each tenant).
+TenantCheck = Callable[[Any, str], None]
 # Whether a job must hold the store's claim to run: a flag for the whole type, or a function of the payload.
 Exclusivity = bool | Callable[[Any], bool]
 
@@ -94,6 +96,9 @@ class JobType:
     backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS
     validate: PayloadValidator | None = None  # run at enqueue (the API); raise InvalidPayload
+    # Run at enqueue after `validate`, with the enqueuing tenant: raise InvalidPayload if this tenant
+    # may not submit this payload. Built-in types only; the type's own code checks again when it runs.
+    check_tenant: TenantCheck | None = None
     builtin: bool = False  # the platform's own (builtin_job_type), not a customer's
     # True: a job runs only under the store's claim, so while the store fails it waits (handed back).
     # False: a first delivery runs without the claim during a store outage
@@ -127,8 +132,16 @@ class JobType:
 
     def declaration(self) -> dict[str, Any]:
         """What the API needs to accept a job of this type, as data (see `declared`)."""
-        validator = f"{self.validate.__module__}:{self.validate.__qualname__}" if self.validate else None
-        return {**self.describe(), "validator": validator}
+        return {
+            **self.describe(),
+            "validator": _reference(self.validate),
+            "tenant_check": _reference(self.check_tenant),
+        }
+
+
+def _reference(function: Callable[..., Any] | None) -> str | None:
+    """`module:qualname`, where the API imports a checker from when a job of its type is enqueued."""
+    return f"{function.__module__}:{function.__qualname__}" if function else None
 
 
 REGISTRY: dict[str, JobType] = {}  # every type registered in this process, by name
@@ -163,10 +176,13 @@ def job_type(
     )
 
 
-def builtin_job_type(name: str, **options: Any) -> Callable[[JobFunction], JobFunction]:
+def builtin_job_type(
+    name: str, *, check_tenant: TenantCheck | None = None, **options: Any
+) -> Callable[[JobFunction], JobFunction]:
     """Register one of the platform's own types (shared/jobs/builtin_jobs.py, shared/targets/): as
-    `job_type`, marked built-in, so a customer's type of the same name is refused as one."""
-    return _registration(name, **options, builtin=True)
+    `job_type`, marked built-in, so a customer's type of the same name is refused as one.
+    `check_tenant`: whether the enqueuing tenant may submit the payload (see JobType.check_tenant)."""
+    return _registration(name, **options, check_tenant=check_tenant, builtin=True)
 
 
 def _registration(
@@ -179,6 +195,7 @@ def _registration(
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
     validate: PayloadValidator | None = None,
     exclusive: Exclusivity = False,
+    check_tenant: TenantCheck | None = None,
     builtin: bool,
 ) -> Callable[[JobFunction], JobFunction]:
     ceiling = settings.MAX_JOB_TIMEOUT_SECONDS if max_timeout_seconds is None else max_timeout_seconds
@@ -197,6 +214,7 @@ def _registration(
             backoff_base_seconds=backoff_base_seconds,
             backoff_cap_seconds=backoff_cap_seconds,
             validate=validate,
+            check_tenant=check_tenant,
             builtin=builtin,
             exclusive=exclusive,
         )

@@ -53,7 +53,7 @@ def _aware(value: datetime | None) -> datetime | None:
     return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, datetime | None]:
+def _check(tenant: str, request: ScheduleRequest, now: datetime) -> tuple[datetime | None, datetime | None]:
     if not _NAME.fullmatch(request.name):
         raise InvalidRequest("name", f"use 1-{settings.SCHEDULE_NAME_MAX_LENGTH} of A-Z a-z 0-9 _ . -")
     try:
@@ -66,7 +66,7 @@ def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, da
         raise InvalidRequest("expression", str(error)) from error
     if expression.at is not None and expression.at.replace(tzinfo=zone) <= now:
         raise InvalidRequest("expression", f"{request.expression} ({request.timezone}) is in the past")
-    check_job(request.job, field_prefix="job.", scheduler_input=True)
+    check_job(request.job, tenant=tenant, field_prefix="job.", scheduler_input=True)
     if not 0 <= request.flexible_window_minutes <= settings.MAX_FLEXIBLE_WINDOW_MINUTES:
         raise InvalidRequest(
             "flexible_window_minutes", f"must be between 0 (off) and {settings.MAX_FLEXIBLE_WINDOW_MINUTES}"
@@ -87,7 +87,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
     Scheduler. ScheduleExists if the name is taken; QuotaExceeded at the limit. If Scheduler refuses
     or fails, the record goes and the unit comes back: the name stays free to retry."""
     now = datetime.now(UTC)
-    start, end = _check(request, now)
+    start, end = _check(tenant, request, now)
     spec = with_max_attempts(request.job)
     job: dict[str, Any] = {"type": spec.type, "payload": spec.payload, "max_attempts": spec.max_attempts}
     if spec.timeout_seconds is not None:

@@ -14,14 +14,15 @@ from collections.abc import Iterator
 import pytest
 
 from local.chaos import Chaos
-from local.deploy import create_api_key
+from local.deploy import DEMO_TENANT, create_api_key
 from local.ministack import STATE
 from local.platform import NO_AWS_ACCESS, Platform, embedded_stack
 from shared import settings
 
 TEST_PORT = int(os.environ.get("CORRAL_TEST_PORT", "4599"))  # apart from `make up`'s 4566
-# The one Lambda function `lambda` jobs may invoke on the test stack; test_customer_work.py creates it.
-LAMBDA_TARGET = "corral-e2e-target"
+# The one Lambda function `lambda` jobs may invoke on the test stack, for the demo tenant (the `api`
+# fixture's) only; test_customer_work.py creates it. Not named `corral-...`: those are the stack's own.
+LAMBDA_TARGET = "e2e-lambda-target"
 
 
 class SuitePlatform(Platform):
@@ -50,7 +51,7 @@ def deployed() -> Iterator[Platform]:
         aws_env = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
         yield SuitePlatform(os.environ["CORRAL_API_URL"], os.environ["CORRAL_API_KEY"], aws_env, emulated=False)
         return
-    with embedded_stack(TEST_PORT, STATE / "test", lambda_targets=[LAMBDA_TARGET]) as stack:
+    with embedded_stack(TEST_PORT, STATE / "test", lambda_targets=[f"{LAMBDA_TARGET}={DEMO_TENANT}"]) as stack:
         yield _for_the_suite(stack.platform)
 
 
@@ -67,7 +68,7 @@ def other_tenant_api(deployed: Platform):
 
 @pytest.fixture(scope="session")
 def lambda_target_name() -> str:
-    """The function the test stack allows `lambda` jobs to invoke (corral:lambda_targets)."""
+    """The function the test stack allows the demo tenant's `lambda` jobs to invoke (corral:lambda_targets)."""
     return LAMBDA_TARGET
 
 

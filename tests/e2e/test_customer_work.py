@@ -7,6 +7,8 @@ import zipfile
 import pytest
 import requests
 
+from local.deploy import DEMO_TENANT
+
 # The target echoes its input, or fails like a function with a bug when asked to.
 _TARGET_SOURCE = """
 def handler(event, context):
@@ -111,7 +113,18 @@ def test_a_lambda_job_invokes_an_allowed_function_and_records_its_response(api, 
     job = api.wait(job_id, timeout=60)
 
     assert job["status"] == "succeeded", job
-    assert job["result"] == {"got": {"order": 42}}
+    # The event is the input, with the calling tenant, the job and the attempt added by corral.
+    caller = {"tenant": DEMO_TENANT, "job_id": job_id, "attempt": 1}
+    assert job["result"] == {"got": {"order": 42, "corral": caller}}
+
+
+def test_a_lambda_job_of_a_tenant_the_allow_list_does_not_name_is_422(other_tenant_api, lambda_target):
+    response = other_tenant_api.request(
+        "POST", "/v1/jobs", json={"type": "lambda", "payload": {"function": lambda_target, "input": {}}}
+    )
+
+    assert response.status_code == 422
+    assert _field(response.json()) == "payload.function"
 
 
 def test_a_lambda_function_error_fails_the_attempt_and_is_retried(api, lambda_target):

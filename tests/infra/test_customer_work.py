@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match, Template
 from infra.synth import Synthesized, synth
 from shared import settings
 
-TARGETS = "reports-*,arn:aws:lambda:eu-west-1:123456789012:function:etl"
+TARGETS = "reports-*=acme|globex,arn:aws:lambda:eu-west-1:123456789012:function:etl=*,reports-*=initech"
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +21,11 @@ def with_jobs(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     return synth("aws", outdir, nag=True, context=context)
 
 
-def _invoke_statements(template: Template) -> list[dict]:
+def _invoke_statements(template: Template, effect: str = "Allow") -> list[dict]:
     statements = []
     for policy in template.find_resources("AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
-            if "lambda:InvokeFunction" in str(statement["Action"]):
+            if "lambda:InvokeFunction" in str(statement["Action"]) and statement["Effect"] == effect:
                 statements.append(statement | {"_roles": policy["Properties"]["Roles"]})
     return statements
 
@@ -67,6 +67,22 @@ def test_the_worker_may_invoke_exactly_the_allowed_targets(with_jobs: Synthesize
     assert with_jobs.nag_findings == []
 
 
+def test_the_worker_is_denied_corrals_own_functions(with_jobs: Synthesized):
+    template = Template.from_json(with_jobs.template)
+    (allowed,) = _invoke_statements(template)
+    (denied,) = _invoke_statements(template, effect="Deny")
+    assert denied["Action"] == "lambda:InvokeFunction"
+    expected = [
+        _arn(settings.API_FUNCTION),
+        _arn(f"{settings.API_FUNCTION}:*"),
+        _arn(settings.WORKER_FUNCTION),
+        _arn(f"{settings.WORKER_FUNCTION}:*"),
+        _arn("corral-*"),  # every function of the stack, the ones CloudFormation names too
+    ]
+    assert sorted(map(json.dumps, denied["Resource"])) == sorted(map(json.dumps, expected))
+    assert denied["_roles"] == allowed["_roles"]
+
+
 def test_both_functions_know_the_allowlist_and_load_the_customers_package(with_jobs: Synthesized):
     template = Template.from_json(with_jobs.template)
     functions = template.find_resources("AWS::Lambda::Function", {"Properties": {"Layers": Match.any_value()}})
@@ -76,10 +92,25 @@ def test_both_functions_know_the_allowlist_and_load_the_customers_package(with_j
     for function in functions.values():
         environment = function["Properties"]["Environment"]["Variables"]
         assert environment["CORRAL_JOBS_PACKAGE"] == "jobs"
-        assert json.loads(environment["CORRAL_LAMBDA_TARGETS"]) == TARGETS.split(",")
+        assert json.loads(environment["CORRAL_LAMBDA_TARGETS"]) == [
+            "reports-*=acme|globex",
+            "arn:aws:lambda:eu-west-1:123456789012:function:etl=*",
+            "reports-*=initech",
+        ]
         assert sorted(ref["Ref"] for ref in function["Properties"]["Layers"]) == sorted(layers)
 
 
 def test_a_bad_lambda_target_pattern_fails_the_synth(tmp_path: Path):
     with pytest.raises(SystemExit, match="corral:lambda_targets"):
-        synth("local", tmp_path, context={"corral:lambda_targets": "arn:aws:s3:::bucket"})
+        synth("local", tmp_path, context={"corral:lambda_targets": "arn:aws:s3:::bucket=acme"})
+
+
+def test_an_entry_without_its_tenants_fails_the_synth(tmp_path: Path):
+    with pytest.raises(SystemExit, match=r"name the tenants .* reports-\*=\* for every tenant"):
+        synth("local", tmp_path, context={"corral:lambda_targets": "reports-*"})
+
+
+@pytest.mark.parametrize("pattern", ["*", "corral-*", "corral-worker", "arn:aws:lambda:*:*:function:*"])
+def test_a_pattern_that_could_match_corrals_own_functions_fails_the_synth(tmp_path: Path, pattern: str):
+    with pytest.raises(SystemExit, match=r"corral:lambda_targets: .* could match corral's own functions"):
+        synth("local", tmp_path, context={"corral:lambda_targets": json.dumps([f"{pattern}=acme"])})

@@ -34,7 +34,7 @@ def _everything_set() -> FunctionEnv:
         http_private_hosts=("billing.internal", "crm.corp"),
         http_timeout_seconds=12.5,
         jobs_package="jobs,chaos_jobs",
-        lambda_targets=("reports-*", "arn:aws:lambda:eu-west-1:123456789012:function:etl"),
+        lambda_targets=("reports-*=acme|globex", "arn:aws:lambda:eu-west-1:123456789012:function:etl=*"),
     )
 
 

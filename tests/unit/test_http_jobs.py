@@ -237,7 +237,7 @@ def test_enqueue_names_the_payload_field_at_fault_on_the_aws_rules(aws, monkeypa
     environment.change(http_allow_loopback=False)
 
     with pytest.raises(InvalidRequest, match=why) as invalid:
-        check_job(JobSpec("http", payload, 3))
+        check_job(JobSpec("http", payload, 3), tenant="acme")
 
     assert invalid.value.field == field
 
@@ -275,7 +275,10 @@ def test_a_token_with_a_line_break_or_separator_after_it_is_refused(token, tail)
 
 
 def test_a_valid_http_payload_is_accepted(aws):
-    check_job(JobSpec("http", {"url": "https://hooks.example.com/a", "method": "DELETE", "headers": {"X-Key": "1"}}, 3))
+    check_job(
+        JobSpec("http", {"url": "https://hooks.example.com/a", "method": "DELETE", "headers": {"X-Key": "1"}}, 3),
+        tenant="acme",
+    )
 
 
 def _deliver(message):

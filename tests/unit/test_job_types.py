@@ -104,7 +104,7 @@ def test_a_jobs_attempts_default_to_its_types(aws):
 
 
 def test_a_lambda_target_must_be_allowed_by_the_stack(aws, monkeypatch):
-    environment.change(lambda_targets=("reports-*", "arn:aws:lambda:eu-west-1:123456789012:function:etl"))
+    environment.change(lambda_targets=("reports-*=acme", "arn:aws:lambda:eu-west-1:123456789012:function:etl=acme"))
     for allowed in ("reports-daily", "reports-daily:live", "arn:aws:lambda:eu-west-1:123456789012:function:etl:3"):
         build_message("acme", _request(type="lambda", payload={"function": allowed}), time.time())
     for refused in ("billing", "arn:aws:lambda:eu-west-1:999999999999:function:etl", "arn:aws:lambda:x:1:function:r"):
@@ -132,7 +132,7 @@ render = job_types.declared("render_email")
 before = any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)
 limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}
 try:
-    check_job(JobSpec("render_email", {"markdown": 5}, 2))
+    check_job(JobSpec("render_email", {"markdown": 5}, 2), tenant="acme")
     refused = None
 except InvalidRequest as error:
     refused = error.field

@@ -1,10 +1,14 @@
 """What HTTP jobs may call, per stack: the functions' environment for shared/targets/http_policy.py.
 
-CDK context (both optional):
+CDK context (all optional):
   -c corral:http_allow_plain=true              plain http:// targets too (default: https only; the local
                                                profile always allows http)
-  -c corral:http_private_hosts=a.internal,b    host names that may resolve to private addresses
-                                               (never loopback or link-local)
+  -c corral:http_private_hosts=billing.internal=acme|globex,crm.corp=*
+                                               host names that may resolve to private addresses (never
+                                               loopback or link-local), each for the tenants named
+                                               (`*`: every tenant)
+  -c corral:http_private_bodies=crm.corp       of those, the hosts whose response bodies come back to
+                                               the tenant (default: status and headers only)
 """
 
 from __future__ import annotations
@@ -15,30 +19,54 @@ from typing import Any
 from constructs import Construct
 
 from shared.settings import Profile
+from shared.targets.http_policy import private_host_entry
+from shared.tenants.tenants import TENANT_NAME
 
 
 def _flag(raw: object) -> bool:
     return str(raw).strip().lower() in ("1", "true", "yes")
 
 
-def _hosts(raw: object) -> list[str]:
+def _entries(raw: object) -> list[str]:
     if not raw:
         return []
     if isinstance(raw, str):
         raw = json.loads(raw) if raw.strip().startswith("[") else raw.split(",")
-    hosts = [str(host).strip().lower().rstrip(".") for host in raw]  # type: ignore[union-attr]
-    for host in hosts:
-        if not host or "," in host or "/" in host or ":" in host:
-            raise SystemExit(f"corral:http_private_hosts: {host!r} is not a host name")
-    return sorted(set(hosts))
+    return [str(entry).strip() for entry in raw if str(entry).strip()]  # type: ignore[union-attr]
+
+
+def _private_hosts(raw: object) -> list[str]:
+    """Each entry as `host=tenant|tenant` (sorted), or the synth fails saying why."""
+    found = []
+    for text in _entries(raw):
+        try:
+            entry = private_host_entry(text)
+        except ValueError as error:
+            raise SystemExit(f"corral:http_private_hosts: {error}") from None
+        for tenant in entry.tenants - {"*"}:
+            if not TENANT_NAME.fullmatch(tenant):
+                raise SystemExit(f"corral:http_private_hosts: {text!r}: {tenant!r} is not a tenant name")
+        found.append(f"{entry.host}={'|'.join(sorted(entry.tenants))}")
+    return sorted(set(found))
+
+
+def _private_bodies(raw: object, hosts: list[str]) -> list[str]:
+    named = {entry.partition("=")[0] for entry in hosts}
+    bodies = sorted({entry.lower().rstrip(".") for entry in _entries(raw)})
+    for host in bodies:
+        if host not in named:
+            raise SystemExit(f"corral:http_private_bodies: {host!r} is not one of corral:http_private_hosts")
+    return bodies
 
 
 def function_env(scope: Construct, profile: Profile) -> dict[str, Any]:
     """The HTTP targets' fields of the functions' `FunctionEnv`."""
     allow_plain = profile.plain_http_targets or _flag(scope.node.try_get_context("corral:http_allow_plain"))
+    hosts = _private_hosts(scope.node.try_get_context("corral:http_private_hosts"))
     return {
         "http_allow_plain": allow_plain,
         "http_allow_loopback": profile.http_loopback_targets,
-        "http_private_hosts": tuple(_hosts(scope.node.try_get_context("corral:http_private_hosts"))),
+        "http_private_hosts": tuple(hosts),
+        "http_private_bodies": tuple(_private_bodies(scope.node.try_get_context("corral:http_private_bodies"), hosts)),
         "http_timeout_seconds": profile.http_timeout_seconds,
     }

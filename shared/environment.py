@@ -46,7 +46,10 @@ class FunctionEnv:
     # HTTP targets' guard (shared/targets/http_policy.py) and their default timeout.
     http_allow_plain: bool = False
     http_allow_loopback: bool = False
+    # Internal hosts HTTP jobs may reach, each granted to tenants: "host=acme|globex" or "host=*".
     http_private_hosts: tuple[str, ...] = field(default=(), metadata={"list": _COMMA_LIST})
+    # Of those, the hosts whose response bodies come back in a job's result and errors.
+    http_private_bodies: tuple[str, ...] = field(default=(), metadata={"list": _COMMA_LIST})
     http_timeout_seconds: float = settings.HTTP_DEFAULT_TIMEOUT_SECONDS
     # Customer code: the jobs packages the functions import (comma-separated), the Lambda functions
     # `lambda` jobs may invoke.

@@ -43,6 +43,8 @@ USER_AGENT = "corral-http-job/1"
 # trailing "\n", and a name like "X-A\n" would pass here only to be refused by http.client at every attempt.
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _PAYLOAD_KEYS = frozenset({"url", "method", "headers", "body"})
+# What an error says of an internal host's answer whose body the operator has not opened to tenants.
+WITHHELD_BODY = b"(body withheld: an internal host)"
 _MAX_HEADERS = 50
 _READ_CHUNK = 16 * 1024
 
@@ -141,7 +143,7 @@ def needs_exclusive_claim(payload: Any) -> bool:
     exclusive=needs_exclusive_claim,
 )
 def http(payload: Any, context: JobContext) -> dict[str, Any]:
-    return call(payload, context, TargetPolicy.from_env())
+    return call(payload, context, TargetPolicy.from_env(context.tenant))
 
 
 def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Resolver | None = None) -> dict[str, Any]:
@@ -176,7 +178,8 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     # just before it, so a hanging endpoint reads as a timeout of the request, with its host named.
     timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))
     status, reason, response_headers, body, truncated = _send(request, address, headers, timeout)
-    return _outcome(request.target, status, reason, response_headers, body, truncated)
+    withheld = policy.withholds_body(request.target.host)  # an internal service's answer stays internal
+    return _outcome(request.target, status, reason, response_headers, b"" if withheld else body, truncated, withheld)
 
 
 def signed_url(target: Target) -> str:
@@ -299,7 +302,13 @@ def retry_after_seconds(value: str | None, now: float) -> float | None:
 
 
 def _outcome(
-    target: Target, status: int, reason: str, headers: dict[str, str], body: bytes, truncated: bool
+    target: Target,
+    status: int,
+    reason: str,
+    headers: dict[str, str],
+    body: bytes,
+    truncated: bool,
+    withheld: bool = False,
 ) -> dict[str, Any]:
     answer = f"HTTP {status}{' ' + reason if reason else ''} from {target.host}"
     if 200 <= status < 300:
@@ -308,9 +317,13 @@ def _outcome(
             "headers": {name: headers[name] for name in RESULT_HEADERS if name in headers},
             "body": _decoded(body, truncated),
         }
-        if truncated:
+        if withheld:
+            result["body_withheld"] = True
+        elif truncated:
             result["truncated"] = True
         return result
+    if withheld:
+        body = WITHHELD_BODY
     if 300 <= status < 400:
         location = headers.get("location", "(none)")
         raise JobDead(f"{answer}: redirect not followed; Location: {location[:500]}")

@@ -46,17 +46,69 @@ class Refused(CorralError, ValueError):
 class TargetPolicy:
     allow_plain_http: bool = False
     allow_loopback: bool = False
-    # Host names (lower case) that may resolve to private addresses: an operator's internal services.
+    # Host names (lower case) that may resolve to private addresses, for this tenant: an operator's
+    # internal services, each granted to the tenants named at deploy.
     private_hosts: frozenset[str] = field(default_factory=frozenset)
+    # Of those, the ones whose response bodies may come back to the tenant (else only status and headers).
+    private_bodies: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
-    def from_env(cls) -> TargetPolicy:
+    def from_env(cls, tenant: str | None = None) -> TargetPolicy:
+        """The stack's policy for `tenant`'s jobs (no tenant: no internal host is reachable)."""
         found = environment.current()
+        granted = {entry.host for entry in private_host_entries(found.http_private_hosts) if entry.allows(tenant)}
         return cls(
             allow_plain_http=found.http_allow_plain,
             allow_loopback=found.http_allow_loopback,
-            private_hosts=frozenset(host.lower().rstrip(".") for host in found.http_private_hosts),
+            private_hosts=frozenset(granted),
+            private_bodies=frozenset(_host_name(host) for host in found.http_private_bodies) & frozenset(granted),
         )
+
+    def withholds_body(self, host: str) -> bool:
+        """Whether a response from `host` comes back without its body (an internal host not opened for it)."""
+        return host in self.private_hosts and host not in self.private_bodies
+
+
+@dataclass(frozen=True)
+class PrivateHost:
+    """An internal host HTTP jobs may reach, and the tenants whose jobs may (`*`: every tenant)."""
+
+    host: str
+    tenants: frozenset[str]
+
+    def allows(self, tenant: str | None) -> bool:
+        return tenant is not None and ("*" in self.tenants or tenant in self.tenants)
+
+
+def _host_name(text: str) -> str:
+    return text.strip().lower().rstrip(".")
+
+
+def private_host_entry(text: str) -> PrivateHost:
+    """`host=acme|globex` or `host=*`; refused (ValueError) without a tenant part."""
+    host, separator, tenants = text.partition("=")
+    host = _host_name(host)
+    names = frozenset(name.strip() for name in tenants.split("|") if name.strip())
+    if not host or any(character in host for character in ",/:=|*"):
+        raise ValueError(f"{text.strip()!r}: {host!r} is not a host name")
+    if not separator or not names:
+        raise ValueError(
+            f"{text.strip()!r}: name the tenants it is for, e.g. {host}=acme|globex, or {host}=* for every tenant"
+        )
+    if "*" in names and len(names) > 1:
+        raise ValueError(f"{text.strip()!r}: '*' (every tenant) stands alone, without tenant names")
+    return PrivateHost(host, names)
+
+
+def private_host_entries(entries: tuple[str, ...]) -> list[PrivateHost]:
+    """The stack's entries; one the functions cannot read grants nothing (infra refuses it at synth)."""
+    found = []
+    for text in entries:
+        try:
+            found.append(private_host_entry(text))
+        except ValueError:
+            continue
+    return found
 
 
 AWS_RULES = TargetPolicy()  # what the aws profile enforces unless the operator relaxes it

@@ -37,12 +37,12 @@ def _environment_with(context: dict[str, object]) -> dict[str, str]:
 
 def test_an_operator_may_allow_plain_http_and_name_private_hosts():
     environment = _environment_with(
-        {"corral:http_allow_plain": "true", "corral:http_private_hosts": "Billing.Internal., crm.corp"}
+        {"corral:http_allow_plain": "true", "corral:http_private_hosts": "Billing.Internal.=acme, crm.corp=*"}
     )
 
     assert environment["CORRAL_HTTP_ALLOW_PLAIN"] == "1"
     assert environment["CORRAL_HTTP_ALLOW_LOOPBACK"] == "0"  # never on the aws profile
-    assert environment["CORRAL_HTTP_PRIVATE_HOSTS"] == "billing.internal,crm.corp"
+    assert environment["CORRAL_HTTP_PRIVATE_HOSTS"] == "billing.internal=acme,crm.corp=*"
 
 
 def test_a_private_host_entry_that_is_not_a_name_fails_the_synth():

@@ -39,7 +39,8 @@ ERRORS: dict[int, str] = {
     403: "forbidden: the request alone is larger than a quota of this tenant's (named in the message);"
     " a retry never helps: the operator can raise the limit",
     404: "not_found: no such job or schedule for this key's tenant, or no such route",
-    409: "conflict: the resource's state does not allow this (e.g. the schedule name is taken)",
+    409: "conflict: the resource's state does not allow this (e.g. the schedule name is taken, or another"
+    " request is creating or deleting that schedule right now)",
     413: f"payload_too_large: a payload over {settings.MAX_PAYLOAD_BYTES} bytes serialised,"
     f" or a body over {settings.MAX_REQUEST_BODY_BYTES} bytes",
     422: "invalid_request: a field is invalid (named in field/fields), including a payload nested deeper than"

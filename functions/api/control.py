@@ -106,6 +106,7 @@ def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
 @router.post(
     "/v1/jobs/<job_id>/retry",
     summary="Run a dead or cancelled job again, with a fresh attempt budget (same id)",
+    description="Idempotent: a job a retry already queued answers 202 again and is not sent again.",
     responses={202: {"description": '{"id", "status": "queued"}'}} | _CONFLICT | _NOT_FOUND,
 )
 def retry_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:

@@ -7,13 +7,14 @@ cancel answers 409 `running`), or it is cancelled (and the delivery is acknowled
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import environment, ids, settings
 from shared.aws import eventbridge, queue
@@ -102,15 +103,34 @@ def _send(message: JobMessage) -> None:
     queue.send(message)
 
 
+def _sent(job_id: str, retried_at: float) -> None:
+    """Record that the retry's message went out. If the store fails here, a later retry of the job sends
+    it once more (a duplicate the claim absorbs), so the answer need not fail."""
+    with contextlib.suppress(ClientError, BotoCoreError):
+        job_store.mark_retry_sent(job_id, retried_at)
+
+
 def retry(tenant: str, job_id: str) -> JobMessage:
     """Run a dead or cancelled job again with a fresh attempt budget (same id).
 
-    Idempotent: retrying a job a retry already queued sends its message again (the claim runs one).
+    Idempotent: retrying a job a retry already queued answers it again and sends nothing, unless its
+    message was never sent (that send failed): then it is sent now.
     """
+    return _retry(tenant, job_id, resend_queued=False)
+
+
+def redrive(tenant: str, job_id: str) -> JobMessage:
+    """`retry` for the operator's DLQ redrive: a job a retry already queued is sent again (the
+    dead-lettered message was its message)."""
+    return _retry(tenant, job_id, resend_queued=True)
+
+
+def _retry(tenant: str, job_id: str, *, resend_queued: bool) -> JobMessage:
     now = time.time()
     outcome = job_store.reset_for_retry(job_id, tenant, now)
     if isinstance(outcome, JobMessage):
         _send(outcome)  # the record is queued first, so no worker can see the message before it is retryable
+        _sent(job_id, now)
         return outcome
     if not outcome.item:
         _unrecorded(tenant, job_id, now)  # NotFound unless this tenant's
@@ -118,7 +138,11 @@ def retry(tenant: str, job_id: str) -> JobMessage:
     record = _owned(outcome.item, tenant, job_id)
     if record.status is Status.QUEUED and record.retries:
         message = job_store.message_from_item(outcome.item, enqueued_at=now)
-        _send(message)  # a client retrying its retry call: resend, duplicates are harmless
+        unsent = job_store.retry_unsent(outcome.item)
+        if resend_queued or unsent is not None:
+            _send(message)  # a duplicate of a message that did go out is harmless: the claim runs one
+            if unsent is not None:
+                _sent(job_id, unsent)
         return message
     if record.status in job_store.RETRYABLE and not record.payload_recorded:
         raise Conflict(
@@ -152,6 +176,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     ]
     not_sent = queue.send_batch([(message, 0) for message in messages])
     retried = [message.id for message, reason in zip(messages, not_sent, strict=True) if reason is None]
+    list(_writers.map(lambda job_id: _sent(job_id, now), retried))
     skipped += [
         {"id": message.id, "reason": f"queue unavailable ({reason}); it shows queued: retry it again to resend"}
         for message, reason in zip(messages, not_sent, strict=True)

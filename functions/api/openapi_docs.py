@@ -45,9 +45,10 @@ ERRORS: dict[int, str] = {
     f" or a body over {settings.MAX_REQUEST_BODY_BYTES} bytes",
     422: "invalid_request: a field is invalid (named in field/fields), including a payload nested deeper than"
     f" {settings.MAX_PAYLOAD_DEPTH} levels or holding NaN/Infinity",
-    429: "rate_limited: the tenant's enqueue rate limit (every job of a batch counts; none was enqueued):"
-    " retry after the Retry-After header's seconds; or quota_exceeded: the tenant holds its quota (the message"
-    " names it and the count), a retry helps once it holds less (e.g. deleting schedules)",
+    429: "rate_limited: the tenant's enqueue rate limit, which every write counts against (each job enqueued,"
+    " each job a bulk retry re-sends; one per retry, cancel, schedule create or delete and secret rotation;"
+    " nothing was done): retry after the Retry-After header's seconds; or quota_exceeded: the tenant holds"
+    " its quota (the message names it and the count), a retry helps once it holds less (e.g. deleting schedules)",
     500: "internal_error: a bug; it has been logged",
     503: "unavailable: AWS briefly failed or was too slow; nothing was changed: retry with backoff"
     " (with an idempotency_key, a retry is safe)",

@@ -35,7 +35,7 @@ from shared.schedules import expressions
 from shared.schedules.expressions import InvalidExpression, parse, timezone
 from shared.store import schedule_items
 from shared.store.schedule_items import ScheduleItem, State
-from shared.tenants import quotas
+from shared.tenants import quotas, rate_limit
 
 _NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
 
@@ -113,10 +113,12 @@ def _check(request: ScheduleRequest, now: datetime) -> tuple[datetime | None, da
 def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
     """Record the schedule `creating`, taking a unit of the tenant's schedule quota with it, create it in
     Scheduler, then mark the record `active`. ScheduleExists if the name is taken; ScheduleBusy while
-    another request creates or deletes it; QuotaExceeded at the limit. If Scheduler refuses or fails,
-    the schedule, record and unit go: the name stays free to retry."""
+    another request creates or deletes it; QuotaExceeded at the limit; RateLimited over the tenant's
+    rate (a create counts one; nothing done). If Scheduler refuses or fails, the schedule, record and
+    unit go: the name stays free to retry."""
     now = datetime.now(UTC)
     start, end = _check(request, now)
+    rate_limit.check(tenant)
     spec = with_max_attempts(request.job)
     job: dict[str, Any] = {"type": spec.type, "payload": spec.payload, "max_attempts": spec.max_attempts}
     if spec.timeout_seconds is not None:
@@ -247,8 +249,10 @@ def list_for(tenant: str) -> list[ScheduleItem]:
 
 def delete(tenant: str, name: str) -> bool:
     """Mark the record `deleting`, stop the schedule, then forget it and give its quota unit back.
-    False if there was none. ScheduleBusy if a create of it is still under way after a short wait.
-    Its runs stay (they expire with their jobs)."""
+    False if there was none. RateLimited over the tenant's rate (a delete counts one; nothing done);
+    ScheduleBusy if a create of it is still under way after a short wait. Its runs stay (they expire
+    with their jobs)."""
+    rate_limit.check(tenant)
     token = uuid.uuid4().hex
     for wait in range(settings.SCHEDULE_DELETE_WAITS + 1):
         if wait:

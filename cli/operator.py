@@ -133,7 +133,12 @@ def tenant_limits(
             "usage": usage,
         }
         if recounted is not None:
-            document["recount"] = {"before": recounted.before, "after": recounted.after, "pruned": recounted.pruned}
+            document["recount"] = {
+                "before": recounted.before,
+                "after": recounted.after,
+                "pruned": recounted.pruned,
+                "schedules_repaired": recounted.schedules_repaired,
+            }
         render.emit_json(document)
         return
     rows = [
@@ -153,7 +158,8 @@ def tenant_limits(
     )
     if recounted is not None:
         render.err.print(
-            f"recounted: {recounted.before} -> {recounted.after}; pruned {len(recounted.pruned)} stale hold(s)"
+            f"recounted: {recounted.before} -> {recounted.after}; pruned {len(recounted.pruned)} stale hold(s); "
+            f"removed {len(recounted.schedules_repaired)} half-created or unrecorded schedule(s)"
         )
 
 

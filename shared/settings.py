@@ -93,6 +93,12 @@ MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due
 # A firing Scheduler cannot deliver is retried this long, then goes to the DLQ: never dropped silently.
 SCHEDULER_RETRY_ATTEMPTS = 185  # Scheduler's maximum
 SCHEDULER_MAX_EVENT_AGE_SECONDS = 86_400  # Scheduler's maximum
+# A schedule record left `creating` or `deleting` this long belongs to a request that is over (the API
+# function's timeout is 10 s): the next create, delete or get of that name finishes deleting it.
+SCHEDULE_CHANGE_LEASE_SECONDS = 60
+# A delete finding the schedule `creating` re-reads it this many times, this far apart, before a 409.
+SCHEDULE_DELETE_WAITS = 8
+SCHEDULE_DELETE_WAIT_SECONDS = 0.25
 
 # API-key cache in each API instance: a revoked key keeps working this long at most. One GetItem
 # per key per API instance per minute is negligible; the local profile uses its own, shorter bound.

@@ -21,6 +21,7 @@ router = APIGatewayHttpRouter()
 _JOB_ID = Path(max_length=128)
 _NOT_FOUND = {404: {"description": "No such job for this API key's tenant"}}
 _CONFLICT = {409: {"description": "The job's state does not allow it; the message says which state"}}
+_RATE_LIMITED = {429: {"description": "rate_limited: over the tenant's rate limit (see Retry-After); nothing was done"}}
 
 
 def _tenant() -> str:
@@ -91,9 +92,10 @@ def list_jobs(
     summary="Cancel a job that has not started (queued, delayed or waiting for a retry)",
     description=(
         "Idempotent: a cancelled job answers 200 again. A running job answers 409 (it ends on its own); a finished "
-        "one 409. A cancelled job never runs: a delivery of it is acknowledged unrun."
+        "one 409. A cancelled job never runs: a delivery of it is acknowledged unrun. Counts one against the "
+        "tenant's rate limit."
     ),
-    responses={200: {"description": "The job view, status cancelled"}} | _CONFLICT | _NOT_FOUND,
+    responses={200: {"description": "The job view, status cancelled"}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
 )
 def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
@@ -106,7 +108,11 @@ def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
 @router.post(
     "/v1/jobs/<job_id>/retry",
     summary="Run a dead or cancelled job again, with a fresh attempt budget (same id)",
-    responses={202: {"description": '{"id", "status": "queued"}'}} | _CONFLICT | _NOT_FOUND,
+    description=(
+        "Idempotent: a job a retry already queued answers 202 again and is not sent again. Counts one against the "
+        "tenant's rate limit."
+    ),
+    responses={202: {"description": '{"id", "status": "queued"}'}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
 )
 def retry_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
@@ -127,12 +133,17 @@ class BulkRetryIn(BaseModel):
 @router.post(
     "/v1/jobs:retry",
     summary=f"Retry this tenant's dead jobs, newest first, at most {settings.BULK_RETRY_MAX} a request",
+    description=(
+        "Each dead job found counts one against the tenant's rate limit, all or none, before any is retried: "
+        "a 429 retried none."
+    ),
     responses={
         200: {
             "description": '{"retried": n, "ids": [...], "more": bool, "skipped": [{"id", "reason"}]}; '
             "while `more`, call again"
         }
-    },
+    }
+    | _RATE_LIMITED,
 )
 def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
     outcome = control.retry_dead(_tenant(), request.type, _epoch(request.since), request.limit)

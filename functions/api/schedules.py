@@ -107,7 +107,7 @@ def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[st
 @router.delete(
     "/v1/schedules/<name>",
     summary="Delete a schedule (its runs stay)",
-    responses=documented({200: {"description": "Deleted"}}, 404, 422),
+    responses=documented({200: {"description": "Deleted"}}, 404, 409, 422, 429),
 )
 def delete_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
     if not customer_schedules.delete(_tenant(), name):

@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from functions.api.responses import json_response
 from shared import settings
 from shared.targets import signing_secrets
+from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
 
@@ -46,6 +47,7 @@ def get_signing_secrets() -> Response[dict[str, Any]]:
     responses={201: {"description": "Rotated: the secrets, the new one first"}},
 )
 def rotate_signing_secrets() -> Response[dict[str, Any]]:
+    rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
     return json_response(201, _view(signing_secrets.rotate(_tenant())))
 
 

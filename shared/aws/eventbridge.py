@@ -135,3 +135,15 @@ def delete(name: str) -> None:
     except ClientError as error:
         if not is_not_found(error):
             raise
+
+
+def names_with_prefix(prefix: str) -> list[str]:
+    """The names of the group's schedules that start with `prefix` (operators' tools)."""
+    names: list[str] = []
+    params: dict[str, Any] = {"GroupName": _group(), "NamePrefix": prefix}
+    while True:
+        page = client("scheduler").list_schedules(**params)
+        names += [entry["Name"] for entry in page.get("Schedules", []) if entry["Name"].startswith(prefix)]
+        if not page.get("NextToken"):
+            return names
+        params["NextToken"] = page["NextToken"]

@@ -3,17 +3,22 @@
 Every decision is a conditional write on the job's record (shared/store/job_store.py), the same item the
 worker's claim writes, so a cancel racing a claim has exactly one winner: the job runs (and the
 cancel answers 409 `running`), or it is cancelled (and the delivery is acknowledged unrun).
+
+A tenant's cancels and retries count against its rate limit (shared/tenants/rate_limit.py) before
+anything is written: one per cancel or retry, one per job a bulk retry is about to re-send. The
+operator's DLQ redrive (`redrive`) is not counted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import environment, ids, settings
 from shared.aws import eventbridge, queue
@@ -25,6 +30,7 @@ from shared.jobs.far_future import release as give_back_far_future_unit
 from shared.model import JobMessage, JobRecord, Status
 from shared.store import job_control, job_items, job_store, keys
 from shared.store.id_secret import id_secret
+from shared.tenants import rate_limit
 
 _DAY = 86_400
 # Bulk retry resets records side by side: 100 conditional writes cost ~10 round trips, not 100.
@@ -63,8 +69,10 @@ def _far_future_message(job_id: str) -> JobMessage | None:
 def cancel(tenant: str, job_id: str) -> JobRecord:
     """Cancel a job that has not started. Idempotent: cancelling a cancelled job answers it again.
 
-    Conflict if it is running or finished; NotFound if it is not this tenant's.
+    Conflict if it is running or finished; NotFound if it is not this tenant's; RateLimited over the
+    tenant's rate (a cancel counts one).
     """
+    rate_limit.check(tenant)
     now = time.time()
     existing = job_store.get(job_id)
     far_future: JobMessage | None = None
@@ -102,15 +110,36 @@ def _send(message: JobMessage) -> None:
     queue.send(message)
 
 
-def retry(tenant: str, job_id: str) -> JobMessage:
-    """Run a dead or cancelled job again with a fresh attempt budget (same id).
+def _sent(job_id: str, retried_at: float) -> None:
+    """Record that the retry's message went out. If the store fails here, a later retry of the job sends
+    it once more (a duplicate the claim absorbs), so the answer need not fail."""
+    with contextlib.suppress(ClientError, BotoCoreError):
+        job_control.mark_retry_sent(job_id, retried_at)
 
-    Idempotent: retrying a job a retry already queued sends its message again (the claim runs one).
+
+def retry(tenant: str, job_id: str) -> JobMessage:
+    """Run a dead or cancelled job again with a fresh attempt budget (same id). RateLimited over the
+    tenant's rate (a retry counts one, nothing written).
+
+    Idempotent: retrying a job a retry already queued answers it again and sends nothing, unless its
+    message was never sent (that send failed): then it is sent now.
     """
+    rate_limit.check(tenant)
+    return _retry(tenant, job_id, resend_queued=False)
+
+
+def redrive(tenant: str, job_id: str) -> JobMessage:
+    """`retry` for the operator's DLQ redrive: not counted against the tenant's rate, and a job a retry
+    already queued is sent again (the dead-lettered message was its message)."""
+    return _retry(tenant, job_id, resend_queued=True)
+
+
+def _retry(tenant: str, job_id: str, *, resend_queued: bool) -> JobMessage:
     now = time.time()
     outcome = job_control.reset_for_retry(job_id, tenant, now)
     if isinstance(outcome, JobMessage):
         _send(outcome)  # the record is queued first, so no worker can see the message before it is retryable
+        _sent(job_id, now)
         return outcome
     if not outcome.item:
         _unrecorded(tenant, job_id, now)  # NotFound unless this tenant's
@@ -118,7 +147,11 @@ def retry(tenant: str, job_id: str) -> JobMessage:
     record = _owned(outcome.item, tenant, job_id)
     if record.status is Status.QUEUED and record.retries:
         message = job_items.message_from_item(outcome.item, enqueued_at=now)
-        _send(message)  # a client retrying its retry call: resend, duplicates are harmless
+        unsent = job_control.retry_unsent(outcome.item)
+        if resend_queued or unsent is not None:
+            _send(message)  # a duplicate of a message that did go out is harmless: the claim runs one
+            if unsent is not None:
+                _sent(job_id, unsent)
         return message
     if record.status in job_control.RETRYABLE and not record.payload_recorded:
         raise Conflict(
@@ -136,11 +169,16 @@ class BulkRetry:
 
 
 def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: int) -> BulkRetry:
-    """Retry up to `limit` of the tenant's dead jobs (newest first), optionally of one type or enqueued since."""
+    """Retry up to `limit` of the tenant's dead jobs (newest first), optionally of one type or enqueued since.
+
+    The dead jobs found count against the tenant's rate limit, all or none, before any is reset:
+    RateLimited retries none (a call that finds none counts nothing)."""
     now = time.time()
     filters = {"status": str(Status.DEAD)} | ({"job_type": job_type} if job_type else {})
     found = listing.read_index(tenant, filters, since=since, until=now, before=None, want=limit, attributes=("pk",))
     candidates = [keys.job_id_of(item["pk"]["S"]) for item in found.items]
+    if candidates:
+        rate_limit.check(tenant, len(candidates))
     outcomes = list(
         _writers.map(lambda job_id: job_control.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates)
     )
@@ -152,6 +190,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     ]
     not_sent = queue.send_batch([(message, 0) for message in messages])
     retried = [message.id for message, reason in zip(messages, not_sent, strict=True) if reason is None]
+    list(_writers.map(lambda job_id: _sent(job_id, now), retried))
     skipped += [
         {"id": message.id, "reason": f"queue unavailable ({reason}); it shows queued: retry it again to resend"}
         for message, reason in zip(messages, not_sent, strict=True)

@@ -3,7 +3,7 @@
 Redrive is done by the application (receive -> run again -> delete), not by SQS's
 StartMessageMoveTask, for three reasons:
 - a dead job's record says `dead`, and the worker acknowledges a delivery of a finished job unrun;
-  moving its message back would drop it silently. Each job is reset first (`control.retry`: fresh
+  moving its message back would drop it silently. Each job is reset first (`control.redrive`: fresh
   attempt budget, same id), then sent;
 - a move task cannot select one tenant's messages;
 - the embedded emulator (ministack 1.5.33) has no StartMessageMoveTask.
@@ -196,7 +196,7 @@ def _run_again(letter: DeadLetter) -> str:
     if owner != letter.tenant:
         return f"its job belongs to another tenant than the message says ({owner!r}): a forged message?"
     try:
-        control.retry(owner, letter.job_id)
+        control.redrive(owner, letter.job_id)
     except Conflict as conflict:
         if record.status is Status.DEAD:
             return str(conflict)

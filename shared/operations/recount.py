@@ -6,12 +6,16 @@ hand, records from before counting began, or a far-future job whose schedule fir
 message never reached a worker (Scheduler gave up on it and put it in the DLQ). A recount sets the
 counters to the items found; with `prune`, it first gives back the holds whose schedule is gone
 although they are long past due.
+
+First it finishes the tenant's schedule records left `creating` or `deleting` by requests that died
+(their schedule, record and unit go), and deletes the tenant's Scheduler schedules that have no
+record (shared/schedules/customer_schedules.py `repair`), so the count is of schedules that fire.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from botocore.exceptions import ClientError
 
@@ -19,6 +23,7 @@ from shared import environment, settings
 from shared.aws.clients import client, is_not_found
 from shared.jobs import far_future
 from shared.jobs.enqueue import delayed_schedule_name
+from shared.schedules import customer_schedules
 from shared.store import schedule_items
 from shared.tenants import quotas
 
@@ -32,6 +37,7 @@ class Recount:
     before: dict[str, int]
     after: dict[str, int]
     pruned: list[str]  # job ids whose stale holds were given back
+    schedules_repaired: list[str] = field(default_factory=list)  # half-done schedules finished, as deletes
 
 
 def _schedule_exists(job_id: str) -> bool:
@@ -51,6 +57,7 @@ def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Re
     is quiet: a unit taken or given back between the count and the write would be overwritten."""
     now = time.time() if now is None else now
     before = quotas.usage(tenant)
+    repaired = customer_schedules.repair(tenant)
     pruned: list[str] = []
     holds = far_future.held(tenant)
     if prune:
@@ -63,4 +70,4 @@ def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Re
         quotas.FAR_FUTURE_JOBS.counter: len(holds) - len(pruned),
     }
     quotas.set_usage(tenant, after)
-    return Recount(before=before, after=after, pruned=pruned)
+    return Recount(before=before, after=after, pruned=pruned, schedules_repaired=repaired)

@@ -85,13 +85,26 @@ def take(tenant: str, counter: str, limit: int, item: dict[str, Any]) -> Take:
     return Take.TAKEN
 
 
-def give_back(tenant: str, counter: str, key: dict[str, Any], *, single_attempt: bool = False) -> bool:
+Condition = tuple[str, dict[str, str], dict[str, Any]]  # expression, attribute names, attribute values
+
+
+def give_back(
+    tenant: str, counter: str, key: dict[str, Any], *, single_attempt: bool = False, only_if: Condition | None = None
+) -> bool:
     """Delete the item `key` and subtract one from `counter`, in one transaction. False if the item was
-    gone already. A counter already at 0 (reset by a recount while the item existed): the item is
-    deleted alone.
+    gone already (or fails `only_if`, a further condition on it). A counter already at 0 (reset by a
+    recount while the item existed): the item is deleted alone.
 
     `single_attempt`: no botocore retries, for a caller that gives it back later if the store fails."""
     dynamodb = single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
+    delete: dict[str, Any] = {"TableName": _table(), "Key": key, "ConditionExpression": "attribute_exists(pk)"}
+    if only_if is not None:
+        expression, names, values = only_if
+        delete |= {
+            "ConditionExpression": f"attribute_exists(pk) AND ({expression})",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
     try:
         dynamodb.transact_write_items(
             TransactItems=[
@@ -105,7 +118,7 @@ def give_back(tenant: str, counter: str, key: dict[str, Any], *, single_attempt:
                         "ExpressionAttributeValues": {":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
                     }
                 },
-                {"Delete": {"TableName": _table(), "Key": key, "ConditionExpression": "attribute_exists(pk)"}},
+                {"Delete": delete},
             ]
         )
     except ClientError as error:
@@ -113,7 +126,12 @@ def give_back(tenant: str, counter: str, key: dict[str, Any], *, single_attempt:
         if item_failed:
             return False
         if usage_failed:
-            dynamodb.delete_item(TableName=_table(), Key=key)
+            try:
+                dynamodb.delete_item(**delete)
+            except ClientError as failed:
+                if aws_error_code(failed) == "ConditionalCheckFailedException":
+                    return False
+                raise
             return True
         raise
     return True

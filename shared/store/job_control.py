@@ -84,12 +84,16 @@ def reset_for_retry(
     (`attempt_budget`, its max_attempts when first retried), and the claim counts the record's.
     Returns that message. The record keeps its place in the listing and its first enqueue time; it
     expires like a finished one if its message never runs.
+
+    The record says `retry_unsent` until `mark_retry_sent`: a retry of a job left `queued` with its
+    message unsent (the send failed, or its request died) sends it; one whose message was sent does not.
     """
     names = [f":s{i}" for i in range(len(statuses))]
     item = _update_unless_refused(
         job_id,
         UpdateExpression=(
             "SET #status = :queued, retries = if_not_exists(retries, :zero) + :one, retried_at = :now, "
+            "retry_unsent = :now, "
             "attempt_budget = if_not_exists(attempt_budget, max_attempts), "
             # the claim counts the record's max_attempts: the fresh budget starts from here
             "max_attempts = if_not_exists(attempts, :zero) + if_not_exists(attempt_budget, max_attempts), "
@@ -113,3 +117,20 @@ def reset_for_retry(
     if isinstance(item, Refused):
         return item
     return job_items.message_from_item(item, enqueued_at=now)
+
+
+def retry_unsent(item: dict[str, Any]) -> float | None:
+    """When the retry that queued this record ran, if its message is not known to have been sent."""
+    return job_items.as_float(item, "retry_unsent")
+
+
+def mark_retry_sent(job_id: str, retried_at: float) -> bool:
+    """The retry of `retried_at` sent its message: later retries of the queued job send nothing.
+    False if the record moved on already (claimed, cancelled, retried again)."""
+    return job_items.conditional(
+        Key=job_items.key(job_id),
+        UpdateExpression="REMOVE retry_unsent",
+        ConditionExpression="#status = :queued AND retry_unsent = :at",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":queued": {"S": Status.QUEUED}, ":at": job_items.n(retried_at)},
+    )

@@ -4,6 +4,12 @@ A record is listed on gsi1 under `schedules#<tenant>`, sorted by name. It is wri
 transaction with a unit of the tenant's schedule quota (shared/store/counters.py `take`), so this
 module builds it (`new_item`) and `take` puts it.
 
+A record's `state` says which request owns it: `creating` (a create is making its Scheduler
+schedule), `active`, or `deleting` (a delete is removing it). `creating` and `deleting` carry the
+owning request's `token` and `changing_since`; every change of state is a conditional write on
+them, so two requests never act on one record at once (shared/schedules/customer_schedules.py,
+docs/decisions/schedules.md). A record written before states existed has none: it is active.
+
 A pynamodb Model: schedules are read and written only on an operator's or a customer's schedule
 request, never on an enqueue or a delivery, and the Model spells their typed attributes (times,
 the job as JSON) once (docs/decisions/storage-idioms.md). A schedule's runs are job records, read
@@ -13,9 +19,12 @@ with the low-level client like every job item.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import Enum, StrEnum
 from typing import Any
 
 from pynamodb.attributes import JSONAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.exceptions import UpdateError
+from pynamodb.expressions.condition import Condition
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
@@ -23,6 +32,12 @@ from shared import environment, settings
 from shared.aws.clients import client
 from shared.model import JobRecord
 from shared.store import job_items, keys
+
+
+class State(StrEnum):
+    CREATING = "creating"
+    ACTIVE = "active"
+    DELETING = "deleting"
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -54,7 +69,18 @@ class ScheduleItem(Model):
     start = UTCDateTimeAttribute(null=True)
     end = UTCDateTimeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
+    state = UnicodeAttribute(null=True)  # State; none: active (a record older than states)
+    token = UnicodeAttribute(null=True)  # the request that set `creating` or `deleting`
+    changing_since = NumberAttribute(null=True)  # epoch seconds it was set at
     by_tenant = ByTenant()
+
+    @property
+    def current_state(self) -> State:
+        return State(self.state) if self.state else State.ACTIVE
+
+    def changing_before(self, moment: float) -> bool:
+        """Whether it is `creating` or `deleting`, set before `moment` (its request is over)."""
+        return self.current_state is not State.ACTIVE and float(self.changing_since or 0) < moment
 
     def public(self) -> dict[str, Any]:
         return {
@@ -80,8 +106,10 @@ def new_item(
     start: datetime | None,
     end: datetime | None,
     created_at: datetime,
+    token: str,
+    now: float,
 ) -> ScheduleItem:
-    """A record not yet written (`as_item` gives it to counters.take)."""
+    """A record not yet written, `creating` for the request `token` (`as_item` gives it to counters.take)."""
     return ScheduleItem(
         keys.schedule_key(tenant, name),
         gsi1pk=keys.schedules_partition(tenant),
@@ -95,6 +123,9 @@ def new_item(
         start=start,
         end=end,
         created_at=created_at,
+        state=str(State.CREATING),
+        token=token,
+        changing_since=now,
     )
 
 
@@ -110,9 +141,81 @@ def item_key(tenant: str, name: str) -> dict[str, Any]:
 
 def get(tenant: str, name: str) -> ScheduleItem | None:
     try:
-        return ScheduleItem.get(keys.schedule_key(tenant, name))
+        return ScheduleItem.get(keys.schedule_key(tenant, name), consistent_read=True)
     except ScheduleItem.DoesNotExist:
         return None
+
+
+def held_by(token: str) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The condition "this record is owned by the request `token`", in the low-level form a
+    transaction's Delete takes (expression, names, values): see counters.give_back."""
+    return "#token = :token", {"#token": "token"}, {":token": {"S": token}}
+
+
+def _update(tenant: str, name: str, actions: list[Any], condition: Condition) -> bool:
+    try:
+        ScheduleItem(keys.schedule_key(tenant, name)).update(actions=actions, condition=condition)
+    except UpdateError as error:
+        if error.cause_response_code == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
+
+
+def mark_active(tenant: str, name: str, token: str) -> bool:
+    """`creating` -> `active`, if the record is still the request `token`'s; False if not."""
+    return _update(
+        tenant,
+        name,
+        [ScheduleItem.state.set(str(State.ACTIVE)), ScheduleItem.token.remove(), ScheduleItem.changing_since.remove()],
+        (ScheduleItem.state == str(State.CREATING)) & (ScheduleItem.token == token),
+    )
+
+
+class Mark(Enum):
+    MARKED = "marked"
+    GONE = "gone"  # no record
+    BUSY = "busy"  # a create still owns it: `creating`, set at or after `stale_before`
+
+
+def mark_deleting(tenant: str, name: str, token: str, now: float, *, stale_before: float) -> Mark:
+    """Make the record `deleting` for the request `token`: an active or `deleting` record, or a
+    `creating` one set before `stale_before` (its create is over). A `deleting` record changes owner:
+    the request that took it last removes it."""
+    marked = _update(
+        tenant,
+        name,
+        [
+            ScheduleItem.state.set(str(State.DELETING)),
+            ScheduleItem.token.set(token),
+            ScheduleItem.changing_since.set(now),
+        ],
+        ScheduleItem.pk.exists()
+        & (
+            ScheduleItem.state.does_not_exist()
+            | (ScheduleItem.state != str(State.CREATING))
+            | (ScheduleItem.changing_since < stale_before)
+        ),
+    )
+    if marked:
+        return Mark.MARKED
+    return Mark.BUSY if get(tenant, name) is not None else Mark.GONE
+
+
+def take_over_stale(tenant: str, name: str, token: str, now: float, *, stale_before: float) -> bool:
+    """Make a `creating` or `deleting` record set before `stale_before` (its request is over)
+    `deleting` for the request `token`; False if it is not such a record."""
+    return _update(
+        tenant,
+        name,
+        [
+            ScheduleItem.state.set(str(State.DELETING)),
+            ScheduleItem.token.set(token),
+            ScheduleItem.changing_since.set(now),
+        ],
+        ScheduleItem.state.is_in(str(State.CREATING), str(State.DELETING))
+        & (ScheduleItem.changing_since < stale_before),
+    )
 
 
 def page(tenant: str, limit: int, after: str | None) -> tuple[list[ScheduleItem], bool]:

@@ -162,11 +162,19 @@ def take(tenant: str, quota: Quota, item: dict[str, Any]) -> bool:
     return taken is counters.Take.TAKEN
 
 
-def give_back(tenant: str, quota: Quota, key: dict[str, Any], *, single_attempt: bool = False) -> bool:
-    """Delete the item `key` and give its unit back, in one transaction. False if it was gone already.
+def give_back(
+    tenant: str,
+    quota: Quota,
+    key: dict[str, Any],
+    *,
+    single_attempt: bool = False,
+    only_if: counters.Condition | None = None,
+) -> bool:
+    """Delete the item `key` and give its unit back, in one transaction. False if it was gone already,
+    or fails `only_if` (a further condition on the item: schedule_items.held_by).
 
     `single_attempt`: no botocore retries, for a caller that gives it back later if the store fails."""
-    return counters.give_back(tenant, quota.counter, key, single_attempt=single_attempt)
+    return counters.give_back(tenant, quota.counter, key, single_attempt=single_attempt, only_if=only_if)
 
 
 def set_usage(tenant: str, counts: dict[str, int]) -> None:

@@ -153,7 +153,7 @@ def test_a_dead_job_retried_runs_again_with_a_fresh_budget(aws):
     assert (record.status, record.attempts, record.result) == (Status.SUCCEEDED, 2, {"succeeded_on_attempt": 2})
 
 
-def test_retrying_a_retried_job_resends_it_and_the_claim_runs_it_once(aws):
+def test_retrying_a_retried_job_answers_it_again_and_the_claim_runs_it_once(aws):
     message = _enqueue("fail", {"times": 5}, max_attempts=1)
     _deliver(message)
     first = control.retry("acme", message.id)
@@ -162,6 +162,67 @@ def test_retrying_a_retried_job_resends_it_and_the_claim_runs_it_once(aws):
     assert first.id == second.id == message.id
     assert isinstance(job_store.claim(first, "m2", time.time(), lease_seconds=60), job_store.Claimed)
     assert isinstance(job_store.claim(second, "m3", time.time(), lease_seconds=60), job_store.HeldElsewhere)
+
+
+def test_retrying_a_job_a_retry_already_queued_sends_nothing(aws):
+    message = _enqueue("fail", {"times": 5}, max_attempts=1)
+    _deliver(message)
+    _queued_bodies(aws)  # drain
+    control.retry("acme", message.id)
+    assert [body["id"] for body in _queued_bodies(aws)] == [message.id]
+
+    again = control.retry("acme", message.id)
+
+    assert again.id == message.id
+    assert _queued_bodies(aws) == []
+    assert _record(message.id).status is Status.QUEUED
+    bulk = control.retry_dead("acme", None, since=None, limit=10)
+    assert bulk.ids == [] and _queued_bodies(aws) == []
+
+
+def test_a_retry_whose_send_failed_is_sent_by_the_next_retry_and_only_then(aws, monkeypatch):
+    message = _enqueue("fail", {"times": 5}, max_attempts=1)
+    _deliver(message)
+    _queued_bodies(aws)  # drain
+    send = control._send
+
+    def fail(_message: JobMessage) -> None:
+        raise RuntimeError("queue unavailable")
+
+    monkeypatch.setattr(control, "_send", fail)
+    with pytest.raises(RuntimeError):
+        control.retry("acme", message.id)
+    assert _record(message.id).status is Status.QUEUED
+    assert _queued_bodies(aws) == []
+    monkeypatch.setattr(control, "_send", send)
+
+    control.retry("acme", message.id)
+    assert [body["id"] for body in _queued_bodies(aws)] == [message.id]
+    control.retry("acme", message.id)
+    assert _queued_bodies(aws) == []
+
+
+def test_the_operators_redrive_sends_a_job_a_retry_already_queued(aws):
+    message = _enqueue("fail", {"times": 5}, max_attempts=1)
+    _deliver(message)
+    control.retry("acme", message.id)
+    _queued_bodies(aws)  # drain: as if that message went to the DLQ
+
+    control.redrive("acme", message.id)
+
+    assert [body["id"] for body in _queued_bodies(aws)] == [message.id]
+
+
+def test_a_bulk_retry_marks_what_it_sent_so_a_retry_of_one_sends_nothing(aws):
+    message = _enqueue("fail", {"times": 5}, max_attempts=1)
+    _deliver(message)
+    _queued_bodies(aws)  # drain
+    assert control.retry_dead("acme", None, since=None, limit=10).ids == [message.id]
+    assert len(_queued_bodies(aws)) == 1
+
+    control.retry("acme", message.id)
+
+    assert _queued_bodies(aws) == []
 
 
 def test_retry_answers_conflict_for_jobs_that_are_not_dead_or_cancelled(aws):

@@ -11,6 +11,7 @@ from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import JobSpec
 from shared.schedules import customer_schedules
+from shared.tenants import quotas
 
 
 def _request(name="nightly", **changes):
@@ -51,6 +52,67 @@ def test_delete_removes_the_record_and_the_schedule(scheduler_env):
     assert customer_schedules.get("acme", "nightly") is None
     assert scheduler_env["scheduler"].list_schedules(GroupName=settings.SCHEDULE_GROUP)["Schedules"] == []
     assert customer_schedules.delete("acme", "nightly") is False
+
+
+def _scheduled(scheduler_env) -> list[str]:
+    return [entry["Name"] for entry in scheduler_env["scheduler"].list_schedules()["Schedules"]]
+
+
+def test_a_create_that_died_half_way_is_finished_as_a_delete_once_its_lease_is_over(scheduler_env, monkeypatch):
+    def dies(*_args, **_kwargs):
+        raise RuntimeError("the request died here")
+
+    with monkeypatch.context() as patched, pytest.raises(RuntimeError):
+        patched.setattr(customer_schedules.schedule_items, "mark_active", dies)
+        customer_schedules.create("acme", _request())
+    monkeypatch.setattr(customer_schedules, "_sleep", lambda _seconds: None)
+    assert _scheduled(scheduler_env) == [customer_schedules.scheduler_name("acme", "nightly")]
+
+    assert customer_schedules.get("acme", "nightly") is None  # being created: not shown
+    with pytest.raises(customer_schedules.ScheduleBusy, match="being created"):
+        customer_schedules.delete("acme", "nightly")
+    with pytest.raises(customer_schedules.ScheduleBusy, match="being created"):
+        customer_schedules.create("acme", _request())
+    assert quotas.usage("acme")["schedules"] == 1
+
+    later = time.time() + settings.SCHEDULE_CHANGE_LEASE_SECONDS + 1
+    monkeypatch.setattr(customer_schedules, "_clock", lambda: later)
+    assert customer_schedules.get("acme", "nightly") is None
+    assert _scheduled(scheduler_env) == []
+    assert quotas.usage("acme")["schedules"] == 0
+    assert customer_schedules.list_for("acme") == []
+    customer_schedules.create("acme", _request())  # the name is free again
+    assert quotas.usage("acme")["schedules"] == 1
+
+
+def test_a_delete_that_died_half_way_is_finished_by_the_next_delete(scheduler_env, monkeypatch):
+    customer_schedules.create("acme", _request())
+
+    def dies(*_args, **_kwargs):
+        raise RuntimeError("the request died here")
+
+    with monkeypatch.context() as patched, pytest.raises(RuntimeError):
+        patched.setattr(customer_schedules.eventbridge, "delete", dies)
+        customer_schedules.delete("acme", "nightly")
+    assert customer_schedules.get("acme", "nightly") is None  # being deleted: not shown
+
+    assert customer_schedules.delete("acme", "nightly") is True
+    assert _scheduled(scheduler_env) == []
+    assert quotas.usage("acme")["schedules"] == 0
+
+
+def test_a_recount_removes_schedules_left_without_a_record(scheduler_env):
+    from shared.operations import recount
+
+    customer_schedules.create("acme", _request("kept"))
+    left = customer_schedules.scheduler_name("acme", "left")
+    customer_schedules.eventbridge.create(left, "rate(1 hour)", "{}")
+
+    done = recount.recount("acme")
+
+    assert done.schedules_repaired == [left]
+    assert _scheduled(scheduler_env) == [customer_schedules.scheduler_name("acme", "kept")]
+    assert done.after["schedules"] == 1
 
 
 @pytest.mark.parametrize(

@@ -19,13 +19,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import environment
 from shared.aws.clients import aws_error_code, aws_error_message, client, single_attempt_client
-from shared.store import keys
-
-
-def _table() -> str:
-    return environment.current().table
+from shared.store import keys, table
 
 
 def _usage_item_key(tenant: str) -> dict[str, Any]:
@@ -43,7 +38,11 @@ class Take(Enum):
 
 def usage(tenant: str, counters: tuple[str, ...]) -> dict[str, int]:
     """The tenant's counters now (a consistent read; 0 for a counter never moved)."""
-    item = client("dynamodb").get_item(TableName=_table(), Key=_usage_item_key(tenant), ConsistentRead=True).get("Item")
+    item = (
+        client("dynamodb")
+        .get_item(TableName=table.name(), Key=_usage_item_key(tenant), ConsistentRead=True)
+        .get("Item")
+    )
     return {counter: int((item or {}).get(counter, {}).get("N", "0")) for counter in counters}
 
 
@@ -54,7 +53,7 @@ def take(tenant: str, counter: str, limit: int, item: dict[str, Any]) -> Take:
             TransactItems=[
                 {
                     "Update": {
-                        "TableName": _table(),
+                        "TableName": table.name(),
                         "Key": _usage_item_key(tenant),
                         "UpdateExpression": "ADD #c :one SET tenant = :tenant",
                         "ConditionExpression": "attribute_not_exists(#c) OR #c < :limit",
@@ -68,7 +67,7 @@ def take(tenant: str, counter: str, limit: int, item: dict[str, Any]) -> Take:
                 },
                 {
                     "Put": {
-                        "TableName": _table(),
+                        "TableName": table.name(),
                         "Item": item,
                         "ConditionExpression": "attribute_not_exists(pk)",
                     }
@@ -97,7 +96,7 @@ def give_back(
 
     `single_attempt`: no botocore retries, for a caller that gives it back later if the store fails."""
     dynamodb = single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
-    delete: dict[str, Any] = {"TableName": _table(), "Key": key, "ConditionExpression": "attribute_exists(pk)"}
+    delete: dict[str, Any] = {"TableName": table.name(), "Key": key, "ConditionExpression": "attribute_exists(pk)"}
     if only_if is not None:
         expression, names, values = only_if
         delete |= {
@@ -110,7 +109,7 @@ def give_back(
             TransactItems=[
                 {
                     "Update": {
-                        "TableName": _table(),
+                        "TableName": table.name(),
                         "Key": _usage_item_key(tenant),
                         "UpdateExpression": "ADD #c :minus_one",
                         "ConditionExpression": "#c > :zero",
@@ -156,7 +155,7 @@ def set_usage(tenant: str, counts: dict[str, int]) -> None:
     names = {f"#c{i}": counter for i, counter in enumerate(counts)}
     values = {f":v{i}": {"N": str(count)} for i, count in enumerate(counts.values())}
     client("dynamodb").update_item(
-        TableName=_table(),
+        TableName=table.name(),
         Key=_usage_item_key(tenant),
         UpdateExpression="SET " + ", ".join(f"#c{i} = :v{i}" for i in range(len(counts))) + ", tenant = :tenant",
         ExpressionAttributeNames=names,
@@ -183,22 +182,11 @@ def hold_item(tenant: str, job_id: str, due_at: float) -> dict[str, Any]:
 
 def holds(tenant: str) -> list[dict[str, Any]]:
     """The tenant's holds, soonest due first: [{"job_id", "due_at"}]."""
-    found: list[dict[str, Any]] = []
-    params: dict[str, Any] = {
-        "TableName": _table(),
-        "IndexName": "gsi1",
-        "KeyConditionExpression": "gsi1pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": keys.far_future_partition(tenant)}},
-    }
-    while True:
-        page = client("dynamodb").query(**params)
-        found += [
-            {"job_id": keys.job_id_of_hold(item["pk"]["S"]), "due_at": float(item["due_at"]["N"])}
-            for item in page["Items"]
-        ]
-        if "LastEvaluatedKey" not in page:
-            return found
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return [
+        {"job_id": keys.job_id_of_hold(item["pk"]["S"]), "due_at": float(item["due_at"]["N"])}
+        for page in table.partition_pages(keys.far_future_partition(tenant))
+        for item in page["Items"]
+    ]
 
 
 # Rate-limiter windows -----------------------------------------------------------------------------
@@ -218,7 +206,7 @@ def report_rate_window(
     values = {":w": entry, ":ttl": {"N": str(expires_at)}}
     try:
         response = dynamodb.update_item(
-            TableName=_table(),
+            TableName=table.name(),
             Key=key,
             UpdateExpression=update,
             ExpressionAttributeNames=names,
@@ -229,7 +217,7 @@ def report_rate_window(
         if aws_error_code(error) != "ValidationException":
             raise
         response = dynamodb.update_item(
-            TableName=_table(),
+            TableName=table.name(),
             Key=key,
             UpdateExpression="SET #i = :entry, expires_at = :ttl",
             ExpressionAttributeNames={"#i": "instances"},

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.aws.clients import client
-from shared.store import job_items
+from shared.store import job_items, table
 from shared.store.table_schema import JOBS_INDEX
 
 
@@ -34,7 +34,7 @@ def query_jobs_index(
     cache would be answered from its query cache and hide new jobs."""
     names = {f"#f{i}": name for i, name in enumerate(filters or {})}
     params: dict[str, Any] = {
-        "TableName": job_items.table(),
+        "TableName": table.name(),
         "IndexName": JOBS_INDEX.name,
         "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :oldest AND :newest",
         "ExpressionAttributeNames": {"#pk": JOBS_INDEX.partition_key, "#sk": JOBS_INDEX.sort_key} | names,

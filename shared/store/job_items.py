@@ -10,17 +10,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared import environment, settings
+from shared import settings
 from shared.aws.clients import aws_error_code
 from shared.model import JobMessage, JobRecord, Status
-from shared.store import keys
+from shared.store import keys, table
 from shared.store.table_schema import JOBS_INDEX
 
 DAY = 86_400
-
-
-def table() -> str:
-    return environment.current().table
 
 
 def key(job_id: str) -> dict[str, Any]:
@@ -72,7 +68,7 @@ def prepare_clients() -> None:
     a client's first request resolves its endpoint and builds its serializers, ~0.1 s on AWS and up to
     ~1 s on a busy 2-core machine, which would otherwise fall on the first job's clock."""
     jobs_client(single_attempt=False)
-    jobs_client(single_attempt=True).get_item(TableName=table(), Key=key("init-phase-read"))
+    jobs_client(single_attempt=True).get_item(TableName=table.name(), Key=key("init-phase-read"))
 
 
 @dataclass(frozen=True)
@@ -87,7 +83,7 @@ def write(*, put: bool = False, single_attempt: bool = False, **params: Any) -> 
     _ConditionFailed. `single_attempt`: no botocore retries (see `claim`)."""
     jobs = jobs_client(single_attempt)
     try:
-        return (jobs.put_item if put else jobs.update_item)(TableName=table(), **params)
+        return (jobs.put_item if put else jobs.update_item)(TableName=table.name(), **params)
     except ClientError as error:
         if aws_error_code(error) != "ConditionalCheckFailedException":
             raise
@@ -179,4 +175,4 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
 
 def read_item(job_id: str) -> dict[str, Any]:
     # Only for stores that do not return ALL_OLD on a failed condition.
-    return jobs_client().get_item(TableName=table(), Key=key(job_id), ConsistentRead=True).get("Item") or {}
+    return jobs_client().get_item(TableName=table.name(), Key=key(job_id), ConsistentRead=True).get("Item") or {}

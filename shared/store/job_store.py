@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.model import JobMessage, JobRecord, OutcomeMessage, Status
-from shared.store import job_items, keys
+from shared.store import job_items, keys, table
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Forei
 
 def get(job_id: str) -> JobRecord | None:
     """The job's record (its tenant in `tenant`), or None if no worker has seen the job."""
-    item = job_items.jobs_client().get_item(TableName=job_items.table(), Key=job_items.key(job_id)).get("Item")
+    item = job_items.jobs_client().get_item(TableName=table.name(), Key=job_items.key(job_id)).get("Item")
     return job_items.record_from_item(item) if item else None
 
 

@@ -28,10 +28,11 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared import environment, settings
+from shared import settings
 from shared.aws.clients import client
 from shared.model import JobRecord
-from shared.store import job_items, keys
+from shared.store import job_items, keys, table
+from shared.store.table_schema import RUNS_INDEX
 
 
 class State(StrEnum):
@@ -239,28 +240,15 @@ def list_all(tenant: str) -> list[ScheduleItem]:
 
 def count(tenant: str) -> int:
     """The tenant's records, counted on the index without reading them out."""
-    params: dict[str, Any] = {
-        "TableName": environment.current().table,
-        "IndexName": "gsi1",
-        "KeyConditionExpression": "gsi1pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": keys.schedules_partition(tenant)}},
-        "Select": "COUNT",
-    }
-    total = 0
-    while True:
-        found = client("dynamodb").query(**params)
-        total += found["Count"]
-        if "LastEvaluatedKey" not in found:
-            return total
-        params["ExclusiveStartKey"] = found["LastEvaluatedKey"]
+    return sum(page["Count"] for page in table.partition_pages(keys.schedules_partition(tenant), Select="COUNT"))
 
 
 def runs(tenant: str, name: str, limit: int) -> list[JobRecord]:
     """The job records of the schedule's firings (once a worker has seen them), newest first."""
     # Straight to DynamoDB, not through the status cache: a cached query would hide new runs.
     items = client("dynamodb").query(
-        TableName=environment.current().table,
-        IndexName="gsi1",
+        TableName=table.name(),
+        IndexName=RUNS_INDEX.name,
         KeyConditionExpression="gsi1pk = :runs",
         ExpressionAttributeValues={":runs": {"S": keys.runs_partition(tenant, name)}},
         ScanIndexForward=False,

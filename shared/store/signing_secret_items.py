@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared import environment
 from shared.aws.clients import client
-from shared.store import keys
+from shared.store import keys, table
 from shared.store.conditional import conditional_put
 
 
@@ -28,10 +27,6 @@ class SigningSecret:
 
     def public(self) -> dict[str, Any]:
         return {"id": self.id, "secret": self.secret, "created_at": self.created_at, "expires_at": self.expires_at}
-
-
-def _table() -> str:
-    return environment.current().table
 
 
 def _key(tenant: str) -> dict[str, Any]:
@@ -61,7 +56,7 @@ def _from_value(value: dict[str, Any]) -> SigningSecret:
 
 def read(tenant: str) -> tuple[list[SigningSecret], int] | None:
     """The tenant's secrets and the item's version (a consistent read); None if it has no item yet."""
-    item = client("dynamodb").get_item(TableName=_table(), Key=_key(tenant), ConsistentRead=True).get("Item")
+    item = client("dynamodb").get_item(TableName=table.name(), Key=_key(tenant), ConsistentRead=True).get("Item")
     if item is None:
         return None
     return [_from_value(value) for value in item["secrets"]["L"]], int(item["version"]["N"])
@@ -73,7 +68,7 @@ def write(tenant: str, secrets: list[SigningSecret], version: int | None) -> boo
     condition = "attribute_not_exists(pk)" if version is None else "version = :seen"
     values: dict[str, Any] = {} if version is None else {":seen": {"N": str(version)}}
     return conditional_put(
-        TableName=_table(),
+        TableName=table.name(),
         Item={
             **_key(tenant),
             "secrets": {"L": [_to_value(secret) for secret in secrets]},

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shared import environment
 from shared.aws.clients import client
-from shared.store import keys
+from shared.store import keys, table
 from shared.store.conditional import conditional_delete, conditional_put
 
 _OPERATOR = "operator"
@@ -41,30 +40,13 @@ class KeyInfo:
     last4: str
 
 
-def _table() -> str:
-    return environment.current().table
-
-
 def _tenant_item_key(tenant: str) -> dict[str, Any]:
     return keys.item_key(keys.tenant_key(tenant))
 
 
 def _query_index(partition: str) -> list[dict[str, Any]]:
     """Every item of one gsi1 partition."""
-    items: list[dict[str, Any]] = []
-    params: dict[str, Any] = {
-        "TableName": _table(),
-        "IndexName": "gsi1",
-        "KeyConditionExpression": "gsi1pk = :pk",
-        "ExpressionAttributeValues": {":pk": {"S": partition}},
-    }
-    for _ in range(1000):  # pages of up to 1 MB: far more tenants or keys than anyone has
-        page = client("dynamodb").query(**params)
-        items += page.get("Items", [])
-        if "LastEvaluatedKey" not in page:
-            break
-        params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    return items
+    return [item for page in table.partition_pages(partition) for item in page.get("Items", [])]
 
 
 # Tenants ------------------------------------------------------------------------------------------
@@ -77,7 +59,7 @@ def _tenant_from_item(item: dict[str, Any]) -> Tenant:
 def put_tenant(tenant: Tenant) -> bool:
     """Record a new tenant; False if one of that name exists."""
     return conditional_put(
-        TableName=_table(),
+        TableName=table.name(),
         Item={
             **_tenant_item_key(tenant.name),
             "tenant": {"S": tenant.name},
@@ -90,7 +72,9 @@ def put_tenant(tenant: Tenant) -> bool:
 
 
 def get_tenant(name: str) -> Tenant | None:
-    item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_item_key(name), ConsistentRead=True).get("Item")
+    item = (
+        client("dynamodb").get_item(TableName=table.name(), Key=_tenant_item_key(name), ConsistentRead=True).get("Item")
+    )
     return _tenant_from_item(item) if item else None
 
 
@@ -104,7 +88,7 @@ def list_tenants() -> list[Tenant]:
 def limit_overrides(tenant: str, *, consistent: bool = False) -> dict[str, float]:
     """The limits an operator set for the tenant, by name ({} for a tenant with no item)."""
     params: dict[str, Any] = {"ConsistentRead": True} if consistent else {}
-    item = client("dynamodb").get_item(TableName=_table(), Key=_tenant_item_key(tenant), **params).get("Item")
+    item = client("dynamodb").get_item(TableName=table.name(), Key=_tenant_item_key(tenant), **params).get("Item")
     overrides = (item or {}).get("limits", {}).get("M", {})
     return {name: float(value["N"]) for name, value in overrides.items()}
 
@@ -114,7 +98,7 @@ def set_limit_overrides(tenant: str, overrides: dict[str, float | int | None]) -
     `limits` map exists, a second changes the overrides in it."""
     dynamodb = client("dynamodb")
     dynamodb.update_item(
-        TableName=_table(),
+        TableName=table.name(),
         Key=_tenant_item_key(tenant),
         UpdateExpression="SET #l = if_not_exists(#l, :empty)",
         ExpressionAttributeNames={"#l": "limits"},
@@ -135,7 +119,7 @@ def set_limit_overrides(tenant: str, overrides: dict[str, float | int | None]) -
     if sets:
         params["ExpressionAttributeValues"] = {f":v{index[name]}": {"N": str(overrides[name])} for name in sets}
     dynamodb.update_item(
-        TableName=_table(),
+        TableName=table.name(),
         Key=_tenant_item_key(tenant),
         UpdateExpression=expression.strip(),
         ExpressionAttributeNames=names,
@@ -149,7 +133,7 @@ def set_limit_overrides(tenant: str, overrides: dict[str, float | int | None]) -
 def put_api_key(digest: str, key: KeyInfo) -> None:
     """Record a new key (its digest: a key is never stored)."""
     client("dynamodb").put_item(
-        TableName=_table(),
+        TableName=table.name(),
         Item={
             **keys.item_key(keys.api_key_key(digest)),
             "tenant": {"S": key.tenant},
@@ -191,7 +175,7 @@ def api_key_digest(tenant: str, key_id: str) -> str | None:
 def delete_api_key(digest: str) -> str | None:
     """Delete the key's item; its tenant, or None if there was none."""
     old = conditional_delete(
-        TableName=_table(),
+        TableName=table.name(),
         Key=keys.item_key(keys.api_key_key(digest)),
         ConditionExpression="attribute_exists(pk)",
     )
@@ -200,7 +184,7 @@ def delete_api_key(digest: str) -> str | None:
 
 def api_key_owner(digest: str) -> str | None:
     """The tenant of the key with this digest, or None (the API's request path: one eventually consistent read)."""
-    item = client("dynamodb").get_item(TableName=_table(), Key=keys.item_key(keys.api_key_key(digest))).get("Item")
+    item = client("dynamodb").get_item(TableName=table.name(), Key=keys.item_key(keys.api_key_key(digest))).get("Item")
     return item["tenant"]["S"] if item else None
 
 
@@ -229,7 +213,7 @@ def put_operator_key(digest: str, key_id: str, label: str, created_at: str, expi
     }
     if expires_at is not None:
         item["expires_at_iso"] = {"S": expires_at}
-    client("dynamodb").put_item(TableName=_table(), Item=item, ConditionExpression="attribute_not_exists(pk)")
+    client("dynamodb").put_item(TableName=table.name(), Item=item, ConditionExpression="attribute_not_exists(pk)")
 
 
 def list_operator_keys() -> list[OperatorKeyInfo]:
@@ -254,13 +238,17 @@ def operator_key_digest(key_id: str) -> str | None:
 
 
 def delete_operator_key(digest: str) -> None:
-    client("dynamodb").delete_item(TableName=_table(), Key=keys.item_key(keys.operator_key_key(digest)))
+    client("dynamodb").delete_item(TableName=table.name(), Key=keys.item_key(keys.operator_key_key(digest)))
 
 
 def operator_key_owner(digest: str) -> str | None:
     """ "operator" if a live operator key with this digest exists (not expired), else None (the operator
     routes' request path)."""
-    item = client("dynamodb").get_item(TableName=_table(), Key=keys.item_key(keys.operator_key_key(digest))).get("Item")
+    item = (
+        client("dynamodb")
+        .get_item(TableName=table.name(), Key=keys.item_key(keys.operator_key_key(digest)))
+        .get("Item")
+    )
     if not item or item.get("kind", {}).get("S") != _OPERATOR:
         return None
     expires_at = item.get("expires_at_iso", {}).get("S")

@@ -20,7 +20,6 @@ from constructs import Construct
 
 from shared.settings import Profile
 from shared.targets.http_policy import private_host_entry
-from shared.tenants.tenants import TENANT_NAME
 
 
 def _flag(raw: object) -> bool:
@@ -43,9 +42,6 @@ def _private_hosts(raw: object) -> list[str]:
             entry = private_host_entry(text)
         except ValueError as error:
             raise SystemExit(f"corral:http_private_hosts: {error}") from None
-        for tenant in entry.tenants - {"*"}:
-            if not TENANT_NAME.fullmatch(tenant):
-                raise SystemExit(f"corral:http_private_hosts: {text!r}: {tenant!r} is not a tenant name")
         found.append(f"{entry.host}={'|'.join(sorted(entry.tenants))}")
     return sorted(set(found))
 

@@ -23,6 +23,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from shared import environment, settings
 from shared.errors import CorralError
+from shared.targets import grants
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # host, port -> the addresses it resolves to (socket.getaddrinfo in production; injected in tests).
@@ -77,7 +78,7 @@ class PrivateHost:
     tenants: frozenset[str]
 
     def allows(self, tenant: str | None) -> bool:
-        return tenant is not None and ("*" in self.tenants or tenant in self.tenants)
+        return grants.allows(self.tenants, tenant)
 
 
 def _host_name(text: str) -> str:
@@ -85,19 +86,16 @@ def _host_name(text: str) -> str:
 
 
 def private_host_entry(text: str) -> PrivateHost:
-    """`host=acme|globex` or `host=*`; refused (ValueError) without a tenant part."""
-    host, separator, tenants = text.partition("=")
+    """`host=acme|globex` or `host=*`; ValueError, saying what is wrong, without a valid tenant part."""
+    host, tenant_part = grants.split(text)
     host = _host_name(host)
-    names = frozenset(name.strip() for name in tenants.split("|") if name.strip())
     if not host or any(character in host for character in ",/:=|*"):
         raise ValueError(f"{text.strip()!r}: {host!r} is not a host name")
-    if not separator or not names:
-        raise ValueError(
-            f"{text.strip()!r}: name the tenants it is for, e.g. {host}=acme|globex, or {host}=* for every tenant"
-        )
-    if "*" in names and len(names) > 1:
-        raise ValueError(f"{text.strip()!r}: '*' (every tenant) stands alone, without tenant names")
-    return PrivateHost(host, names)
+    try:
+        tenants = grants.tenants(host, tenant_part, for_what="it is for")
+    except ValueError as error:
+        raise ValueError(f"{text.strip()!r}: {error}") from None
+    return PrivateHost(host, tenants)
 
 
 def private_host_entries(entries: tuple[str, ...]) -> list[PrivateHost]:

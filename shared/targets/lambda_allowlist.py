@@ -33,9 +33,9 @@ from functools import cache
 
 from shared import environment, settings
 from shared.errors import CorralError
-from shared.tenants.tenants import TENANT_NAME
+from shared.targets import grants
 
-EVERY_TENANT = "*"
+EVERY_TENANT = grants.EVERY_TENANT
 # The names of the stack's own functions begin with this (case aside: checked case-insensitively).
 OWN_FUNCTION_PREFIX = f"{settings.STACK_NAME}-"
 assert settings.API_FUNCTION.startswith(OWN_FUNCTION_PREFIX)
@@ -70,26 +70,19 @@ class Entry:
         """Whether `function` (unqualified) matches this entry's pattern, for `tenant`."""
         if self.pattern.startswith("arn:") != function.startswith("arn:"):
             return False
-        if EVERY_TENANT not in self.tenants and tenant not in self.tenants:
+        if not grants.allows(self.tenants, tenant):
             return False
         return fnmatch.fnmatchcase(function, self.pattern)
 
 
 def parse_entry(text: str) -> Entry:
     """`pattern=tenant|tenant` or `pattern=*` as an Entry; BadPattern says what is wrong."""
-    pattern, separator, tenant_part = text.strip().partition("=")
-    pattern = check_pattern(pattern.strip())
-    if not separator or not tenant_part.strip():
-        raise BadPattern(
-            f"lambda target {text.strip()!r}: name the tenants whose jobs may invoke it, "
-            f"e.g. {pattern}=acme|globex, or {pattern}=* for every tenant"
-        )
-    tenants = frozenset(name.strip() for name in tenant_part.split("|"))
-    if EVERY_TENANT in tenants and len(tenants) > 1:
-        raise BadPattern(f"lambda target {text.strip()!r}: '*' (every tenant) stands alone, without tenant names")
-    for name in tenants - {EVERY_TENANT}:
-        if not TENANT_NAME.fullmatch(name):
-            raise BadPattern(f"lambda target {text.strip()!r}: {name!r} is not a tenant name")
+    pattern, tenant_part = grants.split(text)
+    pattern = check_pattern(pattern)
+    try:
+        tenants = grants.tenants(pattern, tenant_part, for_what="whose jobs may invoke it")
+    except ValueError as error:
+        raise BadPattern(f"lambda target {text.strip()!r}: {error}") from None
     return Entry(pattern, tenants)
 
 

@@ -48,7 +48,7 @@ def message_group(tenant: str) -> str:
     return tenant
 
 
-# A message attribute marking outcome messages, so the worker can order a batch without parsing bodies.
+# A message attribute marking outcome messages, so whoever reads the queue or the DLQ tells them from jobs without parsing bodies.
 KIND_ATTRIBUTE = "corral-kind"
 _OUTCOME_ATTRIBUTES = {KIND_ATTRIBUTE: {"DataType": "String", "StringValue": "outcome"}}
 
@@ -62,13 +62,6 @@ def send_outcomes(outcomes: Sequence[tuple[OutcomeMessage, int]]) -> list[str | 
             for outcome, delay in outcomes
         ]
     )
-
-
-def is_outcome_record(record: dict[str, Any]) -> bool:
-    """Whether a Lambda SQS event record is marked as an outcome message (its body decides what it is;
-    the mark only orders the batch)."""
-    attribute = (record.get("messageAttributes") or {}).get(KIND_ATTRIBUTE) or {}
-    return attribute.get("stringValue") == "outcome"
 
 
 def outcome_group(tenant: str) -> str:

@@ -44,8 +44,7 @@ def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, t
     try:
         if job_type is None:
             raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
-        with deadline.time_limit(timeout):
-            result = job_type.run(message.payload, context)
+        result = deadline.run_within(timeout, lambda: job_type.run(message.payload, context))
     except Exception as error:  # a job's failure is data, whatever it raised
         return Ran(
             started_at,

@@ -76,11 +76,6 @@ class Duplicate:
 
 
 @dataclass(frozen=True)
-class LostClaim:
-    """The attempt's claim was taken over (its lease ran out, or the job was cancelled): nothing recorded."""
-
-
-@dataclass(frozen=True)
 class RanUnclaimed:
     """Attempt 1 ran without a claim while the store failed: its outcome is recorded at once if the
     store is back, else carried on the queue by an outcome message first delivered after `delay_seconds`
@@ -97,4 +92,4 @@ class LateOutcome:
     outcome: OutcomeMessage
 
 
-Verdict = Completed | Retry | Dead | Unreadable | HandBack | Duplicate | LostClaim | RanUnclaimed | LateOutcome
+Verdict = Completed | Retry | Dead | Unreadable | HandBack | Duplicate | RanUnclaimed | LateOutcome

@@ -48,7 +48,7 @@ def message_group(tenant: str) -> str:
     return tenant
 
 
-# A message attribute marking outcome messages, so whoever reads the queue or the DLQ tells them from jobs without parsing bodies.
+# Marks outcome messages, so whoever reads the queue or the DLQ tells them from jobs without parsing bodies.
 KIND_ATTRIBUTE = "corral-kind"
 _OUTCOME_ATTRIBUTES = {KIND_ATTRIBUTE: {"DataType": "String", "StringValue": "outcome"}}
 

@@ -18,6 +18,7 @@ from shared.worker.claim_ahead import ClaimsAhead
 from shared.worker.completer import Completer, LateHandBack
 from shared.worker.deadline import HiddenBatch
 from shared.worker.delivery import Delivery
+from shared.worker.running_share import RunningShare
 
 # Of the init phase's 10 s: no call attempt starts that could end later (an attempt's worst case is
 # its connect + read timeouts, 7 s), so a store that hangs costs the init phase at most this.
@@ -32,6 +33,7 @@ class Batch:
     breaker: StoreBreaker
     claims: ClaimsAhead
     completer: Completer
+    share: RunningShare  # its tenants' running slots, and which deliveries are over their cap
     runners: Executor  # the threads that handle its deliveries, one each, at once
 
     def begin(self, seconds_left: float) -> None:
@@ -42,7 +44,9 @@ class Batch:
         """Give back the claims no record used, wait for the outcome writes and send the outcome messages;
         returns the deliveries handed back because theirs failed."""
         self.claims.give_back_unused()
-        return self.completer.finish()
+        late = self.completer.finish()
+        self.share.give_back()
+        return late
 
 
 class Worker:
@@ -66,11 +70,16 @@ class Worker:
                     prepare_one()
 
     def batch(self, deliveries: Sequence[Delivery]) -> Batch:
-        """A batch of `deliveries`; its jobs are claimed together as it is made (shared/worker/claim_ahead.py)."""
+        """A batch of `deliveries`: its tenants' running slots are taken as it is made
+        (shared/worker/running_share.py), then the jobs within their caps are claimed together
+        (shared/worker/claim_ahead.py)."""
         hidden = HiddenBatch([(each.receipt_handle, each.body) for each in deliveries if each.receipt_handle])
+        share = RunningShare(self._claimers, self.breaker, deliveries)
+        within_caps = [each for each in deliveries if share.cap_reached(each) is None]
         return Batch(
             self.breaker,
-            ClaimsAhead(self._claimers, self.breaker, deliveries),
+            ClaimsAhead(self._claimers, self.breaker, within_caps),
             Completer(self.breaker, self._writers, hidden),
+            share,
             self._runners,
         )

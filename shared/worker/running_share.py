@@ -1,0 +1,86 @@
+"""A tenant's share of the fleet: at most `max_running` of its jobs run at once, fleet-wide, so one
+tenant's slow jobs (a flood of them, or a tarpit of HTTP jobs that never answer) leave the rest of
+the fleet to everyone else.
+
+As a batch begins, it takes running slots (shared/store/running_slots.py) for each tenant's jobs in
+it, one write per tenant. A job beyond its tenant's cap is handed back unclaimed: it waits without
+using an attempt, and comes back later each time. The batch gives its slots back as it ends; a
+worker that dies holds them until its jobs' timeouts have passed. A cap of 0 is no cap, and costs no
+write. If the store fails, the batch runs its jobs uncounted rather than wait
+(docs/decisions/running-cap.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import Executor, Future
+
+from shared.store import running_slots
+from shared.tenants import quotas
+from shared.worker import deadline
+from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
+from shared.worker.delivery import Delivery
+
+
+class RunningShare:
+    """The running slots a batch holds, and which of its deliveries are over their tenant's cap."""
+
+    def __init__(self, takers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery]) -> None:
+        self._holder = uuid.uuid4().hex[:16]
+        self._held: dict[str, int] = {}  # tenant -> slots this batch holds
+        self._over: dict[str, int] = {}  # message id -> its tenant's cap, for a delivery over it
+        if breaker.cooling:
+            return
+        by_tenant: dict[str, list[tuple[Delivery, int]]] = {}
+        for delivery in deliveries:
+            tenant = _tenant_of(delivery.body)
+            if tenant is not None:
+                by_tenant.setdefault(tenant, []).append((delivery, deadline.planned_timeout(delivery.body)))
+        taking: dict[str, tuple[int, Future[int]]] = {}
+        now = time.time()
+        for tenant, jobs in by_tenant.items():
+            cap = quotas.limits_for(tenant).max_running
+            if cap <= 0:
+                continue
+            until = now + max(deadline.cover_seconds(timeout, delivery.seconds_left) for delivery, timeout in jobs)
+            taken = takers.submit(running_slots.take, tenant, self._holder, len(jobs), cap, until, now)
+            taking[tenant] = (cap, taken)
+        for tenant, (cap, taken) in taking.items():
+            try:
+                count = taken.result()
+            except AWS_ERRORS as error:
+                if is_outage(error):
+                    breaker.failed()
+                continue  # uncounted: the batch runs what it received
+            if count:
+                self._held[tenant] = count
+            for delivery, _ in by_tenant[tenant][count:]:
+                self._over[delivery.message_id] = cap
+
+    def cap_reached(self, delivery: Delivery) -> int | None:
+        """The cap of the delivery's tenant if the delivery is over it (it must wait), else None."""
+        return self._over.get(delivery.message_id)
+
+    def give_back(self) -> None:
+        """The batch ends: its slots are free. Best effort: a hold not given back ends at its `until`."""
+        for tenant, slots in self._held.items():
+            with contextlib.suppress(*AWS_ERRORS):
+                running_slots.give_back(tenant, self._holder, slots)
+        self._held.clear()
+
+
+def _tenant_of(body: str) -> str | None:
+    """The tenant of a job message read leniently; None for an outcome message or a body that is not a
+    job's (receive judges it: an outcome records in no time, an unreadable one goes to the DLQ)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("kind") == "outcome":
+        return None
+    tenant = data.get("tenant")
+    return tenant if isinstance(tenant, str) and tenant else None

@@ -173,10 +173,10 @@ def hand_back_floor_seconds(receive_count: int, unit: float | None = None, cap: 
     return min(cap, unit * 2 ** ((max(receive_count, 1) - 1) / settings.HAND_BACK_DOUBLING_RECEIVES))
 
 
-def hand_back_seconds(receive_count: int) -> int:
+def hand_back_seconds(receive_count: int, unit: float | None = None) -> int:
     """The delay of one hand-back: the floor, plus up to 20 % jitter (never less: the floor is what
     the outage arithmetic counts), in whole seconds as ChangeMessageVisibility takes them."""
-    floor = hand_back_floor_seconds(receive_count)
+    floor = hand_back_floor_seconds(receive_count, unit)
     return math.ceil(min(_hand_back_max_seconds(), floor * random.uniform(1.0, 1.2)))
 
 

@@ -73,9 +73,15 @@ class Worker:
         """A batch of `deliveries`: its tenants' running slots are taken as it is made
         (shared/worker/running_share.py), then the jobs within their caps are claimed together
         (shared/worker/claim_ahead.py)."""
-        hidden = HiddenBatch([(each.receipt_handle, each.body) for each in deliveries if each.receipt_handle])
         share = RunningShare(self._claimers, self.breaker, deliveries)
-        within_caps = [each for each in deliveries if share.cap_reached(each) is None]
+        within_caps = [each for each in deliveries if share.waiting(each) is None]
+        hidden = HiddenBatch(
+            [
+                (each.receipt_handle, each.body, waiting.delay_seconds if (waiting := share.waiting(each)) else None)
+                for each in deliveries
+                if each.receipt_handle
+            ]
+        )
         return Batch(
             self.breaker,
             ClaimsAhead(self._claimers, self.breaker, within_caps),

@@ -142,7 +142,7 @@ class Completer:
     # Verdicts -----------------------------------------------------------------------------------------
 
     def _hand_back(self, hand_back: HandBack, delivery: Delivery) -> HandBack:
-        if delivery.receipt_handle is not None:
+        if delivery.receipt_handle is not None and not hand_back.visibility_set:
             queue.retry_later(delivery.receipt_handle, hand_back.delay_seconds)
         return hand_back
 

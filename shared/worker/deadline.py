@@ -159,17 +159,21 @@ class HiddenBatch:
     """A received batch's messages, kept hidden only as long as this invocation may still need them.
 
     As the batch begins, each message is hidden for `cover_seconds` of its own job (its jobs start
-    together), in one SQS call per 10. If this worker dies, each job comes back about its own timeout
+    together), in one SQS call per 10; a message already known to wait (over its tenant's running cap)
+    gets its wait in the same call. If this worker dies, each job comes back about its own timeout
     plus the margin later. A hand-back later sets its message's visibility again. Best effort: a failed
     call leaves the batch with the queue's visibility timeout.
     """
 
-    def __init__(self, messages: Sequence[tuple[str, str]]) -> None:
-        """`messages`: (receipt handle, body) each."""
-        self._timeouts = [(receipt_handle, planned_timeout(body)) for receipt_handle, body in messages]
+    def __init__(self, messages: Sequence[tuple[str, str, int | None]]) -> None:
+        """`messages`: (receipt handle, body, the seconds it waits if it is known to wait) each."""
+        self._messages = messages
 
     def begin(self, seconds_left: float) -> None:
-        if self._timeouts:
+        if self._messages:
             queue.set_visibility(
-                [(receipt_handle, cover_seconds(timeout, seconds_left)) for receipt_handle, timeout in self._timeouts]
+                [
+                    (handle, cover_seconds(planned_timeout(body), seconds_left) if wait is None else wait)
+                    for handle, body, wait in self._messages
+                ]
             )

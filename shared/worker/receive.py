@@ -98,9 +98,10 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
         # Handed back for an invocation with the time: a job started here would be cut off by the
         # invocation's own timeout, which holds every record of the batch for the visibility timeout.
         return delivery.hand_back("too little of the invocation left to start this job within its timeout")
-    if (cap := batch.share.cap_reached(delivery)) is not None:
+    if (waiting := batch.share.waiting(delivery)) is not None:
         # Waits unclaimed, using no attempt: its tenant's other jobs hold its share of the fleet.
-        return delivery.hand_back(f"its tenant runs {cap} jobs at once already (max_running)")
+        reason = f"its tenant runs {waiting.cap} jobs at once already (max_running)"
+        return HandBack(waiting.delay_seconds, reason, visibility_set=True)
     if delivery.receive_count == 1:
         metrics.job_started(message.enqueued_at)
     batch.completer.arrived(message)  # while the store fails, whatever carries the job on gives it back later

@@ -3,7 +3,10 @@ tenant's slow jobs (a flood of them, or a tarpit of HTTP jobs that never answer)
 the fleet to everyone else.
 
 As a batch begins, it takes running slots (shared/store/running_slots.py) for each tenant's jobs in
-it, one write per tenant. A job beyond its tenant's cap is handed back unclaimed: it waits without
+it, one write per tenant. A batch holds its worker environment until its slowest job ends, so the
+cap also bounds the batches holding a tenant's jobs at once: max_running / 10 (a full batch's), at
+least one; a tenant's share of the fleet is then a share of its environments, however its jobs are
+spread over batches. A job beyond its tenant's cap is handed back unclaimed: it waits without
 using an attempt, and comes back later each time. The batch gives its slots back as it ends; a
 worker that dies holds them until its jobs' timeouts have passed. A cap of 0 is no cap, and costs no
 write. If the store fails, the batch runs its jobs uncounted rather than wait
@@ -14,16 +17,26 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 
+from shared import settings
+from shared.aws import queue
 from shared.store import running_slots
 from shared.tenants import quotas
 from shared.worker import deadline
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
 from shared.worker.delivery import Delivery
+
+
+@dataclass(frozen=True)
+class Waiting:
+    cap: int  # its tenant's max_running
+    delay_seconds: int  # how long it waits: set as the batch begins, with the batch's other visibilities
 
 
 class RunningShare:
@@ -32,7 +45,7 @@ class RunningShare:
     def __init__(self, takers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery]) -> None:
         self._holder = uuid.uuid4().hex[:16]
         self._held: dict[str, int] = {}  # tenant -> slots this batch holds
-        self._over: dict[str, int] = {}  # message id -> its tenant's cap, for a delivery over it
+        self._waiting: dict[str, Waiting] = {}  # by message id: the deliveries over their tenant's cap
         if breaker.cooling:
             return
         by_tenant: dict[str, list[tuple[Delivery, int]]] = {}
@@ -43,12 +56,13 @@ class RunningShare:
         taking: dict[str, tuple[int, Future[int]]] = {}
         now = time.time()
         for tenant, jobs in by_tenant.items():
-            cap = quotas.limits_for(tenant).max_running
-            if cap <= 0:
+            most = quotas.limits_for(tenant).max_running
+            if most <= 0:
                 continue
+            cap = running_slots.Cap(slots=most, holders=math.ceil(most / settings.WORKER_BATCH_SIZE))
             until = now + max(deadline.cover_seconds(timeout, delivery.seconds_left) for delivery, timeout in jobs)
             taken = takers.submit(running_slots.take, tenant, self._holder, len(jobs), cap, until, now)
-            taking[tenant] = (cap, taken)
+            taking[tenant] = (most, taken)
         for tenant, (cap, taken) in taking.items():
             try:
                 count = taken.result()
@@ -59,11 +73,12 @@ class RunningShare:
             if count:
                 self._held[tenant] = count
             for delivery, _ in by_tenant[tenant][count:]:
-                self._over[delivery.message_id] = cap
+                delay = queue.hand_back_seconds(delivery.receive_count, unit=settings.OVER_CAP_HAND_BACK_UNIT_SECONDS)
+                self._waiting[delivery.message_id] = Waiting(cap, delay)
 
-    def cap_reached(self, delivery: Delivery) -> int | None:
-        """The cap of the delivery's tenant if the delivery is over it (it must wait), else None."""
-        return self._over.get(delivery.message_id)
+    def waiting(self, delivery: Delivery) -> Waiting | None:
+        """Whether the delivery is over its tenant's cap: it waits, handed back for `delay_seconds`."""
+        return self._waiting.get(delivery.message_id)
 
     def give_back(self) -> None:
         """The batch ends: its slots are free. Best effort: a hold not given back ends at its `until`."""

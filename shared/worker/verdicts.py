@@ -68,6 +68,7 @@ class HandBack:
 
     delay_seconds: float
     reason: str
+    visibility_set: bool = False  # set already, as the batch began (a job over its tenant's cap)
 
 
 @dataclass(frozen=True)

@@ -156,7 +156,7 @@ def test_a_hidden_batch_sets_each_received_messages_visibility(aws, monkeypatch)
     monkeypatch.setattr(deadline, "MARGIN_SECONDS", 0)
 
     # With 1 s of invocation left, neither message can be running after 1 s: both are back then, not after 600 s.
-    deadline.HiddenBatch([(m["ReceiptHandle"], m["Body"]) for m in received]).begin(seconds_left=1)
+    deadline.HiddenBatch([(m["ReceiptHandle"], m["Body"], None) for m in received]).begin(seconds_left=1)
 
     time.sleep(1.5)
     again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])

@@ -54,6 +54,8 @@ def test_jobs_over_their_tenants_cap_wait_unclaimed_while_another_tenant_runs(aw
     records = [record(m.id) for m in noisy]
     assert [r.status for r in records if r is not None] == [Status.SUCCEEDED] * 2
     assert records.count(None) == 3  # never claimed: no attempt used (a message made in process has no record yet)
+    # The three wait a few seconds (their visibility set with the batch's cover, in the same call).
+    assert aws["sqs"].receive_message(QueueUrl=aws["queue_url"], MaxNumberOfMessages=10).get("Messages", []) == []
     assert running_slots.running("noisy") == 0  # the batch gave its slots back as it ended
     assert running_slots.running("quiet") == 0
 
@@ -72,10 +74,11 @@ def test_a_cap_of_zero_is_no_cap_and_costs_no_write(aws, monkeypatch):
 
 
 def test_a_dead_batchs_slots_come_back_when_its_hold_ends(aws):
-    assert running_slots.take("acme", "dead-batch", 3, 4, until=100.0, now=50.0) == 3
-    assert running_slots.take("acme", "live", 3, 4, until=200.0, now=60.0) == 1  # room for one
+    cap = running_slots.Cap(slots=4, holders=2)
+    assert running_slots.take("acme", "dead-batch", 3, cap, until=100.0, now=50.0) == 3
+    assert running_slots.take("acme", "live", 3, cap, until=200.0, now=60.0) == 1  # room for one
     # Past the dead batch's hold: the next taker prunes it and finds its room.
-    assert running_slots.take("acme", "next", 3, 4, until=300.0, now=150.0) == 3
+    assert running_slots.take("acme", "next", 3, cap, until=300.0, now=150.0) == 3
     assert running_slots.running("acme") == 4
     assert {h.id for h in running_slots.holders("acme")} == {"live", "next"}
     running_slots.give_back("acme", "dead-batch", 3)  # a late give-back of a pruned hold counts nothing
@@ -92,10 +95,19 @@ def _interleavings(draw: st.DrawFn) -> list[tuple[str, int, int]]:
     )
 
 
+def test_a_tenants_jobs_hold_at_most_its_share_of_batches_however_they_are_spread(aws):
+    # Three of a tenant's jobs in each of many batches: by jobs alone, a cap of 20 would let 6 batches
+    # (6 worker environments) hold them; by batches, 2 (20 / 10).
+    cap = running_slots.Cap(slots=20, holders=2)
+    taken = [running_slots.take("spread", f"batch{n}", 3, cap, until=100.0, now=50.0) for n in range(6)]
+    assert taken == [3, 3, 0, 0, 0, 0]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=_interleavings(), cap=st.integers(1, 8))
-def test_slots_held_always_equal_the_sum_of_live_holders_and_never_exceed_the_cap(aws, steps, cap):
-    tenant = f"t{abs(hash((tuple(steps), cap))) % 10**9}"
+@given(steps=_interleavings(), slots=st.integers(1, 8), most_holders=st.integers(1, 3))
+def test_slots_held_always_equal_the_sum_of_live_holders_and_never_exceed_the_cap(aws, steps, slots, most_holders):
+    cap = running_slots.Cap(slots=slots, holders=most_holders)
+    tenant = f"t{abs(hash((tuple(steps), slots, most_holders))) % 10**9}"
     now = 1000.0
     held: dict[str, tuple[int, float]] = {}  # holder -> (slots, until), as the model sees it
     for action, holder_number, amount in steps:
@@ -104,9 +116,11 @@ def test_slots_held_always_equal_the_sum_of_live_holders_and_never_exceed_the_ca
             now += amount * 10
         elif action == "take" and holder not in held:
             until = now + amount * 7
-            live = sum(slots for slots, ends in held.values() if ends > now)
+            live = {h: n for h, (n, ends) in held.items() if ends > now}
             got = running_slots.take(tenant, holder, amount, cap, until=until, now=now)
-            assert got == min(amount, cap - live)  # ended holds pruned, the room left taken: no more, no less
+            # Ended holds pruned, the room left taken: no more, no less.
+            room = 0 if len(live) >= cap.holders else cap.slots - sum(live.values())
+            assert got == max(0, min(amount, room))
             if got:
                 held[holder] = (got, until)
             held = {h: v for h, v in held.items() if h in {x.id for x in running_slots.holders(tenant)}}
@@ -114,7 +128,8 @@ def test_slots_held_always_equal_the_sum_of_live_holders_and_never_exceed_the_ca
             running_slots.give_back(tenant, holder, held.pop(holder)[0])
         stored = running_slots.holders(tenant)
         assert running_slots.running(tenant) == sum(h.slots for h in stored)
-        assert running_slots.running(tenant) <= cap
+        assert running_slots.running(tenant) <= cap.slots
+        assert len(stored) <= cap.holders
 
 
 @pytest.mark.parametrize("value", [-1, 2.5])

@@ -78,6 +78,7 @@ def test_run_within_returns_what_the_job_returns_and_raises_what_it_raises():
 
 
 def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
+    detached_before = deadline.detached_jobs()
     started = time.monotonic()
     with pytest.raises(RetryLater):
         _deliver(_message("sleep", {"seconds": 5}, timeout_seconds=1))
@@ -86,6 +87,7 @@ def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
     record = job_store.get("jt-sleep")
     assert record.status is Status.FAILED
     assert record.error == "timed out after 1 s"
+    assert deadline.detached_jobs() == detached_before  # the built-in sleep naps in slices: it stopped
 
 
 def test_a_job_that_catches_exception_is_still_stopped(aws):

@@ -257,9 +257,16 @@ def main(argv: list[str] | None = None) -> int:
         default=4,
         help="the worker mapping's MaximumConcurrency (batches at once; each runs up to 10 jobs at once)",
     )
-    parser.add_argument("--drain-timeout", type=float, default=300.0, help="seconds to wait for the backlog to run")
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for the backlog to run (300; the tarpit's backlog runs 20 at a time: 900)",
+    )
     parser.add_argument("--port", type=int, default=4580, help="port of the scenario's own emulator")
     args = parser.parse_args(argv)
+    if args.drain_timeout is None:
+        args.drain_timeout = 900.0 if args.a_job == "tarpit" else 300.0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the emulator
     with embedded_stack(args.port, STATE / "noisy", sidecars=False, announce=True) as stack:
         platform = stack.platform

@@ -21,7 +21,7 @@ import math
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from shared import settings
@@ -53,28 +53,32 @@ class RunningShare:
             tenant = _tenant_of(delivery.body)
             if tenant is not None:
                 by_tenant.setdefault(tenant, []).append((delivery, deadline.planned_timeout(delivery.body)))
-        taking: dict[str, tuple[int, Future[int]]] = {}
         now = time.time()
-        for tenant, jobs in by_tenant.items():
-            most = quotas.limits_for(tenant).max_running
-            if most <= 0:
-                continue
-            cap = running_slots.Cap(slots=most, holders=math.ceil(most / settings.WORKER_BATCH_SIZE))
-            until = now + max(deadline.cover_seconds(timeout, delivery.seconds_left) for delivery, timeout in jobs)
-            taken = takers.submit(running_slots.take, tenant, self._holder, len(jobs), cap, until, now)
-            taking[tenant] = (most, taken)
-        for tenant, (cap, taken) in taking.items():
+        taking = {
+            tenant: takers.submit(self._take, tenant, jobs, now)
+            for tenant, jobs in by_tenant.items()  # each tenant's limits read and slots taken beside the others'
+        }
+        for tenant, taken in taking.items():
             try:
-                count = taken.result()
+                cap, count = taken.result()
             except AWS_ERRORS as error:
                 if is_outage(error):
                     breaker.failed()
                 continue  # uncounted: the batch runs what it received
-            if count:
+            if count and cap > 0:
                 self._held[tenant] = count
             for delivery, _ in by_tenant[tenant][count:]:
                 delay = queue.hand_back_seconds(delivery.receive_count, unit=settings.OVER_CAP_HAND_BACK_UNIT_SECONDS)
                 self._waiting[delivery.message_id] = Waiting(cap, delay)
+
+    def _take(self, tenant: str, jobs: list[tuple[Delivery, int]], now: float) -> tuple[int, int]:
+        """(the tenant's cap, how many of its `jobs` got a slot); all of them where it has no cap."""
+        most = quotas.limits_for(tenant).max_running
+        if most <= 0:
+            return most, len(jobs)
+        cap = running_slots.Cap(slots=most, holders=math.ceil(most / settings.WORKER_BATCH_SIZE))
+        until = now + max(deadline.cover_seconds(timeout, delivery.seconds_left) for delivery, timeout in jobs)
+        return most, running_slots.take(tenant, self._holder, len(jobs), cap, until, now)
 
     def waiting(self, delivery: Delivery) -> Waiting | None:
         """Whether the delivery is over its tenant's cap: it waits, handed back for `delay_seconds`."""

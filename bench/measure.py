@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from shared import settings
 
 FINAL_STATUSES = ("succeeded", "dead")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) a process has used so far, from /proc; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
 
 
 @dataclass(frozen=True)

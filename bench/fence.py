@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cycles", type=int, default=6, help="cycles of an idle round and one round of each kind")
     parser.add_argument("--round-seconds", type=float, default=20.0, help="how long each round enqueues")
     parser.add_argument("--rate", type=float, default=4.0, help="enqueues per second in a round")
-    parser.add_argument("--warm-jobs", type=int, default=8, help="jobs of each kind before the measured rounds")
+    parser.add_argument("--warm-jobs", type=int, default=20, help="jobs of each kind before the measured rounds")
     parser.add_argument("--port", type=int, default=4591, help="port of the scenario's own emulator")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the emulator

@@ -416,7 +416,7 @@ def run(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str, Any]:
             rounds.append(done)
             cpu = sum(done.cpu_seconds.values()) * 1000
             print(
-                f"cycle {cycle + 1}/{cycles} {kind:<10} {len(done.job_ids):>4} jobs in {done.seconds:6.2f} s, "
+                f"cycle {cycle + 1}/{cycles} {kind:<11} {len(done.job_ids):>4} jobs in {done.seconds:6.2f} s, "
                 f"CPU {cpu:7.0f} ms",
                 flush=True,
             )

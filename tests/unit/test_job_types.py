@@ -40,6 +40,13 @@ def test_the_example_package_registers_its_types_with_their_options():
     assert {"echo", "sleep", "fail", "lambda"} <= {name for name, found in types.items() if found["builtin"]}
 
 
+def test_the_fence_benchmarks_package_loads_as_the_bundle_loads_it():
+    """`make fence` deploys bench/fence_jobs beside the example (bench/fence.py): its type must pass the synth."""
+    types = {found["name"]: found for found in _registry(jobs_package.from_folder("bench/fence_jobs"))}
+
+    assert not types["fence-invoke"]["builtin"]
+
+
 def test_a_customer_type_named_like_a_builtin_fails_the_synth(tmp_path):
     package = _package(
         tmp_path,

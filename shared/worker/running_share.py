@@ -16,7 +16,6 @@ write. If the store fails, the batch runs its jobs uncounted rather than wait
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import time
 import uuid
@@ -26,7 +25,9 @@ from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import queue
+from shared.model import OutcomeMessage, UnreadableMessage, read_message
 from shared.store import running_slots
+from shared.store.id_secret import id_secret
 from shared.tenants import quotas
 from shared.worker import deadline
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
@@ -48,9 +49,13 @@ class RunningShare:
         self._waiting: dict[str, Waiting] = {}  # by message id: the deliveries over their tenant's cap
         if breaker.cooling:
             return
+        try:
+            secret = id_secret()
+        except AWS_ERRORS:
+            return  # uncounted: each delivery finds out at its turn
         by_tenant: dict[str, list[tuple[Delivery, int]]] = {}
         for delivery in deliveries:
-            tenant = _tenant_of(delivery.body)
+            tenant = _tenant_of(delivery, secret)
             if tenant is not None:
                 by_tenant.setdefault(tenant, []).append((delivery, deadline.planned_timeout(delivery.body)))
         now = time.time()
@@ -92,14 +97,12 @@ class RunningShare:
         self._held.clear()
 
 
-def _tenant_of(body: str) -> str | None:
-    """The tenant of a job message read leniently; None for an outcome message or a body that is not a
-    job's (receive judges it: an outcome records in no time, an unreadable one goes to the DLQ)."""
+def _tenant_of(delivery: Delivery, secret: bytes) -> str | None:
+    """The tenant of a job message whose id verifies; None for an outcome message or a message that
+    cannot run (receive judges it: an outcome records in no time, an unreadable one goes to the DLQ
+    having written nothing, running slots included)."""
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
+        message = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
+    except UnreadableMessage:
         return None
-    if not isinstance(data, dict) or data.get("kind") == "outcome":
-        return None
-    tenant = data.get("tenant")
-    return tenant if isinstance(tenant, str) and tenant else None
+    return None if isinstance(message, OutcomeMessage) else message.tenant

@@ -6,16 +6,20 @@ JobContext and returns a JSON-able result. Raising fails the attempt: it is retr
 type's backoff up to max_attempts; `JobDead` ends the job at once; `JobFailed(retry_after=s)`
 chooses when the retry comes. The platform's own types register with `@builtin_job_type`.
 
+A type may declare its payload as a JSON Schema (`payload_schema`), which the API checks at enqueue
+(shared/jobs/payload_schemas.py) as data.
+
 Which modules get imported to register their types, and how a type is found: shared/jobs/job_types.py.
 Customers import the public surface from `corral_jobs`, not from here.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,6 +103,8 @@ class JobType:
     # Run at enqueue after `validate`, with the enqueuing tenant: raise InvalidPayload if this tenant
     # may not submit this payload. Built-in types only; the type's own code checks again when it runs.
     check_tenant: TenantCheck | None = None
+    # The payload as a JSON Schema: data, so the API enforces it at enqueue without the type's code.
+    payload_schema: Mapping[str, Any] | None = None
     builtin: bool = False  # the platform's own (builtin_job_type), not a customer's
     # True: a job runs only under the store's claim, so while the store fails it waits (handed back).
     # False: a first delivery runs without the claim during a store outage
@@ -134,6 +140,7 @@ class JobType:
         """What the API needs to accept a job of this type, as data (see `declared`)."""
         return {
             **self.describe(),
+            "payload_schema": self.payload_schema,
             "validator": _reference(self.validate),
             "tenant_check": _reference(self.check_tenant),
         }
@@ -156,10 +163,13 @@ def job_type(
     backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS,
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
     validate: PayloadValidator | None = None,
+    payload_schema: Mapping[str, Any] | None = None,
     exclusive: Exclusivity = False,
 ) -> Callable[[JobFunction], JobFunction]:
     """Register a job type. Limits are checked here, so a bad one fails the synth, not a job.
 
+    `payload_schema`: the payload as a JSON Schema (a dict); the API refuses a payload it does not
+    accept with a 422 naming the field. Checked as a schema at synth (infra/jobs_package.py).
     `exclusive`: True if a job of this type must never run twice at once, even while the store
     fails (it then waits for the store); or a function of the payload deciding it per job.
     """
@@ -171,6 +181,7 @@ def job_type(
         backoff_base_seconds=backoff_base_seconds,
         backoff_cap_seconds=backoff_cap_seconds,
         validate=validate,
+        payload_schema=payload_schema,
         exclusive=exclusive,
         builtin=False,
     )
@@ -194,12 +205,14 @@ def _registration(
     backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS,
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
     validate: PayloadValidator | None = None,
+    payload_schema: Mapping[str, Any] | None = None,
     exclusive: Exclusivity = False,
     check_tenant: TenantCheck | None = None,
     builtin: bool,
 ) -> Callable[[JobFunction], JobFunction]:
     ceiling = settings.MAX_JOB_TIMEOUT_SECONDS if max_timeout_seconds is None else max_timeout_seconds
     _check_options(name, timeout_seconds, ceiling, max_attempts, backoff_base_seconds, backoff_cap_seconds)
+    _check_payload_schema(name, payload_schema)
 
     def register(function: JobFunction) -> JobFunction:
         if name in REGISTRY:
@@ -215,12 +228,26 @@ def _registration(
             backoff_cap_seconds=backoff_cap_seconds,
             validate=validate,
             check_tenant=check_tenant,
+            payload_schema=payload_schema,
             builtin=builtin,
             exclusive=exclusive,
         )
         return function
 
     return register
+
+
+def _check_payload_schema(name: str, schema: Mapping[str, Any] | None) -> None:
+    """The shape a schema must have to be written into the declarations; whether it is a valid
+    JSON Schema is checked at synth (infra/jobs_package.py), where the validator library is at hand."""
+    if schema is None:
+        return
+    if not isinstance(schema, Mapping):
+        raise ValueError(f"job type {name!r}: payload_schema must be a JSON Schema object (a dict)")
+    try:
+        json.dumps(schema, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"job type {name!r}: payload_schema must be plain JSON ({error})") from error
 
 
 def _check_options(

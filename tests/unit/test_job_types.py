@@ -50,6 +50,17 @@ def test_a_customer_type_named_like_a_builtin_fails_the_synth(tmp_path):
         _registry(package)
 
 
+def test_a_payload_schema_that_is_no_json_schema_fails_the_synth_naming_the_type(tmp_path):
+    package = _package(
+        tmp_path,
+        "acme_jobs",
+        "from corral_jobs import job_type\n\n"
+        '@job_type("resize", payload_schema={"type": "picture"})\ndef resize(payload, context):\n    return 1\n',
+    )
+    with pytest.raises(SystemExit, match="job type 'resize': payload_schema is not a usable JSON Schema"):
+        _registry(package)
+
+
 def test_a_package_that_does_not_import_fails_the_synth(tmp_path):
     package = _package(tmp_path, "acme_jobs", "import no_such_library_anywhere\n")
     with pytest.raises(SystemExit, match="No module named 'no_such_library_anywhere'"):

@@ -37,6 +37,7 @@ def test_the_example_package_registers_its_types_with_their_options():
     assert types["render_email"]["max_attempts"] == 2
     assert types["sync_contacts"]["backoff_base_seconds"] == 1
     assert not types["render_email"]["builtin"]
+    assert types["render_email"]["payload_schema"]["required"] == ["markdown"]
     assert {"echo", "sleep", "fail", "lambda"} <= {name for name, found in types.items() if found["builtin"]}
 
 
@@ -140,21 +141,20 @@ from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
 from shared.model import JobSpec
 render = job_types.declared("render_email")
-before = any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)
 limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}
+check_job(JobSpec("render_email", {"markdown": "# Hi"}, 2), tenant="acme")
 try:
     check_job(JobSpec("render_email", {"markdown": 5}, 2), tenant="acme")
     refused = None
 except InvalidRequest as error:
     refused = error.field
-print(json.dumps({**limits, "imported_before_validating": before, "refused": refused,
-                  "imported_after": any(name.startswith("jobs.") for name in sys.modules),
-                  "loaded": job_types._loaded}))
+print(json.dumps({**limits, "refused": refused, "loaded": job_types._loaded,
+                  "imported": any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)}))
 """
 
 
 def test_the_api_accepts_jobs_against_the_declarations_written_at_synth(tmp_path):
-    """In the asset, a type's limits come from job_types.json; its module is imported only to validate."""
+    """In the asset, a type's limits and payload schema come from job_types.json; its module is never imported."""
     import json
     import subprocess
     import sys
@@ -181,6 +181,5 @@ def test_the_api_accepts_jobs_against_the_declarations_written_at_synth(tmp_path
     found = json.loads(out.stdout)
     assert (found["timeout"], found["attempts"]) == (30, 2)
     assert "render_email" in found["known"] and "echo" in found["known"]
-    assert not found["imported_before_validating"] and not found["loaded"]  # no type's code for the limits
-    assert found["refused"] == "payload.markdown"  # its validator ran, imported on demand
-    assert found["imported_after"]
+    assert found["refused"] == "payload.markdown"  # by its payload schema, with the layer's jsonschema_rs
+    assert not found["imported"] and not found["loaded"]  # no type's code, to read the limits or to validate

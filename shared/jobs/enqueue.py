@@ -52,7 +52,8 @@ class JobRequest:
 def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_input: bool = False) -> None:
     """What every job must satisfy, enqueued now or by a schedule later.
 
-    The payload is checked against its type's payload schema, then by the type's own validator.
+    The payload is checked against its type's payload schema, and by a built-in type's own validator
+    and tenant check; a customer's `validate` runs on the worker instead (shared/worker/executor.py).
     `tenant`: whose job it is; a type with a tenant check (a `lambda` job's allow-list) asks whether
     this tenant may submit the payload.
     `field_prefix`: where the spec sits in the request, for the field an InvalidRequest names ("job.").
@@ -91,7 +92,7 @@ def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_i
     try:
         if found.payload_schema is not None:
             payload_schemas.check(found.payload_schema, spec.payload)
-        if found.validate is not None:
+        if found.validate is not None:  # a built-in's: declared() carries no customer's
             found.validate(spec.payload)
         if found.check_tenant is not None:
             found.check_tenant(spec.payload, tenant)

@@ -38,6 +38,7 @@ def test_the_example_package_registers_its_types_with_their_options():
     assert types["sync_contacts"]["backoff_base_seconds"] == 1
     assert not types["render_email"]["builtin"]
     assert types["render_email"]["payload_schema"]["required"] == ["markdown"]
+    assert types["render_email"]["validator"] is None  # the API imports no customer module to check a job
     assert {"echo", "sleep", "fail", "lambda"} <= {name for name, found in types.items() if found["builtin"]}
 
 

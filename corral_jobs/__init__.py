@@ -2,11 +2,15 @@
 
     from corral_jobs import JobContext, JobFailed, job_type
 
-    @job_type("send_invoice", timeout_seconds=120, max_attempts=5)
+    INVOICE = {"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}
+
+    @job_type("send_invoice", timeout_seconds=120, max_attempts=5, payload_schema=INVOICE)
     def send_invoice(payload: dict, context: JobContext) -> dict:
         ...
 
 Deploy the package with the stack: `-c corral:jobs=path/to/package` (README, "Your own jobs").
+The package runs on the worker only: the API checks a payload with the type's `payload_schema`
+(a JSON Schema), never by importing the package.
 """
 
 from shared.jobs.registry import InvalidPayload, JobContext, JobDead, JobFailed, JobTimedOut, job_type

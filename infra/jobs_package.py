@@ -5,7 +5,8 @@ tests' job types).
 Each is deployed with the platform: copied into the functions' code asset under its folder name,
 its requirements.txt installed into a layer of its own, and the registry loaded at synth the way a
 function will load it (in a fresh interpreter on the code asset and the layers), so a type named
-like a built-in, a bad option or a missing requirement fails `cdk synth`, not a job.
+like a built-in, a bad option, a payload schema that is no valid JSON Schema or a missing
+requirement fails `cdk synth`, not a job.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from infra import bundling
 from shared.environment import FunctionEnv
+from shared.jobs import payload_schemas
 from shared.jobs.job_types import DECLARATIONS_FILE
 
 RESERVED_NAMES = ("functions", "shared", "corral_jobs", "client", "infra", "local", "tests", "python")
@@ -73,7 +75,7 @@ def registry(code_dir: Path, layer_dirs: list[Path], packages: Sequence[JobsPack
     """The job types the deployed functions will know, loaded from the bundle exactly as they will load it.
 
     Their declarations are written into the bundle (shared/jobs/job_types.py `declared`): the API accepts
-    jobs against them without importing the types' code.
+    jobs against them, payload schemas included, without importing the types' code.
     """
     path = [str(code_dir), *(str(layer / "python") for layer in layer_dirs)]
     env = {
@@ -92,8 +94,19 @@ def registry(code_dir: Path, layer_dirs: list[Path], packages: Sequence[JobsPack
         )
         raise SystemExit(f"corral:jobs: loading {source} failed: {last}")
     declarations = json.loads(result.stdout)
+    check_payload_schemas(declarations)
     (code_dir / DECLARATIONS_FILE).write_text(json.dumps(declarations, indent=1))
     return declarations
+
+
+def check_payload_schemas(declarations: Sequence[dict[str, Any]]) -> None:
+    """Every declared payload schema compiles as the API will compile it, or the synth stops naming the type."""
+    for declaration in declarations:
+        schema = declaration.get("payload_schema")
+        if schema is not None and (problem := payload_schemas.problem_with(schema)) is not None:
+            raise SystemExit(
+                f"corral:jobs: job type {declaration['name']!r}: payload_schema is not a usable JSON Schema: {problem}"
+            )
 
 
 def environment_value(packages: Sequence[JobsPackage]) -> str:

@@ -1,7 +1,8 @@
 """Run one job's code and turn what it did into a verdict: a job's failure is data, whatever it raised.
 
 The attempt's time limit is its timeout (shared/worker/deadline.py). The executor writes nothing:
-the completer (shared/worker/completer.py) applies its verdict.
+the completer (shared/worker/completer.py) applies its verdict. A customer's `validate` hook runs
+here, before the job's code, not in the API (which never imports a customer's module).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, t
     try:
         if job_type is None:
             raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
-        result = deadline.run_within(timeout, lambda: job_type.run(message.payload, context))
+        result = deadline.run_within(timeout, lambda: _checked_run(job_type, message.payload, context))
     except Exception as error:  # a job's failure is data, whatever it raised
         return Ran(
             started_at,
@@ -53,6 +54,25 @@ def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, t
             dead=isinstance(error, job_types.JobDead),
         )
     return Ran(started_at, result=result)
+
+
+def _checked_run(job_type: job_types.JobType, payload: Any, context: job_types.JobContext) -> Any:
+    """The job's code, after its type's validator: a customer's validator is its code too, bounded alike."""
+    _refuse_an_invalid_payload(job_type, payload)
+    return job_type.run(payload, context)
+
+
+def _refuse_an_invalid_payload(job_type: job_types.JobType, payload: Any) -> None:
+    """A customer type's `validate`: a payload it refuses ends the job dead, as no retry changes the payload.
+
+    A built-in's validator ran in the API at enqueue, and its code checks again as it runs.
+    """
+    if job_type.builtin or job_type.validate is None:
+        return
+    try:
+        job_type.validate(payload)
+    except job_types.InvalidPayload as refused:
+        raise job_types.JobDead(f"invalid payload: {refused}") from refused
 
 
 def run_claimed(message: JobMessage, attempt: int, token: str, timeout: int, lease_end: float) -> Verdict:

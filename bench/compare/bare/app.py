@@ -22,15 +22,12 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from bench.compare.names import BARE_API_FUNCTION, BARE_NAME, BARE_STACK, BARE_WORKER_FUNCTION
 from infra.api import API_MEMORY_MB, API_TIMEOUT_SECONDS
 from infra.functions import RUNTIME
 from infra.workers import WORKER_MEMORY_MB
 from shared import settings
 
-STACK_NAME = "bare"
-NAME = "bare-jobs"  # the queue's and the table's
-API_FUNCTION = "bare-api"
-WORKER_FUNCTION = "bare-worker"
 CODE = Path(__file__).resolve().parent / "functions"
 
 
@@ -40,23 +37,22 @@ class BareStack(cdk.Stack):
     ) -> None:
         super().__init__(scope, id, **kwargs)
         profile = settings.PROFILES["local"]
-        queue = sqs.Queue(
-            self, "Jobs", queue_name=NAME, visibility_timeout=cdk.Duration.seconds(profile.visibility_timeout_seconds)
-        )
+        visibility = cdk.Duration.seconds(profile.visibility_timeout_seconds)
+        queue = sqs.Queue(self, "Jobs", queue_name=BARE_NAME, visibility_timeout=visibility)
         table = dynamodb.TableV2(
             self,
             "Table",
-            table_name=NAME,
+            table_name=BARE_NAME,
             partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
             billing=dynamodb.Billing.on_demand(),
             removal_policy=cdk.RemovalPolicy.DESTROY,
         )
-        environment = {"BARE_QUEUE_URL": queue.queue_url, "BARE_TABLE": NAME, **function_env}
+        environment = {"BARE_QUEUE_URL": queue.queue_url, "BARE_TABLE": BARE_NAME, **function_env}
         code = lambda_.Code.from_asset(str(CODE))
         api = lambda_.Function(
             self,
             "Api",
-            function_name=API_FUNCTION,
+            function_name=BARE_API_FUNCTION,
             runtime=RUNTIME,
             code=code,
             handler="api.handler",
@@ -67,7 +63,7 @@ class BareStack(cdk.Stack):
         worker = lambda_.Function(
             self,
             "Worker",
-            function_name=WORKER_FUNCTION,
+            function_name=BARE_WORKER_FUNCTION,
             runtime=RUNTIME,
             code=code,
             handler="worker.handler",
@@ -94,7 +90,7 @@ class BareStack(cdk.Stack):
 
 def build(app: cdk.App) -> cdk.App:
     function_env = json.loads(app.node.try_get_context("bare:function_env") or "{}")
-    BareStack(app, STACK_NAME, function_env=function_env, api_key=app.node.try_get_context("bare:api_key") or "")
+    BareStack(app, BARE_STACK, function_env=function_env, api_key=app.node.try_get_context("bare:api_key") or "")
     return app
 
 

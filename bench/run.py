@@ -138,12 +138,14 @@ def _steady(context: RunContext, rate: float, seconds: float, phase: str) -> lis
     return load.samples
 
 
-def find_rate(context: RunContext, queue_url: str) -> tuple[float, list[dict[str, Any]]]:
+def find_rate(
+    context: RunContext, queue_url: str, rates: tuple[int, ...] = RAMP_RATES
+) -> tuple[float, list[dict[str, Any]]]:
     """The highest rate that holds (accepted >= 95 % of target, no errors, enqueue-to-run p99 <= 260 ms);
-    the base rate R is a third of it, so the herd's 3R still holds."""
+    the base rate R is a third of it, so the herd's 3R still holds. `rates`: the steps, lowest first."""
     steps: list[dict[str, Any]] = []
     best = 0.0
-    for rate in tqdm(RAMP_RATES, desc="finding R", unit="step"):
+    for rate in tqdm(rates, desc="finding R", unit="step"):
         samples = _steady(context, rate, RAMP_STEP_SECONDS, f"ramp-{rate}")
         _drain(context, queue_url, 20, "ramp drain")
         ids = [s.job_id for s in samples if s.job_id]
@@ -161,8 +163,9 @@ def find_rate(context: RunContext, queue_url: str) -> tuple[float, list[dict[str
 def run_scenario(context: RunContext, scenario: Scenario, queue_url: str, drain_timeout: float) -> dict[str, Any]:
     phases = [(phase.name, phase.seconds, context.base_rate * phase.rate_factor) for phase in scenario.phases]
     load = context.new_load(phases, _client_threads(context.base_rate))
-    started_epoch = time.time()
     load.start()
+    # The wall time of the load's time 0, which a load started in another process sets ahead of now.
+    started_epoch = time.time() + (load.started - time.monotonic())
     depth = measure.QueueDepth(context.aws("sqs"), queue_url, load.started)
     depth.start()
     markers: list[report.Marker] = []

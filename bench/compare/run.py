@@ -52,6 +52,8 @@ PORT = 4597
 IDLE_SECONDS = 5.0
 BACKLOG_JOBS = {True: 300, False: 1000}  # the drain's backlog, quick and full
 SYSTEMS = ("corral", "bare", "celery")
+# `make bench`'s steps, and higher ones: the bare pipeline held its top step (90/s) in the first run.
+SEARCH_RATES = (*bench_run.RAMP_RATES, 120, 150, 180)
 LOAD_GENERATOR = "load generator"
 
 
@@ -172,7 +174,7 @@ def run_system(
         bench_run._drain(system, queue_url, 60, "warm-up drain")
         max_rate, ramp = None, []
         if not args.no_search:
-            max_rate, ramp = bench_run.find_rate(system, queue_url)
+            max_rate, ramp = bench_run.find_rate(system, queue_url, SEARCH_RATES)
             bench_run._drain(system, queue_url, 180, "post-search drain")
             print(f"{system.name}: max R at the SLO = {max_rate:g}/s; steps {ramp}", flush=True)
         system.base_rate = args.rate
@@ -200,15 +202,21 @@ def run_system(
     finally:
         system.stop()
     result = figures.system_figures(timeline, figures.net_cpu(gross, idle, seconds), drain, max_rate)
+    timeline_ids = {sample.job_id for sample in timeline.samples if sample.job_id} | set(cron_ids)
     result["details"] = {
         "note": system.note,
         "cpu_seconds_gross": {k: round(v, 3) for k, v in gross.items()},
         "timeline_seconds": round(seconds, 1),
         "ramp": ramp,
+        # Every step held: the max rate is at least this (the search's top step, not the system's limit).
+        "max_rate_is_a_lower_bound": bool(ramp) and all(step["held"] for step in ramp),
         "events": [asdict(m) for m in run["markers"]],
         "environments_after_run": run["environments"],
         "enqueue_slots_skipped_clients_busy": run["skipped"],
         "cron_herd": {k: v for k, v in cron.items() if k != "prefix"},
+        # Which jobs, to look them up (the record, the worker's log): a few at most.
+        "ran_twice_ids": sorted(i for i in timeline_ids if timeline.runs.get(i, 0) > 1)[:20],
+        "recorded_twice_ids": sorted(i for i in timeline_ids if timeline.outcome_writes.get(i, 0) > 1)[:20],
     }
     windows = bench_run._windows(system, scenario, run)
     accepted = [sample.job_id for sample in timeline.samples if sample.job_id]

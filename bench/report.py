@@ -150,7 +150,8 @@ def plot(
     plt.close(figure)
 
 
-def _format(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A figure for a text table: `-` for none, one decimal from 10 up, two below."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -164,7 +165,7 @@ def table(rows: list[tuple[str, Any, str]]) -> str:
     for name, value, key in rows:
         target = f"{TARGETS[key][0]} {TARGETS[key][1]:g}" if key in TARGETS else key
         verdict = {True: "yes", False: "NO", None: ""}[meets(key, value if isinstance(value, int | float) else None)]
-        lines.append(f"{name:<34} {_format(value):>14}  {target:<12} {verdict}")
+        lines.append(f"{name:<34} {format_value(value):>14}  {target:<12} {verdict}")
     return "\n".join(lines)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from bench import slo
 from bench.load import Sample
 from bench.measure import JobRow
+from bench.report import format_value
 
 # The issue's targets (ratios of the same run), each: (figure, comparison, bound).
 TARGETS = {
@@ -173,22 +174,14 @@ ROWS = (
 )
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.1f}" if abs(value) >= 10 else f"{value:.2f}"
-    return str(value)
-
-
 def table(systems: Mapping[str, Mapping[str, Any]], found_ratios: Mapping[str, float | None]) -> str:
     """The systems side by side, then corral's ratios against the targets."""
     names = list(systems)
     lines = [f"{'figure':<34}" + "".join(f"{name:>12}" for name in names), "-" * (34 + 12 * len(names))]
     for label, key in ROWS:
-        lines.append(f"{label:<34}" + "".join(f"{_cell(systems[name].get(key)):>12}" for name in names))
+        lines.append(f"{label:<34}" + "".join(f"{format_value(systems[name].get(key)):>12}" for name in names))
     lines += ["", f"{'ratio (corral over ...)':<44}{'value':>8}  target"]
     for name, value in found_ratios.items():
         target = TARGETS.get(name)
-        lines.append(f"{name:<44}{_cell(value):>8}  {f'{target[0]} {target[1]:g}' if target else ''}")
+        lines.append(f"{name:<44}{format_value(value):>8}  {f'{target[0]} {target[1]:g}' if target else ''}")
     return "\n".join(lines)

@@ -95,8 +95,9 @@ def build_systems(stack: EmbeddedStack, rate: float, only: list[str]) -> list[Sy
     # As `make bench`: the one tenant stands in for all, so its per-tenant limits are lifted.
     set_limits(platform, DEMO_TENANT, rate=1_000_000.0, burst=1_000_000, max_running=0)
     found: list[System] = []
+    shared = (platform, chaos, rate)
     if "corral" in only:
-        found.append(System(platform, chaos, rate, name="corral", note="as `make up` deploys it"))
+        found.append(System(*shared, name="corral", note="as `make up` deploys it"))
     if "bare" in only:
         key = secrets.token_urlsafe(16)
         print("deploying the bare pipeline (bench/compare/bare) ...", flush=True)
@@ -112,35 +113,15 @@ def build_systems(stack: EmbeddedStack, rate: float, only: list[str]) -> list[Sy
             STATE / "compare",
         )
         api_id = outputs["ApiUrl"].split("//", 1)[1].split(".", 1)[0]
-        url = api_base_url(stack.emulator.endpoint, api_id)
-        note = "one SendMessage per enqueue, one unconditional PutItem per job"
-        found.append(
-            BareSystem(
-                platform,
-                chaos,
-                rate,
-                name="bare",
-                note=note,
-                queue_name=names.BARE_NAME,
-                table=names.BARE_NAME,
-                bare_api_url=url,
-                bare_api_key=key,
-            )
-        )
+        bare = BareSystem(*shared, name="bare", queue_name=names.BARE_NAME, table=names.BARE_NAME)
+        bare.note = "one SendMessage per enqueue, one unconditional PutItem per job"
+        bare.bare_api_url, bare.bare_api_key = api_base_url(stack.emulator.endpoint, api_id), key
+        found.append(bare)
     if "celery" in only:
-        note = "no API Gateway in front: apply_async from the load generator; workers are local processes"
-        found.append(
-            CelerySystem(
-                platform,
-                chaos,
-                rate,
-                name="celery",
-                note=note,
-                queue_name=names.CELERY_QUEUE,
-                table=names.CELERY_RESULTS_TABLE,
-                state_dir=STATE / "compare",
-            )
-        )
+        celery = CelerySystem(*shared, name="celery", queue_name=names.CELERY_QUEUE, table=names.CELERY_RESULTS_TABLE)
+        celery.note = "no API Gateway in front: apply_async from the load generator; workers are local processes"
+        celery.state_dir = STATE / "compare"
+        found.append(celery)
     return found
 
 

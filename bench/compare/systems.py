@@ -374,8 +374,3 @@ class CeleryLoad:
         self._system.extra_cpu_seconds += out["cpu_seconds"]
         self._files.cleanup()
         return out
-
-
-def describe(system: System) -> dict[str, str]:
-    """What the output says about a system: its name, note, queue and table."""
-    return {"name": system.name, "note": system.note, "queue": system.queue_name, "table": system.table}

@@ -84,7 +84,7 @@ class Completer:
     def hide(self, seconds_left: float) -> None:
         """Hide the batch's messages as it begins (deadline.HiddenBatch), on an outcome-writing thread:
         the jobs' claims and runs need not wait for the SQS call (measured, it was ~2 ms of each
-        single-job batch's start here, more under load: docs/decisions/compare.md). It lands within
+        single-job batch's start here, more under load: docs/decisions/the-limit-and-a-peer.md). It lands within
         that call's time; any later visibility change of the batch's (a hand-back) waits for it."""
         self._hiding = self._writers.submit(self._hidden.begin, seconds_left)
 

@@ -118,6 +118,13 @@ TENANT_MAX_SCHEDULES = 1_000
 TENANT_MAX_FAR_FUTURE_JOBS = 10_000  # delayed jobs due beyond SQS's 15-minute delay, not yet run
 TENANT_ENQUEUE_RATE_PER_SECOND = 1_000.0
 TENANT_ENQUEUE_BURST = 5_000
+# How many of a tenant's jobs may run at once, fleet-wide (0: no cap). Half the embedded stack's fleet
+# (WORKER_MAX_CONCURRENCY batches of WORKER_BATCH_SIZE), so one tenant's slow jobs leave the other half
+# to everyone else. See docs/decisions/running-cap.md.
+TENANT_MAX_RUNNING = WORKER_MAX_CONCURRENCY * WORKER_BATCH_SIZE // 2
+# A job over its tenant's running cap comes back after this, doubling like any hand-back: about when
+# a slot may have freed, and seldom enough that a tenant's waiting backlog does not keep the fleet busy.
+OVER_CAP_HAND_BACK_UNIT_SECONDS = 3.0
 TENANT_LIMITS_CACHE_SECONDS = 60  # an API instance re-reads a tenant's overrides at most this often
 # Scheduler's SqsParameters.MessageGroupId is documented for FIFO targets only (EventBridge rules
 # accepted it on standard queues only from late 2025): off until verified on the account

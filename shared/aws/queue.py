@@ -48,7 +48,7 @@ def message_group(tenant: str) -> str:
     return tenant
 
 
-# A message attribute marking outcome messages, so the worker can order a batch without parsing bodies.
+# Marks outcome messages, so whoever reads the queue or the DLQ tells them from jobs without parsing bodies.
 KIND_ATTRIBUTE = "corral-kind"
 _OUTCOME_ATTRIBUTES = {KIND_ATTRIBUTE: {"DataType": "String", "StringValue": "outcome"}}
 
@@ -62,13 +62,6 @@ def send_outcomes(outcomes: Sequence[tuple[OutcomeMessage, int]]) -> list[str | 
             for outcome, delay in outcomes
         ]
     )
-
-
-def is_outcome_record(record: dict[str, Any]) -> bool:
-    """Whether a Lambda SQS event record is marked as an outcome message (its body decides what it is;
-    the mark only orders the batch)."""
-    attribute = (record.get("messageAttributes") or {}).get(KIND_ATTRIBUTE) or {}
-    return attribute.get("stringValue") == "outcome"
 
 
 def outcome_group(tenant: str) -> str:
@@ -180,10 +173,10 @@ def hand_back_floor_seconds(receive_count: int, unit: float | None = None, cap: 
     return min(cap, unit * 2 ** ((max(receive_count, 1) - 1) / settings.HAND_BACK_DOUBLING_RECEIVES))
 
 
-def hand_back_seconds(receive_count: int) -> int:
+def hand_back_seconds(receive_count: int, unit: float | None = None) -> int:
     """The delay of one hand-back: the floor, plus up to 20 % jitter (never less: the floor is what
     the outage arithmetic counts), in whole seconds as ChangeMessageVisibility takes them."""
-    floor = hand_back_floor_seconds(receive_count)
+    floor = hand_back_floor_seconds(receive_count, unit)
     return math.ceil(min(_hand_back_max_seconds(), floor * random.uniform(1.0, 1.2)))
 
 

@@ -320,13 +320,6 @@ def release(job_id: str, token: str) -> bool:
     )
 
 
-def extend_lease(job_id: str, token: str, until: float) -> bool:
-    """Hold the claim `token` until `until` (a job claimed ahead of its turn, about to start). False if
-    that claim no longer holds the job: its lease ran out and another delivery took it, or it was cancelled.
-    One attempt: the caller runs on the lease it has if the store fails."""
-    return _update_held(job_id, token, "SET lease_until = :until", {":until": job_items.n(until)})
-
-
 def _update_held(job_id: str, token: str, update: str, values: dict[str, Any]) -> bool:
     """Apply `update` (one attempt) if the claim `token` still holds the job, running. False if it does not."""
     return job_items.conditional(

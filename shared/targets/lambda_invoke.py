@@ -25,7 +25,9 @@ to the job's log.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 from typing import Any
 
 import boto3
@@ -95,8 +97,17 @@ def invoke_event(payload: dict[str, Any], context: JobContext) -> dict[str, Any]
 
 
 def _client(seconds: float) -> Any:
+    """A client whose read timeout covers `seconds`, at most twice over: kept for the process's life, one
+    per power of two. Made per invoke, a client cost ~40-100 ms of the worker's CPU per job
+    (docs/decisions/customer-code-fence.md); one read timeout for every job would leave a timed-out
+    job's call waiting the longest timeout."""
+    return _client_reading(2 ** math.ceil(math.log2(max(1.0, seconds))))
+
+
+@functools.lru_cache(maxsize=16)
+def _client_reading(read_timeout: int) -> Any:
     # No SDK retries: a failed invoke is a failed attempt, retried by the job's own policy.
-    config = Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=5, read_timeout=max(1, seconds))
+    config = Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=5, read_timeout=read_timeout)
     return boto3.session.Session().client("lambda", config=config)
 
 

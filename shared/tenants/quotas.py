@@ -33,6 +33,7 @@ class TenantLimits:
     max_far_future_jobs: int = settings.TENANT_MAX_FAR_FUTURE_JOBS
     enqueue_rate_per_second: float = settings.TENANT_ENQUEUE_RATE_PER_SECOND
     enqueue_burst: int = settings.TENANT_ENQUEUE_BURST
+    max_running: int = settings.TENANT_MAX_RUNNING  # 0: no cap
 
     @classmethod
     def names(cls) -> list[str]:

@@ -45,9 +45,7 @@ def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, t
     try:
         if job_type is None:
             raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
-        with deadline.time_limit(timeout):  # a customer's validator is its code too: bounded alike
-            _refuse_an_invalid_payload(job_type, message.payload)
-            result = job_type.run(message.payload, context)
+        result = deadline.run_within(timeout, lambda: _checked_run(job_type, message.payload, context))
     except Exception as error:  # a job's failure is data, whatever it raised
         return Ran(
             started_at,
@@ -56,6 +54,12 @@ def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, t
             dead=isinstance(error, job_types.JobDead),
         )
     return Ran(started_at, result=result)
+
+
+def _checked_run(job_type: job_types.JobType, payload: Any, context: job_types.JobContext) -> Any:
+    """The job's code, after its type's validator: a customer's validator is its code too, bounded alike."""
+    _refuse_an_invalid_payload(job_type, payload)
+    return job_type.run(payload, context)
 
 
 def _refuse_an_invalid_payload(job_type: job_types.JobType, payload: Any) -> None:

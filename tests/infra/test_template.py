@@ -568,6 +568,8 @@ def test_no_function_may_write_api_or_operator_keys_or_tenants(aws_template: Tem
         assert {f"{keys.SCHEDULE}*", f"{keys.RATE_WINDOW}*"} <= set(_leading_key_denials(worker))
         api = _function_statements(template)[settings.API_FUNCTION]
         assert f"{keys.JOB}*" not in _leading_key_denials(api)  # cancel and retry write job records
+        assert f"{keys.RUNNING}*" in _leading_key_denials(api)  # only the worker's batches take running slots
+        assert f"{keys.RUNNING}*" not in _leading_key_denials(worker)
 
 
 def test_dax_reaches_job_items_only_and_the_functions_use_only_its_item_calls(aws_template: Template):

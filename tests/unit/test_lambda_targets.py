@@ -309,3 +309,10 @@ def test_an_unknown_error_code_and_a_timeout_say_nothing_of_the_account(fake_lam
         _run("acme", {"function": "reports-daily"}, job_id="jt-lambda-timeout")
     error = job_store.get("jt-lambda-timeout").error
     assert "no answer from Lambda" in error and "123456789012" not in error
+
+
+def test_an_invoke_reuses_a_kept_client_whose_read_timeout_covers_the_job(aws):
+    # Made per invoke, a client cost ~40-100 ms of the worker's CPU per job (docs/decisions/customer-code-fence.md).
+    first, second = lambda_invoke._client(50.3), lambda_invoke._client(61.0)
+    assert first is second and first.meta.config.read_timeout == 64
+    assert lambda_invoke._client(3.2).meta.config.read_timeout == 4

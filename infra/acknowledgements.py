@@ -29,6 +29,15 @@ def lambda_function(function: lambda_.Function) -> None:
     )
 
 
+def xray_writer(function: lambda_.Function) -> None:
+    _acknowledge(
+        function,
+        "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+        "xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions (AWS's service "
+        "authorization reference); active tracing needs them to send the function's segments.",
+    )
+
+
 def network_interfaces(role: IConstruct) -> None:
     _acknowledge(
         role,

@@ -45,7 +45,8 @@ def synth(profile: str, outdir: Path, *, nag: bool = False, context: dict[str, A
     except RuntimeError as error:  # jsii's wrapper of the CLI's ValidationFailed
         if "ValidationFailed" not in str(error):
             raise
-    template_path = outdir / f"{settings.STACK_NAME}.template.json"
+    stack = settings.names(str(app.node.try_get_context("corral:stage") or "")).stack
+    template_path = outdir / f"{stack}.template.json"
     return Synthesized(
         profile=profile,
         template=json.loads(template_path.read_text()),

@@ -115,7 +115,7 @@ class FunctionFactory(Construct):
             reserved_concurrent_executions=reserved_concurrency,
             **self._placement(),
         )
-        acknowledgements.lambda_function(function)
+        acknowledgements.lambda_function(function, traced=self.tracing)
         if self.tracing:
             acknowledgements.xray_writer(function)
         return function

@@ -7,6 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra import acknowledgements
 from shared import settings
 from shared.settings import Profile, ResourceNames
 
@@ -30,6 +31,7 @@ class JobQueue(Construct):
                 source_queues=[sqs.Queue.from_queue_arn(self, "JobsByName", jobs_arn)],
             ),
         )
+        acknowledgements.dead_letter_queue(self.dlq)
         self.queue = sqs.Queue(
             self,
             "Jobs",

@@ -70,3 +70,4 @@ class Workers(Construct):
                 **scaling(profile),
             )
         )
+        acknowledgements.sqs_event_source(self.function)

@@ -39,12 +39,14 @@ def test_the_api_takes_lambdas_trace_when_it_traces(monkeypatch: pytest.MonkeyPa
 def test_one_jobs_api_line_and_worker_line_share_its_trace_id(
     aws, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ):
-    from functions.api.handler import handler
+    from functions.api import handler as api
     from functions.worker import handler as worker
 
-    # The worker's logger took the stdout of the moment it was imported (collection): this test's, now.
-    for log_handler in worker.logger._logger.handlers:
-        monkeypatch.setattr(log_handler, "stream", sys.stdout)
+    # Each function's logger took the stdout of the moment it was first imported: this test's, now.
+    for function in (api, worker):
+        for log_handler in function.logger._logger.handlers:
+            monkeypatch.setattr(log_handler, "stream", sys.stdout)
+    handler = api.handler
 
     key = tenants.create_key("acme")
     answer = handler(http_api_event("POST", "/v1/jobs", {"type": "echo"}, key), FakeLambdaContext())

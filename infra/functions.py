@@ -40,8 +40,12 @@ class FunctionFactory(Construct):
         network: Network | None = None,
         jobs: Sequence[JobsPackage] = (),
         aws_services: tuple[str, ...] | None = None,
+        tracing: bool = False,
     ) -> None:
         super().__init__(scope, id)
+        # X-Ray (profile aws): Lambda's active tracing, and Powertools' Tracer in the handlers
+        # (shared/aws/tracing.py). The emulator has no X-Ray: its functions neither trace nor load the SDK.
+        self.tracing = tracing
         self.network = network  # functions join the VPC only when there is one (the DAX cache needs it)
         # One code asset for the API and the worker: the API validates jobs against the same registry
         # (names, limits, payload checks) the worker runs them with.
@@ -73,7 +77,16 @@ class FunctionFactory(Construct):
         )
 
     def function(
-        self, scope: Construct, id: str, *, name: str, handler: str, timeout_seconds: int, memory_mb: int, service: str
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        name: str,
+        handler: str,
+        timeout_seconds: int,
+        memory_mb: int,
+        service: str,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         log_group = logs.LogGroup(scope, f"{id}Logs", retention=logs.RetentionDays.ONE_MONTH)
         function = lambda_.Function(
@@ -91,11 +104,20 @@ class FunctionFactory(Construct):
             # The log level is explicit: otherwise Powertools falls back to LOG_LEVEL, which the
             # embedded emulator leaks from its own environment (WARNING), silencing the one line
             # per invocation (and a silent function waits 50 ms per invoke there).
-            environment={**self.environment, "POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_LOG_LEVEL": "INFO"},
+            environment={
+                **self.environment,
+                "POWERTOOLS_SERVICE_NAME": service,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                "POWERTOOLS_TRACE_DISABLED": "false" if self.tracing else "true",
+            },
+            tracing=lambda_.Tracing.ACTIVE if self.tracing else lambda_.Tracing.DISABLED,
             log_group=log_group,
+            reserved_concurrent_executions=reserved_concurrency,
             **self._placement(),
         )
-        acknowledgements.lambda_function(function)
+        acknowledgements.lambda_function(function, traced=self.tracing)
+        if self.tracing:
+            acknowledgements.xray_writer(function)
         return function
 
     def _role(self, scope: Construct, id: str, name: str, log_group: logs.LogGroup) -> iam.Role:

@@ -22,7 +22,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import acknowledgements
-from shared import settings
+from shared.settings import ResourceNames
 from shared.targets import lambda_allowlist
 
 
@@ -59,16 +59,16 @@ class LambdaTargets:
         return arns
 
     @staticmethod
-    def own_functions(stack: Stack) -> list[str]:
+    def own_functions(stack: Stack, names: ResourceNames) -> list[str]:
         """The stack's own functions, as the ARNs the worker is denied: the API and the worker, with
-        any qualifier, and every function named like the stack's (`corral-*`)."""
+        any qualifier, and every function named like corral's (`corral-*`, every stage's too)."""
         arns = []
-        for name in (settings.API_FUNCTION, settings.WORKER_FUNCTION):
+        for name in (names.api_function, names.worker_function):
             arn = _function_arn(stack, name)
             arns += [arn, f"{arn}:*"]
         return [*arns, _function_arn(stack, f"{lambda_allowlist.OWN_FUNCTION_PREFIX}*")]
 
-    def grant_invoke(self, scope: Construct, function: lambda_.Function) -> None:
+    def grant_invoke(self, scope: Construct, function: lambda_.Function, names: ResourceNames) -> None:
         if not self.patterns:
             return
         stack = Stack.of(scope)
@@ -77,7 +77,7 @@ class LambdaTargets:
         )
         function.add_to_role_policy(
             iam.PolicyStatement(
-                effect=iam.Effect.DENY, actions=["lambda:InvokeFunction"], resources=self.own_functions(stack)
+                effect=iam.Effect.DENY, actions=["lambda:InvokeFunction"], resources=self.own_functions(stack, names)
             )
         )
         acknowledgements.lambda_targets(function, self.patterns)

@@ -24,6 +24,9 @@ _JSON_LIST = "json"
 
 @dataclass(frozen=True)
 class FunctionEnv:
+    # The deployment's stage (`-c corral:stage=...`, "" for none): the names it gives its queues, table,
+    # functions and schedule group (settings.ResourceNames). A table or group not given is the stage's.
+    stage: str = ""
     # Resources. Empty strings are "not deployed here" (a tool or test that never reaches them).
     table: str = settings.TABLE_NAME
     queue_url: str = ""
@@ -74,7 +77,13 @@ class FunctionEnv:
             raw = environ.get(variable(spec.name))
             if raw is not None:
                 found[spec.name] = _decode(raw, spec.type, spec.metadata.get("list"))
-        return cls(**found)
+        names = settings.names(found.get("stage", ""))
+        return cls(**{"table": names.table, "schedule_group": names.schedule_group, **found})
+
+    @property
+    def names(self) -> settings.ResourceNames:
+        """The physical names of the deployment this environment belongs to."""
+        return settings.names(self.stage)
 
     def but(self, **changes: Any) -> FunctionEnv:
         """This environment with some fields changed."""

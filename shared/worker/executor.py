@@ -11,12 +11,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from shared import settings
 from shared.aws import queue
-from shared.jobs import job_types
-from shared.model import JobMessage
-from shared.store import job_items, job_store
-from shared.worker import deadline, job_logging
+from shared.jobs import job_logging, job_types, time_limit
+from shared.model import JobMessage, result_problem
+from shared.store import job_store
 from shared.worker.verdicts import Attempt, Completed, Dead, Retry, Verdict
 
 
@@ -39,13 +37,13 @@ def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, t
         attempt=attempt,
         max_attempts=message.max_attempts,
         deadline=started_at + timeout,
-        logger=job_logging.logger_for(message, attempt),
+        logger=job_logging.logger_for(message.type, message.id, attempt, message.tenant),
         tenant=message.tenant,
     )
     try:
         if job_type is None:
             raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
-        result = deadline.run_within(timeout, lambda: _checked_run(job_type, message.payload, context))
+        result = time_limit.run_within(timeout, lambda: _checked_run(job_type, message.payload, context))
     except Exception as error:  # a job's failure is data, whatever it raised
         return Ran(
             started_at,
@@ -87,17 +85,6 @@ def run_claimed(message: JobMessage, attempt: int, token: str, timeout: int, lea
     if (problem := result_problem(ran.result)) is not None:
         return Dead(problem, message, claimed)  # not retried: the same job would most likely return it again
     return Completed(claimed, ran.result, time.time())
-
-
-def result_problem(result: object) -> str | None:
-    """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it."""
-    try:
-        size = len(job_items.result_json(result).encode())
-    except (ValueError, TypeError, RecursionError) as error:
-        return f"the job's result cannot be serialised as JSON ({type(error).__name__}: {error})"
-    if size > settings.MAX_RESULT_BYTES:
-        return f"the job's result is {size} bytes serialised, over the limit of {settings.MAX_RESULT_BYTES} bytes"
-    return None
 
 
 def retry_delay(job_type: job_types.JobType | None, attempt: int, retry_after: float | None) -> float:

@@ -16,12 +16,13 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from shared import environment
+from shared.aws import lambda_clients
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, JobSpec, Status
 from shared.schedules import customer_schedules
 from shared.store import job_store
-from shared.targets import lambda_allowlist, lambda_invoke
+from shared.targets import lambda_allowlist
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 
@@ -55,7 +56,7 @@ class FakeLambda:
 def fake_lambda(aws, monkeypatch) -> FakeLambda:
     environment.change(lambda_targets=ALLOW_LIST)
     fake = FakeLambda()
-    monkeypatch.setattr(lambda_invoke, "_client", lambda seconds: fake)
+    monkeypatch.setattr(lambda_clients, "reading", lambda seconds: fake)
     return fake
 
 
@@ -313,6 +314,6 @@ def test_an_unknown_error_code_and_a_timeout_say_nothing_of_the_account(fake_lam
 
 def test_an_invoke_reuses_a_kept_client_whose_read_timeout_covers_the_job(aws):
     # Made per invoke, a client cost ~40-100 ms of the worker's CPU per job (docs/decisions/customer-code-fence.md).
-    first, second = lambda_invoke._client(50.3), lambda_invoke._client(61.0)
+    first, second = lambda_clients.reading(50.3), lambda_clients.reading(61.0)
     assert first is second and first.meta.config.read_timeout == 64
-    assert lambda_invoke._client(3.2).meta.config.read_timeout == 4
+    assert lambda_clients.reading(3.2).meta.config.read_timeout == 4

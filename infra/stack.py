@@ -1,4 +1,5 @@
-"""The corral stack: API, queue + DLQ, workers, jobs store, schedules, alarms; on AWS also the VPC and the DAX cache."""
+"""The corral stack: API, queue + DLQ, workers, jobs store, schedules, alarms; the jobs function when a customer's
+job package is deployed; on AWS also the VPC and the DAX cache."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from infra.alarms import Alarms
 from infra.api import Api
 from infra.cache import StatusCache
 from infra.functions import FunctionFactory
+from infra.jobs_function import deploy_if_needed
 from infra.jobs_package import JobsPackage
 from infra.lambda_targets import LambdaTargets
 from infra.network import Network
@@ -83,7 +85,10 @@ class CorralStack(Stack):
             api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
         )
         queue.allow_only_dead_letter_senders(worker_role, schedules.role)
-        lambda_targets.grant_invoke(self, workers.function)
+        # A customer's job package runs in a function of its own, which the worker invokes: its role holds
+        # nothing of corral's (docs/decisions/customer-code-fence.md).
+        jobs_function = deploy_if_needed(self, profile=profile, functions=functions, network=network)
+        lambda_targets.grant_invoke(self, workers.function, jobs_function)
         if cache:
             cache.grant_data_access(api.function)
             cache.grant_data_access(workers.function)

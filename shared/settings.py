@@ -18,6 +18,11 @@ SCHEDULE_GROUP = "corral"
 API_NAME = "corral-api"
 API_FUNCTION = "corral-api"
 WORKER_FUNCTION = "corral-worker"
+# The jobs function: runs the customer's job types for the worker, behind a fence
+# (docs/decisions/customer-code-fence.md). One hyphen only: the worker's role denies invoking
+# `corral-*-*` (the names CloudFormation gives the functions it names) and allows this one
+# (infra/lambda_targets.py).
+JOBS_FUNCTION = "corral-jobcode"
 
 # Worker and queue tuning. See docs/decisions/production-stack.md "Queue" and "Worker scaling".
 WORKER_BATCH_SIZE = 10

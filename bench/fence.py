@@ -11,7 +11,10 @@ The options of docs/decisions/customer-code-fence.md, doing the same work (retur
   keeps the claim, the outcome write and the secrets;
 - kept-client: the same invoke from a job type of bench/fence_jobs that keeps its Lambda client for
   the environment's life, as option (a) built into the platform would; the `lambda` type builds a
-  client for each invoke (also measured alone: `lambda_client_build_cpu_ms`).
+  client for each invoke (also measured alone: `lambda_client_build_cpu_ms`). Since option (a) is
+  built, bench/fence_jobs is a customer's package like any other and `fence-invoke` runs in the jobs
+  function: this kind measures two hops (worker -> jobs function -> fence-echo) until it is changed
+  to a customer type that returns its payload (docs/decisions/customer-code-fence.md, "Figures").
 
 Starts its own embedded stack on --port (ministack, its sidecars, cdk deploy with examples/jobs and
 bench/fence_jobs) with `fence-echo` allowed to the demo tenant (corral:lambda_targets), and creates

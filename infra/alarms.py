@@ -21,7 +21,15 @@ AT_LEAST = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 
 
 class Alarms(Construct):
-    def __init__(self, scope: Construct, id: str, *, queue: JobQueue, worker: lambda_.IFunction) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        queue: JobQueue,
+        worker: lambda_.IFunction,
+        jobs_function: lambda_.IFunction | None = None,
+    ) -> None:
         super().__init__(scope, id)
         self.topic = sns.Topic(self, "Topic", topic_name=settings.ALARM_TOPIC_NAME, enforce_ssl=True)
         self.alarms = [
@@ -52,6 +60,23 @@ class Alarms(Construct):
                 threshold=settings.ALARM_WORKER_THROTTLES_PER_5_MIN,
             ),
         ]
+        if jobs_function is not None:  # a customer's jobs package is deployed (infra/jobs_function.py)
+            self.alarms += [
+                self._alarm(
+                    "JobsFunctionErrors",
+                    "the jobs function failed as a whole (its process crashed, ran out of memory or time, or "
+                    "the customer's package failed to import): each such job's attempt failed",
+                    jobs_function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+                    threshold=settings.ALARM_WORKER_ERRORS_PER_5_MIN,
+                ),
+                self._alarm(
+                    "JobsFunctionThrottles",
+                    "invokes of the jobs function were throttled (account concurrency: each running customer "
+                    "job holds two executions, the worker's and the jobs function's): their attempts failed",
+                    jobs_function.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
+                    threshold=settings.ALARM_WORKER_THROTTLES_PER_5_MIN,
+                ),
+            ]
 
     def _alarm(
         self, id: str, description: str, metric: cloudwatch.Metric, *, threshold: float, evaluation_periods: int = 1

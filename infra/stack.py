@@ -92,7 +92,7 @@ class CorralStack(Stack):
         if cache:
             cache.grant_data_access(api.function)
             cache.grant_data_access(workers.function)
-        Alarms(self, "Alarms", queue=queue, worker=workers.function)
+        Alarms(self, "Alarms", queue=queue, worker=workers.function, jobs_function=jobs_function)
 
 
 def function_env_from_context(raw: object) -> dict[str, str]:

@@ -243,6 +243,19 @@ def test_the_jobs_function_adds_no_kind_of_component(with_jobs: Synthesized, syn
     assert len(component_kinds(with_jobs.template)) <= BUDGET
 
 
+def test_the_jobs_functions_own_failures_and_throttles_page_someone(with_jobs: Synthesized):
+    template = Template.from_json(with_jobs.template)
+    watched = {
+        (alarm["Properties"]["MetricName"], json.dumps(alarm["Properties"]["Dimensions"]))
+        for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()
+        if alarm["Properties"]["Namespace"] == "AWS/Lambda"
+    }
+    jobs_function = json.dumps(
+        [{"Name": "FunctionName", "Value": {"Ref": _function_id(template, settings.JOBS_FUNCTION)}}]
+    )
+    assert {("Errors", jobs_function), ("Throttles", jobs_function)} <= watched
+
+
 def test_without_a_customers_package_there_is_no_jobs_function(aws_template: Template, local_template: Template):
     for template in (aws_template, local_template):  # local: the chaos tooling alone, which runs in the worker
         assert not template.find_resources(

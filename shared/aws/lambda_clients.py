@@ -36,8 +36,3 @@ def _client_reading(read_timeout: int) -> Any:
         read_timeout=read_timeout,
     )
     return boto3.session.Session().client("lambda", config=config)
-
-
-def forget() -> None:
-    """Drop the kept clients (tests that change the process's AWS endpoint or credentials)."""
-    _client_reading.cache_clear()

@@ -45,6 +45,7 @@ class Watched:
     worker: lambda_.IFunction
     schedule_group: str
     dax_cluster: str | None  # the cluster's name, where there is one (profile aws)
+    jobs_function: lambda_.IFunction | None = None  # where a customer's jobs package is deployed
 
 
 class Alarms(Construct):
@@ -63,6 +64,8 @@ class Alarms(Construct):
         self._scheduler(watched.schedule_group)
         if watched.dax_cluster:
             self._dax(watched.dax_cluster)
+        if watched.jobs_function is not None:
+            self._jobs_function(watched.jobs_function)
         self.topic.add_to_resource_policy(self._cloudwatch_may_publish())
 
     def _cloudwatch_may_publish(self) -> iam.PolicyStatement:
@@ -252,6 +255,23 @@ class Alarms(Construct):
             dimensions_map=WORKER_SERVICE,
             period=FIVE_MINUTES,
             statistic="Sum",
+        )
+
+    def _jobs_function(self, jobs_function: lambda_.IFunction) -> None:
+        """A customer's jobs package is deployed (infra/jobs_function.py)."""
+        self._alarm(
+            "JobsFunctionErrors",
+            "the jobs function failed as a whole (its process crashed, ran out of memory or time, or "
+            "the customer's package failed to import): each such job's attempt failed",
+            jobs_function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+            threshold=settings.ALARM_WORKER_ERRORS_PER_5_MIN,
+        )
+        self._alarm(
+            "JobsFunctionThrottles",
+            "invokes of the jobs function were throttled (account concurrency: each running customer "
+            "job holds two executions, the worker's and the jobs function's): their attempts failed",
+            jobs_function.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
+            threshold=settings.ALARM_WORKER_THROTTLES_PER_5_MIN,
         )
 
     def _alarm(

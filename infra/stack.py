@@ -1,4 +1,5 @@
-"""The corral stack: API, queue + DLQ, workers, jobs store, schedules, alarms; on AWS also the VPC and the DAX cache."""
+"""The corral stack: API, queue + DLQ, workers, jobs store, schedules, alarms; the jobs function when a customer's
+job package is deployed; on AWS also the VPC and the DAX cache."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from infra.api import Api
 from infra.cache import StatusCache
 from infra.dashboard import OperationsDashboard
 from infra.functions import FunctionFactory
+from infra.jobs_function import deploy_if_needed
 from infra.jobs_package import JobsPackage
 from infra.lambda_targets import LambdaTargets
 from infra.network import Network
@@ -85,7 +87,10 @@ class CorralStack(Stack):
             api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
         )
         queue.allow_only_dead_letter_senders(worker_role, schedules.role)
-        lambda_targets.grant_invoke(self, workers.function, names)
+        # A customer's job package runs in a function of its own, which the worker invokes: its role holds
+        # nothing of corral's (docs/decisions/customer-code-fence.md).
+        jobs_function = deploy_if_needed(self, profile=profile, functions=functions, network=network, names=names)
+        lambda_targets.grant_invoke(self, workers.function, jobs_function, names)
         if cache:
             cache.grant_data_access(api.function)
             cache.grant_data_access(workers.function)
@@ -96,6 +101,7 @@ class CorralStack(Stack):
             worker=workers.function,
             schedule_group=schedules.group_name,
             dax_cluster=cache.cluster_name if cache else None,
+            jobs_function=jobs_function,
         )
         Alarms(self, "Alarms", names=names, profile=profile, watched=watched)
         OperationsDashboard(self, "Operations", names=names, watched=watched)

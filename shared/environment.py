@@ -54,9 +54,12 @@ class FunctionEnv:
     # Of those, the hosts whose response bodies come back in a job's result and errors.
     http_private_bodies: tuple[str, ...] = field(default=(), metadata={"list": _COMMA_LIST})
     http_timeout_seconds: float = settings.HTTP_DEFAULT_TIMEOUT_SECONDS
-    # Customer code: the jobs packages the functions import (comma-separated), the Lambda functions
-    # `lambda` jobs may invoke.
+    # Job packages this function imports (comma-separated): on the jobs function the customer's
+    # (`corral:jobs`), on the worker only the local profile's test tooling (local/chaos_jobs).
     jobs_package: str = ""
+    # The function that runs customer's job types, which the worker invokes ("": none deployed).
+    jobs_function: str = ""
+    # The Lambda functions `lambda` jobs may invoke.
     lambda_targets: tuple[str, ...] = field(default=(), metadata={"list": _JSON_LIST})
 
     def as_environment(self) -> dict[str, str]:

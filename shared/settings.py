@@ -65,6 +65,14 @@ class ResourceNames:
         return f"{self.prefix}worker"
 
     @property
+    def jobs_function(self) -> str:
+        """The jobs function: runs the customer's job types for the worker, behind a fence
+        (docs/decisions/customer-code-fence.md). One hyphen only, whatever the stage: the worker's role
+        denies invoking `corral-*-*` (every stage's functions, and the names CloudFormation gives the
+        functions it names) and allows this one by its ARN (infra/lambda_targets.py)."""
+        return f"{STACK_NAME}-{self.stage}jobcode"
+
+    @property
     def dax_cluster(self) -> str:
         return f"{self.prefix}status"
 
@@ -102,6 +110,7 @@ SCHEDULE_GROUP = _UNSTAGED.schedule_group
 API_NAME = _UNSTAGED.api
 API_FUNCTION = _UNSTAGED.api_function
 WORKER_FUNCTION = _UNSTAGED.worker_function
+JOBS_FUNCTION = _UNSTAGED.jobs_function
 
 # Worker and queue tuning. See docs/decisions/production-stack.md "Queue" and "Worker scaling".
 WORKER_BATCH_SIZE = 10

@@ -31,7 +31,9 @@ from shared.worker.receive import Handled, handle_all
 from shared.worker.verdicts import HandBack
 
 logger = Logger(service="corral-worker")
-# Job types (and the customer's package) load at import: in the init phase, not on the first batch's clock.
+# The built-in job types (and on the local profile the test tooling's) load at import: in the init
+# phase, not on the first batch's clock. A customer's package never loads here: its types run in the
+# jobs function (shared/worker/fence.py).
 job_types.load()
 # This process's view of the store and its thread pools, kept from batch to batch.
 worker = Worker()

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, JobRecord, OutcomeMessage, Status
+from shared.model import JobMessage, JobRecord, OutcomeMessage, Status, result_json
 from shared.store import job_items, keys, table
 
 
@@ -247,7 +247,7 @@ def complete(
         ["#status = :succeeded", "result_json = :result", "finished_at = :now", "expires_at = :ttl", *started_sets],
         {
             ":succeeded": {"S": Status.SUCCEEDED},
-            ":result": {"S": job_items.result_json(result)},
+            ":result": {"S": result_json(result)},
             ":now": job_items.n(now),
             ":ttl": job_items.n(job_items.expires_at(now)),
         }
@@ -363,7 +363,7 @@ def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: 
     ]
     if outcome.status is Status.SUCCEEDED:
         sets.append("result_json = :result")
-        values[":result"] = {"S": job_items.result_json(outcome.result)}
+        values[":result"] = {"S": result_json(outcome.result)}
     else:
         sets.append("last_error = :error")
         values[":error"] = {"S": (outcome.error or "")[:2000]}

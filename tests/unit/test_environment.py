@@ -35,6 +35,7 @@ def _everything_set() -> FunctionEnv:
         http_private_hosts=("billing.internal", "crm.corp"),
         http_timeout_seconds=12.5,
         jobs_package="jobs,chaos_jobs",
+        jobs_function="corral-jobcode",
         lambda_targets=("reports-*=acme|globex", "arn:aws:lambda:eu-west-1:123456789012:function:etl=*"),
     )
 

@@ -235,7 +235,7 @@ def test_a_schedule_scheduler_refuses_gives_its_unit_back(scheduler_env, monkeyp
     def refuse(*_args: Any, **_kwargs: Any) -> None:
         raise customer_schedules.eventbridge.Rejected("expression", "ValidationException: nope")
 
-    monkeypatch.setattr(customer_schedules.eventbridge, "create", refuse)
+    monkeypatch.setattr(customer_schedules.eventbridge, "create_schedule", refuse)
     with pytest.raises(InvalidRequest):
         customer_schedules.create("acme", _schedule("a"))
     assert quotas.usage("acme")["schedules"] == 0

@@ -88,6 +88,7 @@ SCHEDULE_NAME_MAX_LENGTH = 47  # Scheduler's 64, less a 16-character tenant pref
 SCHEDULE_RUNS_SHOWN = 20  # GET /v1/schedules/{name}: this many recent runs
 SCHEDULE_FIRINGS_SHOWN = 5  # GET /v1/schedules/{name}: this many next firings (null when not computable)
 MAX_FLEXIBLE_WINDOW_MINUTES = 1440  # Scheduler's limit
+BACKFILL_MAX_RUNS = 1_000  # POST /v1/schedules/{name}:backfill: runs per request (Temporal's backfill bound)
 SCHEDULE_TEXT_MAX_LENGTH = 512  # a schedule's description (Scheduler's Description limit) and a pause's note
 SCHEDULE_START_GRACE_SECONDS = 5 * 60  # Scheduler rejects a StartDate earlier than 5 minutes ago
 MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due

@@ -1,7 +1,8 @@
 """/v1/schedules routes: parse -> domain -> response.
 
-Create, list, get, update (PATCH), delete; pause and resume; trigger (run now). Every route that
-writes counts one against the tenant's rate limit (the domain checks it before writing).
+Create, list, get, update (PATCH), delete; pause and resume; trigger (run now); backfill. Every route
+that writes counts against the tenant's rate limit (the domain checks it before writing): one each, and
+a backfill one per run it enqueues.
 """
 
 from __future__ import annotations
@@ -100,6 +101,13 @@ class TriggerIn(BaseModel):
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=255, description="The same key triggers the same run once"
     )
+
+
+class BackfillIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    start: datetime = Field(description="The first firing time included (ISO 8601; UTC if no offset)")
+    end: datetime = Field(description="Firing times before this (excluded; at the latest now)")
 
 
 _NAME = Path(max_length=128)
@@ -242,3 +250,20 @@ def delete_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     if not customer_schedules.delete(_tenant(), name):
         return error_response(404, "not_found", f"no schedule {name!r}")
     return json_response(200, {"name": name, "deleted": True})
+
+
+@router.post(
+    "/v1/schedules/<name>:backfill",
+    summary=f"Run the schedule's firings of a past window now, at most {settings.BACKFILL_MAX_RUNS}",
+    description=(
+        "One run per firing time from start (included) to end (excluded), each with the id of that occurrence: "
+        "repeating a backfill, or meeting a real firing of the same time, never runs one twice. Backfilled runs "
+        "are never skipped for overlap. Each run counts one against the tenant's rate limit, all or none."
+    ),
+    responses=documented(
+        {202: {"description": '{"runs": [{"id", "scheduled_for"}, ...]}, oldest first'}}, 400, 404, 409, 422, 429
+    ),
+)
+def backfill_schedule(name: Annotated[str, _NAME], window: Annotated[BackfillIn, Body()]) -> Response[dict[str, Any]]:
+    backfilled = runs.backfill(_tenant(), name, window.start, window.end)
+    return json_response(202, {"runs": [{"id": run.id, "scheduled_for": run.scheduled_for} for run in backfilled]})

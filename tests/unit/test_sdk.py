@@ -284,6 +284,16 @@ def test_a_trigger_retried_carries_the_same_idempotency_key_and_reads_either_ans
     assert stub.requests[2].body == {"idempotency_key": "deploy-17"}
 
 
+def test_a_backfill_is_retried_as_it_is_safe_to_repeat(stub, corral, slept):
+    runs = [{"id": "js-1", "scheduled_for": "2026-12-01T00:00:00Z"}]
+    stub.replies = ["drop", (202, {"runs": runs})]
+
+    assert corral.schedules.backfill("nightly", "2026-12-01T00:00:00Z", "2026-12-01T00:01:00Z") == runs
+    first, second = stub.requests
+    assert first.path == "/v1/schedules/nightly:backfill"
+    assert first.body == second.body == {"start": "2026-12-01T00:00:00Z", "end": "2026-12-01T00:01:00Z"}
+
+
 def test_a_quota_refusal_is_raised_at_once_not_retried(stub, corral):
     stub.default = lambda _seen: (
         429,

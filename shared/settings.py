@@ -118,6 +118,10 @@ API_ANSWER_MARGIN_SECONDS = 0.5
 # bound how fast it may enqueue (jobs, so one :batch request of 100 counts 100).
 TENANT_MAX_SCHEDULES = 1_000
 TENANT_MAX_FAR_FUTURE_JOBS = 10_000  # delayed jobs due beyond SQS's 15-minute delay, not yet run
+# Recurring firings a tenant's schedules may make, per minute, at their busiest hour (a schedule weighs
+# the most firings it makes in an hour / 60: rate(1 minute) 1, a daily cron 1/60). 100 a tenant: ~600
+# tenants at their whole budget take Scheduler's default 1,000 invocations/s (docs/decisions/quotas.md).
+TENANT_MAX_FIRINGS_PER_MINUTE = 100
 TENANT_ENQUEUE_RATE_PER_SECOND = 1_000.0
 TENANT_ENQUEUE_BURST = 5_000
 TENANT_LIMITS_CACHE_SECONDS = 60  # an API instance re-reads a tenant's overrides at most this often

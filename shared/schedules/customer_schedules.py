@@ -175,6 +175,7 @@ def _definition(tenant: str, request: ScheduleRequest, now: datetime) -> Definit
         end=end,
         overlap=Overlap(request.overlap),
         description=request.description,
+        firings_per_hour=expressions.firings_per_hour(request.expression),
     )
 
 
@@ -200,9 +201,10 @@ def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge
 
 
 def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
-    """Record the schedule `creating`, taking a unit of the tenant's schedule quota with it, create it in
-    Scheduler, then mark the record `active`. ScheduleExists if the name is taken; ScheduleBusy while
-    another request creates or deletes it; QuotaExceeded at the limit; RateLimited over the tenant's
+    """Record the schedule `creating`, taking a unit of the tenant's schedule quota and its weight in the
+    firings budget with it, create it in Scheduler, then mark the record `active`. ScheduleExists if the
+    name is taken; ScheduleBusy while another request creates or deletes it; QuotaExceeded at either
+    limit; RateLimited over the tenant's
     rate (a create counts one; nothing done). If Scheduler refuses or fails, the schedule, record and
     unit go: the name stays free to retry."""
     now = datetime.now(UTC)
@@ -212,7 +214,8 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
     item = schedule_items.new_item(
         tenant, name=request.name, definition=definition, created_at=now, token=token, now=_clock()
     )
-    if not quotas.take(tenant, quotas.SCHEDULES, schedule_items.as_item(item)):
+    holds = _held_by(item)
+    if not quotas.take_units(tenant, holds, schedule_items.as_item(item)):
         existing = schedule_items.get(tenant, request.name)
         if existing is not None and not existing.changing_before(_stale_before(_clock())):
             if existing.current_state in (State.ACTIVE, State.UPDATING):
@@ -221,7 +224,7 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
         if existing is not None:  # left half done by a request that is over: finish it as a delete
             _finish_stale(tenant, request.name)
         item.changing_since = _clock()
-        if not quotas.take(tenant, quotas.SCHEDULES, schedule_items.as_item(item)):
+        if not quotas.take_units(tenant, holds, schedule_items.as_item(item)):
             raise ScheduleBusy(request.name, State.CREATING)
     name = scheduler_name(tenant, request.name)
     in_scheduler = _in_scheduler(tenant, request.name, definition)
@@ -236,11 +239,8 @@ def create(tenant: str, request: ScheduleRequest) -> ScheduleItem:
         # record and unit go. If this fails too, the record stays `creating` and is finished after the lease.
         if not isinstance(error, eventbridge.Rejected):
             eventbridge.delete(name)
-        quotas.give_back(
-            tenant,
-            quotas.SCHEDULES,
-            schedule_items.item_key(tenant, request.name),
-            only_if=schedule_items.held_by(token),
+        quotas.give_back_units(
+            tenant, holds, schedule_items.item_key(tenant, request.name), only_if=schedule_items.held_by(token)
         )
         if isinstance(error, eventbridge.Rejected):  # the input, not an outage: a retry would fail the same way
             raise InvalidRequest(error.parameter, f"EventBridge Scheduler rejected the {error.parameter}") from error
@@ -309,6 +309,7 @@ def _changed(tenant: str, current: Definition, changes: Mapping[str, Any], now: 
         end=end,
         overlap=Overlap(overlap),
         description=description,
+        firings_per_hour=expressions.firings_per_hour(expression),
     )
 
 
@@ -350,22 +351,45 @@ def _change(tenant: str, name: str, decide: Callable[[Definition], Definition | 
     if definition is None or definition == current.definition:
         return current
     token = uuid.uuid4().hex
-    if not schedule_items.mark_updating(tenant, name, token, _clock(), definition):
+    # While it is applied, the record holds the larger of its weights in the firings budget: a firing of
+    # either definition is within the budget, and an update past the budget changes nothing (QuotaExceeded).
+    marking = schedule_items.marking_updating(
+        token,
+        _clock(),
+        definition,
+        held=current.held,
+        holding=max(current.held, definition.firings_per_hour),
+    )
+    if _write(tenant, name, marking, held=current.held) is None:
         _changeable(tenant, name)  # raises why: gone, or another request owns it now
         raise ScheduleBusy(name, State.UPDATING)
-    return _apply(tenant, name, token, definition)
+    return _apply(tenant, name, token, current.definition, definition, held=marking.firings_held)
 
 
-def _apply(tenant: str, name: str, token: str, definition: Definition) -> ScheduleItem:
-    """UpdateSchedule with `definition`, then make it the record's: the request `token` owns it `updating`."""
+def _write(tenant: str, name: str, change: schedule_items.Change, *, held: int) -> ScheduleItem | None:
+    """Apply `change` to a record holding `held` of the firings budget: alone, or in one transaction with the
+    tenant's counter when what it holds changes. None if its condition failed."""
+    moved = change.firings_held - held
+    if moved == 0:
+        return schedule_items.apply(tenant, name, change)
+    if not quotas.move_units(tenant, {quotas.FIRINGS: moved}, schedule_items.as_update(tenant, name, change)):
+        return None
+    return schedule_items.get(tenant, name)
+
+
+def _apply(
+    tenant: str, name: str, token: str, current: Definition, definition: Definition, *, held: int
+) -> ScheduleItem:
+    """UpdateSchedule with `definition`, then make it the record's: the request `token` owns it `updating`,
+    holding `held` of the firings budget; `current` is the definition it replaces."""
     try:
         eventbridge.update(scheduler_name(tenant, name), _in_scheduler(tenant, name, definition))
     except eventbridge.Rejected as error:  # the input, not an outage: the schedule is as it was
-        schedule_items.abandon_update(tenant, name, token)
+        _write(tenant, name, schedule_items.abandoning_update(token, current), held=held)
         raise InvalidRequest(error.parameter, f"EventBridge Scheduler rejected the {error.parameter}") from error
     except eventbridge.Gone as error:  # a delete took the record over and removed the schedule
         raise ScheduleBusy(name, State.DELETING) from error
-    updated = schedule_items.finish_update(tenant, name, token, definition, datetime.now(UTC))
+    updated = _write(tenant, name, schedule_items.finishing_update(token, definition, datetime.now(UTC)), held=held)
     if updated is None:  # a delete took the record over after Scheduler took the definition
         raise ScheduleBusy(name, State.DELETING)
     return updated
@@ -398,9 +422,12 @@ def _finish_stale_update(tenant: str, name: str) -> bool:
         return False
     pending = record.pending_definition
     if pending is None:
-        return schedule_items.abandon_update(tenant, name, token)
+        return (
+            _write(tenant, name, schedule_items.abandoning_update(token, record.definition), held=record.held)
+            is not None
+        )
     try:
-        _apply(tenant, name, token, pending)
+        _apply(tenant, name, token, record.definition, pending, held=record.held)
     except (InvalidRequest, ScheduleBusy):  # refused: the record is left as it was; or deleted meanwhile
         return False
     return True
@@ -422,9 +449,18 @@ def _remove(tenant: str, name: str, token: str) -> bool:
     In this order, so that a request dying in between leaves a record that says `deleting`, never a
     schedule without one."""
     eventbridge.delete(scheduler_name(tenant, name))
-    return quotas.give_back(
-        tenant, quotas.SCHEDULES, schedule_items.item_key(tenant, name), only_if=schedule_items.held_by(token)
+    record = schedule_items.get(tenant, name)  # what it holds of the firings budget: fixed while it is `deleting`
+    return quotas.give_back_units(
+        tenant,
+        _held_by(record),
+        schedule_items.item_key(tenant, name),
+        only_if=schedule_items.held_by(token),
     )
+
+
+def _held_by(record: ScheduleItem | None) -> dict[quotas.Quota, int]:
+    """What a schedule's record holds: one schedule, and its weight in the firings budget."""
+    return {quotas.SCHEDULES: 1, quotas.FIRINGS: record.held if record is not None else 0}
 
 
 def get(tenant: str, name: str) -> ScheduleItem | None:

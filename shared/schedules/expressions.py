@@ -243,3 +243,24 @@ def firings_between(
         text, zone, after=start - timedelta(seconds=1), count=limit + 1, end=end - timedelta(microseconds=1)
     )
     return None if steps is None else [when.astimezone(UTC) for when in steps]
+
+
+def firings_per_hour(text: str) -> int:
+    """The most firings the expression makes in any one hour: its weight in the tenant's firings budget.
+
+    A recurring schedule's busiest hour, whatever its day fields: rate(1 minute) 60, rate(7 minutes) 9,
+    rate(1 hour) or longer 1; a cron, the minutes its minutes field names (cron(0/5 * * * ? *) 12, a daily
+    cron 1). A one-time at() is 0: the budget bounds recurring firings. The expression is valid (`parse`).
+    """
+    expression = parse(text)
+    if expression.kind == "at":
+        return 0
+    if expression.kind == "rate":
+        value, unit = text.strip()[len("rate(") : -1].split()
+        seconds = int(value) * _RATE_UNIT_SECONDS[unit.rstrip("s")]
+        return math.ceil(3_600 / seconds) if seconds < 3_600 else 1
+    from croniter import croniter
+
+    minutes = text.strip()[len("cron(") : -1].split()[0]
+    expanded = croniter.expand(f"{minutes} * * * *")[0][0]
+    return 60 if expanded == ["*"] else len(expanded)

@@ -60,7 +60,7 @@ _TIMES = ("start", "end", "paused_at")
 @dataclass(frozen=True)
 class Definition:
     """What a schedule does: every field of its record an update may change. Each maps onto its Scheduler
-    schedule (overlap travels in the target's Input, a pause is State=DISABLED), except `firing_weight`."""
+    schedule (overlap travels in the target's Input, a pause is State=DISABLED), except `firings_per_hour`."""
 
     expression: str
     timezone: str
@@ -72,8 +72,9 @@ class Definition:
     description: str | None = None
     paused_at: datetime | None = None  # set: paused (Scheduler's State=DISABLED) since then
     pause_note: str | None = None  # why, as given at pause
-    # The firings a minute it may make at most, in thousandths, held against the tenant's firings budget.
-    firing_weight: int = 0
+    # The most firings it makes in any hour (its expression's: expressions.firings_per_hour): its weight in the
+    # tenant's firings budget.
+    firings_per_hour: int = 0
 
     @property
     def paused(self) -> bool:
@@ -121,7 +122,11 @@ class ScheduleItem(Model):
     description = UnicodeAttribute(null=True)
     paused_at = UTCDateTimeAttribute(null=True)
     pause_note = UnicodeAttribute(null=True)
-    firing_weight = NumberAttribute(null=True)  # Definition.firing_weight; none: 0 (a record older than it)
+    firings_per_hour = NumberAttribute(null=True)  # Definition.firings_per_hour; none: 0 (a record older than it)
+    # What the record holds of the tenant's firings budget (counters `firings_per_hour`): its definition's
+    # firings_per_hour, or while `updating`, the larger of its own and the pending one's. Only a write that
+    # moves the counter by the same amount, in one transaction, changes it.
+    firings_held = NumberAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute(null=True)
     state = UnicodeAttribute(null=True)  # State; none: active (a record older than states)
@@ -155,8 +160,13 @@ class ScheduleItem(Model):
             description=self.description,
             paused_at=self.paused_at,
             pause_note=self.pause_note,
-            firing_weight=int(self.firing_weight or 0),
+            firings_per_hour=int(self.firings_per_hour or 0),
         )
+
+    @property
+    def held(self) -> int:
+        """What it holds of the tenant's firings budget (`firings_held`)."""
+        return int(self.firings_held or 0)
 
     @property
     def pending_definition(self) -> Definition | None:
@@ -176,7 +186,7 @@ class ScheduleItem(Model):
             "state": "paused" if self.paused_at else "enabled",
             "paused_at": _iso(self.paused_at),
             "note": self.pause_note,
-            "firings_per_minute": int(self.firing_weight or 0) / 1000,
+            "firings_per_minute": round(int(self.firings_per_hour or 0) / 60, 3),
             "created_at": _iso(self.created_at),
             "updated_at": _iso(self.updated_at),
         }
@@ -203,6 +213,7 @@ def new_item(
         tenant=tenant,
         name=name,
         **{field.name: getattr(definition, field.name) for field in fields(Definition)},
+        firings_held=definition.firings_per_hour,
         created_at=created_at,
         state=str(State.CREATING),
         token=token,
@@ -266,42 +277,76 @@ def _active() -> Condition:
     return ScheduleItem.pk.exists() & (ScheduleItem.state.does_not_exist() | (ScheduleItem.state == str(State.ACTIVE)))
 
 
-def mark_updating(tenant: str, name: str, token: str, now: float, pending: Definition) -> bool:
-    """`active` -> `updating` for the request `token`, which is applying `pending`; False if the record is
-    not active (gone, or another request is creating, updating or deleting it)."""
+@dataclass(frozen=True)
+class Change:
+    """A conditional update of a record: what it sets, and the state it must be in. Applied alone (`apply`),
+    or, when it changes what the record holds of the firings budget, in one transaction with the tenant's
+    counter (`as_update` gives it to counters.move)."""
+
+    actions: list[Any]
+    condition: Condition
+    firings_held: int  # what the record holds of the firings budget once it is applied
+
+
+def apply(tenant: str, name: str, change: Change) -> ScheduleItem | None:
+    """The record as `change` left it; None if its condition failed."""
+    return _update(tenant, name, change.actions, change.condition)
+
+
+def as_update(tenant: str, name: str, change: Change) -> dict[str, Any]:
+    """`change` as a low-level UpdateItem's parameters (no TableName), for a transaction."""
+    params = ScheduleItem(keys.schedule_key(tenant, name)).get_update_kwargs_from_instance(
+        actions=change.actions, condition=change.condition
+    )
+    params.pop("TableName", None)
+    return params
+
+
+def _holding(held: int) -> Condition:
+    """The record holds `held` of the firings budget (a record older than the budget holds none)."""
+    same = ScheduleItem.firings_held == held
+    return same | ScheduleItem.firings_held.does_not_exist() if held == 0 else same
+
+
+def marking_updating(token: str, now: float, pending: Definition, *, held: int, holding: int) -> Change:
+    """`active` -> `updating` for the request `token`, which is applying `pending`; the record then holds
+    `holding` of the firings budget instead of `held`. Refused unless the record is active and holds `held`."""
     actions = [
         ScheduleItem.state.set(str(State.UPDATING)),
         ScheduleItem.token.set(token),
         ScheduleItem.changing_since.set(now),
         ScheduleItem.pending.set(pending.to_json()),
+        ScheduleItem.firings_held.set(holding),
     ]
-    return _update(tenant, name, actions, _active()) is not None
+    return Change(actions, _active() & _holding(held), holding)
 
 
-def finish_update(tenant: str, name: str, token: str, definition: Definition, now: datetime) -> ScheduleItem | None:
-    """`updating` -> `active` with `definition` as the record's, if the request `token` still owns it: the
-    record as it is then, or None if it does not (a delete took it over)."""
+def finishing_update(token: str, definition: Definition, now: datetime) -> Change:
+    """`updating` -> `active` with `definition` as the record's (and its weight held), if the request `token`
+    still owns it (else a delete took it over)."""
     actions = [
         *_definition_actions(definition),
+        ScheduleItem.firings_held.set(definition.firings_per_hour),
         ScheduleItem.updated_at.set(now),
         ScheduleItem.state.set(str(State.ACTIVE)),
         ScheduleItem.token.remove(),
         ScheduleItem.changing_since.remove(),
         ScheduleItem.pending.remove(),
     ]
-    return _update(tenant, name, actions, _owned_while(State.UPDATING, token))
+    return Change(actions, _owned_while(State.UPDATING, token), definition.firings_per_hour)
 
 
-def abandon_update(tenant: str, name: str, token: str) -> bool:
-    """`updating` -> `active`, the record's definition unchanged (Scheduler refused the new one), if the
+def abandoning_update(token: str, kept: Definition) -> Change:
+    """`updating` -> `active`, the record's definition `kept` unchanged (Scheduler refused the new one), if the
     request `token` still owns it."""
     actions = [
+        ScheduleItem.firings_held.set(kept.firings_per_hour),
         ScheduleItem.state.set(str(State.ACTIVE)),
         ScheduleItem.token.remove(),
         ScheduleItem.changing_since.remove(),
         ScheduleItem.pending.remove(),
     ]
-    return _update(tenant, name, actions, _owned_while(State.UPDATING, token)) is not None
+    return Change(actions, _owned_while(State.UPDATING, token), kept.firings_per_hour)
 
 
 def take_over_stale_update(

@@ -177,7 +177,7 @@ def test_an_update_that_died_after_scheduler_took_it_is_finished_by_the_next_req
 ):
     _create()
     with monkeypatch.context() as patched, pytest.raises(RuntimeError):
-        patched.setattr(schedule_items, "finish_update", _dies)
+        patched.setattr(schedule_items, "finishing_update", _dies)
         customer_schedules.update("acme", "nightly", {"job": {"payload": {"n": 9}}})
     assert _firing(scheduler_env)["payload"] == {"n": 9}  # Scheduler has the new definition
 

@@ -154,6 +154,14 @@ def _request() -> customer_schedules.ScheduleRequest:
     return customer_schedules.ScheduleRequest(name=NAME, expression="rate(1 hour)", job=JobSpec("echo"))
 
 
+def _assert_the_budget_counts_what_the_record_holds(tenant: str) -> None:
+    record = schedule_items.get(tenant, NAME)
+    held = 0 if record is None else record.held
+    assert quotas.usage(tenant)["firings_per_hour"] == held, {"counted": quotas.usage(tenant), "held": held}
+    if record is not None and record.current_state is schedule_items.State.ACTIVE:
+        assert held == record.definition.firings_per_hour
+
+
 def _state(scheduler_env: dict[str, Any], tenant: str) -> tuple[bool, bool, int, bool]:
     """(Scheduler schedule exists, record exists and is active, units held, record exists)."""
     try:
@@ -182,6 +190,8 @@ def _assert_whole_or_none(scheduler_env: dict[str, Any], tenant: str) -> None:
             Name=customer_schedules.scheduler_name(tenant, NAME), GroupName=corral_settings.SCHEDULE_GROUP
         )
         assert json.loads(entry["Target"]["Input"])["payload"] == schedule_items.get(tenant, NAME).job["payload"]
+        assert entry["ScheduleExpression"] == schedule_items.get(tenant, NAME).expression
+    _assert_the_budget_counts_what_the_record_holds(tenant)
 
 
 _FAULTS = st.none() | st.builds(
@@ -231,7 +241,10 @@ _UPDATES = st.none() | st.builds(
 
 
 def _update(tenant: str, by: int) -> Callable[[], Any]:
-    return lambda: customer_schedules.update(tenant, NAME, {"job": {"payload": {"by": by}}})
+    """An update of the payload and the expression, so that what the record holds of the firings budget
+    moves too (rate(1 hour) weighs 1, these 60 and 12)."""
+    expression = "rate(1 minute)" if by == UPDATE else "rate(5 minutes)"
+    return lambda: customer_schedules.update(tenant, NAME, {"job": {"payload": {"by": by}}, "expression": expression})
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

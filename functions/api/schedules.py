@@ -177,15 +177,22 @@ def get_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     description=(
         "One UpdateSchedule: a firing due meanwhile happens once, with the old definition or the new one. A bad "
         "field answers 422 naming it, and the schedule stays as it was. Its name, runs and quota unit stay. "
-        "Counts one against the tenant's rate limit."
+        "Counts one against the tenant's rate limit. With dry_run=true, nothing is written or counted: the answer "
+        "is the schedule as the update would leave it, with its next firings."
     ),
     responses=documented({200: {"description": "The schedule as it is now"}}, 400, 404, 409, 413, 422, 429),
 )
 def patch_schedule(
-    name: Annotated[str, _NAME], changes: Annotated[ScheduleChangesIn, Body()]
+    name: Annotated[str, _NAME],
+    changes: Annotated[ScheduleChangesIn, Body()],
+    dry_run: Annotated[bool, Query(description="Check the changes and answer the result without saving")] = False,
 ) -> Response[dict[str, Any]]:
-    updated = customer_schedules.update(_tenant(), name, changes.model_dump(exclude_unset=True))
-    return json_response(200, updated.public())
+    fields = changes.model_dump(exclude_unset=True)
+    if dry_run:
+        previewed = customer_schedules.preview(_tenant(), name, fields)
+        firings = customer_schedules.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
+        return json_response(200, {**previewed.public(), "next_firings": firings})
+    return json_response(200, customer_schedules.update(_tenant(), name, fields).public())
 
 
 @router.post(

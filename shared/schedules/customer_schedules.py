@@ -321,6 +321,16 @@ def update(tenant: str, name: str, changes: Mapping[str, Any]) -> ScheduleItem:
     return _change(tenant, name, lambda current: _changed(tenant, current, changes, now))
 
 
+def preview(tenant: str, name: str, changes: Mapping[str, Any]) -> ScheduleItem:
+    """The schedule as `update` would leave it, written nowhere: `changes` checked as an update checks them
+    (InvalidRequest names a bad field), for a client to show the next firings before saving. Counts nothing
+    against the rate limit; the budget and Scheduler are not asked."""
+    current = get(tenant, name)
+    if current is None:
+        raise ScheduleNotFound(name)
+    return schedule_items.with_definition(current, _changed(tenant, current.definition, changes, datetime.now(UTC)))
+
+
 def pause(tenant: str, name: str, note: str | None = None) -> ScheduleItem:
     """Stop the schedule firing (Scheduler's State=DISABLED) until it is resumed; `note` says why. Pausing a
     paused schedule changes nothing (its first pause's time and note stay)."""

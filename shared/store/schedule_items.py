@@ -221,6 +221,14 @@ def new_item(
     )
 
 
+def with_definition(record: ScheduleItem, definition: Definition) -> ScheduleItem:
+    """A copy of `record` (not written) whose definition is `definition`: what an update would make of it."""
+    copy = ScheduleItem.from_raw_data(record.serialize())
+    for field in fields(Definition):
+        setattr(copy, field.name, getattr(definition, field.name))
+    return copy
+
+
 def as_item(record: ScheduleItem) -> dict[str, Any]:
     """The record in the low-level client's form, for a transaction."""
     return record.serialize()

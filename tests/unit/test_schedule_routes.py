@@ -22,7 +22,12 @@ def call(scheduler_env):
     key = tenants.create_key("acme")
 
     def call(method: str, path: str, body: Any = None) -> Answer:
-        response = handler(http_api_event(method, path, body, key), FakeLambdaContext())
+        path, _, query = path.partition("?")
+        event = http_api_event(method, path, body, key)
+        if query:
+            event["rawQueryString"] = query
+            event["queryStringParameters"] = dict(pair.split("=") for pair in query.split("&"))
+        response = handler(event, FakeLambdaContext())
         return response["statusCode"], json.loads(response["body"])
 
     status, created = call(
@@ -99,3 +104,18 @@ def test_the_openapi_document_declares_the_new_routes(call):
     for action, success in ((":pause", "200"), (":resume", "200"), (":trigger", "202"), (":backfill", "202")):
         responses = paths[f"/v1/schedules/{{name}}{action}"]["post"]["responses"]
         assert {success, "404", "422", "429"} <= set(responses), (action, sorted(responses))
+
+
+def test_a_dry_run_patch_answers_the_next_firings_and_saves_nothing(call):
+    before = call("GET", "/v1/schedules/nightly")[1]
+
+    status, previewed = call("PATCH", "/v1/schedules/nightly?dry_run=true", {"expression": "cron(0 9 * * ? *)"})
+
+    assert status == 200, previewed
+    assert previewed["expression"] == "cron(0 9 * * ? *)"
+    assert len(previewed["next_firings"]) == 5 and all(
+        at.endswith("T09:00:00+00:00") for at in previewed["next_firings"]
+    )
+    assert call("GET", "/v1/schedules/nightly")[1]["expression"] == before["expression"]
+    status, refused = call("PATCH", "/v1/schedules/nightly?dry_run=true", {"expression": "cron(0 25 * * ? *)"})
+    assert (status, refused["fields"][0]["field"]) == (422, "expression")

@@ -11,6 +11,9 @@ and a firing's scheduled_for is the minute it was sent (the emulator passes
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -20,7 +23,8 @@ from typing import Any
 import pytest
 
 from client import Corral
-from tests.e2e.cli_runner import run_cli
+from tests.e2e.cli_runner import ROOT, run_cli
+from tests.e2e.test_examples import _promised_output
 
 TICK_ALLOWANCE = 25  # seconds: the emulator's sweep, the worker, a shared machine
 SUFFIX = uuid.uuid4().hex[:8]
@@ -205,3 +209,22 @@ def test_a_paused_schedule_does_not_fire_until_resumed(api: Corral, deployed, du
     # AWS fires at the next beat of its rate (within a minute); the emulator fires at once, its interval past.
     assert _wait_until(lambda: _runs(api, name, "schedule"), resumed_at + 60 + TICK_ALLOWANCE), "it did not fire again"
     print(f"\nresume: fired again {time.time() - resumed_at:.1f}s after resuming")
+
+
+def test_the_schedule_operations_example_prints_what_it_promises(deployed) -> None:
+    # As tests/e2e/test_examples.py runs every example; here so that this file alone covers this one.
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")},
+        "CORRAL_API_URL": deployed.api_url,
+        "CORRAL_API_KEY": deployed.api_key,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "examples.schedule_operations"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == _promised_output("schedule_operations")

@@ -97,3 +97,8 @@ rate-limit-accuracy: install
 .PHONY: herd
 herd: install
 	$(PY) -m bench.herd $(ARGS)
+
+# A customer's job in its own function against in-process, per job (bench/fence.py): make fence (or ARGS="--quick")
+.PHONY: fence
+fence: install
+	$(PY) -m bench.fence $(ARGS)

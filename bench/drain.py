@@ -16,22 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import requests
 
-from bench import slo
+from bench import measure, slo
 from local.ministack import STATE, Ministack, worker_pids
 from local.platform import Platform, embedded_stack
 from local.sidecars import Sidecars
 from shared import settings
 
 RESULT = STATE / "drain.json"
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -44,14 +41,6 @@ class Round:
     cores_busy: float
 
 
-def _cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
-
-
 def _cpu_by_group(emulator: Ministack, sidecars: Sidecars) -> dict[str, float]:
     assert emulator.process is not None
     groups = {"emulator": [emulator.process.pid]}
@@ -60,7 +49,7 @@ def _cpu_by_group(emulator: Ministack, sidecars: Sidecars) -> dict[str, float]:
         groups[name] = [process.pid]
     groups["worker environments"] = worker_pids(emulator.endpoint, settings.WORKER_FUNCTION)
     groups["API environments"] = worker_pids(emulator.endpoint, settings.API_FUNCTION)
-    return {name: sum(_cpu_seconds(pid) for pid in pids) for name, pids in groups.items()}
+    return {name: sum(measure.cpu_seconds(pid) for pid in pids) for name, pids in groups.items()}
 
 
 def drain_round(platform: Platform, emulator: Ministack, sidecars: Sidecars, jobs: int, timeout: float = 120) -> Round:

@@ -36,13 +36,16 @@ class EnqueueLoad:
         threads: int,
         payload: Callable[[int], object] = lambda n: {"n": n},
         job_type: str = "echo",
+        job_fields: dict[str, object] | None = None,
     ) -> None:
-        """`rate_at(elapsed)` -> (phase name, requests/s > 0), or None when the load is over."""
+        """`rate_at(elapsed)` -> (phase name, requests/s > 0), or None when the load is over. `job_fields`:
+        more of each job's fields (max_attempts, timeout_seconds)."""
         self._url = api_url + "/v1/jobs"
         self._headers = {"Authorization": f"Bearer {api_key}"}
         self._rate_at = rate_at
         self._payload = payload
         self._job_type = job_type
+        self._job_fields = job_fields or {}
         self._threads = [threading.Thread(target=self._client, daemon=True) for _ in range(threads)]
         self._lock = threading.Lock()
         self._next_slot = 0.0
@@ -93,7 +96,7 @@ class EnqueueLoad:
         try:
             response = session.post(
                 self._url,
-                json={"type": self._job_type, "payload": self._payload(number)},
+                json={"type": self._job_type, "payload": self._payload(number), **self._job_fields},
                 headers=self._headers,
                 timeout=10,
             )

@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from shared import settings
 
 FINAL_STATUSES = ("succeeded", "dead")
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) a process has used so far, from /proc; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
 
 
 @dataclass(frozen=True)
@@ -136,7 +148,7 @@ class Batch:
     record_ms: tuple[float, ...] = ()  # each record's handling time, in the order handled
 
 
-def _log_lines(logs: Any, log_group: str, since_epoch: float, pattern: str) -> list[dict[str, Any]]:
+def log_lines(logs: Any, log_group: str, since_epoch: float, pattern: str) -> list[dict[str, Any]]:
     """The function's JSON log lines matching `pattern`, paged by time (FilterLogEvents returns <= 10,000)."""
     lines: dict[str, dict[str, Any]] = {}
     start_ms = int(since_epoch * 1000)
@@ -164,7 +176,7 @@ def worker_batches(logs: Any, log_group: str, since_epoch: float) -> list[Batch]
         f"{line.get('function_request_id')}:{line['started_at']}": Batch(
             line["environment"], line["started_at"], line["busy_ms"], line["size"], tuple(line.get("record_ms", ()))
         )
-        for line in _log_lines(logs, log_group, since_epoch, '"busy_ms"')
+        for line in log_lines(logs, log_group, since_epoch, '"busy_ms"')
         if "busy_ms" in line
     }
     return list(batches.values())
@@ -174,7 +186,7 @@ def hand_backs(logs: Any, log_group: str, since_epoch: float) -> dict[str, int]:
     """The worker's hand-backs (a delivery left on the queue to come back later), counted by reason."""
     reasons = [
         str(line.get("reason", "")).split(":")[0]
-        for line in _log_lines(logs, log_group, since_epoch, '"handed back"')
+        for line in log_lines(logs, log_group, since_epoch, '"handed back"')
         if line.get("message") == "handed back"
     ]
     return {reason: reasons.count(reason) for reason in sorted(set(reasons), key=reasons.count, reverse=True)}

@@ -13,14 +13,16 @@ def limit_worker_concurrency(platform: Platform, limit: int) -> None:
         lambda_.update_event_source_mapping(UUID=mapping["UUID"], ScalingConfig={"MaximumConcurrency": limit})
 
 
-def set_limits(platform: Platform, tenant: str, rate: float, burst: int) -> None:
-    """The tenant's enqueue limits, on its item as shared/tenants/quotas.py reads them (before its first request)."""
+def set_limits(platform: Platform, tenant: str, rate: float, burst: int, max_running: int | None = None) -> None:
+    """The tenant's enqueue limits and, if given, its running cap (0: none), on its item as
+    shared/tenants/quotas.py reads them (before its first request)."""
+    limits = {"enqueue_rate_per_second": {"N": str(rate)}, "enqueue_burst": {"N": str(burst)}}
+    if max_running is not None:
+        limits["max_running"] = {"N": str(max_running)}
     platform.aws("dynamodb").update_item(
         TableName=settings.TABLE_NAME,
         Key={"pk": {"S": f"tenant#{tenant}"}},
         UpdateExpression="SET #l = :l",
         ExpressionAttributeNames={"#l": "limits"},
-        ExpressionAttributeValues={
-            ":l": {"M": {"enqueue_rate_per_second": {"N": str(rate)}, "enqueue_burst": {"N": str(burst)}}}
-        },
+        ExpressionAttributeValues={":l": {"M": limits}},
     )

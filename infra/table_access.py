@@ -60,6 +60,7 @@ ITEM_KINDS = (
     ItemKind("id secret", keys.CONFIG, api_writes=True, worker_writes=True),  # created by the first cold start
     ItemKind("signing secrets", keys.SIGNING_SECRETS, api_writes=True, worker_writes=True),  # first use, rotate
     ItemKind("rate window", keys.RATE_WINDOW, api_writes=True, worker_writes=False),
+    ItemKind("running slots", keys.RUNNING, api_writes=False, worker_writes=True),  # a batch takes, gives back
     ItemKind("schedule record", keys.SCHEDULE, api_writes=True, worker_writes=False),
     ItemKind("tenant", keys.TENANT, api_writes=False, worker_writes=False),  # the operator CLI
     ItemKind("API key", keys.API_KEY, api_writes=False, worker_writes=False),  # the operator CLI

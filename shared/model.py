@@ -321,6 +321,26 @@ class JobMessage:
         return cls(**{"payload": None} | valid)  # no payload is a null payload, as the API accepts it
 
 
+def result_json(result: Any) -> str:
+    """A job's result as stored (what GET shows): JSON, anything else as its str()."""
+    return json.dumps(result, default=str)
+
+
+def result_problem(result: object) -> str | None:
+    """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it.
+
+    Checked where the job ran: by the worker, and by the jobs function before it answers (a result
+    over Lambda's 6 MB response limit would otherwise come back as the function's own error).
+    """
+    try:
+        size = len(result_json(result).encode())
+    except (ValueError, TypeError, RecursionError) as error:
+        return f"the job's result cannot be serialised as JSON ({type(error).__name__}: {error})"
+    if size > settings.MAX_RESULT_BYTES:
+        return f"the job's result is {size} bytes serialised, over the limit of {settings.MAX_RESULT_BYTES} bytes"
+    return None
+
+
 _NOT_RECORDED = object()
 
 

@@ -1,7 +1,7 @@
 """Worker Lambda: SQS batch -> Powertools partial-batch processing -> the worker (shared/worker/receive.py).
 
-The handler reads the event and hands each record over; the completer (shared/worker/completer.py)
-makes every queue call for it.
+The handler reads the event and hands the records over, to be handled at once (receive.handle_all);
+the completer (shared/worker/completer.py) makes every queue call for them.
 """
 
 from __future__ import annotations
@@ -21,17 +21,19 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.aws import queue
-from shared.aws.metrics import job_outcome, job_retried, metrics
+from shared.aws import tracing
+from shared.aws.metrics import handed_back, job_outcome, metrics
 from shared.jobs import job_types
 from shared.model import Outcome
-from shared.worker.batch import Batch, Worker
+from shared.worker.batch import Worker
 from shared.worker.delivery import Delivery
-from shared.worker.receive import handle
+from shared.worker.receive import Handled, handle_all
 from shared.worker.verdicts import HandBack
 
 logger = Logger(service="corral-worker")
-# Job types (and the customer's package) load at import: in the init phase, not on the first batch's clock.
+# The built-in job types (and on the local profile the test tooling's) load at import: in the init
+# phase, not on the first batch's clock. A customer's package never loads here: its types run in the
+# jobs function (shared/worker/fence.py).
 job_types.load()
 # This process's view of the store and its thread pools, kept from batch to batch.
 worker = Worker()
@@ -63,7 +65,7 @@ def _delivery(record: SQSRecord, seconds_left: float) -> Delivery:
 
 
 def _handed_back(message_id: str, hand_back: HandBack) -> None:
-    job_retried()
+    handed_back(hand_back.reason)
     # One line per hand-back: rare but telling (a store blip, a retry's backoff); the benchmark
     # counts them by reason to explain slow jobs.
     logger.info(
@@ -71,23 +73,15 @@ def _handed_back(message_id: str, hand_back: HandBack) -> None:
     )
 
 
-def _record_handler(batch: Batch, context: LambdaContext, record_ms: list[float]) -> Callable[[SQSRecord], Outcome]:
-    """Powertools' record handler for this batch: each record's handling time goes to `record_ms`."""
+def _record_failed(delivery: Delivery, error: Exception) -> None:
+    logger.exception("record failed", exc_info=error, extra={"message_id": delivery.message_id})
+
+
+def _record_handler(handled: dict[str, Handled]) -> Callable[[SQSRecord], Outcome]:
+    """Powertools' record handler for a batch handled already: each record's answer."""
 
     def record_handler(record: SQSRecord) -> Outcome:
-        delivery = _delivery(record, _seconds_left(context))
-        batch.turn(delivery)
-        began = time.perf_counter()
-        try:
-            settled = handle(delivery, batch)
-        except Exception as error:
-            # Not a job's failure (the worker records those): a fault of ours or of a dependency. The
-            # message comes back soon, later each time, and reaches the DLQ after the queue's receive
-            # budget, instead of staying hidden for the whole batch's visibility (job timeouts, up to minutes).
-            logger.exception("record failed", exc_info=error, extra={"message_id": record.message_id})
-            settled = batch.completer.settle(delivery.hand_back(f"record failed: {error!r}"), delivery)
-        finally:
-            record_ms.append(round((time.perf_counter() - began) * 1000, 1))
+        settled = handled[record.message_id].settled
         if isinstance(settled, HandBack):
             _handed_back(record.message_id, settled)
             raise _HandedBack(settled.reason)
@@ -98,20 +92,21 @@ def _record_handler(batch: Batch, context: LambdaContext, record_ms: list[float]
     return record_handler
 
 
+@tracing.capture_handler("corral-worker")
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     started_at = time.time()
-    record_ms: list[float] = []  # this batch's per-record handling times, for its log line
-    # Jobs before outcome messages (a store blip's deferred records): a job waiting in the batch
-    # behind them would wait for their writes.
-    records = sorted(event.get("Records", []), key=queue.is_outcome_record)
-    batch = worker.batch([_delivery(SQSRecord(record), _seconds_left(context)) for record in records])
+    records = event.get("Records", [])
+    deliveries = [_delivery(SQSRecord(record), _seconds_left(context)) for record in records]
+    batch = worker.batch(deliveries)
+    handled: dict[str, Handled] = {}
     try:
         batch.begin(_seconds_left(context))  # while the batch's claims are under way
+        handled = handle_all(deliveries, batch, _record_failed)
         response = process_partial_response(
             event={**event, "Records": records},
-            record_handler=_record_handler(batch, context, record_ms),
+            record_handler=_record_handler(handled),
             processor=processor,
             context=context,
         )
@@ -133,7 +128,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "failures": len(response["batchItemFailures"]),
             "started_at": started_at,
             "busy_ms": round((time.time() - started_at) * 1000, 2),
-            "record_ms": record_ms,
+            "record_ms": [each.milliseconds for each in handled.values()],
+            # Each record's trace, as its sender (the API) logged it: one job's lines share it.
+            "trace_ids": [tracing.record_trace_id(record) for record in records],
             "environment": context.log_stream_name,
         },
     )

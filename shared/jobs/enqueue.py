@@ -25,7 +25,7 @@ from shared import ids, settings
 from shared.aws import eventbridge, queue
 from shared.aws.eventbridge import at_expression
 from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
-from shared.jobs import far_future, job_types, payloads
+from shared.jobs import far_future, job_types, payload_schemas, payloads
 from shared.model import JobMessage, JobSpec
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
@@ -52,6 +52,9 @@ class JobRequest:
 def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_input: bool = False) -> None:
     """What every job must satisfy, enqueued now or by a schedule later.
 
+    The payload is checked against its type's payload schema, and by a built-in type's own validator
+    and tenant check; a customer's `validate` runs with its code instead, in the jobs function
+    (shared/jobs/fenced_job.py).
     `tenant`: whose job it is; a type with a tenant check (a `lambda` job's allow-list) asks whether
     this tenant may submit the payload.
     `field_prefix`: where the spec sits in the request, for the field an InvalidRequest names ("job.").
@@ -88,7 +91,9 @@ def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_i
             f"must be between 1 and {found.max_timeout_seconds} (the most a {spec.type!r} job may ask for)",
         )
     try:
-        if found.validate is not None:
+        if found.payload_schema is not None:
+            payload_schemas.check(found.payload_schema, spec.payload)
+        if found.validate is not None:  # a built-in's: declared() carries no customer's
             found.validate(spec.payload)
         if found.check_tenant is not None:
             found.check_tenant(spec.payload, tenant)

@@ -6,16 +6,21 @@ JobContext and returns a JSON-able result. Raising fails the attempt: it is retr
 type's backoff up to max_attempts; `JobDead` ends the job at once; `JobFailed(retry_after=s)`
 chooses when the retry comes. The platform's own types register with `@builtin_job_type`.
 
+Where a type's checks run: its `payload_schema` (a JSON Schema, data) in the API at enqueue
+(shared/jobs/payload_schemas.py); a customer's `validate` hook in the jobs function, before the job's code,
+because the API never imports a customer's module; a built-in's `validate` and `check_tenant` in the API.
+
 Which modules get imported to register their types, and how a type is found: shared/jobs/job_types.py.
 Customers import the public surface from `corral_jobs`, not from here.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +28,9 @@ from shared import settings
 from shared.errors import CorralError
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+# Where the platform's own code lives: the only modules whose checkers the API imports (a jobs
+# package may not be named `shared`: infra/jobs_package.py RESERVED_NAMES).
+FIRST_PARTY_PACKAGE = "shared"
 
 
 class JobFailed(Exception):
@@ -38,11 +46,15 @@ class JobDead(Exception):
 
 
 class JobTimedOut(JobFailed):
-    """The attempt ran past the job's timeout (raised into the job by shared/worker/deadline.py)."""
+    """The attempt ran past the job's timeout (raised into the job by shared/jobs/time_limit.py)."""
 
 
 class InvalidPayload(ValueError):
-    """Raised by a type's `validate` (or `check_tenant`) at enqueue: the job is refused with a 422 naming `field`."""
+    """Raised by a type's `validate` (or `check_tenant`): a payload the type refuses, naming `field`.
+
+    From a built-in's check in the API, or the payload schema's, the job is refused with a 422; from a
+    customer's `validate`, which runs with the job's code (in the jobs function), the job ends dead without a retry.
+    """
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -95,15 +107,22 @@ class JobType:
     max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS  # a job's attempts unless it gives its own
     backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS
-    validate: PayloadValidator | None = None  # run at enqueue (the API); raise InvalidPayload
+    # Raises InvalidPayload. A built-in's runs in the API at enqueue (a 422); a customer's in the
+    # jobs function before the job's code (the job ends dead), as the API never imports a customer's module.
+    validate: PayloadValidator | None = None
     # Run at enqueue after `validate`, with the enqueuing tenant: raise InvalidPayload if this tenant
     # may not submit this payload. Built-in types only; the type's own code checks again when it runs.
     check_tenant: TenantCheck | None = None
+    # The payload as a JSON Schema: data, so the API enforces it at enqueue without the type's code.
+    payload_schema: Mapping[str, Any] | None = None
     builtin: bool = False  # the platform's own (builtin_job_type), not a customer's
     # True: a job runs only under the store's claim, so while the store fails it waits (handed back).
     # False: a first delivery runs without the claim during a store outage
     # (docs/decisions/store-blips.md); a duplicate delivery in that window may run it twice.
     exclusive: Exclusivity = False
+    # True: a customer's type whose code this process does not load (only its declaration, written at
+    # synth): the worker runs its jobs by invoking the jobs function (shared/worker/fence.py).
+    in_jobs_function: bool = False
 
     def is_exclusive(self, payload: Any) -> bool:
         """Whether this job must hold the claim to run. A payload the check cannot read: exclusive."""
@@ -131,16 +150,20 @@ class JobType:
         }
 
     def declaration(self) -> dict[str, Any]:
-        """What the API needs to accept a job of this type, as data (see `declared`)."""
+        """What the API needs to accept a job of this type, as data (see `declared`).
+
+        A customer's `validate` is not named: it runs with the type's code, and the API imports no customer module.
+        """
         return {
             **self.describe(),
-            "validator": _reference(self.validate),
-            "tenant_check": _reference(self.check_tenant),
+            "payload_schema": self.payload_schema,
+            "validator": _reference(self.validate) if self.builtin else None,
+            "tenant_check": _reference(self.check_tenant) if self.builtin else None,
         }
 
 
 def _reference(function: Callable[..., Any] | None) -> str | None:
-    """`module:qualname`, where the API imports a checker from when a job of its type is enqueued."""
+    """`module:qualname`, where the API imports a built-in's checker from when a job of its type is enqueued."""
     return f"{function.__module__}:{function.__qualname__}" if function else None
 
 
@@ -156,12 +179,20 @@ def job_type(
     backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS,
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
     validate: PayloadValidator | None = None,
+    payload_schema: Mapping[str, Any] | None = None,
     exclusive: Exclusivity = False,
 ) -> Callable[[JobFunction], JobFunction]:
     """Register a job type. Limits are checked here, so a bad one fails the synth, not a job.
 
+    `payload_schema`: the payload as a JSON Schema (a dict); the API refuses a payload it does not
+    accept with a 422 naming the field. Checked as a schema at synth (infra/jobs_package.py).
+    `validate`: a function of the payload raising InvalidPayload, run in the jobs function before the job's
+    code; a payload it refuses ends the job dead (no retry). Prefer `payload_schema`: it answers the
+    caller at enqueue.
     `exclusive`: True if a job of this type must never run twice at once, even while the store
-    fails (it then waits for the store); or a function of the payload deciding it per job.
+    fails (it then waits for the store); or a function of the payload deciding it per job. The
+    worker holds a customer's declaration, not its code, so it treats every job of a type with such
+    a function as exclusive.
     """
     return _registration(
         name,
@@ -171,6 +202,7 @@ def job_type(
         backoff_base_seconds=backoff_base_seconds,
         backoff_cap_seconds=backoff_cap_seconds,
         validate=validate,
+        payload_schema=payload_schema,
         exclusive=exclusive,
         builtin=False,
     )
@@ -180,7 +212,8 @@ def builtin_job_type(
     name: str, *, check_tenant: TenantCheck | None = None, **options: Any
 ) -> Callable[[JobFunction], JobFunction]:
     """Register one of the platform's own types (shared/jobs/builtin_jobs.py, shared/targets/): as
-    `job_type`, marked built-in, so a customer's type of the same name is refused as one.
+    `job_type`, marked built-in, so a customer's type of the same name is refused as one. Its
+    `validate` runs in the API at enqueue, so only a module of the platform's own may register one.
     `check_tenant`: whether the enqueuing tenant may submit the payload (see JobType.check_tenant)."""
     return _registration(name, **options, check_tenant=check_tenant, builtin=True)
 
@@ -194,14 +227,20 @@ def _registration(
     backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS,
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS,
     validate: PayloadValidator | None = None,
+    payload_schema: Mapping[str, Any] | None = None,
     exclusive: Exclusivity = False,
     check_tenant: TenantCheck | None = None,
     builtin: bool,
 ) -> Callable[[JobFunction], JobFunction]:
     ceiling = settings.MAX_JOB_TIMEOUT_SECONDS if max_timeout_seconds is None else max_timeout_seconds
     _check_options(name, timeout_seconds, ceiling, max_attempts, backoff_base_seconds, backoff_cap_seconds)
+    _check_payload_schema(name, payload_schema)
 
     def register(function: JobFunction) -> JobFunction:
+        if builtin and not _is_first_party(function):
+            raise ValueError(
+                f"job type {name!r}: only the platform's own modules register built-in types; use job_type"
+            )
         if name in REGISTRY:
             owner = "a built-in type" if REGISTRY[name].builtin else "another job function"
             raise JobTypeClash(f"job type {name!r} is already {owner}; choose another name")
@@ -215,12 +254,31 @@ def _registration(
             backoff_cap_seconds=backoff_cap_seconds,
             validate=validate,
             check_tenant=check_tenant,
+            payload_schema=payload_schema,
             builtin=builtin,
             exclusive=exclusive,
         )
         return function
 
     return register
+
+
+def _is_first_party(function: Callable[..., Any]) -> bool:
+    module = function.__module__
+    return module == FIRST_PARTY_PACKAGE or module.startswith(f"{FIRST_PARTY_PACKAGE}.")
+
+
+def _check_payload_schema(name: str, schema: Mapping[str, Any] | None) -> None:
+    """The shape a schema must have to be written into the declarations; whether it is a valid
+    JSON Schema is checked at synth (infra/jobs_package.py), where the validator library is at hand."""
+    if schema is None:
+        return
+    if not isinstance(schema, Mapping):
+        raise ValueError(f"job type {name!r}: payload_schema must be a JSON Schema object (a dict)")
+    try:
+        json.dumps(schema, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"job type {name!r}: payload_schema must be plain JSON ({error})") from error
 
 
 def _check_options(

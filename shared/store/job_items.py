@@ -151,11 +151,6 @@ def expires_at(now: float) -> int:
     return int(now) + settings.FINISHED_JOB_TTL_DAYS * DAY
 
 
-def result_json(result: Any) -> str:
-    """A job's result as stored (what GET shows): JSON, anything else as its str()."""
-    return json.dumps(result, default=str)
-
-
 def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
     """The message that runs a recorded job again, with its fresh budget; `enqueued_at`: when it is sent."""
     budget = as_int(item, "attempt_budget") or as_int(item, "max_attempts") or settings.DEFAULT_MAX_ATTEMPTS

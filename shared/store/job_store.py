@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, JobRecord, OutcomeMessage, Overlap, Status, Trigger
+from shared.model import JobMessage, JobRecord, OutcomeMessage, Overlap, Status, Trigger, result_json
 from shared.store import job_items, keys, schedule_runs, table
 
 
@@ -266,7 +266,7 @@ def complete(
         ["#status = :succeeded", "result_json = :result", "finished_at = :now", "expires_at = :ttl", *started_sets],
         {
             ":succeeded": {"S": Status.SUCCEEDED},
-            ":result": {"S": job_items.result_json(result)},
+            ":result": {"S": result_json(result)},
             ":now": job_items.n(now),
             ":ttl": job_items.n(job_items.expires_at(now)),
         }
@@ -339,13 +339,6 @@ def release(job_id: str, token: str) -> bool:
     )
 
 
-def extend_lease(job_id: str, token: str, until: float) -> bool:
-    """Hold the claim `token` until `until` (a job claimed ahead of its turn, about to start). False if
-    that claim no longer holds the job: its lease ran out and another delivery took it, or it was cancelled.
-    One attempt: the caller runs on the lease it has if the store fails."""
-    return _update_held(job_id, token, "SET lease_until = :until", {":until": job_items.n(until)})
-
-
 def _update_held(job_id: str, token: str, update: str, values: dict[str, Any]) -> bool:
     """Apply `update` (one attempt) if the claim `token` still holds the job, running. False if it does not."""
     return job_items.conditional(
@@ -389,7 +382,7 @@ def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: 
     ]
     if outcome.status is Status.SUCCEEDED:
         sets.append("result_json = :result")
-        values[":result"] = {"S": job_items.result_json(outcome.result)}
+        values[":result"] = {"S": result_json(outcome.result)}
     else:
         sets.append("last_error = :error")
         values[":error"] = {"S": (outcome.error or "")[:2000]}

@@ -17,6 +17,7 @@ API_KEY = "apikey#"  # a tenant's API key, by the SHA-256 of the key: its tenant
 OPERATOR_KEY = "operatorkey#"  # an operator key, by the SHA-256 of the key
 USAGE = "usage#"  # a tenant's quota counters (schedules, far-future jobs)
 HOLD = "hold#"  # a far-future job's unit of its tenant's quota, by job id
+RUNNING = "running#"  # a tenant's running slots: how many of its jobs run now, and which batches hold them
 RATE_WINDOW = "ratewin#"  # the rate limiter's map of API instance -> last second it served the tenant, demand
 SCHEDULE = "schedule#"  # a customer schedule's record, by tenant and name
 SIGNING_SECRETS = "signing-secrets#"  # a tenant's HTTP signing secrets, versioned
@@ -90,6 +91,10 @@ def job_id_of_hold(pk: str) -> str:
 
 def far_future_partition(tenant: str) -> str:
     return FAR_FUTURE + tenant
+
+
+def running_key(tenant: str) -> str:
+    return RUNNING + tenant
 
 
 def rate_window_key(tenant: str) -> str:

@@ -34,7 +34,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
-from shared import settings
+from shared import environment
 from shared.model import Overlap
 from shared.store import keys, table
 
@@ -105,7 +105,7 @@ class ByTenant(GlobalSecondaryIndex["ScheduleItem"]):
 
 class ScheduleItem(Model):
     class Meta:
-        table_name = settings.TABLE_NAME
+        table_name = environment.current().table  # the stack's table, as for every other item
 
     pk = UnicodeAttribute(hash_key=True)  # keys.schedule_key(tenant, name)
     gsi1pk = UnicodeAttribute()

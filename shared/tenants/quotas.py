@@ -35,6 +35,7 @@ class TenantLimits:
     max_firings_per_minute: int = settings.TENANT_MAX_FIRINGS_PER_MINUTE
     enqueue_rate_per_second: float = settings.TENANT_ENQUEUE_RATE_PER_SECOND
     enqueue_burst: int = settings.TENANT_ENQUEUE_BURST
+    max_running: int = settings.TENANT_MAX_RUNNING  # 0: no cap
 
     @classmethod
     def names(cls) -> list[str]:
@@ -92,7 +93,8 @@ def limits_for(tenant: str) -> TenantLimits:
 
     Once read, they are answered from the cache and re-read in the background when their time runs
     out (shared/refresh.py): a store blip must not slow or fail enqueues, which never touch the store
-    otherwise. A tenant this instance has not read yet while the store fails gets the defaults.
+    otherwise, nor a worker's batch. A tenant this instance has not read yet while the store fails
+    gets the defaults, after one attempt: retried, a throttled read held a batch's start for seconds.
     """
     cached = _cached.get(tenant)
     if cached is not None:
@@ -100,14 +102,14 @@ def limits_for(tenant: str) -> TenantLimits:
             _rereads.start(tenant, lambda: _read_limits(tenant))
         return cached[0]
     try:
-        return _read_limits(tenant)
+        return _read_limits(tenant, single_attempt=True)
     except (ClientError, BotoCoreError):
         _cached[tenant] = (DEFAULTS, 0.0)  # served from now on, and re-read in the background
         return DEFAULTS
 
 
-def _read_limits(tenant: str) -> TenantLimits:
-    limits = _with_overrides(tenant_items.limit_overrides(tenant))
+def _read_limits(tenant: str, *, single_attempt: bool = False) -> TenantLimits:
+    limits = _with_overrides(tenant_items.limit_overrides(tenant, single_attempt=single_attempt))
     _cached[tenant] = (limits, time.monotonic() + settings.TENANT_LIMITS_CACHE_SECONDS)
     return limits
 

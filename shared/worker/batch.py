@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import clients, queue
 from shared.store import job_items
 from shared.store.id_secret import id_secret
+from shared.worker import fence
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker
 from shared.worker.claim_ahead import ClaimsAhead
 from shared.worker.completer import Completer, LateHandBack
 from shared.worker.deadline import HiddenBatch
 from shared.worker.delivery import Delivery
+from shared.worker.running_share import RunningShare
 
 # Of the init phase's 10 s: no call attempt starts that could end later (an attempt's worst case is
 # its connect + read timeouts, 7 s), so a store that hangs costs the init phase at most this.
@@ -26,55 +28,65 @@ INIT_SECONDS = 9
 
 @dataclass
 class Batch:
-    """One invocation's received messages, handed to `shared.worker.receive.handle` one by one (each
-    after its `turn`) between `begin` and `finish`."""
+    """One invocation's received messages, handled together (`shared.worker.receive.handle_all`) between
+    `begin` and `finish`."""
 
     breaker: StoreBreaker
     claims: ClaimsAhead
     completer: Completer
+    share: RunningShare  # its tenants' running slots, and which deliveries are over their cap
+    runners: Executor  # the threads that handle its deliveries, one each, at once
 
     def begin(self, seconds_left: float) -> None:
         """Hide the batch's messages; called while its claims made ahead are under way."""
         self.completer.hide(seconds_left)
 
-    def turn(self, delivery: Delivery) -> None:
-        """The delivery's job is about to start: the batch's messages stay hidden for it."""
-        self.completer.turn(delivery)
-
     def finish(self) -> list[LateHandBack]:
         """Give back the claims no record used, wait for the outcome writes and send the outcome messages;
         returns the deliveries handed back because theirs failed."""
         self.claims.give_back_unused()
-        return self.completer.finish()
+        late = self.completer.finish()
+        self.share.give_back()
+        return late
 
 
 class Worker:
-    """What a worker process keeps from batch to batch: its view of the store, and the threads that claim
-    a batch's jobs ahead (one per job of a full batch) and write their outcomes."""
+    """What a worker process keeps from batch to batch: its view of the store, and the threads that handle
+    a batch's deliveries (one per delivery of a full batch), claim its jobs ahead and write their outcomes."""
 
     def __init__(self) -> None:
         self.breaker = StoreBreaker()
         self._writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="outcome-write")
         self._claimers = ThreadPoolExecutor(max_workers=settings.WORKER_BATCH_SIZE, thread_name_prefix="claim-ahead")
+        self._runners = ThreadPoolExecutor(max_workers=settings.WORKER_BATCH_SIZE, thread_name_prefix="delivery")
 
     def prepare(self) -> None:
         """Make what every delivery uses before the first one arrives: the store's and the queue's clients
         (a client loads its service model: ~0.5-1 s on a busy 2-core machine, paid by the first batch's
-        first record otherwise) and the id secret. Called in the function's init phase; a store that
-        fails now is read again at the first delivery."""
+        first record otherwise), the jobs function's client if the stack has one, and the id secret.
+        Called in the function's init phase; a store that fails now is read again at the first delivery."""
         with clients.deadline(INIT_SECONDS):
-            for prepare_one in (job_items.prepare_clients, queue.prepare_client, id_secret):
+            for prepare_one in (job_items.prepare_clients, queue.prepare_client, fence.prepare_client, id_secret):
                 with contextlib.suppress(*AWS_ERRORS):
                     prepare_one()
 
     def batch(self, deliveries: Sequence[Delivery]) -> Batch:
-        """A batch of `deliveries`, in the order they will be handled; its jobs are claimed together as it
-        is made (shared/worker/claim_ahead.py)."""
+        """A batch of `deliveries`: its tenants' running slots are taken as it is made
+        (shared/worker/running_share.py), then the jobs within their caps are claimed together
+        (shared/worker/claim_ahead.py)."""
+        share = RunningShare(self._claimers, self.breaker, deliveries)
+        within_caps = [each for each in deliveries if share.waiting(each) is None]
         hidden = HiddenBatch(
-            [(each.message_id, each.receipt_handle, each.body) for each in deliveries if each.receipt_handle]
+            [
+                (each.receipt_handle, each.body, waiting.delay_seconds if (waiting := share.waiting(each)) else None)
+                for each in deliveries
+                if each.receipt_handle
+            ]
         )
         return Batch(
             self.breaker,
-            ClaimsAhead(self._claimers, self.breaker, deliveries),
+            ClaimsAhead(self._claimers, self.breaker, within_caps),
             Completer(self.breaker, self._writers, hidden),
+            share,
+            self._runners,
         )

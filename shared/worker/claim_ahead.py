@@ -1,6 +1,5 @@
-"""A batch's claims, made together as it begins: the k-th job of a batch then waits for two claims'
-round trips (the batch's first claim, then its own beside the others'), not k of them, behind the
-k - 1 jobs before it."""
+"""A batch's claims, made together as it begins: the batch's first claim goes alone, as a probe of the
+store, and the others follow it together, so a store blip costs the batch one failed call, not ten."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from shared.worker.delivery import Delivery
 
 @dataclass(frozen=True)
 class ClaimAhead:
-    """A job's claim, made when its batch began; its lease is extended at the job's turn if need be."""
+    """A job's claim, made when its batch began."""
 
     job_id: str
     claimed_at: float
@@ -30,16 +29,14 @@ class ClaimAhead:
 
 
 class ClaimsAhead:
-    """The claims made for a batch's deliveries as it begins, each taken (used once) at its job's turn.
+    """The claims made for a batch's deliveries as it begins, each taken (used once) by its job's thread.
 
-    Only what `receive` would claim at its turn: a readable job message of a known type that fits
-    the invocation's time, one per job, while the store answers. Each lease, like its message's
-    visibility (deadline.HiddenBatch), covers the batch's first job's timeout (or its own, if longer)
-    plus the margin: if this worker dies, the batch's jobs can be claimed again that soon, not after
-    the batch's timeouts added up. A job whose turn comes later than its lease allows for extends it
-    then (`lease_for_its_turn`). A job that no longer fits when its turn comes is handed back, and
-    its claim given back at the batch's end (`give_back_unused`). The claim records the claim's
-    time; the outcome write records when the job's code really started.
+    Only what `receive` would claim: a readable job message of a known type that fits the
+    invocation's time, one per job, while the store answers. Each lease, like its message's
+    visibility (deadline.HiddenBatch), covers the job's own timeout plus the margin (the batch's jobs
+    start together): if this worker dies, each job can be claimed again that soon. A claim that no
+    job used (its delivery was handed back) is given back at the batch's end (`give_back_unused`).
+    The claim records the claim's time; the outcome write records when the job's code really started.
     """
 
     def __init__(self, claimers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery]) -> None:
@@ -51,7 +48,6 @@ class ClaimsAhead:
         except AWS_ERRORS:
             return  # each record finds out at its turn
         jobs: set[str] = set()
-        first = deadline.planned_timeout(deliveries[0].body)  # the job that runs while the others wait
         now = time.time()
         probe: Future[job_store.ClaimResult] | None = None
         for delivery in deliveries:
@@ -66,7 +62,7 @@ class ClaimsAhead:
             if message.id in jobs:
                 continue  # the same job twice: the second delivery finds it claimed at its turn
             jobs.add(message.id)
-            span = deadline.cover_span(first, deadline.timeout_of(message), delivery.seconds_left)
+            span = deadline.cover_span(deadline.timeout_of(message), delivery.seconds_left)
             lease = deadline.lease_seconds(span)
             claim = claimers.submit(_claim_after, probe, message, delivery.message_id, now, lease)
             self._claims[delivery.message_id] = ClaimAhead(message.id, now, lease, claim)
@@ -103,19 +99,3 @@ def _claim_after(
         if error is not None and is_outage(error):
             raise error
     return job_store.claim(message, message_id, now, lease, single_attempt=True)
-
-
-def lease_for_its_turn(job_id: str, token: str, lease_end: float, timeout: int, breaker: StoreBreaker) -> float | None:
-    """A claim made ahead covers its job for the batch's first job's timeout (or its own): by the job's
-    turn it may end too soon for the job to run. Extended then to the job's own lease from now; None if
-    the claim no longer holds the job (it ran out and another delivery took it, or it was cancelled):
-    the job is not run here. If the store fails, the job runs on the lease it has."""
-    wanted = time.time() + deadline.lease_seconds(timeout)
-    if not deadline.ends_too_soon(lease_end, wanted):
-        return lease_end
-    try:
-        return wanted if job_store.extend_lease(job_id, token, wanted) else None
-    except AWS_ERRORS as error:
-        if is_outage(error):
-            breaker.failed()
-        return lease_end

@@ -32,7 +32,6 @@ from shared.worker.verdicts import (
     Duplicate,
     HandBack,
     LateOutcome,
-    LostClaim,
     RanUnclaimed,
     Retry,
     Unreadable,
@@ -84,10 +83,6 @@ class Completer:
         """Hide the batch's messages as it begins (deadline.HiddenBatch)."""
         self._hidden.begin(seconds_left)
 
-    def turn(self, delivery: Delivery) -> None:
-        """The delivery's job is about to start: keep the batch hidden for it."""
-        self._hidden.turn(delivery.message_id, delivery.seconds_left)
-
     def settle(self, verdict: Verdict, delivery: Delivery) -> Settled:
         """Apply `verdict` to `delivery`: what the delivery answers. A finished job's outcome write and an
         outcome message are under way until `finish`, which hands the delivery back if they fail."""
@@ -96,8 +91,6 @@ class Completer:
                 return self._hand_back(verdict, delivery)
             case Duplicate():
                 return Outcome.DUPLICATE
-            case LostClaim():
-                return Outcome.LOST_CLAIM
             case Unreadable():
                 return self._unreadable(verdict, delivery)
             case Completed():
@@ -149,8 +142,7 @@ class Completer:
     # Verdicts -----------------------------------------------------------------------------------------
 
     def _hand_back(self, hand_back: HandBack, delivery: Delivery) -> HandBack:
-        self._hidden.handed_back(delivery.message_id)
-        if delivery.receipt_handle is not None:
+        if delivery.receipt_handle is not None and not hand_back.visibility_set:
             queue.retry_later(delivery.receipt_handle, hand_back.delay_seconds)
         return hand_back
 

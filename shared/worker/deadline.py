@@ -1,42 +1,28 @@
-"""A job's time: its timeout, the lease its claim holds, the alarm that stops it, and how long its
-batch's messages stay hidden (`HiddenBatch`).
+"""A job's time: its timeout, the lease its claim holds, and how long its batch's messages stay
+hidden (`HiddenBatch`).
 
-The timeout is enforced in the worker process with SIGALRM (setitimer), which the Python
-runtime delivers to the main thread, where both AWS's runtime and the embedded emulator run
-the handler. Python runs the signal handler between bytecodes and interrupts blocking system
-calls (sleep, socket reads and connects), so a job stuck in I/O or in Python code is stopped on
-time. What it cannot stop: a C extension that holds the thread without returning to the
-interpreter (a long regex, a large numpy operation) is stopped when that call returns; a job
-that catches BaseException can swallow it. Both are bounded by the invocation's own timeout,
-after which the claim's lease runs out and the job is retried like a crashed one.
+A batch's jobs run at once, each on a thread of its own (shared/worker/receive.py `handle_all`), so
+one job's timeout never delays its batch-mates. What stops a job at its timeout is
+shared/jobs/time_limit.py `run_within` (the thread waiting for the job ends the attempt, and the job's
+thread is sent an exception); it lives with the job types because the jobs function, which runs a
+customer's job outside the worker, stops it the same way.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import signal
-import threading
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
 from shared import environment, settings
 from shared.aws import queue
 from shared.jobs import job_types
-from shared.jobs.job_types import JobTimedOut
 from shared.model import JobMessage
 
 # Time a claim and a message's visibility outlast the job's timeout: to record the outcome, and
 # for clock and scheduling slack. Short on purpose: it is how much later than its timeout a
 # crashed job comes back.
 MARGIN_SECONDS = 10
-
-
-class _Expired(BaseException):
-    """Raised into the job by the alarm. A BaseException, so a job's own `except Exception` cannot swallow it."""
 
 
 def timeout_of(message: JobMessage) -> int:
@@ -66,44 +52,17 @@ def lease_seconds(timeout: int) -> int:
     return min(environment.current().lease_seconds, timeout + MARGIN_SECONDS)
 
 
-@contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    """Raise JobTimedOut('timed out after N s') in the calling code if it runs longer than `seconds`."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signals reach only the main thread; the invocation timeout is the backstop
-        return
-
-    armed = [True]
-
-    def expire(signum: int, frame: Any) -> None:
-        if armed[0]:  # not once the job has returned: the alarm must never escape into the worker
-            raise _Expired
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-        armed[0] = False
-    except _Expired:
-        raise JobTimedOut(f"timed out after {seconds} s") from None
-    finally:
-        armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def cover_span(timeout: int, seconds_left: float) -> int:
+    """How long a batch's message, and a claim made ahead for it, must last: its job's timeout (its jobs
+    start together, as the batch begins), never past what is left of the invocation. A message whose
+    worker dies comes back about its job's timeout later, not after the queue's visibility timeout
+    (which must be at least the worker's 900 s on AWS)."""
+    return math.ceil(min(timeout, seconds_left))
 
 
-def cover_span(running: int, own: int, seconds_left: float) -> int:
-    """How long a batch's message, and a claim made ahead for it, must last while a job of timeout
-    `running` runs: until that job's timeout (its own, `own`, if longer: it is covered for its own
-    turn too), never past what is left of the invocation. A message whose worker dies comes back
-    about one job's timeout later, not after the queue's visibility timeout (which must be at least
-    the worker's 900 s on AWS) nor after the whole batch's timeouts added up."""
-    return math.ceil(min(max(running, own), seconds_left))
-
-
-def cover_seconds(running: int, own: int, seconds_left: float) -> int:
-    """A batch's message's visibility while a job of timeout `running` runs: its span plus the margin."""
-    return cover_span(running, own, seconds_left) + MARGIN_SECONDS
+def cover_seconds(timeout: int, seconds_left: float) -> int:
+    """A batch's message's visibility while its job runs: its span plus the margin."""
+    return cover_span(timeout, seconds_left) + MARGIN_SECONDS
 
 
 def ends_too_soon(ends_at: float, wanted_end: float) -> bool:
@@ -135,63 +94,25 @@ def planned_timeout(body: str) -> int:
     return timeout_of(message)
 
 
-@dataclass
-class _Hidden:
-    receipt_handle: str
-    timeout: int
-    visible_at: float = 0.0  # time.monotonic() when it reappears, as last set
-    handed_back: bool = False
-
-
 class HiddenBatch:
     """A received batch's messages, kept hidden only as long as this invocation may still need them.
 
-    As the batch begins, each message is hidden for `cover_seconds` of the first job; at each job's
-    turn, if some message would reappear sooner than that job's cover (more than half the margin
-    sooner), every message still held is hidden again, from now, in one SQS call per 10. A batch of
-    quick jobs makes one call; a batch of long ones one per turn. If this worker dies, the job it
-    was running, and every message after it, comes back about one job's timeout plus the margin
-    later. A handed-back message is left to the visibility its hand-back set. Best effort: a failed
-    call leaves the batch with the queue's visibility timeout, and it is not tried again.
+    As the batch begins, each message is hidden for `cover_seconds` of its own job (its jobs start
+    together), in one SQS call per 10; a message already known to wait (over its tenant's running cap)
+    gets its wait in the same call. If this worker dies, each job comes back about its own timeout
+    plus the margin later. A hand-back later sets its message's visibility again. Best effort: a failed
+    call leaves the batch with the queue's visibility timeout.
     """
 
-    def __init__(self, messages: Sequence[tuple[str, str, str]]) -> None:
-        """`messages`: (message id, receipt handle, body) each, in the order their jobs run."""
-        self._order = [message_id for message_id, _, _ in messages]
-        self._held = {
-            message_id: _Hidden(receipt_handle, planned_timeout(body)) for message_id, receipt_handle, body in messages
-        }
-        self._working = True
+    def __init__(self, messages: Sequence[tuple[str, str, int | None]]) -> None:
+        """`messages`: (receipt handle, body, the seconds it waits if it is known to wait) each."""
+        self._messages = messages
 
     def begin(self, seconds_left: float) -> None:
-        if self._order:
-            self._cover(0, seconds_left, always=True)
-
-    def turn(self, message_id: str, seconds_left: float) -> None:
-        """The job of `message_id` is about to start."""
-        if message_id in self._held:
-            self._cover(self._order.index(message_id), seconds_left, always=False)
-
-    def handed_back(self, message_id: str) -> None:
-        if message_id in self._held:
-            self._held[message_id].handed_back = True
-
-    def _cover(self, running_index: int, seconds_left: float, *, always: bool) -> None:
-        if not self._working:
-            return
-        running = self._held[self._order[running_index]].timeout
-        now = time.monotonic()
-        spans: list[tuple[_Hidden, int]] = []
-        for index, message_id in enumerate(self._order):
-            held = self._held[message_id]
-            if not held.handed_back:  # a message answered already stays hidden until the batch's end deletes it
-                spans.append(
-                    (held, cover_seconds(running, held.timeout if index >= running_index else 0, seconds_left))
-                )
-        if not always and not any(ends_too_soon(held.visible_at, now + span) for held, span in spans):
-            return
-        if not queue.set_visibility([(held.receipt_handle, span) for held, span in spans]):
-            self._working = False
-            return
-        for held, span in spans:
-            held.visible_at = now + span
+        if self._messages:
+            queue.set_visibility(
+                [
+                    (handle, cover_seconds(planned_timeout(body), seconds_left) if wait is None else wait)
+                    for handle, body, wait in self._messages
+                ]
+            )

@@ -12,7 +12,8 @@ While the store fails, a job's first delivery runs without a claim (shared/worke
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from shared.aws import metrics
 from shared.jobs import job_types
@@ -22,10 +23,40 @@ from shared.store.id_secret import id_secret
 from shared.worker import deadline, executor, unclaimed
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
-from shared.worker.claim_ahead import lease_for_its_turn
 from shared.worker.completer import Settled
 from shared.worker.delivery import Delivery
-from shared.worker.verdicts import Dead, Duplicate, HandBack, LateOutcome, LostClaim, Unreadable, Verdict
+from shared.worker.verdicts import Dead, Duplicate, HandBack, LateOutcome, Unreadable, Verdict
+
+
+@dataclass(frozen=True)
+class Handled:
+    settled: Settled  # what the delivery answers
+    milliseconds: float  # how long handling it took
+
+
+def handle_all(
+    deliveries: Sequence[Delivery], batch: Batch, on_error: Callable[[Delivery, Exception], None]
+) -> dict[str, Handled]:
+    """Handle a batch's deliveries at once, each on a thread of its own: how each was handled, by message
+    id. Run one after another, a job would wait out every earlier job's time, up to its timeout: one
+    tenant's slow jobs would hold their batch-mates' (docs/decisions/concurrent-batches.md).
+
+    A delivery whose handling fails with an error of ours or of a dependency (not a job's failure,
+    which is recorded) is handed back after `on_error` has seen it: its message comes back soon, later
+    each time, and reaches the DLQ after the queue's receive budget, instead of staying hidden for its
+    job's whole visibility."""
+
+    def handle_one(delivery: Delivery) -> Handled:
+        began = time.perf_counter()
+        try:
+            settled = handle(delivery, batch)
+        except Exception as error:
+            on_error(delivery, error)
+            settled = batch.completer.settle(delivery.hand_back(f"record failed: {error!r}"), delivery)
+        return Handled(settled, round((time.perf_counter() - began) * 1000, 1))
+
+    running = {delivery.message_id: batch.runners.submit(handle_one, delivery) for delivery in deliveries}
+    return {message_id: future.result() for message_id, future in running.items()}
 
 
 def handle(delivery: Delivery, batch: Batch) -> Settled:
@@ -67,6 +98,10 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
         # Handed back for an invocation with the time: a job started here would be cut off by the
         # invocation's own timeout, which holds every record of the batch for the visibility timeout.
         return delivery.hand_back("too little of the invocation left to start this job within its timeout")
+    if (waiting := batch.share.waiting(delivery)) is not None:
+        # Waits unclaimed, using no attempt: its tenant's other jobs hold its share of the fleet.
+        reason = f"its tenant runs {waiting.cap} jobs at once already (max_running)"
+        return HandBack(waiting.delay_seconds, reason, visibility_set=True)
     if delivery.receive_count == 1:
         metrics.job_started(message.enqueued_at)
     batch.completer.arrived(message)  # while the store fails, whatever carries the job on gives it back later
@@ -118,13 +153,7 @@ def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bo
             return Dead(reason, message)
         case job_store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts):
             message = replace(message, max_attempts=max_attempts)  # the record's number of attempts counts
-            lease_end = claimed_at + lease
-            if ahead is not None:
-                extended = lease_for_its_turn(message.id, token, lease_end, timeout, batch.breaker)
-                if extended is None:
-                    return LostClaim()
-                lease_end = extended
-            return executor.run_claimed(message, attempt, token, timeout, lease_end)
+            return executor.run_claimed(message, attempt, token, timeout, claimed_at + lease)
     raise AssertionError(f"unexpected claim result {claim!r}")
 
 

@@ -68,16 +68,12 @@ class HandBack:
 
     delay_seconds: float
     reason: str
+    visibility_set: bool = False  # set already, as the batch began (a job over its tenant's cap)
 
 
 @dataclass(frozen=True)
 class Duplicate:
     """The job is finished, or another message of it holds it: acknowledged unrun."""
-
-
-@dataclass(frozen=True)
-class LostClaim:
-    """The attempt's claim was taken over (its lease ran out, or the job was cancelled): nothing recorded."""
 
 
 @dataclass(frozen=True)
@@ -97,4 +93,4 @@ class LateOutcome:
     outcome: OutcomeMessage
 
 
-Verdict = Completed | Retry | Dead | Unreadable | HandBack | Duplicate | LostClaim | RanUnclaimed | LateOutcome
+Verdict = Completed | Retry | Dead | Unreadable | HandBack | Duplicate | RanUnclaimed | LateOutcome

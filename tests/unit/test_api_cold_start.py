@@ -49,6 +49,7 @@ NOT_ON_THE_ENQUEUE_PATH = (
     "pydantic",
     "pynamodb",
     "croniter",
+    "jsonschema_rs",  # a payload schema's validator: only for a type that declares one
     "aws_lambda_powertools.event_handler.api_gateway",
     "aws_lambda_powertools.event_handler.openapi.models",
 )

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import faults, measure, report, run, slo
+from bench import faults, fence, measure, report, run, slo
 from bench.load import Sample
 from bench.measure import Batch
 from bench.models import capacity
@@ -178,8 +178,93 @@ def test_the_benchmark_needs_neither_the_test_suite_nor_pytest():
     from pathlib import Path
 
     scenarios = "bench.run, bench.drain, bench.first_jobs, bench.herd, bench.noisy, bench.crons, bench.get_item_rate"
+    scenarios += ", bench.fence"
     check = f"import sys, {scenarios}; print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith('tests')))"
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", check], cwd=root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+def _fence_round(kind, seconds, ids=(), cpu=None, calls=None):
+    return fence.Round(kind, seconds, tuple(ids), 0, cpu or {}, calls or {})
+
+
+def _row(job_id, enqueued, started, finished, status="succeeded"):
+    return measure.JobRow(job_id, status, 1, enqueued, started, finished)
+
+
+def test_fence_takes_the_idle_rounds_background_off_each_kinds_cpu_per_job():
+    rounds = [
+        _fence_round(fence.IDLE, 10.0, cpu={"emulator": 1.0, "worker environments": 0.0}),
+        _fence_round(fence.IN_PROCESS, 5.0, ["a", "b"], cpu={"emulator": 0.7, "worker environments": 0.1}),
+        _fence_round(fence.IDLE, 10.0, cpu={"emulator": 1.0, "worker environments": 0.2}),
+        _fence_round(fence.IN_PROCESS, 5.0, ["c", "d"], cpu={"emulator": 0.9, "worker environments": 0.3}),
+    ]
+    background = fence.idle_rate(rounds)
+
+    figures = fence.summarise(fence.IN_PROCESS, rounds, {}, {}, background)
+
+    assert background == pytest.approx({"emulator": 0.1, "worker environments": 0.01})
+    # 1.6 s of emulator over 10 s of rounds, 1.0 of it background: 0.6 s over 4 jobs.
+    assert figures.cpu_ms_per_job == pytest.approx({"emulator": 150.0, "worker environments": 75.0})
+    assert figures.cpu_ms_per_job_total == pytest.approx(225.0)
+    assert figures.cpu_ms_per_job_gross == pytest.approx(500.0)
+    assert (figures.rounds, figures.jobs) == (2, 4)
+
+
+def test_fence_times_each_job_from_its_record_and_counts_the_ones_that_did_not_succeed():
+    rounds = [
+        _fence_round(fence.SEPARATE, 3.0, ["a", "b", "c"], calls={"dynamodb.UpdateItem": 6, "sqs.SendMessage": 3})
+    ]
+    rows = {"a": _row("a", 100.0, 100.02, 100.05), "b": _row("b", 100.0, 100.04, 100.1, status="dead")}
+
+    figures = fence.summarise(fence.SEPARATE, rounds, rows, {"a": 1, "b": 2, "z": 5}, {})
+
+    assert figures.enqueue_to_run_p50_ms == pytest.approx(20.0)
+    assert figures.enqueue_to_run_p99_ms == pytest.approx(40.0)
+    assert figures.run_to_finish_p99_ms == pytest.approx(60.0)
+    assert figures.not_succeeded == 2  # b is dead, c has no record
+    assert figures.store_and_queue_calls_per_job == 3.0
+    assert figures.lambda_invokes_per_job == 1.0  # a's one and b's two over three jobs; z is not this kind's
+
+
+def test_fence_adds_the_invokes_to_the_store_and_queue_calls_a_separate_function_costs():
+    rows = {"a": _row("a", 0.0, 0.01, 0.02), "b": _row("b", 0.0, 0.01, 0.06)}
+    in_process = fence.summarise(
+        fence.IN_PROCESS, [_fence_round(fence.IN_PROCESS, 1.0, ["a"], {"emulator": 0.01}, {"x": 3})], rows, {}, {}
+    )
+    separate = fence.summarise(
+        fence.SEPARATE, [_fence_round(fence.SEPARATE, 1.0, ["b"], {"emulator": 0.03}, {"x": 3})], rows, {"b": 1}, {}
+    )
+
+    compared = fence.compare(in_process, separate)
+
+    assert compared["ratio"]["run_to_finish_p50_ms"] == 5.0
+    assert compared["extra"]["run_to_finish_p50_ms"] == pytest.approx(40.0)
+    assert compared["ratio"]["cpu_ms_per_job_total"] == 3.0
+    assert compared["extra"]["aws_calls_per_job"] == 1.0
+
+
+def test_fence_rotates_the_kinds_after_each_idle_round_and_counts_invokes_by_job():
+    orders = [fence.cycle_order(cycle) for cycle in range(3)]
+
+    assert orders[0] == (fence.IDLE, fence.IN_PROCESS, fence.SEPARATE, fence.KEPT_CLIENT)
+    assert {order[0] for order in orders} == {fence.IDLE}
+    assert [{order[place] for order in orders} for place in (1, 2, 3)] == [set(fence.KINDS)] * 3
+    lines = [{"fence_invoke": "a"}, {"fence_invoke": "a"}, {"fence_invoke": "b"}, {"message": "other"}]
+    assert fence.invokes_by_job(lines) == {"a": 2, "b": 1}
+
+
+def test_fence_counts_a_process_started_during_the_round_from_zero_and_forgets_one_gone():
+    before = {1: 10.0, 2: 5.0}
+    after = {1: 10.5, 3: 0.25}
+
+    assert fence.group_cpu(before, after, {"emulator": [1], "worker environments": [2, 3]}) == {
+        "emulator": 0.5,
+        "worker environments": 0.25,
+    }
+    assert fence.used({"sqs.SendMessage": 2.0}, {"sqs.SendMessage": 5.0, "dynamodb.GetItem": 1.0}) == {
+        "sqs.SendMessage": 3.0,
+        "dynamodb.GetItem": 1.0,
+    }

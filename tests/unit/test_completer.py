@@ -23,7 +23,6 @@ from shared.worker.verdicts import (
     Duplicate,
     HandBack,
     LateOutcome,
-    LostClaim,
     RanUnclaimed,
     Retry,
     Unreadable,
@@ -127,7 +126,6 @@ CASES: dict[str, tuple[Callable[[JobMessage], Verdict], Outcome | HandBack, list
     "unreadable, nothing to trust": (lambda m: Unreadable("not JSON"), Outcome.UNREADABLE, ["queue.send_to_dlq"], None),
     "handed back": (lambda m: HandBack(7, "later"), HandBack(7, "later"), ["queue.retry_later"], None),
     "duplicate": (lambda m: Duplicate(), Outcome.DUPLICATE, [], None),
-    "lost claim": (lambda m: LostClaim(), Outcome.LOST_CLAIM, [], None),
     "ran unclaimed, the store back": (
         _unclaimed_run,
         Outcome.SUCCEEDED,

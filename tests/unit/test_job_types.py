@@ -24,10 +24,12 @@ def _package(tmp_path: Path, name: str, source: str) -> jobs_package.JobsPackage
 
 
 def _registry(package: jobs_package.JobsPackage) -> list[dict]:
+    """As the stack loads a customer's package at synth: from the jobs function's asset, beside the platform's."""
     layers = [bundling.dependencies_layer_dir()]
     if package.requirements:
         layers.append(bundling.jobs_layer_dir(package.requirements))
-    return jobs_package.registry(bundling.code_dir([package.path]), layers, [package])
+    code_dirs = [bundling.code_dir(), bundling.jobs_code_dir([package.path])]
+    return jobs_package.registry(code_dirs, layers, [package])
 
 
 def test_the_example_package_registers_its_types_with_their_options():
@@ -37,7 +39,16 @@ def test_the_example_package_registers_its_types_with_their_options():
     assert types["render_email"]["max_attempts"] == 2
     assert types["sync_contacts"]["backoff_base_seconds"] == 1
     assert not types["render_email"]["builtin"]
+    assert types["render_email"]["payload_schema"]["required"] == ["markdown"]
+    assert types["render_email"]["validator"] is None  # the API imports no customer module to check a job
     assert {"echo", "sleep", "fail", "lambda"} <= {name for name, found in types.items() if found["builtin"]}
+
+
+def test_the_fence_benchmarks_package_loads_as_the_bundle_loads_it():
+    """`make fence` deploys bench/fence_jobs beside the example (bench/fence.py): its type must pass the synth."""
+    types = {found["name"]: found for found in _registry(jobs_package.from_folder("bench/fence_jobs"))}
+
+    assert not types["fence-invoke"]["builtin"]
 
 
 def test_a_customer_type_named_like_a_builtin_fails_the_synth(tmp_path):
@@ -47,6 +58,17 @@ def test_a_customer_type_named_like_a_builtin_fails_the_synth(tmp_path):
         'from corral_jobs import job_type\n\n@job_type("echo")\ndef echo(payload, context):\n    return 1\n',
     )
     with pytest.raises(SystemExit, match="job type 'echo' is already a built-in type"):
+        _registry(package)
+
+
+def test_a_payload_schema_that_is_no_json_schema_fails_the_synth_naming_the_type(tmp_path):
+    package = _package(
+        tmp_path,
+        "acme_jobs",
+        "from corral_jobs import job_type\n\n"
+        '@job_type("resize", payload_schema={"type": "picture"})\ndef resize(payload, context):\n    return 1\n',
+    )
+    with pytest.raises(SystemExit, match="job type 'resize': payload_schema is not a usable JSON Schema"):
         _registry(package)
 
 
@@ -129,21 +151,20 @@ from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
 from shared.model import JobSpec
 render = job_types.declared("render_email")
-before = any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)
 limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}
+check_job(JobSpec("render_email", {"markdown": "# Hi"}, 2), tenant="acme")
 try:
     check_job(JobSpec("render_email", {"markdown": 5}, 2), tenant="acme")
     refused = None
 except InvalidRequest as error:
     refused = error.field
-print(json.dumps({**limits, "imported_before_validating": before, "refused": refused,
-                  "imported_after": any(name.startswith("jobs.") for name in sys.modules),
-                  "loaded": job_types._loaded}))
+print(json.dumps({**limits, "refused": refused, "loaded": job_types._loaded,
+                  "imported": any(name == "jobs" or name.startswith("jobs.") for name in sys.modules)}))
 """
 
 
 def test_the_api_accepts_jobs_against_the_declarations_written_at_synth(tmp_path):
-    """In the asset, a type's limits come from job_types.json; its module is imported only to validate."""
+    """In the asset, a type's limits and payload schema come from job_types.json; its module is never imported."""
     import json
     import subprocess
     import sys
@@ -170,6 +191,5 @@ def test_the_api_accepts_jobs_against_the_declarations_written_at_synth(tmp_path
     found = json.loads(out.stdout)
     assert (found["timeout"], found["attempts"]) == (30, 2)
     assert "render_email" in found["known"] and "echo" in found["known"]
-    assert not found["imported_before_validating"] and not found["loaded"]  # no type's code for the limits
-    assert found["refused"] == "payload.markdown"  # its validator ran, imported on demand
-    assert found["imported_after"]
+    assert found["refused"] == "payload.markdown"  # by its payload schema, with the layer's jsonschema_rs
+    assert not found["imported"] and not found["loaded"]  # no type's code, to read the limits or to validate

@@ -178,6 +178,7 @@ KEY_PREFIXES = (
     "hold#",
     "farfuture#",
     "ratewin#",
+    "running#",
     "schedule#",
     "schedules#",
     "runs#",

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -439,3 +440,19 @@ def test_a_recount_restores_counters_from_the_items_and_drops_holds_of_lost_firi
     assert done.after == {"schedules": 2, "far_future_jobs": 1, "firings_per_hour": hourly} == quotas.usage("acme")
     assert done.pruned == [lost.id]
     assert [hold["job_id"] for hold in far_future.held("acme")] == [kept.id]
+
+
+def test_a_first_read_of_a_tenants_limits_makes_one_attempt_and_falls_back_to_the_defaults(aws, monkeypatch):
+    # Retried through a store blip, this read held a worker's batch (and an enqueue) for seconds.
+    attempts: list[str] = []
+
+    class Throttled:
+        def get_item(self, **_: object) -> None:
+            attempts.append("get_item")
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "GetItem")
+
+    monkeypatch.setattr(tenant_items, "single_attempt_client", lambda service: Throttled())
+    monkeypatch.setattr(tenant_items, "client", lambda service: pytest.fail("a retrying client on the first read"))
+
+    assert quotas.limits_for("never-read-here") == quotas.DEFAULTS
+    assert attempts == ["get_item"]

@@ -78,9 +78,9 @@ def test_an_outcome_the_store_rejects_as_invalid_ends_the_job_instead_of_waiting
 def test_an_unexpected_error_hands_the_message_back_soon_not_after_the_batchs_whole_visibility(aws, monkeypatch):
     # A fault of ours or of a dependency (not a job's failure): the message returns in seconds, and
     # the job runs then; left to the batch's visibility (its jobs' timeouts) it would wait minutes.
-    from functions.worker import handler as worker_handler
+    from shared.worker import receive as worker_receive
 
-    handle, failures = worker_handler.handle, []
+    handle, failures = worker_receive.handle, []
 
     def fails_once(delivery, batch):
         if not failures:
@@ -88,7 +88,7 @@ def test_an_unexpected_error_hands_the_message_back_soon_not_after_the_batchs_wh
             raise RuntimeError("dictionary changed size during iteration")
         return handle(delivery, batch)
 
-    monkeypatch.setattr(worker_handler, "handle", fails_once)
+    monkeypatch.setattr(worker_receive, "handle", fails_once)
     message = build_message("acme", JobRequest(JobSpec("echo", payload="again")), time.time())
     send(aws, message.to_json())
 

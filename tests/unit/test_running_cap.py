@@ -1,0 +1,138 @@
+"""A tenant's share of the fleet (shared/worker/running_share.py, shared/store/running_slots.py): at most
+`max_running` of its jobs run at once; the rest wait, unclaimed and using no attempt, and the slots
+count exactly whatever order batches take, give back and die in."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shared.jobs import job_types
+from shared.jobs.enqueue import JobRequest, build_message
+from shared.model import JobMessage, JobSpec, Status
+from shared.store import running_slots
+from shared.tenants import quotas
+from tests.unit.worker_harness import poll, record, send
+
+
+def _send(aws: dict[str, Any], tenant: str, job_type: str, count: int) -> list[JobMessage]:
+    messages = [build_message(tenant, JobRequest(JobSpec(job_type, payload=n)), time.time()) for n in range(count)]
+    for message in messages:
+        send(aws, message.to_json())
+    return messages
+
+
+def test_jobs_over_their_tenants_cap_wait_unclaimed_while_another_tenant_runs(aws, monkeypatch):
+    quotas.set_limits("noisy", max_running=2)
+    running_now: list[int] = []
+    most_at_once = [0]
+    lock = threading.Lock()
+
+    def slow(payload: object, context: job_types.JobContext) -> None:
+        with lock:
+            running_now.append(1)
+            most_at_once[0] = max(most_at_once[0], len(running_now))
+        time.sleep(0.3)
+        with lock:
+            running_now.pop()
+
+    monkeypatch.setitem(job_types._REGISTRY, "slow", job_types.JobType(name="slow", run=slow, timeout_seconds=5))
+    noisy = _send(aws, "noisy", "slow", 5)
+    quiet = _send(aws, "quiet", "echo", 3)
+
+    batch = poll(aws)
+
+    assert batch is not None and len(batch.message_ids) == 8
+    assert len(batch.failed) == 3  # three of noisy's handed back
+    assert most_at_once[0] == 2
+    assert [record(m.id).status for m in quiet] == [Status.SUCCEEDED] * 3
+    records = [record(m.id) for m in noisy]
+    assert [r.status for r in records if r is not None] == [Status.SUCCEEDED] * 2
+    assert records.count(None) == 3  # never claimed: no attempt used (a message made in process has no record yet)
+    # The three wait a few seconds (their visibility set with the batch's cover, in the same call).
+    assert aws["sqs"].receive_message(QueueUrl=aws["queue_url"], MaxNumberOfMessages=10).get("Messages", []) == []
+    assert running_slots.running("noisy") == 0  # the batch gave its slots back as it ended
+    assert running_slots.running("quiet") == 0
+
+
+def test_a_cap_of_zero_is_no_cap_and_costs_no_write(aws, monkeypatch):
+    quotas.set_limits("bulk", max_running=0)
+    taken: list[str] = []
+    monkeypatch.setattr(running_slots, "take", lambda tenant, *args: taken.append(tenant) or 0)
+    messages = _send(aws, "bulk", "echo", 10)
+
+    batch = poll(aws)
+
+    assert batch is not None and batch.failed == []
+    assert taken == []
+    assert [record(m.id).status for m in messages] == [Status.SUCCEEDED] * 10
+
+
+def test_a_dead_batchs_slots_come_back_when_its_hold_ends(aws):
+    cap = running_slots.Cap(slots=4, holders=2)
+    assert running_slots.take("acme", "dead-batch", 3, cap, until=100.0, now=50.0) == 3
+    assert running_slots.take("acme", "live", 3, cap, until=200.0, now=60.0) == 1  # room for one
+    # Past the dead batch's hold: the next taker prunes it and finds its room.
+    assert running_slots.take("acme", "next", 3, cap, until=300.0, now=150.0) == 3
+    assert running_slots.running("acme") == 4
+    assert {h.id for h in running_slots.holders("acme")} == {"live", "next"}
+    running_slots.give_back("acme", "dead-batch", 3)  # a late give-back of a pruned hold counts nothing
+    assert running_slots.running("acme") == 4
+
+
+@st.composite
+def _interleavings(draw: st.DrawFn) -> list[tuple[str, int, int]]:
+    return draw(
+        st.lists(
+            st.tuples(st.sampled_from(["take", "give_back", "time"]), st.integers(0, 4), st.integers(1, 6)),
+            max_size=25,
+        )
+    )
+
+
+def test_a_tenants_jobs_hold_at_most_its_share_of_batches_however_they_are_spread(aws):
+    # Three of a tenant's jobs in each of many batches: by jobs alone, a cap of 20 would let 6 batches
+    # (6 worker environments) hold them; by batches, 2 (20 / 10).
+    cap = running_slots.Cap(slots=20, holders=2)
+    taken = [running_slots.take("spread", f"batch{n}", 3, cap, until=100.0, now=50.0) for n in range(6)]
+    assert taken == [3, 3, 0, 0, 0, 0]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=_interleavings(), slots=st.integers(1, 8), most_holders=st.integers(1, 3))
+def test_slots_held_always_equal_the_sum_of_live_holders_and_never_exceed_the_cap(aws, steps, slots, most_holders):
+    cap = running_slots.Cap(slots=slots, holders=most_holders)
+    tenant = f"t{abs(hash((tuple(steps), slots, most_holders))) % 10**9}"
+    now = 1000.0
+    held: dict[str, tuple[int, float]] = {}  # holder -> (slots, until), as the model sees it
+    for action, holder_number, amount in steps:
+        holder = f"b{holder_number}"
+        if action == "time":
+            now += amount * 10
+        elif action == "take" and holder not in held:
+            until = now + amount * 7
+            live = {h: n for h, (n, ends) in held.items() if ends > now}
+            got = running_slots.take(tenant, holder, amount, cap, until=until, now=now)
+            # Ended holds pruned, the room left taken: no more, no less.
+            room = 0 if len(live) >= cap.holders else cap.slots - sum(live.values())
+            assert got == max(0, min(amount, room))
+            if got:
+                held[holder] = (got, until)
+            held = {h: v for h, v in held.items() if h in {x.id for x in running_slots.holders(tenant)}}
+        elif action == "give_back" and holder in held:
+            running_slots.give_back(tenant, holder, held.pop(holder)[0])
+        stored = running_slots.holders(tenant)
+        assert running_slots.running(tenant) == sum(h.slots for h in stored)
+        assert running_slots.running(tenant) <= cap.slots
+        assert len(stored) <= cap.holders
+
+
+@pytest.mark.parametrize("value", [-1, 2.5])
+def test_max_running_must_be_a_whole_number_of_jobs(aws, value):
+    with pytest.raises(ValueError):
+        quotas.set_limits("acme", max_running=value)

@@ -65,10 +65,15 @@ class Schedules(Construct):
         }
 
     def grant_manage(self, function: lambda_.IFunction) -> None:
-        """Create, read and delete schedules in the group, handing them the role."""
+        """Create, read, update (and so pause and resume) and delete schedules in the group, handing them the role."""
         function.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["scheduler:CreateSchedule", "scheduler:GetSchedule", "scheduler:DeleteSchedule"],
+                actions=[
+                    "scheduler:CreateSchedule",
+                    "scheduler:GetSchedule",
+                    "scheduler:UpdateSchedule",
+                    "scheduler:DeleteSchedule",
+                ],
                 resources=[self.schedules_arn],
             )
         )

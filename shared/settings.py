@@ -207,6 +207,8 @@ SCHEDULE_NAME_MAX_LENGTH = 47  # Scheduler's 64, less a 16-character tenant pref
 SCHEDULE_RUNS_SHOWN = 20  # GET /v1/schedules/{name}: this many recent runs
 SCHEDULE_FIRINGS_SHOWN = 5  # GET /v1/schedules/{name}: this many next firings (null when not computable)
 MAX_FLEXIBLE_WINDOW_MINUTES = 1440  # Scheduler's limit
+BACKFILL_MAX_RUNS = 1_000  # POST /v1/schedules/{name}:backfill: runs per request (Temporal's backfill bound)
+SCHEDULE_TEXT_MAX_LENGTH = 512  # a schedule's description (Scheduler's Description limit) and a pause's note
 SCHEDULE_START_GRACE_SECONDS = 5 * 60  # Scheduler rejects a StartDate earlier than 5 minutes ago
 MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due
 # A firing Scheduler cannot deliver is retried this long, then goes to the DLQ: never dropped silently.
@@ -235,6 +237,10 @@ API_ANSWER_MARGIN_SECONDS = 0.5
 # bound how fast it may enqueue (jobs, so one :batch request of 100 counts 100).
 TENANT_MAX_SCHEDULES = 1_000
 TENANT_MAX_FAR_FUTURE_JOBS = 10_000  # delayed jobs due beyond SQS's 15-minute delay, not yet run
+# Recurring firings a tenant's schedules may make, per minute, at their busiest hour (a schedule weighs
+# the most firings it makes in an hour / 60: rate(1 minute) 1, a daily cron 1/60). 100 a tenant: ~600
+# tenants at their whole budget take Scheduler's default 1,000 invocations/s (docs/decisions/quotas.md).
+TENANT_MAX_FIRINGS_PER_MINUTE = 100
 TENANT_ENQUEUE_RATE_PER_SECOND = 1_000.0
 TENANT_ENQUEUE_BURST = 5_000
 # How many of a tenant's jobs may run at once, fleet-wide (0: no cap). Half the embedded stack's fleet

@@ -137,6 +137,8 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         cancelled_at=as_float(item, "cancelled_at"),
         retries=as_int(item, "retries") or 0,
         tenant=as_str(item, "tenant") or "",
+        trigger=as_str(item, "run_trigger"),
+        skip_reason=as_str(item, "skip_reason"),
         **recorded,
     )
 

@@ -28,6 +28,9 @@ from tests.unit.worker_harness import receive
 FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
 
 
+_FIRINGS_PER_HOUR = 1  # what a rate(1 hour) schedule weighs in the firings budget
+
+
 def _schedule(name: str, timeout_seconds: int | None = None) -> customer_schedules.ScheduleRequest:
     return customer_schedules.ScheduleRequest(
         name=name, expression="rate(1 hour)", job=JobSpec("echo", payload=None, timeout_seconds=timeout_seconds)
@@ -112,7 +115,7 @@ def test_units_are_taken_up_to_the_limit_and_the_refusal_names_quota_and_count(a
 
     assert refused.value.retry_can_help
     assert refused.value.message == "schedule quota reached: 2 of 2 (max_schedules)"
-    assert quotas.usage("acme") == {"schedules": 2, "far_future_jobs": 0}
+    assert quotas.usage("acme") == {"schedules": 2, "far_future_jobs": 0, "firings_per_hour": 0}
     assert quotas.usage("globex")["schedules"] == 0
 
 
@@ -236,7 +239,7 @@ def test_a_schedule_scheduler_refuses_gives_its_unit_back(scheduler_env, monkeyp
     def refuse(*_args: Any, **_kwargs: Any) -> None:
         raise customer_schedules.eventbridge.Rejected("expression", "ValidationException: nope")
 
-    monkeypatch.setattr(customer_schedules.eventbridge, "create", refuse)
+    monkeypatch.setattr(customer_schedules.eventbridge, "create_schedule", refuse)
     with pytest.raises(InvalidRequest):
         customer_schedules.create("acme", _schedule("a"))
     assert quotas.usage("acme")["schedules"] == 0
@@ -428,12 +431,13 @@ def test_a_recount_restores_counters_from_the_items_and_drops_holds_of_lost_firi
     kept = _far_job()
     # A firing Scheduler gave up on: its schedule is gone (deleted after completion), its message never arrived.
     scheduler_env["scheduler"].delete_schedule(Name=f"d-{lost.id}", GroupName=settings.SCHEDULE_GROUP)
-    quotas.set_usage("acme", {"schedules": 9, "far_future_jobs": 0})  # drifted
+    quotas.set_usage("acme", {"schedules": 9, "far_future_jobs": 0, "firings_per_hour": 500})  # drifted
 
     done = recount.recount("acme", prune=True, now=lost.enqueued_at + FAR + recount.STALE_AFTER_SECONDS + 1)
 
-    assert done.before == {"schedules": 9, "far_future_jobs": 0}
-    assert done.after == {"schedules": 2, "far_future_jobs": 1} == quotas.usage("acme")
+    assert done.before == {"schedules": 9, "far_future_jobs": 0, "firings_per_hour": 500}
+    hourly = 2 * _FIRINGS_PER_HOUR  # what the two schedules weigh
+    assert done.after == {"schedules": 2, "far_future_jobs": 1, "firings_per_hour": hourly} == quotas.usage("acme")
     assert done.pruned == [lost.id]
     assert [hold["job_id"] for hold in far_future.held("acme")] == [kept.id]
 

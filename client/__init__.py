@@ -36,7 +36,9 @@ from .types import (
     RetriedMany,
     Schedule,
     SchedulePage,
+    ScheduleRun,
     Stats,
+    Triggered,
 )
 
 JobTimeout = WaitTimeout  # the name this package used before `WaitTimeout`
@@ -63,10 +65,12 @@ __all__ = [
     "RetryPolicy",
     "Schedule",
     "SchedulePage",
+    "ScheduleRun",
     "Schedules",
     "ServerError",
     "SignatureVerificationError",
     "Stats",
+    "Triggered",
     "Unauthorized",
     "Unavailable",
     "WaitTimeout",

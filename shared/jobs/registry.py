@@ -7,7 +7,7 @@ type's backoff up to max_attempts; `JobDead` ends the job at once; `JobFailed(re
 chooses when the retry comes. The platform's own types register with `@builtin_job_type`.
 
 Where a type's checks run: its `payload_schema` (a JSON Schema, data) in the API at enqueue
-(shared/jobs/payload_schemas.py); a customer's `validate` hook on the worker, before the job's code,
+(shared/jobs/payload_schemas.py); a customer's `validate` hook in the jobs function, before the job's code,
 because the API never imports a customer's module; a built-in's `validate` and `check_tenant` in the API.
 
 Which modules get imported to register their types, and how a type is found: shared/jobs/job_types.py.
@@ -46,14 +46,14 @@ class JobDead(Exception):
 
 
 class JobTimedOut(JobFailed):
-    """The attempt ran past the job's timeout (raised into the job by shared/worker/deadline.py)."""
+    """The attempt ran past the job's timeout (raised into the job by shared/jobs/time_limit.py)."""
 
 
 class InvalidPayload(ValueError):
     """Raised by a type's `validate` (or `check_tenant`): a payload the type refuses, naming `field`.
 
     From a built-in's check in the API, or the payload schema's, the job is refused with a 422; from a
-    customer's `validate`, which runs on the worker, the job ends dead without a retry.
+    customer's `validate`, which runs with the job's code (in the jobs function), the job ends dead without a retry.
     """
 
     def __init__(self, field: str, message: str) -> None:
@@ -107,8 +107,8 @@ class JobType:
     max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS  # a job's attempts unless it gives its own
     backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS
-    # Raises InvalidPayload. A built-in's runs in the API at enqueue (a 422); a customer's on the
-    # worker before the job's code (the job ends dead), as the API never imports a customer's module.
+    # Raises InvalidPayload. A built-in's runs in the API at enqueue (a 422); a customer's in the
+    # jobs function before the job's code (the job ends dead), as the API never imports a customer's module.
     validate: PayloadValidator | None = None
     # Run at enqueue after `validate`, with the enqueuing tenant: raise InvalidPayload if this tenant
     # may not submit this payload. Built-in types only; the type's own code checks again when it runs.
@@ -120,6 +120,9 @@ class JobType:
     # False: a first delivery runs without the claim during a store outage
     # (docs/decisions/store-blips.md); a duplicate delivery in that window may run it twice.
     exclusive: Exclusivity = False
+    # True: a customer's type whose code this process does not load (only its declaration, written at
+    # synth): the worker runs its jobs by invoking the jobs function (shared/worker/fence.py).
+    in_jobs_function: bool = False
 
     def is_exclusive(self, payload: Any) -> bool:
         """Whether this job must hold the claim to run. A payload the check cannot read: exclusive."""
@@ -149,7 +152,7 @@ class JobType:
     def declaration(self) -> dict[str, Any]:
         """What the API needs to accept a job of this type, as data (see `declared`).
 
-        A customer's `validate` is not named: it runs on the worker, and the API imports no customer module.
+        A customer's `validate` is not named: it runs with the type's code, and the API imports no customer module.
         """
         return {
             **self.describe(),
@@ -183,11 +186,13 @@ def job_type(
 
     `payload_schema`: the payload as a JSON Schema (a dict); the API refuses a payload it does not
     accept with a 422 naming the field. Checked as a schema at synth (infra/jobs_package.py).
-    `validate`: a function of the payload raising InvalidPayload, run on the worker before the job's
+    `validate`: a function of the payload raising InvalidPayload, run in the jobs function before the job's
     code; a payload it refuses ends the job dead (no retry). Prefer `payload_schema`: it answers the
     caller at enqueue.
     `exclusive`: True if a job of this type must never run twice at once, even while the store
-    fails (it then waits for the store); or a function of the payload deciding it per job.
+    fails (it then waits for the store); or a function of the payload deciding it per job. The
+    worker holds a customer's declaration, not its code, so it treats every job of a type with such
+    a function as exclusive.
     """
     return _registration(
         name,

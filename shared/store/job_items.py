@@ -137,6 +137,8 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         cancelled_at=as_float(item, "cancelled_at"),
         retries=as_int(item, "retries") or 0,
         tenant=as_str(item, "tenant") or "",
+        trigger=as_str(item, "run_trigger"),
+        skip_reason=as_str(item, "skip_reason"),
         **recorded,
     )
 
@@ -147,11 +149,6 @@ def payload_json(payload: Any) -> dict[str, str]:
 
 def expires_at(now: float) -> int:
     return int(now) + settings.FINISHED_JOB_TTL_DAYS * DAY
-
-
-def result_json(result: Any) -> str:
-    """A job's result as stored (what GET shows): JSON, anything else as its str()."""
-    return json.dumps(result, default=str)
 
 
 def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import clients, queue
-from shared.store import job_items
+from shared.store import job_items, running_slots
 from shared.store.id_secret import id_secret
+from shared.worker import fence
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker
 from shared.worker.claim_ahead import ClaimsAhead
 from shared.worker.completer import Completer, LateHandBack
@@ -62,10 +63,17 @@ class Worker:
     def prepare(self) -> None:
         """Make what every delivery uses before the first one arrives: the store's and the queue's clients
         (a client loads its service model: ~0.5-1 s on a busy 2-core machine, paid by the first batch's
-        first record otherwise) and the id secret. Called in the function's init phase; a store that
-        fails now is read again at the first delivery."""
+        first record otherwise), the running slots' client, the jobs function's client if the stack has
+        one, and the id secret.
+        Called in the function's init phase; a store that fails now is read again at the first delivery."""
         with clients.deadline(INIT_SECONDS):
-            for prepare_one in (job_items.prepare_clients, queue.prepare_client, id_secret):
+            for prepare_one in (
+                job_items.prepare_clients,
+                running_slots.prepare_client,
+                queue.prepare_client,
+                fence.prepare_client,
+                id_secret,
+            ):
                 with contextlib.suppress(*AWS_ERRORS):
                     prepare_one()
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import clients, queue
+from shared.model import JobMessage, UnreadableMessage, read_message
 from shared.store import job_items, running_slots
 from shared.store.id_secret import id_secret
 from shared.worker import fence
@@ -81,7 +82,8 @@ class Worker:
         """A batch of `deliveries`: its tenants' running slots are taken as it is made
         (shared/worker/running_share.py), then the jobs within their caps are claimed together
         (shared/worker/claim_ahead.py)."""
-        share = RunningShare(self._claimers, self.breaker, deliveries)
+        jobs = {} if self.breaker.cooling else _verified_jobs(deliveries)
+        share = RunningShare(self._claimers, self.breaker, deliveries, jobs)
         within_caps = [each for each in deliveries if share.waiting(each) is None]
         hidden = HiddenBatch(
             [
@@ -92,8 +94,25 @@ class Worker:
         )
         return Batch(
             self.breaker,
-            ClaimsAhead(self._claimers, self.breaker, within_caps),
+            ClaimsAhead(self._claimers, self.breaker, within_caps, jobs),
             Completer(self.breaker, self._writers, hidden),
             share,
             self._runners,
         )
+
+
+def _verified_jobs(deliveries: Sequence[Delivery]) -> dict[str, JobMessage]:
+    """The batch's job messages whose ids verify, by SQS message id, read once for its running slots and
+    its claims made ahead. Outcome messages and unreadable ones are left out (receive judges each at its
+    turn), and all are if the id secret cannot be read (each delivery then finds out at its turn)."""
+    try:
+        secret = id_secret()
+    except AWS_ERRORS:
+        return {}
+    jobs: dict[str, JobMessage] = {}
+    for delivery in deliveries:
+        with contextlib.suppress(UnreadableMessage):
+            message = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
+            if isinstance(message, JobMessage):
+                jobs[delivery.message_id] = message
+    return jobs

@@ -19,15 +19,14 @@ import contextlib
 import math
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import queue
-from shared.model import OutcomeMessage, UnreadableMessage, read_message
+from shared.model import JobMessage
 from shared.store import running_slots
-from shared.store.id_secret import id_secret
 from shared.tenants import quotas
 from shared.worker import deadline
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
@@ -43,25 +42,23 @@ class Waiting:
 class RunningShare:
     """The running slots a batch holds, and which of its deliveries are over their tenant's cap."""
 
-    def __init__(self, takers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery]) -> None:
+    def __init__(
+        self, takers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery], jobs: Mapping[str, JobMessage]
+    ) -> None:
+        """`jobs`: the batch's job messages whose ids verify, by SQS message id (shared/worker/batch.py)."""
         self._holder = uuid.uuid4().hex[:16]
         self._held: dict[str, int] = {}  # tenant -> slots this batch holds
         self._waiting: dict[str, Waiting] = {}  # by message id: the deliveries over their tenant's cap
         if breaker.cooling:
             return
-        try:
-            secret = id_secret()
-        except AWS_ERRORS:
-            return  # uncounted: each delivery finds out at its turn
         by_tenant: dict[str, list[tuple[Delivery, int]]] = {}
         for delivery in deliveries:
-            tenant = _tenant_of(delivery, secret)
-            if tenant is not None:
-                by_tenant.setdefault(tenant, []).append((delivery, deadline.planned_timeout(delivery.body)))
+            if (message := jobs.get(delivery.message_id)) is not None:
+                by_tenant.setdefault(message.tenant, []).append((delivery, deadline.timeout_of(message)))
         now = time.time()
         taking = {
-            tenant: takers.submit(self._take, tenant, jobs, now)
-            for tenant, jobs in by_tenant.items()  # each tenant's limits read and slots taken beside the others'
+            tenant: takers.submit(self._take, tenant, its_jobs, now)
+            for tenant, its_jobs in by_tenant.items()  # each tenant's limits read and slots taken beside the others'
         }
         for tenant, taken in taking.items():
             try:
@@ -95,14 +92,3 @@ class RunningShare:
             with contextlib.suppress(*AWS_ERRORS):
                 running_slots.give_back(tenant, self._holder, slots)
         self._held.clear()
-
-
-def _tenant_of(delivery: Delivery, secret: bytes) -> str | None:
-    """The tenant of a job message whose id verifies; None for an outcome message or a message that
-    cannot run (receive judges it: an outcome records in no time, an unreadable one goes to the DLQ
-    having written nothing, running slots included)."""
-    try:
-        message = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
-    except UnreadableMessage:
-        return None
-    return None if isinstance(message, OutcomeMessage) else message.tenant

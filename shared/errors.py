@@ -83,5 +83,17 @@ class RateLimited(CorralError):
         self.retry_after_seconds = retry_after_seconds
 
 
+class ReadsLimited(RateLimited):
+    """The tenant reads its whole index (stats, filtered listings) faster than the read meter allows (HTTP 429)."""
+
+    def __init__(self, retry_after_seconds: int, rate_per_second: float, burst: int) -> None:
+        CorralError.__init__(
+            self,
+            f"read rate limit reached: {rate_per_second:g} stats or filtered listings per second with bursts of"
+            f" {burst}; retry after {retry_after_seconds} s",
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
 class Unavailable(CorralError):
     """A service corral depends on failed; retrying with backoff helps (HTTP 503)."""

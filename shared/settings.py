@@ -269,6 +269,12 @@ BULK_RETRY_MAX = 100  # dead jobs one POST /v1/jobs:retry starts over
 STATS_DEFAULT_WINDOW_SECONDS = 3_600
 STATS_MAX_WINDOW_SECONDS = 7 * 86_400
 STATS_MAX_RECORDS = 5_000  # records one GET /v1/stats reads at most; beyond it the figures are a sample
+# Reads that scan a tenant's index (GET /v1/stats, a filtered GET /v1/jobs: up to 5,000 and 1,000 entries)
+# are metered per tenant and API instance, so a loop of them cannot throttle the index every tenant
+# shares; a dashboard polling every few seconds stays far below. Stats are answered from a short cache.
+HEAVY_READS_PER_SECOND = 5
+HEAVY_READS_BURST = 20
+STATS_CACHE_SECONDS = 5
 
 # HTTP jobs (shared/targets/http.py). See docs/decisions/http-jobs.md.
 HTTP_DEFAULT_TIMEOUT_SECONDS = 30  # an http job's timeout unless it gives its own (timeout_seconds, up to 900)

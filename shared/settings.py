@@ -284,7 +284,8 @@ HTTP_ERROR_BODY_BYTES = 500  # how much of a failed answer's body the error quot
 HTTP_RETRY_AFTER_CAP_SECONDS = RETRY_BACKOFF_CAP_SECONDS  # a Retry-After longer than this waits this long
 HTTP_URL_MAX_LENGTH = 2048
 SIGNING_SECRET_GRACE_SECONDS = 24 * 3600  # a rotated-out secret stays valid this long
-SIGNING_SECRETS_MAX = 5  # valid secrets kept per tenant (so at most 5 signatures per request)
+SIGNING_SECRETS_MAX = 5  # valid secrets kept per set, unbound or a destination's (so at most 5 signatures per request)
+SIGNING_SECRET_DESTINATIONS_MAX = 20  # destinations with secrets of their own, per tenant (the item stays small)
 SIGNING_SECRETS_CACHE_SECONDS = 60  # a worker signs with a tenant's secrets read at most this long ago
 
 

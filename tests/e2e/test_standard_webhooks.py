@@ -114,7 +114,9 @@ def _run_retried_job(api, hooks) -> tuple[str, list[Received]]:
 
 def _through_node(api, secrets: list[str]) -> dict[str, Any]:
     with node_receiver(secrets) as port:
-        return api.wait(api.enqueue("http", {"url": f"http://127.0.0.1:{port}/hooks", "body": {"order": 7}}), timeout=60)
+        return api.wait(
+            api.enqueue("http", {"url": f"http://127.0.0.1:{port}/hooks", "body": {"order": 7}}), timeout=60
+        )
 
 
 def test_before_a_rotation_every_attempt_verifies_with_both_libraries(deployed, hooks):

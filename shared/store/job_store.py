@@ -65,9 +65,15 @@ class Foreign:
 ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign
 
 
-def get(job_id: str) -> JobRecord | None:
-    """The job's record (its tenant in `tenant`), or None if no worker has seen the job."""
-    item = job_items.jobs_client().get_item(TableName=table.name(), Key=job_items.key(job_id)).get("Item")
+def get(job_id: str, *, consistent: bool = False) -> JobRecord | None:
+    """The job's record (its tenant in `tenant`), or None if no worker has seen the job. `consistent`:
+    the table's own answer (DAX passes a strongly consistent read through, neither answering it from
+    its cache nor caching it)."""
+    item = (
+        job_items.jobs_client()
+        .get_item(TableName=table.name(), Key=job_items.key(job_id), **({"ConsistentRead": True} if consistent else {}))
+        .get("Item")
+    )
     return job_items.record_from_item(item) if item else None
 
 

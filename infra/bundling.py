@@ -259,4 +259,9 @@ def build_dashboard(target: Path) -> Path:
     )
     for package in DASHBOARD_LIBRARIES:
         shutil.copyfile(NODE_MODULES / package / "LICENSE", target / f"LICENSE.{package}.txt")
+    # The API reference (/docs): Swagger UI's own prebuilt bundle and stylesheet, as published.
+    swagger = NODE_MODULES / "swagger-ui-dist"
+    for name in ("swagger-ui-bundle.js", "swagger-ui.css"):
+        shutil.copyfile(swagger / name, target / name)
+    shutil.copyfile(swagger / "LICENSE", target / "LICENSE.swagger-ui.txt")
     return target

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 
 from shared.tenants import operators, tenants
 
-# No key needed: the API's own description, and the dashboard's static page (its data calls need one).
-PUBLIC_PATHS = frozenset({"/v1/openapi.json", "/dashboard"})
+# No key needed: the API's own description, its reference page (/docs), and the dashboard's static page (its
+# data calls need one).
+PUBLIC_PATHS = frozenset({"/v1/openapi.json", "/dashboard", "/docs"})
 PUBLIC_PREFIXES = ("/dashboard/",)
 
 OPERATOR_PREFIX = "/operator/"

@@ -1,4 +1,5 @@
-"""/dashboard: the web dashboard's static files, served by the API function itself.
+"""/dashboard: the web dashboard's static files, and /docs, the API reference (Swagger UI rendering
+/v1/openapi.json), served by the API function itself.
 
 The HTML, JS and CSS need no key (they hold no data); every data call the page makes sends
 the key the user typed as a bearer token to the same /v1 (or /operator) routes anyone can
@@ -45,7 +46,7 @@ def _load() -> dict[str, Asset]:
         for folder in folders
         if folder.is_dir()
         for path in sorted(folder.iterdir())
-        if path.suffix in CONTENT_TYPES and path.name != "index.html"
+        if path.suffix in CONTENT_TYPES and path.suffix != ".html"  # pages have routes of their own
     }
 
 
@@ -68,6 +69,11 @@ SECURITY_HEADERS = {
 @cache
 def index() -> Asset:
     return Asset(ASSETS / "index.html")
+
+
+@cache
+def api_docs() -> Asset:
+    return Asset(ASSETS / "docs.html")
 
 
 @cache
@@ -101,3 +107,9 @@ def dashboard_file(name: Annotated[str, PathParam(max_length=64)]) -> Response[A
     if asset is None:
         return error_response(404, "not_found", f"no dashboard file {name!r}")
     return _serve(asset)
+
+
+@router.get("/docs", include_in_schema=False, compress=True)
+def docs() -> Response[str]:
+    """The API reference: Swagger UI, its files served from /dashboard/ under the dashboard's CSP."""
+    return _serve(api_docs())

@@ -204,6 +204,26 @@ def test_the_operator_view_needs_an_operator_key_and_shows_the_queues(browser, d
         operator.context.close()
 
 
+def test_the_api_reference_lists_every_route_of_the_served_document_with_no_error(browser, deployed):
+    document = deployed.client().request("GET", "/v1/openapi.json").json()
+    routes = {(method.upper(), path) for path, item in document["paths"].items() for method in item}
+    reference = Tab(browser, deployed.api_url + "/docs")
+    try:
+        reference.page.goto(reference.url, timeout=90_000)
+        reference.page.locator(".opblock").first.wait_for()
+        shown = reference.page.eval_on_selector_all(
+            ".opblock",
+            """blocks => blocks.map(block => [
+                block.querySelector('.opblock-summary-method').textContent.trim(),
+                block.querySelector('.opblock-summary-path').getAttribute('data-path')])""",
+        )
+        reference.shot("12-api-reference")
+        assert {tuple(each) for each in shown} == routes
+        assert reference.errors == []  # a CSP violation is a console error
+    finally:
+        reference.context.close()
+
+
 def test_no_console_errors_and_a_narrow_screen_still_works(tab):
     page = tab.page
     page.set_viewport_size({"width": 390, "height": 800})

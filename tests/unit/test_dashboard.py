@@ -66,11 +66,30 @@ def test_files_are_gzipped_when_asked_and_revalidated_by_etag(aws):
     assert again["statusCode"] == 304 and not again.get("body")
 
 
-@pytest.mark.parametrize("name", ["..%2Fhandler.py", "handler.py", "index.html", "nope.js", "LICENSE.preact.txt"])
+@pytest.mark.parametrize(
+    "name",
+    ["..%2Fhandler.py", "handler.py", "index.html", "docs.html", "nope.js", "LICENSE.preact.txt", "..%2F..%2Fauth.py"],
+)
 def test_only_the_dashboards_own_files_are_served(aws, name):
     response = _call("GET", f"/dashboard/{name}")
     assert response["statusCode"] == 404
     assert json.loads(response["body"])["error"] == "not_found"
+
+
+def test_the_api_reference_needs_no_key_and_loads_only_this_origins_files_under_the_same_policy(aws):
+    page = _call("GET", "/docs")
+    dashboard = _call("GET", "/dashboard")
+
+    assert page["statusCode"] == 200 and page["headers"]["Content-Type"] == "text/html; charset=utf-8"
+    assert page["headers"]["Content-Security-Policy"] == dashboard["headers"]["Content-Security-Policy"]
+    html = _body(page)
+    assert "<script>" not in html and "style=" not in html and "//" not in html.replace("<!doctype", "")
+    for name in ("swagger-ui-bundle.js", "swagger-ui.css", "api-docs.js"):
+        assert f'"dashboard/{name}"' in html
+        served = _call("GET", f"/dashboard/{name}")
+        assert served["statusCode"] == 200, name
+    assert 'url: "v1/openapi.json"' in _call("GET", "/dashboard/api-docs.js")["body"]
+    assert "validatorUrl: null" in _call("GET", "/dashboard/api-docs.js")["body"]  # no call to swagger.io
 
 
 def test_the_page_never_renders_html_from_data():

@@ -135,6 +135,8 @@ function Shell({ operator, route, onSignOut }) {
         "div",
         { class: "session" },
         h("span", { class: "muted small", title: "Times are shown in this time zone" }, timeZone),
+        // The API reference (Swagger UI) beside the dashboard: "docs" resolves against /dashboard to /docs.
+        h("a", { href: "docs", class: "btn btn-ghost", target: "_blank", rel: "noopener" }, "API reference"),
         h("button", { type: "button", class: "btn btn-ghost", onClick: onSignOut }, "Sign out"),
       ),
     ),

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cli import target
+from cli import render, target
 from client import Corral
 
 
@@ -37,7 +37,20 @@ class CliError(Exception):
         self.code = code
 
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON document to stdout (for scripts).")]
+def _for_scripts(as_json: bool) -> bool:
+    # `--json` is `--output json`; under `--output json|yaml` (given before or after the command) every
+    # command prints its one document, whichever it is.
+    if as_json:
+        render.choose_output("json")
+    return as_json or render.for_scripts()
+
+
+JsonFlag = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="Print one JSON document to stdout (for scripts); = --output json.", callback=_for_scripts
+    ),
+]
 
 _api_options: dict[str, str | None] = {"url": None, "key": None}
 

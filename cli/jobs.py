@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cli import render
+from cli import render, short_ids
 from cli.common import CliError, Exit, JsonFlag, corral
 from client import FINISHED, Corral, EnqueueOutcome, Job
 
@@ -21,7 +21,7 @@ PayloadOption = Annotated[
 
 
 def register(app: typer.Typer) -> None:
-    for command in (enqueue, get, list_jobs, wait, cancel, retry, stats):
+    for command in (enqueue, get, list_jobs, watch, wait, cancel, retry, stats):
         app.command(name=command.__name__.removesuffix("_jobs"), rich_help_panel="Jobs (API)")(command)
 
 
@@ -187,22 +187,32 @@ def enqueue(
     render.emit({"id": job_id, "status": "queued"}, as_json, lambda: render.out.print(job_id))
 
 
-def get(job_id: Annotated[str, typer.Argument(help="The job's id.")], as_json: JsonFlag = False) -> None:
+JobIdArgument = Annotated[str, typer.Argument(help="The job's id, or its start as `corral list` shows it.")]
+
+
+def get(job_id: JobIdArgument, as_json: JsonFlag = False) -> None:
     """Show a job: status, attempts, result or error, payload."""
-    job = corral().get(job_id)
+    api = corral()
+    job = api.get(short_ids.resolve(api, job_id))
     render.emit(job, as_json, lambda: render.job_view(dict(job)))
 
 
+StatusOption = Annotated[str | None, typer.Option(help="queued, running, succeeded, failed, dead or cancelled.")]
+TypeOption = Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")]
+
+
 def list_jobs(
-    status: Annotated[str | None, typer.Option(help="queued, running, succeeded, failed, dead or cancelled.")] = None,
-    job_type: Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")] = None,
+    status: StatusOption = None,
+    job_type: TypeOption = None,
     schedule: Annotated[str | None, typer.Option(help="Only runs of this schedule.")] = None,
     since: Annotated[str | None, typer.Option(help="Enqueued at or after (ISO 8601).")] = None,
     until: Annotated[str | None, typer.Option(help="Enqueued at or before (ISO 8601).")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10_000, help="Show at most this many (newest first).")] = 20,
+    wide: Annotated[bool, typer.Option("--wide", "-w", help="Whole ids, the error column, full times.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """List this tenant's jobs, newest first."""
+    """List this tenant's jobs, newest first: one line each, ids shortened to a unique start (as git does)
+    that get, wait, cancel and retry accept; --wide shows them whole."""
     api = corral()
     jobs: list[Job] = []
     next_cursor, note = None, ""
@@ -215,24 +225,64 @@ def list_jobs(
     if as_json:
         render.emit_json({"jobs": jobs, "next_cursor": next_cursor, "note": note})
         return
-    rows = [
-        [
-            job["id"],
-            job.get("type"),
-            render.status(job.get("status")),
-            f"{job.get('attempts', 0)}/{job.get('max_attempts') or '-'}",
-            render.when(job.get("enqueued_at")),
-            render.when(job.get("finished_at")),
-            (job.get("error") or "")[:60],
-        ]
-        for job in jobs
-    ]
     more = " (more: raise --limit)" if next_cursor else ""
-    render.table(None, ["id", "type", "status", "attempts", "enqueued", "finished", "error"], rows, caption=note + more)
+    if wide:
+        rows = [[job["id"], *_job_cells(job, render.when), (job.get("error") or "")[:60]] for job in jobs]
+        render.table(None, ["id", *_JOB_COLUMNS, "error"], rows, caption=note + more)
+        return
+    # Fits 80 columns: short ids, short times, no error column; a cell too long is cut, never wrapped.
+    shown = short_ids.shortest_unique_prefixes(job["id"] for job in jobs)
+    rows = [[shown[job["id"]], *_job_cells(job, render.short_when)] for job in jobs]
+    render.lines(["id", *_JOB_COLUMNS], rows)
+    if jobs:
+        render.err.print(f"[dim]{note}{more}[/]", highlight=False)
+
+
+_JOB_COLUMNS = ["type", "status", "tries", "enqueued", "finished"]
+
+
+def _job_cells(job: Job, when: Any) -> list[Any]:
+    return [
+        job.get("type"),
+        render.status(job.get("status")),
+        f"{job.get('attempts', 0)}/{job.get('max_attempts') or '-'}",
+        when(job.get("enqueued_at")),
+        when(job.get("finished_at")),
+    ]
+
+
+def watch(
+    status: StatusOption = None,
+    job_type: TypeOption = None,
+    interval: Annotated[float, typer.Option(min=1.0, max=60.0, help="Seconds between looks.")] = 2.0,
+    limit: Annotated[int, typer.Option(min=1, max=100, help="The newest jobs watched each look.")] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """Stream job changes as they happen (like `kubectl get -w`): a line for each job that appears or
+    changes status among the newest --limit; Ctrl-C ends it. With --json, one JSON object per line."""
+    api = corral()
+    last: dict[str, tuple[Any, ...]] = {}
+    filters = {"status": status, "type": job_type}
+    while True:
+        page = next(iter(api.pages(page_size=limit, **filters)))
+        for job in reversed(page.jobs):  # oldest first: changes print in the order they happened
+            state = (job.get("status"), job.get("attempts"))
+            if last.get(job["id"]) == state:
+                continue
+            last[job["id"]] = state
+            if as_json:
+                sys.stdout.write(json.dumps(job, default=str) + "\n")
+                sys.stdout.flush()
+            else:
+                cells = [job["id"][: short_ids.MIN_PREFIX + 4], *_job_cells(job, render.short_when)]
+                render.out.print("  ".join(str(cell) for cell in cells), highlight=False)
+        if len(last) > 10 * limit:  # jobs long past the newest --limit: forget them
+            last = {job["id"]: (job.get("status"), job.get("attempts")) for job in page.jobs}
+        time.sleep(interval)
 
 
 def wait(
-    job_id: Annotated[str, typer.Argument(help="The job's id.")],
+    job_id: JobIdArgument,
     timeout: Annotated[float, typer.Option(help="Give up after this many seconds (exit 8).")] = 60,
     status: Annotated[
         list[str] | None, typer.Option("--for", help="Wait for this status (repeatable); default: any finished one.")
@@ -241,17 +291,19 @@ def wait(
 ) -> None:
     """Wait for a job to finish (exit 0 succeeded, 1 dead or cancelled, 8 timed out)."""
     wanted = tuple(status) if status else FINISHED
-    _show_finished(_wait_with_spinner(corral(), job_id, timeout, wanted, as_json), as_json)
+    api = corral()
+    _show_finished(_wait_with_spinner(api, short_ids.resolve(api, job_id), timeout, wanted, as_json), as_json)
 
 
-def cancel(job_id: Annotated[str, typer.Argument(help="The job's id.")], as_json: JsonFlag = False) -> None:
+def cancel(job_id: JobIdArgument, as_json: JsonFlag = False) -> None:
     """Cancel a job that has not started (queued, delayed or waiting to retry); a running one answers exit 4."""
-    job = corral().cancel(job_id)
+    api = corral()
+    job = api.cancel(short_ids.resolve(api, job_id))
     render.emit(job, as_json, lambda: render.out.print(f"{job['id']} {render.status(job['status'])}"))
 
 
 def retry(
-    job_id: Annotated[str | None, typer.Argument(help="A dead or cancelled job's id.")] = None,
+    job_id: Annotated[str | None, typer.Argument(help="A dead or cancelled job's id (or its start).")] = None,
     dead: Annotated[bool, typer.Option("--dead", help="Retry this tenant's dead jobs (filters below).")] = False,
     job_type: Annotated[str | None, typer.Option("--type", help="With --dead: only this type.")] = None,
     since: Annotated[str | None, typer.Option(help="With --dead: only jobs enqueued since (ISO 8601).")] = None,
@@ -263,7 +315,7 @@ def retry(
     if (job_id is None) == (not dead):
         raise CliError("give a job id, or --dead for this tenant's dead jobs (not both)", Exit.USAGE)
     if job_id is not None:
-        answer = api.retry(job_id)
+        answer = api.retry(short_ids.resolve(api, job_id))
         if as_json:
             render.emit_json(answer)
         else:

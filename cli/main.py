@@ -5,15 +5,23 @@ from __future__ import annotations
 import math
 import os
 import sys
+from enum import StrEnum
 from typing import Annotated
 
 import typer
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from cli import jobs, operator, schedules
+from cli import completion, jobs, operator, schedules
 from cli.common import CliError, Exit, set_api_options
-from cli.render import emit_json, err
+from cli.render import choose_output, emit_json, err, for_scripts
 from client import errors
+
+
+class Output(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    YAML = "yaml"
+
 
 app = typer.Typer(
     name="corral",
@@ -36,11 +44,16 @@ app = typer.Typer(
 def _options(
     api_url: Annotated[str | None, typer.Option(help="API base URL [env CORRAL_API_URL]")] = None,
     api_key: Annotated[str | None, typer.Option(help="API key [env CORRAL_API_KEY]")] = None,
+    output: Annotated[
+        Output, typer.Option("--output", "-o", help="table for people; json or yaml: one document for scripts.")
+    ] = Output.TABLE,
 ) -> None:
     set_api_options(api_url, api_key)
+    choose_output(output.value)
 
 
 jobs.register(app)
+completion.register(app)
 app.add_typer(schedules.app, name="schedules", help="Recurring and one-time jobs.")
 operator.register(app)
 
@@ -58,8 +71,28 @@ _API_EXITS = {
 }
 
 
+def _output_first(arguments: list[str]) -> list[str]:
+    """`--output X` / `-o X` / `--output=X` moved in front of the command, where the app reads it: people
+    type it anywhere (`corral list -o yaml`)."""
+    moved: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(arguments):
+        argument = arguments[index]
+        if argument in ("--output", "-o") and index + 1 < len(arguments):
+            moved += [argument, arguments[index + 1]]
+            index += 2
+            continue
+        if argument.startswith("--output="):
+            moved.append(argument)
+        else:
+            rest.append(argument)
+        index += 1
+    return moved + rest
+
+
 def _fail(message: str, exit_code: Exit, code: str, **details: object) -> int:
-    if "--json" in sys.argv:
+    if "--json" in sys.argv or for_scripts():
         emit_json({"error": code, "message": message, "exit_code": int(exit_code), **details})
     else:
         err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
@@ -68,7 +101,8 @@ def _fail(message: str, exit_code: Exit, code: str, **details: object) -> int:
 
 def main() -> None:
     try:
-        app(prog_name="corral")  # usage errors print themselves and exit 2; success exits 0
+        completion.init()
+        app(args=_output_first(sys.argv[1:]), prog_name="corral")  # usage errors print themselves and exit 2
         return
     except CliError as error:
         code = _fail(error.message, error.exit_code, error.code)

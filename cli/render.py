@@ -1,4 +1,5 @@
-"""How results reach the terminal: rich tables for people, `--json` for scripts (stdout, one document)."""
+"""How results reach the terminal: rich tables for people (`--output table`, the default), one JSON or
+YAML document on stdout for scripts (`--output json|yaml`; `--json` is `--output json`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import yaml
 from rich.console import Console
 from rich.table import Table
+
+OUTPUTS = ("table", "json", "yaml")
+_output = {"chosen": "table"}
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
@@ -25,12 +30,26 @@ STATUS_STYLES = {
 }
 
 
+def choose_output(output: str) -> None:
+    """`--output` (json, yaml or table), for every command of this run."""
+    _output["chosen"] = output
+
+
+def for_scripts() -> bool:
+    """Whether this run prints one document (`--output json|yaml`) instead of tables."""
+    return _output["chosen"] != "table"
+
+
 def emit_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, indent=2, default=str) + "\n")
+    """The document on stdout, as `--output` asks: JSON (also under `--json`), or YAML."""
+    text = json.dumps(document, indent=2, default=str)
+    if _output["chosen"] == "yaml":
+        text = yaml.safe_dump(json.loads(text), sort_keys=False, allow_unicode=True).rstrip("\n")
+    sys.stdout.write(text + "\n")
 
 
 def emit(document: Any, as_json: bool, show: Callable[[], None]) -> None:
-    """The document as JSON (--json), else as `show` prints it for a person."""
+    """The document for scripts (--json, --output json|yaml), else as `show` prints it for a person."""
     if as_json:
         emit_json(document)
     else:
@@ -43,6 +62,13 @@ def when(epoch: float | None) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def short_when(epoch: float | None) -> str:
+    """A time in 14 characters (month-day hour:minute:second, UTC), for lines that fit 80 columns."""
+    if epoch is None:
+        return "-"
+    return datetime.fromtimestamp(epoch, UTC).strftime("%m-%d %H:%M:%S")
+
+
 def status(value: str | None) -> str:
     value = value or "-"
     return f"[{STATUS_STYLES.get(value, 'white')}]{value}[/]"
@@ -52,6 +78,17 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]], caption:
     grid = Table(title=title, caption=caption, header_style="bold", title_justify="left")
     for column in columns:
         grid.add_column(column, overflow="fold")
+    for row in rows:
+        grid.add_row(*("-" if cell is None else str(cell) for cell in row))
+    out.print(grid)
+
+
+def lines(columns: list[str], rows: list[list[Any]]) -> None:
+    """Rows one line each, columns apart by two spaces and no borders (as `kubectl get` prints): a cell
+    too long for the terminal is cut with an ellipsis, never wrapped onto a second line."""
+    grid = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 2, 0, 0))
+    for column in columns:
+        grid.add_column(column, no_wrap=True, overflow="ellipsis")
     for row in rows:
         grid.add_row(*("-" if cell is None else str(cell) for cell in row))
     out.print(grid)

@@ -29,6 +29,7 @@ from .signatures import SignatureVerificationError, verify_signature  # HTTP job
 from .types import (
     FINISHED,
     Accepted,
+    Concurrency,
     EnqueueOutcome,
     Job,
     JobPage,
@@ -45,6 +46,7 @@ __all__ = [
     "BATCH_SIZE",
     "FINISHED",
     "Accepted",
+    "Concurrency",
     "Conflict",
     "ConnectionFailed",
     "Corral",

@@ -30,7 +30,7 @@ from .types import (
 )
 
 BATCH_SIZE = 100  # POST /v1/jobs:batch takes at most this many jobs
-_JOB_OPTIONS = ("idempotency_key", "delay_seconds", "run_at", "max_attempts", "timeout_seconds")
+_JOB_OPTIONS = ("idempotency_key", "delay_seconds", "run_at", "max_attempts", "timeout_seconds", "concurrency")
 
 
 def _when(value: datetime | float | str | None) -> str | None:
@@ -123,7 +123,8 @@ class Corral:
     # Jobs -----------------------------------------------------------------------------------------
 
     def enqueue(self, job_type: str, payload: Any = None, **options: Any) -> str:
-        """Enqueue one job; its id. Options: idempotency_key, delay_seconds, run_at, max_attempts, timeout_seconds."""
+        """Enqueue one job; its id. Options: idempotency_key, delay_seconds, run_at, max_attempts, timeout_seconds,
+        concurrency ({"key": ..., "limit": n}: at most n of this tenant's jobs with that key run at once)."""
         return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
 
     def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:

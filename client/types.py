@@ -30,6 +30,14 @@ class Job(TypedDict):
     scheduled_for: NotRequired[str]
     cancelled_at: NotRequired[float]
     retries: NotRequired[int]
+    concurrency: NotRequired[Concurrency]
+
+
+class Concurrency(TypedDict):
+    """At most `limit` of the tenant's jobs with this `key` run at once; the others wait."""
+
+    key: str
+    limit: int
 
 
 class JobSpec(TypedDict, total=False):
@@ -42,6 +50,7 @@ class JobSpec(TypedDict, total=False):
     run_at: str
     max_attempts: int
     timeout_seconds: int
+    concurrency: Concurrency
 
 
 class Accepted(TypedDict):

@@ -104,6 +104,35 @@ def _version(value: Any) -> str | None:
     return None if _is_int(value) and value == 1 else "must be 1"
 
 
+@dataclass(frozen=True)
+class Concurrency:
+    """At most `limit` of a tenant's jobs with this `key` run at once (docs/decisions/concurrency-keys.md)."""
+
+    key: str
+    limit: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "limit": self.limit}
+
+    @classmethod
+    def of(cls, value: Any) -> Concurrency | None:
+        """A message's `concurrency` field, checked already (`_concurrency`)."""
+        return None if value is None else cls(key=value["key"], limit=value["limit"])
+
+
+def _concurrency(value: Any) -> str | None:
+    if value is None:
+        return None
+    key_ok = isinstance(value, dict) and _text(settings.MAX_CONCURRENCY_KEY_CHARS)(value.get("key")) is None
+    limit_ok = isinstance(value, dict) and _int_between(1, settings.MAX_CONCURRENCY_LIMIT)(value.get("limit")) is None
+    if key_ok and limit_ok and set(value) == {"key", "limit"}:
+        return None
+    return (
+        f'must be {{"key": a string of 1 to {settings.MAX_CONCURRENCY_KEY_CHARS} characters, '
+        f'"limit": 1 to {settings.MAX_CONCURRENCY_LIMIT}}}'
+    )
+
+
 _MAX_NAME_LENGTH = 256  # tenants, job types, schedule names, timestamps: far above any real one
 # Every field a job message may carry, and what it must be. `id`/`tenant` are checked first, apart.
 _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
@@ -116,6 +145,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "scheduled_for": _optional(_text(_MAX_NAME_LENGTH)),
     "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
     "due_at": _optional(_timestamp),
+    "concurrency": _concurrency,
 }
 _REQUIRED = ("type", "max_attempts", "enqueued_at")
 
@@ -160,6 +190,8 @@ class JobMessage:
     # Set only on a far-future job's message (it waited as a one-time schedule, holding a quota unit
     # that its arrival gives back: shared/jobs/far_future.py); epoch seconds.
     due_at: float | None = None
+    # The job's own concurrency key; None: its type's, if the type declares one (shared/jobs/concurrency.py).
+    concurrency: Concurrency | None = None
     v: int = 1
 
     @classmethod
@@ -172,6 +204,7 @@ class JobMessage:
         enqueued_at: float,
         schedule: str | None = None,
         scheduled_for: str | None = None,
+        concurrency: Concurrency | None = None,
     ) -> JobMessage:
         """The message of a job spec whose max_attempts is decided (a message always carries one)."""
         if spec.max_attempts is None:
@@ -186,6 +219,7 @@ class JobMessage:
             schedule=schedule,
             scheduled_for=scheduled_for,
             timeout_seconds=spec.timeout_seconds,
+            concurrency=concurrency,
         )
 
     @classmethod
@@ -215,6 +249,7 @@ class JobMessage:
             "scheduled_for": self.scheduled_for,
             "timeout_seconds": self.timeout_seconds,
             "due_at": self.due_at,
+            "concurrency": self.concurrency.to_dict() if self.concurrency else None,
         }
         return body | {name: value for name, value in optional.items() if value is not None}
 
@@ -223,8 +258,9 @@ class JobMessage:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobMessage:
+        """A message of fields written by `to_dict` (a schedule's input, a record's), unchecked."""
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**_typed({k: v for k, v in data.items() if k in known}))
 
     @classmethod
     def from_body(cls, body: str, *, sent_at: float, secret: bytes) -> JobMessage:
@@ -270,7 +306,14 @@ class JobMessage:
                 valid[name] = value
         if problems:
             raise UnreadableMessage("unreadable job message: " + "; ".join(problems), job=valid)
-        return cls(**{"payload": None} | valid)  # no payload is a null payload, as the API accepts it
+        return cls(**_typed({"payload": None} | valid))  # no payload is a null payload, as the API accepts it
+
+
+def _typed(fields: dict[str, Any]) -> dict[str, Any]:
+    """A message's fields as JobMessage holds them: its JSON objects as their values."""
+    if "concurrency" in fields:
+        fields = {**fields, "concurrency": Concurrency.of(fields["concurrency"])}
+    return fields
 
 
 _NOT_RECORDED = object()
@@ -297,6 +340,7 @@ class JobRecord:
     cancelled_at: float | None = None
     retries: int = 0  # times POST /v1/jobs/{id}/retry started it over
     tenant: str = ""  # whose job it is ("" where the record does not say: a listing's projection)
+    concurrency: Concurrency | None = None  # the job's own concurrency key (its message's), if it gave one
 
     @property
     def payload_recorded(self) -> bool:
@@ -329,6 +373,8 @@ class JobRecord:
             view["cancelled_at"] = self.cancelled_at
         if self.retries:
             view["retries"] = self.retries
+        if self.concurrency is not None:
+            view["concurrency"] = self.concurrency.to_dict()
         return view
 
 

@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.enqueue_routes import enqueue_items
-from functions.api.models import JobSpecIn
+from functions.api.models import ConcurrencyIn, JobSpecIn
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
@@ -33,6 +33,9 @@ class JobIn(JobSpecIn):
         default=None, ge=0, le=settings.MAX_RUN_AT_DAYS * 86_400, description="Run this many seconds from now"
     )
     run_at: datetime | None = Field(default=None, description="Run at this time (ISO 8601; UTC if no offset)")
+    concurrency: ConcurrencyIn | None = Field(
+        default=None, description="At most `limit` of this tenant's jobs with this `key` run at once"
+    )
 
 
 class JobsBatchIn(BaseModel):

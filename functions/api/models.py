@@ -6,9 +6,10 @@ the enqueue path, which validates with the generated schemas (functions/api/job_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, with_config
+from typing_extensions import TypedDict  # pydantic needs typing_extensions' on Python < 3.12
 
 from shared import settings
 from shared.model import JobSpec
@@ -34,3 +35,13 @@ class JobSpecIn(BaseModel):
         return JobSpec(
             type=self.type, payload=self.payload, max_attempts=self.max_attempts, timeout_seconds=self.timeout_seconds
         )
+
+
+# A TypedDict, not a model: its core schema has no class, so the enqueue routes validate it from the
+# generated schemas (functions/api/job_schemas.py) as they do the rest of a job's body.
+@with_config(ConfigDict(extra="forbid"))
+class ConcurrencyIn(TypedDict):
+    """At most `limit` of this tenant's jobs with this `key` run at once; the others wait, using no attempt."""
+
+    key: Annotated[str, Field(min_length=1, max_length=settings.MAX_CONCURRENCY_KEY_CHARS)]
+    limit: Annotated[int, Field(ge=1, le=settings.MAX_CONCURRENCY_LIMIT)]

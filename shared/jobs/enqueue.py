@@ -26,7 +26,7 @@ from shared.aws import eventbridge, queue
 from shared.aws.eventbridge import at_expression
 from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
 from shared.jobs import far_future, job_types, payload_schemas, payloads
-from shared.model import JobMessage, JobSpec
+from shared.model import Concurrency, JobMessage, JobSpec
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
 
@@ -41,12 +41,16 @@ class JobRequest:
     idempotency_key: str | None = None
     delay_seconds: int | None = None
     run_at: datetime | None = None
+    concurrency: Concurrency | None = None  # the job's own key and limit (shared/jobs/concurrency.py)
 
     @classmethod
     def from_fields(cls, values: Mapping[str, Any]) -> JobRequest:
         """The request of a POST /v1/jobs body's fields: the spec's beside the enqueue options."""
         spec = JobSpec(**{name: value for name, value in values.items() if name in _SPEC_FIELDS})
-        return cls(spec, **{name: value for name, value in values.items() if name not in _SPEC_FIELDS})
+        options = {name: value for name, value in values.items() if name not in _SPEC_FIELDS}
+        if isinstance(options.get("concurrency"), Mapping):
+            options["concurrency"] = Concurrency.of(options["concurrency"])
+        return cls(spec, **options)
 
 
 def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_input: bool = False) -> None:
@@ -136,7 +140,7 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         job_id = ids.delayed_id(secret, tenant, now, now + delay)  # GET answers `queued` until it is due
     else:
         job_id = ids.timed_id(secret, tenant, now)
-    return JobMessage.of(spec, job_id=job_id, tenant=tenant, enqueued_at=now)
+    return JobMessage.of(spec, job_id=job_id, tenant=tenant, enqueued_at=now, concurrency=request.concurrency)
 
 
 def delayed_schedule_name(job_id: str) -> str:

@@ -33,6 +33,7 @@ from shared import environment
 from shared.jobs.registry import (
     FIRST_PARTY_PACKAGE,
     NAME_PATTERN,
+    ConcurrencyKey,
     Exclusivity,
     InvalidPayload,
     JobContext,
@@ -51,6 +52,7 @@ from shared.jobs.registry import REGISTRY as _REGISTRY
 
 __all__ = [
     "NAME_PATTERN",
+    "ConcurrencyKey",
     "Exclusivity",
     "InvalidPayload",
     "JobContext",
@@ -165,7 +167,10 @@ def _as_declared(entry: dict[str, Any]) -> JobType:
     A customer's `validate` is never among them (its declaration names none; it runs on the worker).
     """
     builtin = bool(entry["builtin"])
-    options = {key: entry[key] for key in entry if key not in ("validator", "tenant_check", "builtin", "name")}
+    # The concurrency key is a function of the payload, the type's code: not in a declaration, and not
+    # the API's business (the worker, which loads the type, applies it).
+    skipped = ("validator", "tenant_check", "builtin", "name", "concurrency_key")
+    options = {key: entry[key] for key in entry if key not in skipped}
     validator = entry.get("validator") if builtin else None
     tenant_check = entry.get("tenant_check") if builtin else None
     return JobType(

@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from shared import settings
 from shared.aws.clients import aws_error_code
-from shared.model import JobMessage, JobRecord, Status
+from shared.model import Concurrency, JobMessage, JobRecord, Status
 from shared.store import keys, table
 from shared.store.table_schema import JOBS_INDEX
 
@@ -137,8 +137,14 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         cancelled_at=as_float(item, "cancelled_at"),
         retries=as_int(item, "retries") or 0,
         tenant=as_str(item, "tenant") or "",
+        concurrency=_concurrency(item),
         **recorded,
     )
+
+
+def _concurrency(item: dict[str, Any]) -> Concurrency | None:
+    key, limit = as_str(item, "concurrency_key"), as_int(item, "concurrency_limit")
+    return Concurrency(key, limit) if key is not None and limit is not None else None
 
 
 def payload_json(payload: Any) -> dict[str, str]:
@@ -169,6 +175,7 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
         "schedule": as_str(item, "schedule_name"),
         "scheduled_for": as_str(item, "scheduled_for"),
         "timeout_seconds": as_int(item, "timeout_seconds"),
+        "concurrency": concurrency.to_dict() if (concurrency := _concurrency(item)) else None,
     }
     return JobMessage.from_dict({name: value for name, value in fields.items() if value is not None})
 

@@ -86,6 +86,9 @@ def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict
     if message.timeout_seconds is not None:
         values[":timeout"] = job_items.n(message.timeout_seconds)
         sets.append("timeout_seconds = :timeout")
+    if message.concurrency is not None:
+        values |= {":ckey": {"S": message.concurrency.key}, ":climit": job_items.n(message.concurrency.limit)}
+        sets += ["concurrency_key = :ckey", "concurrency_limit = :climit"]
     if message.schedule:
         values |= {
             ":schedule": {"S": message.schedule},

@@ -97,6 +97,11 @@ def running_key(tenant: str) -> str:
     return RUNNING + tenant
 
 
+def concurrency_slots_key(tenant: str, key: str) -> str:
+    """A concurrency key's running slots: the tenant's, apart from its own (`#` never occurs in a tenant's name)."""
+    return f"{RUNNING}{tenant}#key#{key}"
+
+
 def rate_window_key(tenant: str) -> str:
     return RATE_WINDOW + tenant
 

@@ -33,7 +33,7 @@ class Batch:
     breaker: StoreBreaker
     claims: ClaimsAhead
     completer: Completer
-    share: RunningShare  # its tenants' running slots, and which deliveries are over their cap
+    share: RunningShare  # its tenants' and concurrency keys' running slots, and which deliveries wait
     runners: Executor  # the threads that handle its deliveries, one each, at once
 
     def begin(self, seconds_left: float) -> None:
@@ -74,7 +74,7 @@ class Worker:
         (shared/worker/running_share.py), then the jobs within their caps are claimed together
         (shared/worker/claim_ahead.py)."""
         share = RunningShare(self._claimers, self.breaker, deliveries)
-        within_caps = [each for each in deliveries if share.waiting(each) is None]
+        within_caps = [each for each in deliveries if share.starts_now(each)]
         hidden = HiddenBatch(
             [
                 (each.receipt_handle, each.body, waiting.delay_seconds if (waiting := share.waiting(each)) else None)

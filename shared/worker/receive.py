@@ -109,10 +109,21 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
 
 
 def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool = True) -> Verdict:
-    """Claim and run the job of a readable message whose id verified.
+    """Claim and run the job of a readable message whose id verified, under its concurrency key's slot
+    if it has one (waiting in the batch for it, unclaimed: shared/worker/running_share.py).
 
     `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
     """
+    admission = batch.share.admit(message, delivery)
+    if admission.refused is not None:
+        return admission.refused
+    try:
+        return _claim_and_run(message, delivery, batch, first_run=first_run)
+    finally:
+        admission.release()  # the job has run (or never started): its key's slot passes on
+
+
+def _claim_and_run(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool) -> Verdict:
     timeout = deadline.timeout_of(message)
     ahead = batch.claims.take(message, delivery)
     if ahead is None and batch.breaker.cooling:

@@ -67,6 +67,11 @@ MAX_MAX_ATTEMPTS = 25
 MAX_PAYLOAD_BYTES = 64 * 1024  # serialised payload; an SQS message holds 256 KiB
 MAX_PAYLOAD_DEPTH = 32  # nested arrays/objects in a payload; 0 for a scalar. See docs/decisions/input-limits.md
 MAX_BATCH_JOBS = 100  # POST /v1/jobs:batch
+# Batches (POST /v1/batches): jobs counted as one, with callbacks. See docs/decisions/batches.md.
+MAX_BATCH_SIZE = 1_000
+MAX_BATCH_DESCRIPTION_CHARS = 256
+BATCH_LIST_DEFAULT_LIMIT = 20
+BATCH_LIST_MAX_LIMIT = 100
 # Concurrency keys: at most `limit` of a tenant's jobs with one key run at once. See docs/decisions/concurrency-keys.md.
 MAX_CONCURRENCY_KEY_CHARS = 128
 MAX_CONCURRENCY_LIMIT = 1_000

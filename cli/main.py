@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from cli import jobs, operator, schedules
+from cli import batches, jobs, operator, schedules
 from cli.common import CliError, Exit, set_api_options
 from cli.render import emit_json, err
 from client import errors
@@ -42,6 +42,7 @@ def _options(
 
 jobs.register(app)
 app.add_typer(schedules.app, name="schedules", help="Recurring and one-time jobs.")
+app.add_typer(batches.app, name="batches", help="Jobs counted as one, with callbacks when they end.")
 operator.register(app)
 
 _API_EXITS = {

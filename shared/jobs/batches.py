@@ -195,14 +195,16 @@ def cancel(tenant: str, batch_id: str) -> BatchRecord:
     return batch_items.settle(after, time.time()) if after is not None else batch
 
 
-def member_ended(member: BatchMember, status: Status) -> None:
+def member_ended(member: BatchMember, status: Status, *, single_attempt: bool = False) -> None:
     """Count the end of a batch's member (its record says `status`), settle the batch, and enqueue the
-    callbacks that makes due. Idempotent, and safe to repeat after a crash anywhere in it."""
+    callbacks that makes due. Idempotent, and safe to repeat after a crash anywhere in it.
+    `single_attempt`: each store call makes one attempt (the worker's)."""
     if status not in _MEMBER_STATE:
         return
-    batch = batch_items.mark(member.id, member.index, MemberState(_MEMBER_STATE[status], member.generation))
+    state = MemberState(_MEMBER_STATE[status], member.generation)
+    batch = batch_items.mark(member.id, member.index, state, single_attempt=single_attempt)
     if batch is not None:
-        send_due_callbacks(batch)
+        send_due_callbacks(batch, single_attempt=single_attempt)
 
 
 def member_reopened(tenant: str, batch_id: str, index: int, generation: int) -> None:
@@ -213,19 +215,19 @@ def member_reopened(tenant: str, batch_id: str, index: int, generation: int) -> 
         batch_items.settle(batch, time.time())
 
 
-def send_due_callbacks(batch: BatchRecord) -> None:
+def send_due_callbacks(batch: BatchRecord, *, single_attempt: bool = False) -> None:
     """Settle the batch (its status; which callbacks are due, decided once), then enqueue each callback
     due and not yet sent, and mark it sent. A crash between a send and its mark sends it again from the
     next delivery that gets here: the same job id, run once."""
-    settled = batch_items.settle(batch, time.time())
+    settled = batch_items.settle(batch, time.time(), single_attempt=single_attempt)
     unsent = settled.unsent()
     if not unsent:
         return
-    specs = batch_items.callback_specs(settled.id)
+    specs = batch_items.callback_specs(settled.id, single_attempt=single_attempt)
     for kind in unsent:
         spec = specs.get(kind)
         if spec is not None:
             parent = {"kind": "batch", "id": settled.id, "callback": kind}
             shown, now = view(settled), time.time()
             queue.send(callbacks.message(settled.tenant, spec, parent=parent, adds="batch", view=shown, now=now))
-        batch_items.mark_sent(settled.id, kind, time.time())
+        batch_items.mark_sent(settled.id, kind, time.time(), single_attempt=single_attempt)

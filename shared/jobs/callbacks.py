@@ -65,18 +65,19 @@ def _fitted(view: dict[str, Any], room: int) -> dict[str, Any]:
     return {name: view.get(name) for name in ("id", "status") if name in view} | {"omitted": ["the rest"]}
 
 
-def enqueue_job_callback(job: JobMessage, status: Status) -> None:
+def enqueue_job_callback(job: JobMessage, status: Status, *, single_attempt: bool = False) -> None:
     """Enqueue the callback `job`'s end calls for (on_success when it succeeded, on_failure when it is
-    dead), unless its record says it was sent. Idempotent; raises what the store or queue raises."""
+    dead), unless its record says it was sent. Idempotent; raises what the store or queue raises.
+    `single_attempt`: each store call makes one attempt (the worker's)."""
     kind = {Status.SUCCEEDED: "on_success", Status.DEAD: "on_failure"}.get(status)
     spec = (job.callbacks or {}).get(kind or "")
     if kind is None or spec is None:
         return
-    record = job_store.get(job.id, consistent=True)
+    record = job_store.get(job.id, consistent=True, single_attempt=single_attempt)
     if record is None or record.status is not status or (record.callbacks or {}).get(kind):
         return  # not ended so (retried since), or sent already
     now = time.time()
     parent = {"kind": "job", "id": job.id, "callback": kind}
     callback = message(job.tenant, spec, parent=parent, adds="parent", view=record.public(), now=now)
     queue.send(callback)
-    job_store.mark_callback_sent(job.id, kind, callback.id)
+    job_store.mark_callback_sent(job.id, kind, callback.id, single_attempt=single_attempt)

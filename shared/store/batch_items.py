@@ -33,7 +33,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shared import settings
-from shared.aws.clients import client, is_condition_failure
+from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.store import job_items, keys, table
 from shared.store.table_schema import JOBS_INDEX
 
@@ -114,6 +114,12 @@ def member_attribute(index: int) -> str:
         digits = _DIGITS[rest] + digits
         if index == 0:
             return "j" + digits
+
+
+def _dynamodb(single_attempt: bool) -> Any:
+    """`single_attempt`: no botocore retries, for the worker, whose fallback (handing the delivery back, to
+    do it at its next delivery) is cheaper than waiting out the backoff while the store fails."""
+    return single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
 
 
 def _key(batch_id: str) -> dict[str, Any]:
@@ -222,10 +228,10 @@ def create(
     return _record(item)
 
 
-def get(batch_id: str) -> BatchRecord | None:
+def get(batch_id: str, *, single_attempt: bool = False) -> BatchRecord | None:
     """The batch as it is (a consistent read of its counts, not its members' states), or None."""
     item = (
-        client("dynamodb")
+        _dynamodb(single_attempt)
         .get_item(
             TableName=table.name(),
             Key=_key(batch_id),
@@ -238,13 +244,13 @@ def get(batch_id: str) -> BatchRecord | None:
     return _record(item) if item else None
 
 
-def callback_specs(batch_id: str) -> dict[str, dict[str, Any]]:
+def callback_specs(batch_id: str, *, single_attempt: bool = False) -> dict[str, dict[str, Any]]:
     """The batch's callbacks as it was created with them: kind -> a job spec (type, payload, ...)."""
-    item = client("dynamodb").get_item(TableName=table.name(), Key=_callbacks_key(batch_id)).get("Item")
+    item = _dynamodb(single_attempt).get_item(TableName=table.name(), Key=_callbacks_key(batch_id)).get("Item")
     return json.loads(item["specs"]["S"]) if item else {}
 
 
-def mark(batch_id: str, index: int, state: MemberState) -> BatchRecord | None:
+def mark(batch_id: str, index: int, state: MemberState, *, single_attempt: bool = False) -> BatchRecord | None:
     """Member `index` is in `state` now: its attribute set and one unit moved between two counts, in one
     conditional write from the state it was in. Idempotent: a member already in `state`, or in a later
     run's state (a stale delivery), is left as it is. The batch after; None if there is no such batch."""
@@ -255,7 +261,7 @@ def mark(batch_id: str, index: int, state: MemberState) -> BatchRecord | None:
     else:
         assumed = MemberState(PENDING, state.generation)
     for _ in range(4):  # each failed try learns the member's real state: at most a few
-        answer = _move(batch_id, name, assumed, state)
+        answer = _move(batch_id, name, assumed, state, single_attempt)
         if isinstance(answer, BatchRecord):
             return answer
         if not answer:
@@ -269,7 +275,9 @@ def mark(batch_id: str, index: int, state: MemberState) -> BatchRecord | None:
     raise RuntimeError(f"batch {batch_id}: member {index} kept changing while it was marked {state.encoded()}")
 
 
-def _move(batch_id: str, name: str, old: MemberState, new: MemberState) -> BatchRecord | dict[str, Any]:
+def _move(
+    batch_id: str, name: str, old: MemberState, new: MemberState, single_attempt: bool
+) -> BatchRecord | dict[str, Any]:
     """One member from `old` to `new`: the batch after, or the item as it was if it was not in `old`
     ({} if there is no batch)."""
     moves = old.letter != new.letter  # a pending member of one run pending in the next moves no unit
@@ -289,7 +297,7 @@ def _move(batch_id: str, name: str, old: MemberState, new: MemberState) -> Batch
     if moves:
         values |= {":one": {"N": "1"}, ":minus": {"N": "-1"}}
     try:
-        answer = client("dynamodb").update_item(
+        answer = _dynamodb(single_attempt).update_item(
             TableName=table.name(),
             Key=_key(batch_id),
             UpdateExpression=update,
@@ -302,13 +310,13 @@ def _move(batch_id: str, name: str, old: MemberState, new: MemberState) -> Batch
     except ClientError as error:
         if not is_condition_failure(error):
             raise
-        return error.response.get("Item") or _read(batch_id)
+        return error.response.get("Item") or _read(batch_id, single_attempt)
     return _record(answer["Attributes"])
 
 
-def _read(batch_id: str) -> dict[str, Any]:
+def _read(batch_id: str, single_attempt: bool) -> dict[str, Any]:
     # For stores that do not return ALL_OLD on a failed condition.
-    found = client("dynamodb").get_item(TableName=table.name(), Key=_key(batch_id), ConsistentRead=True)
+    found = _dynamodb(single_attempt).get_item(TableName=table.name(), Key=_key(batch_id), ConsistentRead=True)
     return found.get("Item") or {}
 
 
@@ -354,7 +362,7 @@ def _cancel_together(batch_id: str, chunk: list[tuple[int, int]]) -> bool:
     return True
 
 
-def settle(batch: BatchRecord, now: float) -> BatchRecord:
+def settle(batch: BatchRecord, now: float, *, single_attempt: bool = False) -> BatchRecord:
     """Write the status `batch`'s counts say, and make due each callback they call for that is not due
     yet, in one write pinned on those counts: of every writer that sees the batch finish, exactly one
     makes a callback due. The batch after; unchanged if there was nothing to write or the counts (or a
@@ -386,7 +394,7 @@ def settle(batch: BatchRecord, now: float) -> BatchRecord:
         conditions.append(f"attribute_not_exists(due_{kind})")
     update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
     try:
-        answer = client("dynamodb").update_item(
+        answer = _dynamodb(single_attempt).update_item(
             TableName=table.name(),
             Key=_key(batch.id),
             UpdateExpression=update,
@@ -402,9 +410,9 @@ def settle(batch: BatchRecord, now: float) -> BatchRecord:
     return _record(answer["Attributes"])
 
 
-def mark_sent(batch_id: str, kind: str, now: float) -> None:
+def mark_sent(batch_id: str, kind: str, now: float, *, single_attempt: bool = False) -> None:
     """The `kind` callback's message is sent: nobody sends it again."""
-    client("dynamodb").update_item(
+    _dynamodb(single_attempt).update_item(
         TableName=table.name(),
         Key=_key(batch_id),
         UpdateExpression=f"SET sent_{kind} = if_not_exists(sent_{kind}, :now)",

@@ -221,6 +221,7 @@ def _member(item: dict[str, Any]) -> dict[str, Any] | None:
     return BatchMember(batch, index, as_int(item, "retries") or 0).to_dict()
 
 
-def read_item(job_id: str) -> dict[str, Any]:
-    # Only for stores that do not return ALL_OLD on a failed condition.
-    return jobs_client().get_item(TableName=table.name(), Key=key(job_id), ConsistentRead=True).get("Item") or {}
+def read_item(job_id: str, *, single_attempt: bool = False) -> dict[str, Any]:
+    """The record as it is, a consistent read (for stores that do not return ALL_OLD on a failed condition)."""
+    found = jobs_client(single_attempt).get_item(TableName=table.name(), Key=key(job_id), ConsistentRead=True)
+    return found.get("Item") or {}

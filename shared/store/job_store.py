@@ -61,22 +61,24 @@ class Foreign:
 ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign
 
 
-def get(job_id: str, *, consistent: bool = False) -> JobRecord | None:
+def get(job_id: str, *, consistent: bool = False, single_attempt: bool = False) -> JobRecord | None:
     """The job's record (its tenant in `tenant`), or None if no worker has seen the job.
 
     `consistent`: a consistent read, past the status cache (a callback's send reads the record its
     parent's outcome wrote a moment ago)."""
     if consistent:
-        item = job_items.read_item(job_id)
+        item = job_items.read_item(job_id, single_attempt=single_attempt)
     else:
-        item = job_items.jobs_client().get_item(TableName=table.name(), Key=job_items.key(job_id)).get("Item")
+        jobs = job_items.jobs_client(single_attempt)
+        item = jobs.get_item(TableName=table.name(), Key=job_items.key(job_id)).get("Item")
     return job_items.record_from_item(item) if item else None
 
 
-def mark_callback_sent(job_id: str, kind: str, callback_id: str) -> None:
+def mark_callback_sent(job_id: str, kind: str, callback_id: str, *, single_attempt: bool = False) -> None:
     """The job's `kind` callback (on_success, on_failure) is enqueued: no later delivery sends it again."""
     name = job_items.callback_sent_attribute(kind)
     job_items.conditional(
+        single_attempt=single_attempt,
         Key=job_items.key(job_id),
         UpdateExpression=f"SET {name} = :id",
         ConditionExpression="attribute_exists(pk)",

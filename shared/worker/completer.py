@@ -172,7 +172,7 @@ class Completer:
         if self._breaker.cooling:
             return delivery.hand_back("the job is recorded; its batch and callbacks wait for the store")
         try:
-            follow_ups.job_ended(job, status)
+            follow_ups.job_ended(job, status, single_attempt=True)
         except AWS_ERRORS as error:
             if is_outage(error):
                 self._breaker.failed()
@@ -194,7 +194,7 @@ class Completer:
         if verdict.job is not None:
             try:
                 if job_store.record_dead(verdict.job, verdict.reason, time.time()):
-                    follow_ups.unrunnable_ended(verdict.job)
+                    follow_ups.unrunnable_ended(verdict.job, single_attempt=True)
             except AWS_ERRORS as error:
                 if is_outage(error):
                     self._breaker.failed()
@@ -343,7 +343,7 @@ class Completer:
     def _ended_as_recorded(self, job: JobMessage, answer: Outcome, delivery: Delivery) -> Settled:
         """A carried outcome found another recorded first: the follow-ups of the end the record says."""
         try:
-            record = job_store.get(job.id, consistent=True)
+            record = job_store.get(job.id, consistent=True, single_attempt=True)
         except AWS_ERRORS as error:
             if is_outage(error):
                 self._breaker.failed()

@@ -176,10 +176,10 @@ def test_a_job_recorded_whose_batch_could_not_be_counted_is_counted_by_its_redel
     failures = iter([True])
     real = follow_ups.job_ended
 
-    def blip_once(job, status):
+    def blip_once(job, status, **options):
         if next(failures, False):
             raise queue.client("sqs").exceptions.ClientError({"Error": {"Code": "ServiceUnavailable"}}, "UpdateItem")
-        real(job, status)
+        real(job, status, **options)
 
     monkeypatch.setattr(follow_ups, "job_ended", blip_once)
     monkeypatch.setattr(queue, "hand_back_seconds", lambda *args, **kwargs: 0)
@@ -293,7 +293,8 @@ def test_counts_always_equal_members_states_and_each_callback_is_enqueued_once(a
         elif event == "crash_after_send" and status is None:
             record[index] = (Status.SUCCEEDED, run)
             crashes_after_send += 1
-            monkeypatch.setattr(batch_items, "mark_sent", lambda *args: None)  # the worker dies before the mark
+            # The worker dies after the callback's send, before its mark.
+            monkeypatch.setattr(batch_items, "mark_sent", lambda *args, **kwargs: None)
             batches.member_ended(member, Status.SUCCEEDED)
             monkeypatch.setattr(batch_items, "mark_sent", real_mark_sent)
         elif event == "redeliver" and status is not None:

@@ -19,8 +19,8 @@ list newest first; the index copies only `status`, `finished_at`, `enqueued_at` 
 and `tenant` (its INCLUDE projection), so a member's mark, which changes none of them, costs the
 index nothing.
 
-Cost (docs/decisions/batches.md): a write costs the item's size, ~40 bytes plus ~5 per member that
-has finished: one write unit per mark up to ~190 finished members, 5 at the end of a 1,000-job batch.
+Cost (docs/decisions/batches.md): a write costs the item's size, ~0.4 KB plus ~4 bytes per member that
+has finished: one write unit per mark while fewer than ~150 have, 5 at the end of a 1,000-job batch.
 """
 
 from __future__ import annotations

@@ -207,6 +207,13 @@ def checked(tenant: str, request: JobRequest, now: float, *, field_prefix: str =
         for kind, body in (("on_success", request.on_success), ("on_failure", request.on_failure))
         if body is not None
     }
+    # The message and the record carry both: together within a payload's limit (shared/model.py _callbacks).
+    size = len(json.dumps(callbacks, separators=(",", ":")).encode())
+    if size > settings.MAX_PAYLOAD_BYTES:
+        why = (
+            f"on_success and on_failure together are {size} bytes serialised; the limit is {settings.MAX_PAYLOAD_BYTES}"
+        )
+        raise PayloadTooLarge(f"{field_prefix}{list(callbacks)[-1]}", why)
     return CheckedJob(spec, delay, callbacks or None)
 
 

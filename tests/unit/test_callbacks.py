@@ -102,3 +102,10 @@ def test_the_rate_limit_counts_a_jobs_callbacks_as_jobs(aws, monkeypatch):
     enqueue.enqueue("acme", request)
 
     assert counted == [3]
+
+
+def test_both_callbacks_together_fit_in_a_payloads_limit(aws, key):
+    half = {"type": "echo", "payload": {"text": "x" * 40_000}}
+    status, refused = _post(key, {"type": "echo", "on_success": half, "on_failure": half})
+    assert status == 413 and refused["fields"][0]["field"] == "on_failure"
+    assert _post(key, {"type": "echo", "on_success": half})[0] == 202

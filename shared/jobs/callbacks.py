@@ -34,7 +34,8 @@ def message(
     tenant: str, spec: Mapping[str, Any], *, parent: dict[str, str], adds: str, view: dict[str, Any], now: float
 ) -> JobMessage:
     """The callback's job message: its id derived from its parent and kind, its payload with `adds`."""
-    payload = dict(spec.get("payload") or {}) | {adds: _fitted(view, settings.MAX_PAYLOAD_BYTES - _size(spec))}
+    fitted = _fitted(view, settings.MAX_PAYLOAD_BYTES - _size(spec))
+    payload = enqueue.with_view(spec["type"], spec.get("payload"), adds, fitted)
     job = JobSpec(spec["type"], payload, spec["max_attempts"], spec.get("timeout_seconds"))
     return JobMessage.of(
         job,

@@ -137,14 +137,18 @@ def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: st
     if unknown:
         raise InvalidRequest(f"{field}.{unknown[0]}", "not a field of a callback")
     payload = body.get("payload")
+    job_type = body.get("type", "")
     if payload is not None and not isinstance(payload, dict):
         raise InvalidRequest(f"{field}.payload", f"must be an object (or null): the callback gets {adds!r} in it")
-    if payload and adds in payload:
-        raise InvalidRequest(f"{field}.payload.{adds}", "is the callback's own: corral sets it")
+    where, holder = ("payload.body", (payload or {}).get("body")) if job_type in VIEW_IN_BODY else ("payload", payload)
+    if holder is not None and not isinstance(holder, dict):
+        raise InvalidRequest(f"{field}.{where}", f"must be an object (or null): the callback gets {adds!r} in it")
+    if holder and adds in holder:
+        raise InvalidRequest(f"{field}.{where}.{adds}", "is the callback's own: corral sets it")
     spec = with_max_attempts(
         JobSpec(
-            type=body.get("type", ""),
-            payload=(payload or {}) | {adds: _PLACEHOLDER_PARENT_VIEW},
+            type=job_type,
+            payload=with_view(job_type, payload, adds, _PLACEHOLDER_PARENT_VIEW),
             max_attempts=body.get("max_attempts"),
             timeout_seconds=body.get("timeout_seconds"),
         )
@@ -160,6 +164,21 @@ def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: st
     if body.get("concurrency") is not None:
         kept["concurrency"] = dict(body["concurrency"])
     return kept
+
+
+# Types whose payload is a request and whose endpoint receives its `body`: a callback of one gets its
+# parent's (or batch's) view in that body, so a callback URL receives it (an `http` job refuses any
+# payload field but url, method, headers and body).
+VIEW_IN_BODY = frozenset({"http"})
+
+
+def with_view(job_type: str, payload: Mapping[str, Any] | None, key: str, view: Any) -> dict[str, Any]:
+    """A callback's payload with `key`: `view` added: in its body for a request type, else at its top."""
+    added = dict(payload or {})
+    if job_type in VIEW_IN_BODY:
+        added["body"] = dict(added.get("body") or {}) | {key: view}
+        return added
+    return added | {key: view}
 
 
 def with_max_attempts(spec: JobSpec) -> JobSpec:

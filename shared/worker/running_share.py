@@ -244,21 +244,30 @@ class KeySlots:
     def acquire(self, message_id: str, latest_start: float) -> str | None:
         """The slot this job runs under: taken as the batch began, passed on by a batch-mate, or freed
         elsewhere; None if none came by `latest_start` (the job is handed back)."""
+        slot, spare = self._wait_for_slot(message_id, latest_start)
+        self._give_back(spare)
+        return slot
+
+    def _wait_for_slot(self, message_id: str, latest_start: float) -> tuple[str | None, list[str]]:
+        """(the slot, or None) and the slots nobody waits for any more, to give back (the last waiter left)."""
         with self._changed:
             if message_id in self._given:
-                return self._given.pop(message_id)
+                return self._given.pop(message_id), []
             self._waiters.append(message_id)
             self._waiters.sort(key=lambda waiter: self.enqueued_at.get(waiter, 0.0))
             while True:
                 if self._free and self._waiters[0] == message_id:
                     self._waiters.pop(0)
                     self._changed.notify_all()
-                    return self._free.pop()
+                    slot = self._free.pop()
+                    spare, self._free = (self._free, []) if not self._waiters else ([], self._free)
+                    return slot, spare
                 now = time.time()
                 if now >= latest_start:
                     self._waiters.remove(message_id)
                     self._changed.notify_all()
-                    return None
+                    spare, self._free = (self._free, []) if not self._waiters else ([], self._free)
+                    return None, spare
                 if not self._looking and now >= self._next_look and len(self._waiters) > len(self._free):
                     self._look_elsewhere()
                     continue

@@ -109,3 +109,19 @@ def test_both_callbacks_together_fit_in_a_payloads_limit(aws, key):
     status, refused = _post(key, {"type": "echo", "on_success": half, "on_failure": half})
     assert status == 413 and refused["fields"][0]["field"] == "on_failure"
     assert _post(key, {"type": "echo", "on_success": half})[0] == 202
+
+
+def test_an_http_callback_is_a_callback_url_that_receives_the_view_in_its_body(aws, key, monkeypatch):
+    callback = {"type": "http", "payload": {"url": "https://hooks.example.com/done", "body": {"order": 7}}}
+    accepted = _post(key, {"type": "echo", "payload": {"n": 1}, "on_success": callback})[1]
+    sent = []
+    monkeypatch.setattr(callbacks.queue, "send", lambda message, delay=0: sent.append(message))
+    poll(aws)
+
+    (message,) = sent
+    assert message.type == "http" and message.payload["url"] == "https://hooks.example.com/done"
+    assert message.payload["body"]["order"] == 7
+    assert message.payload["body"]["parent"]["id"] == accepted["id"]
+    get = {"type": "http", "payload": {"url": "https://hooks.example.com/done", "method": "GET"}}
+    status, refused = _post(key, {"type": "echo", "on_success": get})
+    assert status == 422 and refused["fields"][0]["field"] == "on_success.payload.body"  # a GET carries no body

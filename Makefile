@@ -102,3 +102,8 @@ herd: install
 .PHONY: fence
 fence: install
 	$(PY) -m bench.fence $(ARGS)
+
+# corral beside a bare SQS→Lambda pipeline and Celery on SQS, one emulator (bench/compare/): make compare ARGS=--quick
+.PHONY: compare
+compare: install
+	$(PY) -m bench.compare $(ARGS)

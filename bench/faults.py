@@ -16,10 +16,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench.crons import create_herd
-from local.ministack import worker_pids
-from shared import settings
-
 BLIP_SECONDS = 5
 # How long after a kill a job's wait is still blamed on it: the replacement environment's cold start.
 KILL_RECOVERY_SECONDS = 3.0
@@ -33,7 +29,7 @@ CRON_LEAD_SECONDS = 12  # creating the schedules must finish before they are due
 
 def kill_worker(context: Any) -> str:
     """SIGKILL one worker execution environment, mid-batch if one is busy (under load most are)."""
-    pids = worker_pids(context.chaos.emulator, settings.WORKER_FUNCTION)
+    pids = context.worker_pids()
     if not pids:
         return "no worker process alive to kill"
     victim = random.choice(pids)
@@ -62,8 +58,12 @@ def create_crons_ahead(context: Any, due: datetime) -> None:
     count = max(50, int(context.base_rate * CRON_HERD_SECONDS_OF_BASE))
     prefix = f"herd{int(time.time())}"
     herd: dict[str, Any] = {"prefix": prefix, "expected": count, "due_epoch": due.timestamp(), "created": "ahead"}
-    herd["created_per_second"] = round(create_herd(context.platform, prefix, count, due, 8), 1)
+    herd["created_per_second"] = _rounded(context.create_crons(prefix, count, due))
     context.cron_herd = herd
+
+
+def _rounded(rate: float | None) -> float | None:
+    return None if rate is None else round(rate, 1)
 
 
 def herd_crons(context: Any) -> str:
@@ -80,7 +80,7 @@ def herd_crons(context: Any) -> str:
 
     def create() -> None:
         try:
-            herd["created_per_second"] = round(create_herd(context.platform, prefix, count, due, 8), 1)
+            herd["created_per_second"] = _rounded(context.create_crons(prefix, count, due))
         except Exception as error:  # reported in slo.json, not lost with the thread
             herd["error"] = f"{type(error).__name__}: {error}"
 

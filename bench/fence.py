@@ -11,7 +11,10 @@ The options of docs/decisions/customer-code-fence.md, doing the same work (retur
   keeps the claim, the outcome write and the secrets;
 - kept-client: the same invoke from a job type of bench/fence_jobs that keeps its Lambda client for
   the environment's life, as option (a) built into the platform would; the `lambda` type builds a
-  client for each invoke (also measured alone: `lambda_client_build_cpu_ms`).
+  client for each invoke (also measured alone: `lambda_client_build_cpu_ms`). Since option (a) is
+  built, bench/fence_jobs is a customer's package like any other and `fence-invoke` runs in the jobs
+  function: this kind measures two hops (worker -> jobs function -> fence-echo) until it is changed
+  to a customer type that returns its payload (docs/decisions/customer-code-fence.md, "Figures").
 
 Starts its own embedded stack on --port (ministack, its sidecars, cdk deploy with examples/jobs and
 bench/fence_jobs) with `fence-echo` allowed to the demo tenant (corral:lambda_targets), and creates
@@ -54,7 +57,7 @@ from local.deploy import DEMO_TENANT, EXAMPLE_JOBS, function_environment
 from local.ministack import ACCOUNT, STATE, worker_pids
 from local.platform import EmbeddedStack, embedded_stack
 from shared import settings
-from shared.targets import lambda_invoke
+from shared.aws import lambda_clients
 
 RESULT = STATE / "fence.json"
 IN_PROCESS, SEPARATE, KEPT_CLIENT, IDLE = "in-process", "separate", "kept-client", "idle"
@@ -373,14 +376,15 @@ def _target_lines(stack: EmbeddedStack, since_epoch: float) -> list[dict[str, An
 
 
 def lambda_client_build_cpu_ms(stack: EmbeddedStack, times: int = 20) -> float:
-    """CPU ms to build the Lambda client a `lambda` job builds for each invoke
-    (shared/targets/lambda_invoke.py `_client`), in this process: median of `times`."""
+    """CPU ms to build the Lambda client a `lambda` job built for each invoke before clients were kept
+    (shared/aws/lambda_clients.py, unkept), in this process: median of `times`."""
+    build = lambda_clients._client_reading.__wrapped__  # the build itself, past the cache that keeps clients
     spent = []
     with function_environment(stack.aws_env):
-        lambda_invoke._client(30)  # imports and first loads out of the way
+        build(32)  # imports and first loads out of the way
         for _ in range(times):
             started = time.process_time()
-            lambda_invoke._client(30)
+            build(32)
             spent.append((time.process_time() - started) * 1000)
     return round(statistics.median(spent), 1)
 

@@ -10,12 +10,31 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 
 MAX_LAG_SECONDS = 1.0
+
+# A load's timeline as data: (phase name, seconds, requests/s) one after another. Unlike a `rate_at`
+# callable it can be handed to a load generator in another process (bench/compare's Celery load).
+Phases = Sequence[tuple[str, float, float]]
+
+
+def rate_of_phases(phases: Phases) -> Callable[[float], tuple[str, float] | None]:
+    """`rate_at` for EnqueueLoad from a list of phases: the phase at `elapsed` and its rate, None after the last."""
+
+    def rate_at(elapsed: float) -> tuple[str, float] | None:
+        start = 0.0
+        for name, seconds, rate in phases:
+            if start <= elapsed < start + seconds:
+                return name, rate
+            start += seconds
+        return None
+
+    return rate_at
 
 
 @dataclass(frozen=True)
@@ -54,8 +73,10 @@ class EnqueueLoad:
         self.skipped: dict[str, int] = {}  # phase -> slots skipped because every client was busy
         self.started = 0.0
 
-    def start(self) -> None:
-        self.started = time.monotonic()
+    def start(self, at: float | None = None) -> None:
+        """Start the clients; the schedule's time 0 is `at` (time.monotonic(), the same clock in every
+        process of the machine) when given, else now."""
+        self.started = time.monotonic() if at is None else at
         for thread in self._threads:
             thread.start()
 
@@ -75,7 +96,7 @@ class EnqueueLoad:
             return slot, phase, self._count
 
     def _client(self) -> None:
-        session = requests.Session()
+        session = self._session()
         while True:
             taken = self._take_slot()
             if taken is None:
@@ -90,9 +111,17 @@ class EnqueueLoad:
                 time.sleep(delay)
             self.samples.append(self._send(session, phase, number))
 
-    def _send(self, session: requests.Session, phase: str, number: int) -> Sample:
+    def _session(self) -> Any:
+        """Each client thread's own connection (a subclass sending another way returns its own)."""
+        return requests.Session()
+
+    def _send(self, session: Any, phase: str, number: int) -> Sample:
         sent = time.monotonic()
-        job_id, status = None, 0
+        status, job_id = self._enqueue(session, number)
+        return Sample(sent - self.started, (time.monotonic() - sent) * 1000, status, job_id, phase)
+
+    def _enqueue(self, session: Any, number: int) -> tuple[int, str | None]:
+        """One enqueue: (HTTP status, 0 for no answer; the job's id when accepted)."""
         try:
             response = session.post(
                 self._url,
@@ -100,9 +129,6 @@ class EnqueueLoad:
                 headers=self._headers,
                 timeout=10,
             )
-            status = response.status_code
-            if status == 202:
-                job_id = response.json()["id"]
-        except requests.RequestException:
-            pass
-        return Sample(sent - self.started, (time.monotonic() - sent) * 1000, status, job_id, phase)
+            return response.status_code, response.json()["id"] if response.status_code == 202 else None
+        except requests.RequestException:  # no answer, or an unreadable one
+            return 0, None

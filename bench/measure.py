@@ -76,11 +76,12 @@ class JobRow:
     schedule: str | None = None  # the schedule whose firing it is
 
 
-def job_rows(dynamodb: Any) -> dict[str, JobRow]:
-    """Every job record in the table (a scan; fine for a benchmark's few tens of thousands)."""
+def job_rows(dynamodb: Any, table: str = settings.TABLE_NAME) -> dict[str, JobRow]:
+    """Every job record in the table (a scan; fine for a benchmark's few tens of thousands). `table`:
+    another table whose job items are written as corral's are (`make compare`'s bare pipeline)."""
     rows: dict[str, JobRow] = {}
     scan: dict[str, Any] = {
-        "TableName": settings.TABLE_NAME,
+        "TableName": table,
         "FilterExpression": "begins_with(pk, :job)",
         "ExpressionAttributeValues": {":job": {"S": "job#"}},
         "ProjectionExpression": "pk, #status, attempts, enqueued_at, started_at, finished_at, schedule_name",

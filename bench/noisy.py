@@ -42,6 +42,7 @@ from local.deploy import create_api_key
 from local.ministack import STATE
 from local.platform import Platform, embedded_stack
 from shared import settings
+from shared.store import keys
 
 RESULT = STATE / "noisy.json"
 NOISY_FACTOR = 10  # A enqueues at 10x B's rate
@@ -84,7 +85,7 @@ class RunningSampler:
 
     def __init__(self, platform: Platform, tenant: str, every: float = 0.2) -> None:
         self._dynamodb = platform.aws("dynamodb")
-        self._key = {"pk": {"S": f"running#{tenant}"}}
+        self._key = keys.item_key(keys.running_key(tenant))
         self._every = every
         self._stop = threading.Event()
         self.most = 0

@@ -150,7 +150,8 @@ def plot(
     plt.close(figure)
 
 
-def _format(value: Any) -> str:
+def format_value(value: Any) -> str:
+    """A figure for a text table: `-` for none, one decimal from 10 up, two below."""
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -164,5 +165,45 @@ def table(rows: list[tuple[str, Any, str]]) -> str:
     for name, value, key in rows:
         target = f"{TARGETS[key][0]} {TARGETS[key][1]:g}" if key in TARGETS else key
         verdict = {True: "yes", False: "NO", None: ""}[meets(key, value if isinstance(value, int | float) else None)]
-        lines.append(f"{name:<34} {_format(value):>14}  {target:<12} {verdict}")
+        lines.append(f"{name:<34} {format_value(value):>14}  {target:<12} {verdict}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One system's timeline in `plot_systems`: its jobs' waits, its events and its fault windows."""
+
+    name: str
+    enqueue_to_run: list[Point]
+    markers: list[Marker]
+    windows: list[Window]
+
+
+def plot_systems(path: Path, panels: list[Panel], phases: list[tuple[str, float, float]], title: str) -> None:
+    """Enqueue-to-run over the timeline, one row per system on shared axes (`make compare`): each job a
+    dot coloured by what made it slow, the herd shaded, the events marked."""
+    figure, axes = plt.subplots(len(panels), 1, figsize=(12, 3.2 * len(panels)), sharex=True, sharey=True)
+    for axis, panel in zip(axes if len(panels) > 1 else [axes], panels, strict=True):
+        for cause, colour in CAUSE_COLOURS.items():
+            points = [p for p in panel.enqueue_to_run if p.cause == cause]
+            if points:
+                label = cause if cause == "on time" else f"slow: {cause} ({len(points)})"
+                axis.scatter([p.enqueued for p in points], [p.wait_ms for p in points], s=3, color=colour, label=label)
+        axis.set_yscale("log")
+        axis.axhline(ON_TIME_MS, color="red", linestyle=":", label=f"{ON_TIME_MS:g} ms")
+        axis.set_ylabel(f"{panel.name}\nenqueue-to-run (ms)")
+        axis.legend(loc="upper left", fontsize=7)
+        for name, start, end in phases:
+            if name == "herd":
+                axis.axvspan(start, end, color="orange", alpha=0.12)
+        for marker in panel.markers:
+            axis.axvline(marker.at, color="black" if marker.wired else "grey", linestyle="--", linewidth=1)
+            axis.annotate(marker.name, (marker.at, 1.0), xycoords=("data", "axes fraction"), va="top", fontsize=7)
+        for window in panel.windows:
+            if window.cause in ("kill", "blip", "crons"):
+                axis.axvspan(window.start, window.end, color=CAUSE_COLOURS[window.cause], alpha=0.1)
+    (axes[-1] if len(panels) > 1 else axes).set_xlabel("seconds since the load started")
+    figure.suptitle(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -18,14 +18,14 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tqdm import tqdm
 
 from bench import cost, faults, measure, report, slo
 from bench.bulk import bulk_rate
-from bench.crons import herd_records
-from bench.load import EnqueueLoad, Sample
+from bench.crons import create_herd, herd_records
+from bench.load import EnqueueLoad, Phases, Sample, rate_of_phases
 from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
 from bench.tuning import set_limits
 from infra import footprint as infra_footprint
@@ -48,9 +48,25 @@ WARM_UP_SECONDS = 10
 CRON_CREATION_ALLOWANCE_SECONDS = 10  # creating the herd's crons before the load (80 at ~30-200/s here)
 
 
+class Load(Protocol):
+    """An open-loop enqueue load as the timeline drives it (bench/load.py's EnqueueLoad is one)."""
+
+    samples: list[Sample]
+    skipped: dict[str, int]
+    started: float  # time.monotonic() of the schedule's time 0
+
+    def start(self) -> None: ...
+
+    def join(self) -> None: ...
+
+
 @dataclass
 class RunContext:
-    """What event actions get: the platform, its faults, and what the cron herd created."""
+    """What event actions get: the platform, its faults, and what the cron herd created.
+
+    The methods below are corral's; `make compare` (bench/compare/) runs the same timeline against
+    other systems by overriding them: how jobs are enqueued, read back, and what a kill or a cron is.
+    """
 
     platform: Platform
     chaos: Chaos
@@ -67,6 +83,28 @@ class RunContext:
 
     def aws(self, service: str) -> Any:
         return self.platform.aws(service)
+
+    def new_load(self, phases: Phases, threads: int) -> Load:
+        return EnqueueLoad(self.api_url, self.api_key, rate_of_phases(phases), threads)
+
+    def job_rows(self) -> dict[str, measure.JobRow]:
+        return measure.job_rows(self.aws("dynamodb"))
+
+    def worker_pids(self) -> list[int]:
+        """The processes running jobs: one is what the `kill` event ends."""
+        return worker_pids(self.chaos.emulator, settings.WORKER_FUNCTION)
+
+    def create_crons(self, prefix: str, count: int, due: datetime) -> float | None:
+        """`count` crons named `prefix`-..., all due at `due`; returns how many were created per second."""
+        return create_herd(self.platform, prefix, count, due, 8)
+
+    def environments(self) -> dict[str, int]:
+        """Execution environments alive: more API ones than the pre-warm started are cold starts the
+        herd caused in its requests' path."""
+        return {
+            function: len(worker_pids(self.chaos.emulator, function))
+            for function in (settings.API_FUNCTION, settings.WORKER_FUNCTION)
+        }
 
 
 def _client_threads(rate: float) -> int:
@@ -94,25 +132,24 @@ def _drain(context: RunContext, queue_url: str, timeout: float, label: str) -> f
 
 
 def _steady(context: RunContext, rate: float, seconds: float, phase: str) -> list[Sample]:
-    load = EnqueueLoad(
-        context.api_url, context.api_key, lambda at: (phase, rate) if at < seconds else None, _client_threads(rate)
-    )
+    load = context.new_load([(phase, seconds, rate)], _client_threads(rate))
     load.start()
     load.join()
     return load.samples
 
 
-def find_rate(context: RunContext, queue_url: str) -> tuple[float, list[dict[str, Any]]]:
+def find_rate(
+    context: RunContext, queue_url: str, rates: tuple[int, ...] = RAMP_RATES
+) -> tuple[float, list[dict[str, Any]]]:
     """The highest rate that holds (accepted >= 95 % of target, no errors, enqueue-to-run p99 <= 260 ms);
-    the base rate R is a third of it, so the herd's 3R still holds."""
-    dynamodb = context.aws("dynamodb")
+    the base rate R is a third of it, so the herd's 3R still holds. `rates`: the steps, lowest first."""
     steps: list[dict[str, Any]] = []
     best = 0.0
-    for rate in tqdm(RAMP_RATES, desc="finding R", unit="step"):
+    for rate in tqdm(rates, desc="finding R", unit="step"):
         samples = _steady(context, rate, RAMP_STEP_SECONDS, f"ramp-{rate}")
         _drain(context, queue_url, 20, "ramp drain")
         ids = [s.job_id for s in samples if s.job_id]
-        rows = measure.job_rows(dynamodb)
+        rows = context.job_rows()
         e2r_p99 = slo.percentile(slo.enqueue_to_run_ms(ids, rows), 99)
         achieved = len(ids) / RAMP_STEP_SECONDS
         held = achieved >= 0.95 * rate and len(ids) == len(samples) and e2r_p99 is not None and e2r_p99 <= 260
@@ -124,15 +161,11 @@ def find_rate(context: RunContext, queue_url: str) -> tuple[float, list[dict[str
 
 
 def run_scenario(context: RunContext, scenario: Scenario, queue_url: str, drain_timeout: float) -> dict[str, Any]:
-    rate_by_phase = {phase.name: context.base_rate * phase.rate_factor for phase in scenario.phases}
-
-    def rate_at(elapsed: float) -> tuple[str, float] | None:
-        phase = scenario.phase_at(elapsed)
-        return None if phase is None else (phase.name, rate_by_phase[phase.name])
-
-    load = EnqueueLoad(context.api_url, context.api_key, rate_at, threads=_client_threads(context.base_rate))
-    started_epoch = time.time()
+    phases = [(phase.name, phase.seconds, context.base_rate * phase.rate_factor) for phase in scenario.phases]
+    load = context.new_load(phases, _client_threads(context.base_rate))
     load.start()
+    # The wall time of the load's time 0, which a load started in another process sets ahead of now.
+    started_epoch = time.time() + (load.started - time.monotonic())
     depth = measure.QueueDepth(context.aws("sqs"), queue_url, load.started)
     depth.start()
     markers: list[report.Marker] = []
@@ -151,14 +184,8 @@ def run_scenario(context: RunContext, scenario: Scenario, queue_url: str, drain_
     events.join()
     drained = _drain(context, queue_url, drain_timeout, "drain")
     depth.stop()
-    # Execution environments alive at the end: more API ones than the pre-warm started are cold
-    # starts the herd caused in its requests' path.
-    environments = {
-        function: len(worker_pids(context.chaos.emulator, function))
-        for function in (settings.API_FUNCTION, settings.WORKER_FUNCTION)
-    }
     return {
-        "environments": environments,
+        "environments": context.environments(),
         "samples": load.samples,
         "skipped": load.skipped,
         "depth": depth.samples,

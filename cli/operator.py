@@ -72,7 +72,16 @@ def list_tenants(as_json: JsonFlag = False) -> None:
 
 
 # Which usage counter each quota limit bounds (the rate limits bound no count).
-_USAGE_OF = {quota.limit_name: quota.counter for quota in quotas.QUOTAS}
+_QUOTA_OF = {quota.limit_name: quota for quota in quotas.QUOTAS}
+
+
+def _shown_usage(name: str, usage: dict[str, int]) -> float | int | None:
+    """What the tenant holds against the limit `name`, in the limit's units (the firings budget: per minute)."""
+    quota = _QUOTA_OF.get(name)
+    if quota is None:
+        return None
+    held = usage[quota.counter]
+    return held if quota.scale == 1 else round(held / quota.scale, 3)
 
 
 def _parse_settings(assignments: list[str]) -> dict[str, float | int | None]:
@@ -146,7 +155,7 @@ def tenant_limits(
             name,
             f"{getattr(in_force, name)}" + (" (set)" if name in overrides else ""),
             getattr(quotas.DEFAULTS, name),
-            usage[_USAGE_OF[name]] if name in _USAGE_OF else None,
+            _shown_usage(name, usage),
         ]
         for name in quotas.TenantLimits.names()
     ]

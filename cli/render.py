@@ -21,6 +21,7 @@ STATUS_STYLES = {
     "failed": "magenta",
     "dead": "bold red",
     "cancelled": "dim",
+    "skipped": "dim",
 }
 
 

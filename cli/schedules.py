@@ -1,8 +1,9 @@
-"""`corral schedules list|create|get|delete` over the API."""
+"""`corral schedules list|create|get|update|pause|resume|trigger|backfill|delete` over the API."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from enum import StrEnum
+from typing import Annotated, Any
 
 import typer
 
@@ -13,6 +14,25 @@ from cli.jobs import PayloadOption, parse_payload
 app = typer.Typer(no_args_is_help=True)
 
 NameArgument = Annotated[str, typer.Argument(help="The schedule's name (unique per tenant).")]
+
+
+class OverlapChoice(StrEnum):
+    allow = "allow"
+    skip = "skip"
+
+
+OverlapOption = Annotated[
+    OverlapChoice | None,
+    typer.Option(help="skip: a run whose earlier run is still queued, running or retrying is skipped (default allow)."),
+]
+DescriptionOption = Annotated[str | None, typer.Option(help="What the schedule is for.")]
+
+
+def _show(schedule: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        render.emit_json(schedule)
+    else:
+        render.fields(f"schedule {schedule.get('name')}", schedule)
 
 
 @app.command("list")
@@ -46,6 +66,8 @@ def create(
     flexible_window: Annotated[int | None, typer.Option(help="Minutes Scheduler may spread a firing over.")] = None,
     start: Annotated[str | None, typer.Option(help="First possible firing (ISO 8601).")] = None,
     end: Annotated[str | None, typer.Option(help="Last possible firing (ISO 8601).")] = None,
+    overlap: OverlapOption = None,
+    description: DescriptionOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create a schedule: each firing enqueues one job."""
@@ -60,11 +82,10 @@ def create(
         flexible_window_minutes=flexible_window,
         start=start,
         end=end,
+        overlap=overlap,
+        description=description,
     )
-    if as_json:
-        render.emit_json(created)
-    else:
-        render.fields(f"schedule {created.get('name')}", dict(created))
+    _show(dict(created), as_json)
 
 
 @app.command()
@@ -78,9 +99,101 @@ def get(name: NameArgument, as_json: JsonFlag = False) -> None:
     render.fields(f"schedule {name}", found)
     render.table(
         "recent runs",
-        ["job id", "status", "scheduled for"],
-        [[run.get("id"), render.status(run.get("status")), run.get("scheduled_for")] for run in runs],
+        ["job id", "status", "scheduled for", "trigger", "reason"],
+        [
+            [
+                run.get("id"),
+                render.status(run.get("status")),
+                run.get("scheduled_for"),
+                run.get("trigger"),
+                run.get("reason"),
+            ]
+            for run in runs
+        ],
     )
+
+
+class Clearable(StrEnum):
+    start = "start"
+    end = "end"
+    description = "description"
+    timeout = "timeout"
+
+
+@app.command()
+def update(
+    name: NameArgument,
+    expression: Annotated[str | None, typer.Option(help="A new expression.")] = None,
+    timezone: Annotated[str | None, typer.Option(help="A new IANA time zone.")] = None,
+    job_type: Annotated[str | None, typer.Option("--type", help="A new job type.")] = None,
+    payload: PayloadOption = None,
+    max_attempts: Annotated[int | None, typer.Option(help="Attempts of each run (1-25).")] = None,
+    timeout: Annotated[int | None, typer.Option(help="Seconds each run's attempt may take.")] = None,
+    flexible_window: Annotated[int | None, typer.Option(help="Minutes Scheduler may spread a firing over.")] = None,
+    start: Annotated[str | None, typer.Option(help="First possible firing (ISO 8601).")] = None,
+    end: Annotated[str | None, typer.Option(help="Last possible firing (ISO 8601).")] = None,
+    overlap: OverlapOption = None,
+    description: DescriptionOption = None,
+    clear: Annotated[
+        list[Clearable] | None, typer.Option(help="Remove this field (start, end, description, timeout); repeatable.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Change a schedule in place: only the options given change (its name, runs and quota unit stay)."""
+    changes: dict[str, Any] = {
+        "expression": expression,
+        "timezone": timezone,
+        "flexible_window_minutes": flexible_window,
+        "start": start,
+        "end": end,
+        "overlap": overlap,
+        "description": description,
+    }
+    changes = {field: value for field, value in changes.items() if value is not None}
+    job: dict[str, Any] = {"type": job_type, "max_attempts": max_attempts, "timeout_seconds": timeout}
+    job = {field: value for field, value in job.items() if value is not None}
+    if payload is not None:
+        job["payload"] = parse_payload(payload)
+    for field in clear or []:
+        if field is Clearable.timeout:
+            job["timeout_seconds"] = None
+        else:
+            changes[str(field)] = None
+    if job:
+        changes["job"] = job
+    _show(dict(corral().schedules.update(name, **changes)), as_json)
+
+
+@app.command()
+def pause(
+    name: NameArgument,
+    note: Annotated[str | None, typer.Option(help="Why it is paused (shown with the schedule).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Stop a schedule firing until it is resumed (it can still be triggered)."""
+    _show(dict(corral().schedules.pause(name, note=note)), as_json)
+
+
+@app.command()
+def resume(name: NameArgument, as_json: JsonFlag = False) -> None:
+    """Let a paused schedule fire again."""
+    _show(dict(corral().schedules.resume(name)), as_json)
+
+
+@app.command()
+def trigger(
+    name: NameArgument,
+    idempotency_key: Annotated[str | None, typer.Option(help="The same key triggers the same run once.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a schedule's job now, as one of its runs (skipped under overlap skip while an earlier run is live)."""
+    triggered = dict(corral().schedules.trigger(name, idempotency_key=idempotency_key))
+    if as_json:
+        render.emit_json(triggered)
+    elif triggered.get("status") == "skipped":
+        render.out.print(f"skipped run {triggered.get('id')}: {triggered.get('reason')}", highlight=False)
+    else:
+        render.out.print(f"queued run {triggered.get('id')} of schedule {name}", highlight=False)
 
 
 @app.command()
@@ -91,3 +204,22 @@ def delete(name: NameArgument, as_json: JsonFlag = False) -> None:
         render.emit_json({"name": name, "deleted": True})
     else:
         render.out.print(f"deleted schedule {name}")
+
+
+@app.command()
+def backfill(
+    name: NameArgument,
+    start: Annotated[str, typer.Option(help="The first firing time included (ISO 8601).")],
+    end: Annotated[str, typer.Option(help="Firing times before this (ISO 8601; at the latest now).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Run a schedule's firings of a past window now (at most 1,000); repeating it runs nothing twice."""
+    backfilled = corral().schedules.backfill(name, start, end)
+    if as_json:
+        render.emit_json({"runs": backfilled})
+        return
+    render.table(
+        f"{len(backfilled)} runs queued",
+        ["job id", "scheduled for"],
+        [[r["id"], r["scheduled_for"]] for r in backfilled],
+    )

@@ -91,7 +91,6 @@ def aws_target() -> Aws:
 def use_aws(target: Aws, *, queues: bool = False) -> None:
     """Point every AWS client of this process at the target, and name the stack's table (and, with
     `queues`, its queues) in the environment the domain code reads, as the functions' environment does."""
-    from shared import settings
 
     if target.endpoint:
         from localstack_client.session import Session
@@ -113,8 +112,8 @@ def use_aws(target: Aws, *, queues: bool = False) -> None:
     sqs = clients.client("sqs")
     environment.use(
         found.but(
-            queue_url=found.queue_url or sqs.get_queue_url(QueueName=settings.QUEUE_NAME)["QueueUrl"],
-            dlq_url=found.dlq_url or sqs.get_queue_url(QueueName=settings.DLQ_NAME)["QueueUrl"],
+            queue_url=found.queue_url or sqs.get_queue_url(QueueName=found.names.queue)["QueueUrl"],
+            dlq_url=found.dlq_url or sqs.get_queue_url(QueueName=found.names.dlq)["QueueUrl"],
         )
     )
 
@@ -124,7 +123,8 @@ def api_key_cache_seconds() -> int:
     from shared import settings
 
     try:
-        configuration = clients.client("lambda").get_function_configuration(FunctionName=settings.API_FUNCTION)
+        api_function = environment.current().names.api_function
+        configuration = clients.client("lambda").get_function_configuration(FunctionName=api_function)
         deployed = configuration["Environment"]["Variables"]
         return int(FunctionEnv.from_environment(deployed).api_key_cache_seconds)
     except (BotoCoreError, ClientError, KeyError, ValueError):  # not deployed as expected: the documented value

@@ -41,7 +41,9 @@ from .types import (
     RetriedMany,
     Schedule,
     SchedulePage,
+    ScheduleRun,
     Stats,
+    Triggered,
 )
 
 JobTimeout = WaitTimeout  # the name this package used before `WaitTimeout`
@@ -74,10 +76,12 @@ __all__ = [
     "RetryPolicy",
     "Schedule",
     "SchedulePage",
+    "ScheduleRun",
     "Schedules",
     "ServerError",
     "SignatureVerificationError",
     "Stats",
+    "Triggered",
     "Unauthorized",
     "Unavailable",
     "WaitTimeout",

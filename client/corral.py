@@ -31,6 +31,7 @@ from .types import (
     Schedule,
     SchedulePage,
     Stats,
+    Triggered,
 )
 
 BATCH_SIZE = 100  # POST /v1/jobs:batch takes at most this many jobs
@@ -304,9 +305,13 @@ class Schedules:
         flexible_window_minutes: int | None = None,
         start: str | None = None,
         end: str | None = None,
+        overlap: str | None = None,
+        description: str | None = None,
     ) -> Schedule:
         """E.g. `create("nightly", "cron(0 2 * * ? *)", "report", {"day": "yesterday"}, timezone="Europe/Paris")`.
-        `timeout_seconds`: each run's (default: the job type's). QuotaExceeded at the tenant's schedule quota."""
+        `timeout_seconds`: each run's (default: the job type's). `overlap="skip"`: a run whose earlier run is
+        still queued, running or waiting to retry is recorded skipped instead of running (default "allow").
+        QuotaExceeded at the tenant's schedule quota or firings budget."""
         job = {"type": job_type, "payload": payload, "max_attempts": max_attempts, "timeout_seconds": timeout_seconds}
         body = {
             "name": name,
@@ -316,6 +321,8 @@ class Schedules:
             "flexible_window_minutes": flexible_window_minutes,
             "start": start,
             "end": end,
+            "overlap": overlap,
+            "description": description,
         }
         return cast(
             Schedule,
@@ -355,6 +362,58 @@ class Schedules:
     def delete(self, name: str) -> None:
         """Delete the schedule (its runs stay). NotFound if there is none."""
         self._corral.call("DELETE", f"/v1/schedules/{quote(name, safe='')}", idempotent=True)
+
+    def update(self, name: str, **changes: Any) -> Schedule:
+        """Change any of expression, timezone, job (a dict of the job fields to change: type, payload,
+        max_attempts, timeout_seconds), flexible_window_minutes, start, end, overlap, description; a field
+        given as None is cleared (start, end, description). E.g.
+        `update("nightly", job={"payload": {"day": "today"}}, expression="cron(0 3 * * ? *)")`.
+        InvalidRequest names a bad field, and the schedule stays as it was."""
+        return cast(
+            Schedule, self._corral.call("PATCH", f"/v1/schedules/{quote(name, safe='')}", idempotent=True, json=changes)
+        )
+
+    def pause(self, name: str, note: str | None = None) -> Schedule:
+        """Stop it firing until `resume` (a paused schedule can still be triggered); `note` says why.
+        Pausing a paused schedule changes nothing."""
+        body = {"note": note} if note is not None else {}
+        return cast(
+            Schedule,
+            self._corral.call("POST", f"/v1/schedules/{quote(name, safe='')}:pause", idempotent=True, json=body),
+        )
+
+    def resume(self, name: str) -> Schedule:
+        """Let a paused schedule fire again; resuming an enabled one changes nothing."""
+        return cast(
+            Schedule, self._corral.call("POST", f"/v1/schedules/{quote(name, safe='')}:resume", idempotent=True)
+        )
+
+    def backfill(self, name: str, start: datetime | str, end: datetime | str) -> list[dict[str, str]]:
+        """Run the schedule's firings from `start` (included) to `end` (excluded, at the latest now) now, at
+        most 1,000: [{"id", "scheduled_for"}], oldest first. Each run has its occurrence's id, so repeating a
+        backfill (as the SDK's retries do) never runs one twice."""
+        body = {"start": _when(start), "end": _when(end)}
+        path = f"/v1/schedules/{quote(name, safe='')}:backfill"
+        return cast(
+            list[dict[str, str]], self._corral.call("POST", path, idempotent=True, expect=(202,), json=body)["runs"]
+        )
+
+    def trigger(self, name: str, *, idempotency_key: str | None = None) -> Triggered:
+        """Run the schedule's job now, as a run of the schedule: {"id", "status": "queued"}, or, under overlap
+        "skip" while an earlier run is live, {"id", "status": "skipped", "reason"}. Carries an idempotency key
+        (one is generated when none is given), so the SDK's retries never run it twice."""
+        key = idempotency_key or (_new_idempotency_key() if self._corral.policy.retries else None)
+        body = {"idempotency_key": key} if key else {}
+        return cast(
+            Triggered,
+            self._corral.call(
+                "POST",
+                f"/v1/schedules/{quote(name, safe='')}:trigger",
+                idempotent=key is not None,
+                expect=(200, 202),
+                json=body,
+            ),
+        )
 
 
 class Batches:

@@ -7,8 +7,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from .errors import CorralError
 
-Status = Literal["queued", "running", "succeeded", "failed", "dead", "cancelled"]
-FINISHED: tuple[str, ...] = ("succeeded", "dead", "cancelled")
+Status = Literal["queued", "running", "succeeded", "failed", "dead", "cancelled", "skipped"]
+FINISHED: tuple[str, ...] = ("succeeded", "dead", "cancelled", "skipped")
 
 
 class Job(TypedDict):
@@ -28,6 +28,8 @@ class Job(TypedDict):
     timeout_seconds: NotRequired[int]
     schedule: NotRequired[str]
     scheduled_for: NotRequired[str]
+    trigger: NotRequired[Literal["schedule", "manual", "backfill"]]  # a schedule's run: what started it
+    reason: NotRequired[str]  # a skipped run: why it did not run
     cancelled_at: NotRequired[float]
     retries: NotRequired[int]
     concurrency: NotRequired[Concurrency]
@@ -131,7 +133,34 @@ class Schedule(TypedDict, total=False):
     flexible_window_minutes: int
     start: str | None
     end: str | None
-    runs: list[dict[str, Any]]
+    overlap: Literal["allow", "skip"]
+    description: str | None
+    state: Literal["enabled", "paused"]
+    paused_at: str | None
+    note: str | None  # given at pause
+    firings_per_minute: float  # what it holds of the tenant's max_firings_per_minute
+    created_at: str
+    updated_at: str | None
+    next_firings: list[str] | None
+    runs: list[ScheduleRun]
+
+
+class ScheduleRun(TypedDict):
+    """One of a schedule's runs (GET /v1/schedules/{name}), newest first."""
+
+    id: str
+    status: Status
+    scheduled_for: str
+    trigger: Literal["schedule", "manual", "backfill"]
+    reason: NotRequired[str]  # skipped: why
+
+
+class Triggered(TypedDict):
+    """POST /v1/schedules/{name}:trigger: its run, queued or skipped (`reason`: why)."""
+
+    id: str
+    status: Literal["queued", "skipped"]
+    reason: NotRequired[str]
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@
         ...
 
 Deploy the package with the stack: `-c corral:jobs=path/to/package` (README, "Your own jobs").
-The package runs on the worker only: the API checks a payload with the type's `payload_schema`
-(a JSON Schema), never by importing the package.
+The package runs in the jobs function only, a function with no rights of corral's, which the worker
+invokes for each job (docs/decisions/customer-code-fence.md): the API checks a payload with the
+type's `payload_schema` (a JSON Schema), and the worker schedules and times a job by the type's
+declaration, neither by importing the package.
 """
 
 from shared.jobs.registry import InvalidPayload, JobContext, JobDead, JobFailed, JobTimedOut, job_type

@@ -2,7 +2,7 @@
 
     python -m examples.concurrency_limited
 
-`partner_call` (examples/jobs/partner.py) declares `concurrency_key=lambda payload: payload["partner"]`
+`partner_call` (examples/jobs/partner.py) declares `concurrency_key="partner"`
 and `concurrency_limit=2`. Six calls to one partner run two at a time; the others wait without
 using an attempt.
 

@@ -1,4 +1,4 @@
-"""cdk-nag AwsSolutions findings acknowledged on purpose, each with its reason.
+"""cdk-nag findings (the AwsSolutions and Serverless packs) acknowledged on purpose, each with its reason.
 
 One place, so a reviewer reads every exception the stack makes. Each function is
 called where its construct is built; tests/infra/test_checks.py (cdk-nag on both profiles) lists anything new.
@@ -20,12 +20,57 @@ def _acknowledge(construct: IConstruct, rule: str, reason: str) -> None:
         Validations.of(target).acknowledge(Acknowledgment(id=rule, reason=reason))
 
 
-def lambda_function(function: lambda_.Function) -> None:
+_PYTHON_311 = (
+    "Python 3.11 on purpose: the embedded emulator runs handlers on its own 3.11 interpreter, so the "
+    "bundle tested locally is the bundle shipped (docs/decisions/production-stack.md)."
+)
+
+
+def lambda_function(function: lambda_.Function, *, traced: bool) -> None:
+    _acknowledge(function, "AwsSolutions::AwsSolutions-L1", _PYTHON_311)
+    _acknowledge(function, "Serverless::Serverless-LambdaLatestVersion", _PYTHON_311)
     _acknowledge(
         function,
-        "AwsSolutions::AwsSolutions-L1",
-        "Python 3.11 on purpose: the embedded emulator runs handlers on its own 3.11 interpreter, so the "
-        "bundle tested locally is the bundle shipped (docs/decisions/production-stack.md).",
+        "Serverless::Serverless-LambdaDLQ",
+        "A function dead-letter queue takes failed asynchronous invokes only. API Gateway invokes the API "
+        "synchronously; the worker is invoked by its SQS event source, whose dead letters are the jobs "
+        "queue's redrive policy and the worker's own burial in the DLQ (docs/decisions/dead-jobs-and-the-dlq.md).",
+    )
+    if not traced:
+        _acknowledge(
+            function,
+            "Serverless::Serverless-LambdaTracing",
+            "The local profile deploys into the emulator, which has no X-Ray; the aws profile traces "
+            "(docs/decisions/tracing.md).",
+        )
+
+
+def sqs_event_source(function: lambda_.Function) -> None:
+    for mapping in function.node.find_all():
+        if isinstance(mapping, lambda_.CfnEventSourceMapping):
+            _acknowledge(
+                mapping,
+                "Serverless::Serverless-LambdaEventSourceMappingDestination",
+                "An SQS event source has no on-failure destination: a message that fails returns to the queue, "
+                "and the queue's redrive policy (maxReceiveCount 100) and the worker's burial in the DLQ "
+                "are its dead letters.",
+            )
+
+
+def dead_letter_queue(dlq: IConstruct) -> None:
+    _acknowledge(
+        dlq,
+        "Serverless::Serverless-SQSRedrivePolicy",
+        "This is the dead-letter queue itself; nothing consumes it but an operator's redrive (corral dlq redrive).",
+    )
+
+
+def xray_writer(function: lambda_.Function) -> None:
+    _acknowledge(
+        function,
+        "AwsSolutions::AwsSolutions-IAM5[Resource::*]",
+        "xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions (AWS's service "
+        "authorization reference); active tracing needs them to send the function's segments.",
     )
 
 

@@ -16,6 +16,7 @@ from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
 from shared import settings
+from shared.settings import Profile, ResourceNames
 
 API_TIMEOUT_SECONDS = 10
 API_MEMORY_MB = 1024  # CPU scales with memory; cold starts and p99 enqueue latency are the SLO
@@ -38,17 +39,27 @@ ACCESS_LOG_FORMAT = json.dumps(
 
 class Api(Construct):
     def __init__(
-        self, scope: Construct, id: str, *, functions: FunctionFactory, store: JobStore, queue: JobQueue
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        names: ResourceNames,
+        profile: Profile,
+        functions: FunctionFactory,
+        store: JobStore,
+        queue: JobQueue,
     ) -> None:
         super().__init__(scope, id)
         self.function = functions.function(
             self,
             "Handler",
-            name=settings.API_FUNCTION,
+            name=names.api_function,
             handler="functions.api.handler.handler",
             timeout_seconds=API_TIMEOUT_SECONDS,
             memory_mb=API_MEMORY_MB,
             service="corral-api",
+            # On AWS a flood of jobs cannot take the API's concurrency: settings.API_RESERVED_CONCURRENCY.
+            reserved_concurrency=settings.API_RESERVED_CONCURRENCY if profile.production else None,
         )
         queue.queue.grant_send_messages(self.function)
         # The operator view (functions/api/operator.py): queue counts and the worker's metrics, read only.
@@ -63,7 +74,7 @@ class Api(Construct):
         self.http_api = apigwv2.HttpApi(
             self,
             "HttpApi",
-            api_name=settings.API_NAME,
+            api_name=names.api,
             default_integration=integrations.HttpLambdaIntegration("Lambda", self.function),
             create_default_stage=False,  # built below, with throttling and access logs
         )

@@ -3,8 +3,10 @@
 Dependencies go into a layer built by `pip install --target` for the Lambda
 platform (manylinux x86_64, the runtime's CPython), rebuilt only when
 functions/requirements.txt changes; a customer job package's requirements get a
-layer of its own (jobs_layer_dir). The function code asset is a copy of functions/,
-shared/, corral_jobs/ and the job packages, staged on every synth (it is small).
+layer of its own (jobs_layer_dir). Two code assets, staged on every synth (they are small):
+the API's and the worker's, a copy of functions/, shared/, corral_jobs/ and the profile's test
+tooling packages (code_dir); the jobs function's, its handler, shared/, corral_jobs/ and the
+customer's job packages (jobs_code_dir).
 
 Both carry their bytecode, compiled here: a function's code and layers are read-only, so without
 it every cold start compiles every module it imports, and a timestamp-checked .pyc is stale once
@@ -157,19 +159,34 @@ def _source_only_wheels() -> Path:
 
 
 def code_dir(jobs_packages: Sequence[Path] = ()) -> Path:
-    """functions/, shared/ and corral_jobs/, and the job packages (each under its own folder name)."""
+    """The API's and the worker's asset: functions/, shared/ and corral_jobs/, and the job packages
+    that run in the worker (each under its own folder name)."""
     target = BUILD / "code"
-    shutil.rmtree(target, ignore_errors=True)
-    sources = [ROOT / package for package in _CODE_PACKAGES]
-    for source in [*sources, *jobs_packages]:
-        shutil.copytree(
-            source,
-            target / source.name,
-            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt", "tests", "src", "build"),
-        )
+    _stage(target, [*(ROOT / package for package in _CODE_PACKAGES), *jobs_packages])
     build_dashboard(target / DASHBOARD_BUILD)
     compile_bytecode(target)
     return target
+
+
+def jobs_code_dir(jobs_packages: Sequence[Path]) -> Path:
+    """The jobs function's asset: its handler, shared/ and corral_jobs/ (what a job package imports),
+    and the customer's job packages. Not the API's or the worker's handlers, nor the dashboard."""
+    target = BUILD / "jobs-code"
+    _stage(target, [ROOT / "shared", ROOT / "corral_jobs", *jobs_packages])
+    (target / "functions").mkdir()
+    shutil.copyfile(ROOT / "functions" / "__init__.py", target / "functions" / "__init__.py")
+    shutil.copytree(ROOT / "functions" / "jobs", target / "functions" / "jobs", ignore=_IGNORED)
+    compile_bytecode(target)
+    return target
+
+
+_IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "requirements*.txt", "tests", "src", "build")
+
+
+def _stage(target: Path, sources: Sequence[Path]) -> None:
+    shutil.rmtree(target, ignore_errors=True)
+    for source in sources:
+        shutil.copytree(source, target / source.name, ignore=_IGNORED)
 
 
 def build_dashboard(target: Path) -> Path:

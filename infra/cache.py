@@ -16,14 +16,16 @@ from infra import table_access
 from infra.network import Network
 from infra.store import JobStore
 from shared import settings
+from shared.settings import ResourceNames
 
 DAX_TLS_PORT = 9111
 
 
 class StatusCache(Construct):
-    def __init__(self, scope: Construct, id: str, *, network: Network, store: JobStore) -> None:
+    def __init__(self, scope: Construct, id: str, *, names: ResourceNames, network: Network, store: JobStore) -> None:
         super().__init__(scope, id)
         # DAX reads and writes the table with this role, on the callers' behalf.
+        self.cluster_name = names.dax_cluster
         self.role = iam.Role(
             self, "Role", assumed_by=iam.ServicePrincipal("dax.amazonaws.com"), description="DAX -> jobs table"
         )
@@ -37,14 +39,17 @@ class StatusCache(Construct):
         subnet_group = dax.CfnSubnetGroup(
             self,
             "Subnets",
-            subnet_group_name=f"{settings.DAX_CLUSTER_NAME}-subnets",
+            subnet_group_name=f"{names.dax_cluster}-subnets",
             subnet_ids=network.vpc.select_subnets(subnet_group_name=network.cache_subnet_group).subnet_ids,
             description="corral status cache",
         )
         self.cluster = dax.CfnCluster(
             self,
             "Cluster",
-            cluster_name=settings.DAX_CLUSTER_NAME,
+            # A fixed name and create-only properties (node type, role, subnet group, encryption): changing
+            # one is a replacement, which CloudFormation refuses for a named resource. docs/deploy.md
+            # "Changing the DAX node type" deploys a second cluster beside it instead.
+            cluster_name=self.cluster_name,
             node_type=settings.DAX_NODE_TYPE,
             replication_factor=settings.DAX_NODES,
             iam_role_arn=self.role.role_arn,

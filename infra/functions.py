@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -14,6 +15,7 @@ from constructs import Construct
 from infra import acknowledgements, bundling, jobs_package
 from infra.jobs_package import JobsPackage
 from infra.network import Network
+from shared import environment, settings
 from shared.environment import FunctionEnv
 
 RUNTIME = lambda_.Runtime.PYTHON_3_11  # matches bundling.PYTHON_VERSION
@@ -28,7 +30,12 @@ ENI_READS = ("ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets")
 
 
 class FunctionFactory(Construct):
-    """Builds functions that share one code asset, one dependencies layer and one environment."""
+    """Builds functions that share the dependencies layer and the stack's environment.
+
+    Two code assets: the API and the worker share one (the platform's code, the declarations of every
+    job type, the profile's test tooling); the jobs function has its own, holding the customer's job
+    packages, with their requirements' layers (`jobs_*` below; docs/decisions/customer-code-fence.md).
+    """
 
     def __init__(
         self,
@@ -40,27 +47,46 @@ class FunctionFactory(Construct):
         network: Network | None = None,
         jobs: Sequence[JobsPackage] = (),
         aws_services: tuple[str, ...] | None = None,
+        tracing: bool = False,
     ) -> None:
         super().__init__(scope, id)
+        # X-Ray (profile aws): Lambda's active tracing, and Powertools' Tracer in the handlers
+        # (shared/aws/tracing.py). The emulator has no X-Ray: its functions neither trace nor load the SDK.
+        self.tracing = tracing
         self.network = network  # functions join the VPC only when there is one (the DAX cache needs it)
-        # One code asset for the API and the worker: the API validates jobs against the same registry
-        # (names, limits, payload checks) the worker runs them with.
-        code_dir = bundling.code_dir([package.path for package in jobs])
+        tooling, customers = jobs_package.platform_tooling(jobs), jobs_package.customers(jobs)
+        code_dir = bundling.code_dir([package.path for package in tooling])
+        jobs_code_dir = bundling.jobs_code_dir([package.path for package in customers]) if customers else None
         # A trimmed layer keeps the API models of the platform's services and `aws_services` only.
         layer_dirs = [bundling.dependencies_layer_dir(aws_services)]
         self.code = lambda_.Code.from_asset(str(code_dir))
+        self.jobs_code = lambda_.Code.from_asset(str(jobs_code_dir)) if jobs_code_dir else None
         self.layers = [self._layer("Dependencies", layer_dirs[0], "corral's pinned Python dependencies")]
+        # The customer's code runs with the platform's dependencies (its pins were resolved against them).
+        self.jobs_layers = list(self.layers)
         for package in jobs:
             if package.requirements:  # each package's requirements in a layer of its own
                 layer_dirs.append(bundling.jobs_layer_dir(package.requirements))
                 layer_id = package.name.title().replace("_", "") + "Dependencies"  # examples/jobs: JobsDependencies
-                self.layers.append(self._layer(layer_id, layer_dirs[-1], f"the {package.name} job package's"))
-        self.job_types = jobs_package.registry(code_dir, layer_dirs, jobs)  # fails the synth on a clash
+                layer = self._layer(layer_id, layer_dirs[-1], f"the {package.name} job package's")
+                (self.layers if package.platform_tooling else self.jobs_layers).append(layer)
+        code_dirs = [code_dir, *([jobs_code_dir] if jobs_code_dir else [])]
+        self.job_types = jobs_package.registry(code_dirs, layer_dirs, jobs)  # fails the synth on a clash
         # `extra_environment` (cdk context corral:function_env) goes on top: endpoints a local run redirects.
         self.environment = {
-            **function_env.but(jobs_package=jobs_package.environment_value(jobs)).as_environment(),
+            **function_env.but(
+                jobs_package=jobs_package.environment_value(tooling),
+                jobs_function=settings.names(function_env.stage).jobs_function if customers else "",
+            ).as_environment(),
             **(extra_environment or {}),
         }
+        # The jobs function is told which packages to import and nothing else of the stack's.
+        self.jobs_environment = {environment.variable("jobs_package"): jobs_package.environment_value(customers)}
+
+    @property
+    def runs_customer_code(self) -> bool:
+        """Whether the stack has a customer's job package, and so a jobs function to run it."""
+        return self.jobs_code is not None
 
     def _layer(self, id: str, directory: Path, description: str) -> lambda_.LayerVersion:
         return lambda_.LayerVersion(
@@ -73,9 +99,25 @@ class FunctionFactory(Construct):
         )
 
     def function(
-        self, scope: Construct, id: str, *, name: str, handler: str, timeout_seconds: int, memory_mb: int, service: str
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        name: str,
+        handler: str,
+        timeout_seconds: int,
+        memory_mb: int,
+        service: str,
+        reserved_concurrency: int | None = None,
+        runs_customer_code: bool = False,
+        security_group: ec2.ISecurityGroup | None = None,
     ) -> lambda_.Function:
+        """A function with its own role and log group. `runs_customer_code`: the jobs function's asset,
+        layers and environment instead of the platform's. `security_group`: in the VPC, instead of the
+        platform functions' group."""
         log_group = logs.LogGroup(scope, f"{id}Logs", retention=logs.RetentionDays.ONE_MONTH)
+        if runs_customer_code and self.jobs_code is None:
+            raise ValueError("no customer job package is deployed: there is nothing for a jobs function to run")
         function = lambda_.Function(
             scope,
             id,
@@ -83,19 +125,28 @@ class FunctionFactory(Construct):
             role=self._role(scope, id, name, log_group),
             runtime=RUNTIME,
             architecture=lambda_.Architecture.X86_64,
-            code=self.code,
+            code=self.jobs_code if runs_customer_code and self.jobs_code else self.code,
             handler=handler,
-            layers=self.layers,
+            layers=self.jobs_layers if runs_customer_code else self.layers,
             timeout=Duration.seconds(timeout_seconds),
             memory_size=memory_mb,
             # The log level is explicit: otherwise Powertools falls back to LOG_LEVEL, which the
             # embedded emulator leaks from its own environment (WARNING), silencing the one line
             # per invocation (and a silent function waits 50 ms per invoke there).
-            environment={**self.environment, "POWERTOOLS_SERVICE_NAME": service, "POWERTOOLS_LOG_LEVEL": "INFO"},
+            environment={
+                **(self.jobs_environment if runs_customer_code else self.environment),
+                "POWERTOOLS_SERVICE_NAME": service,
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+                "POWERTOOLS_TRACE_DISABLED": "false" if self.tracing else "true",
+            },
+            tracing=lambda_.Tracing.ACTIVE if self.tracing else lambda_.Tracing.DISABLED,
             log_group=log_group,
-            **self._placement(),
+            reserved_concurrent_executions=reserved_concurrency,
+            **self._placement(security_group),
         )
-        acknowledgements.lambda_function(function)
+        acknowledgements.lambda_function(function, traced=self.tracing)
+        if self.tracing:
+            acknowledgements.xray_writer(function)
         return function
 
     def _role(self, scope: Construct, id: str, name: str, log_group: logs.LogGroup) -> iam.Role:
@@ -136,11 +187,11 @@ class FunctionFactory(Construct):
             acknowledgements.network_interfaces(scope.node.find_child(f"{id}NetworkInterfaces"))
         return role
 
-    def _placement(self) -> dict[str, object]:
+    def _placement(self, security_group: ec2.ISecurityGroup | None) -> dict[str, object]:
         if self.network is None:
             return {}
         return {
             "vpc": self.network.vpc,
             "vpc_subnets": self.network.subnets,
-            "security_groups": [self.network.functions_security_group],
+            "security_groups": [security_group or self.network.functions_security_group],
         }

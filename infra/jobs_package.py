@@ -2,11 +2,16 @@
 comma-separated), and those a profile always deploys (the local profile: local/chaos_jobs, the fault
 tests' job types).
 
-Each is deployed with the platform: copied into the functions' code asset under its folder name,
-its requirements.txt installed into a layer of its own, and the registry loaded at synth the way a
-function will load it (in a fresh interpreter on the code asset and the layers), so a type named
-like a built-in, a bad option, a payload schema that is no valid JSON Schema or a missing
-requirement fails `cdk synth`, not a job.
+Where each runs (docs/decisions/customer-code-fence.md):
+- a **customer's** package runs in the jobs function (infra/jobs_function.py): copied into that
+  function's code asset under its folder name, its requirements.txt installed into a layer of its own
+  that only that function carries. The worker and the API never hold its code;
+- a **profile's** package is the platform's own test tooling (`crash` kills the process it runs in,
+  the worker, on purpose): it runs in the worker, in the API's and the worker's code asset.
+
+At synth the registry of all of them is loaded the way the functions will load it (in a fresh
+interpreter on the code assets and the layers), so a type named like a built-in, a bad option, a
+payload schema that is no valid JSON Schema or a missing requirement fails `cdk synth`, not a job.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ PROFILE_PACKAGES = {"local": ("local/chaos_jobs",)}
 @dataclass(frozen=True)
 class JobsPackage:
     path: Path
+    # The platform's own test tooling a profile deploys (PROFILE_PACKAGES): runs in the worker. False: a
+    # customer's package, which runs in the jobs function.
+    platform_tooling: bool = False
 
     @property
     def name(self) -> str:
@@ -44,7 +52,7 @@ class JobsPackage:
         return found if found.is_file() else None
 
 
-def from_folder(folder: str) -> JobsPackage:
+def from_folder(folder: str, *, platform_tooling: bool = False) -> JobsPackage:
     """One job package's folder (relative to the project root, or absolute), checked."""
     path = Path(folder)
     path = (path if path.is_absolute() else bundling.ROOT / path).resolve()
@@ -55,13 +63,14 @@ def from_folder(folder: str) -> JobsPackage:
             f"corral:jobs: the package's folder name {path.name!r} must be a Python identifier"
             f" and not one of {', '.join(RESERVED_NAMES)}"
         )
-    return JobsPackage(path)
+    return JobsPackage(path, platform_tooling)
 
 
 def from_context(raw: object, profile: str) -> list[JobsPackage]:
     """`-c corral:jobs=path/to/package[,another/package]`, then the packages `profile` always deploys."""
     folders = [folder.strip() for folder in str(raw or "").split(",") if folder.strip()]
-    packages = [from_folder(folder) for folder in [*folders, *PROFILE_PACKAGES.get(profile, ())]]
+    packages = [from_folder(folder) for folder in folders]
+    packages += [from_folder(folder, platform_tooling=True) for folder in PROFILE_PACKAGES.get(profile, ())]
     names = [package.name for package in packages]
     if len(set(names)) != len(names):
         raise SystemExit(f"corral:jobs: two job packages share a folder name ({', '.join(names)})")
@@ -71,13 +80,18 @@ def from_context(raw: object, profile: str) -> list[JobsPackage]:
 _DECLARE = "import json; from shared.jobs import job_types; print(json.dumps(job_types.declarations()))"
 
 
-def registry(code_dir: Path, layer_dirs: list[Path], packages: Sequence[JobsPackage]) -> list[dict[str, Any]]:
-    """The job types the deployed functions will know, loaded from the bundle exactly as they will load it.
+def registry(
+    code_dirs: Sequence[Path], layer_dirs: Sequence[Path], packages: Sequence[JobsPackage]
+) -> list[dict[str, Any]]:
+    """The job types the deployed functions will know, loaded from their code assets and layers.
 
-    Their declarations are written into the bundle (shared/jobs/job_types.py `declared`): the API accepts
-    jobs against them, payload schemas included, without importing the types' code.
+    `code_dirs`: the API's and the worker's asset first, then the jobs function's (the customer's
+    packages), so one registry holds every type and a name two packages share fails here. The
+    declarations are written into the first (shared/jobs/job_types.py `declared`): the API accepts jobs
+    against them, payload schemas included, and the worker knows a customer's type from them, neither
+    importing the types' code.
     """
-    path = [str(code_dir), *(str(layer / "python") for layer in layer_dirs)]
+    path = [*(str(code_dir) for code_dir in code_dirs), *(str(layer / "python") for layer in layer_dirs)]
     env = {
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": os.pathsep.join(path),
@@ -95,7 +109,7 @@ def registry(code_dir: Path, layer_dirs: list[Path], packages: Sequence[JobsPack
         raise SystemExit(f"corral:jobs: loading {source} failed: {last}")
     declarations = json.loads(result.stdout)
     check_payload_schemas(declarations)
-    (code_dir / DECLARATIONS_FILE).write_text(json.dumps(declarations, indent=1))
+    (code_dirs[0] / DECLARATIONS_FILE).write_text(json.dumps(declarations, indent=1))
     return declarations
 
 
@@ -112,3 +126,13 @@ def check_payload_schemas(declarations: Sequence[dict[str, Any]]) -> None:
 def environment_value(packages: Sequence[JobsPackage]) -> str:
     """`FunctionEnv.jobs_package`: the packages' import names, comma-separated (shared/jobs/job_types.py `load`)."""
     return ",".join(package.name for package in packages)
+
+
+def customers(packages: Sequence[JobsPackage]) -> list[JobsPackage]:
+    """The customer's packages: what the jobs function holds and runs."""
+    return [package for package in packages if not package.platform_tooling]
+
+
+def platform_tooling(packages: Sequence[JobsPackage]) -> list[JobsPackage]:
+    """The profile's test tooling: what the worker holds and runs beside the built-ins."""
+    return [package for package in packages if package.platform_tooling]

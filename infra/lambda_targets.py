@@ -8,7 +8,12 @@ policy grants the patterns of all entries together: nothing when the list is emp
 
 No pattern may match corral's own functions (the synth fails), and the policy denies the worker
 invoking them, whatever else allows it: the stack's API and worker by name, and every function named
-`corral-...` (the names CloudFormation gives the functions it names itself).
+`corral-*-*` (the names CloudFormation gives the functions it names itself, `<stack>-<logical id>-<suffix>`).
+
+The one function of corral's the worker may invoke is the jobs function (infra/jobs_function.py),
+when the stack deploys one: allowed by its exact ARN, unqualified. It is named `corral-jobcode`, with
+one hyphen, so the Deny's `corral-*-*` does not reach it, and a Deny beats any Allow; its versions and
+aliases (`corral-jobcode:*`) are denied. The allow-list refuses it like any `corral-` name.
 """
 
 from __future__ import annotations
@@ -22,8 +27,12 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import acknowledgements
-from shared import settings
+from shared.settings import ResourceNames
 from shared.targets import lambda_allowlist
+
+# The Deny below names `corral-*-*`: a hyphen after the prefix would deny the worker its jobs function.
+assert "-" not in ResourceNames("stage").jobs_function.removeprefix(lambda_allowlist.OWN_FUNCTION_PREFIX)
+assert "-" not in ResourceNames().jobs_function.removeprefix(lambda_allowlist.OWN_FUNCTION_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -59,28 +68,44 @@ class LambdaTargets:
         return arns
 
     @staticmethod
-    def own_functions(stack: Stack) -> list[str]:
+    def own_functions(stack: Stack, names: ResourceNames) -> list[str]:
         """The stack's own functions, as the ARNs the worker is denied: the API and the worker, with
-        any qualifier, and every function named like the stack's (`corral-*`)."""
+        any qualifier (this stack's names and the unstaged ones); every function with two hyphens after
+        `corral` (every stage's, and the names CloudFormation generates: `corral-*-*`); and the jobs
+        function's qualifiers (the worker invokes its unqualified ARN only). The jobs function's name has
+        one hyphen (`corral-jobcode`, `corral-<stage>jobcode`), so the pattern leaves it to its Allow."""
         arns = []
-        for name in (settings.API_FUNCTION, settings.WORKER_FUNCTION):
+        unstaged = ResourceNames()
+        for name in dict.fromkeys(
+            (names.api_function, names.worker_function, unstaged.api_function, unstaged.worker_function)
+        ):
             arn = _function_arn(stack, name)
             arns += [arn, f"{arn}:*"]
-        return [*arns, _function_arn(stack, f"{lambda_allowlist.OWN_FUNCTION_PREFIX}*")]
+        arns.append(_function_arn(stack, f"{lambda_allowlist.OWN_FUNCTION_PREFIX}*-*"))  # stages, CloudFormation's
+        arns.append(_function_arn(stack, f"{names.jobs_function}:*"))
+        return arns
 
-    def grant_invoke(self, scope: Construct, function: lambda_.Function) -> None:
-        if not self.patterns:
-            return
+    def grant_invoke(
+        self, scope: Construct, worker: lambda_.Function, jobs_function: lambda_.Function | None, names: ResourceNames
+    ) -> None:
+        """The worker may invoke the allowed targets and the jobs function, and none of corral's other functions."""
+        if not self.patterns and jobs_function is None:
+            return  # nothing to invoke: no statement at all
         stack = Stack.of(scope)
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=self.resources(stack))
-        )
-        function.add_to_role_policy(
+        if self.patterns:
+            worker.add_to_role_policy(
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=self.resources(stack))
+            )
+            acknowledgements.lambda_targets(worker, self.patterns)
+        if jobs_function is not None:
+            worker.add_to_role_policy(
+                iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[jobs_function.function_arn])
+            )
+        worker.add_to_role_policy(
             iam.PolicyStatement(
-                effect=iam.Effect.DENY, actions=["lambda:InvokeFunction"], resources=self.own_functions(stack)
+                effect=iam.Effect.DENY, actions=["lambda:InvokeFunction"], resources=self.own_functions(stack, names)
             )
         )
-        acknowledgements.lambda_targets(function, self.patterns)
 
 
 def _function_arn(stack: Stack, name: str) -> str:

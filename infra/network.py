@@ -83,9 +83,27 @@ class Network(Construct):
             description="corral functions: out to DAX, the VPC endpoints and, through the NAT, the internet",
             allow_all_outbound=True,
         )
+        self.interface_endpoints: list[ec2.InterfaceVpcEndpoint] = []
         for name, service in INTERFACE_ENDPOINTS.items():
             endpoint = self.vpc.add_interface_endpoint(
                 name, service=service, subnets=self.subnets, private_dns_enabled=True, open=False
             )
             # HTTPS from the functions only, rather than from the whole VPC CIDR.
             endpoint.connections.allow_default_port_from(self.functions_security_group)
+            self.interface_endpoints.append(endpoint)
+
+    def customer_code_security_group(self, scope: Construct) -> ec2.SecurityGroup:
+        """The jobs function's group: out to anywhere (through the NAT, so a customer's job leaves from the
+        stack's `EgressIps` as it did from the worker), and in to nothing of corral's but the interface
+        endpoints (with private DNS on, an AWS call the customer's code makes to SQS or Scheduler resolves
+        to them; what it may do there is its role's, which holds nothing). Not admitted to DAX."""
+        group = ec2.SecurityGroup(
+            scope,
+            "SecurityGroup",
+            vpc=self.vpc,
+            description="corral jobs function (customer code): out through the NAT; no way in to DAX",
+            allow_all_outbound=True,
+        )
+        for endpoint in self.interface_endpoints:
+            endpoint.connections.allow_default_port_from(group)
+        return group

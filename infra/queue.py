@@ -7,23 +7,22 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra import acknowledgements
 from shared import settings
-from shared.settings import Profile
+from shared.settings import Profile, ResourceNames
 
 
 class JobQueue(Construct):
-    def __init__(self, scope: Construct, id: str, *, profile: Profile) -> None:
+    def __init__(self, scope: Construct, id: str, *, names: ResourceNames, profile: Profile) -> None:
         super().__init__(scope, id)
         retention = Duration.days(settings.MESSAGE_RETENTION_DAYS)
         # Only the jobs queue may redrive into the DLQ (its ARN from the fixed name: the queue refers to
         # the DLQ, so referring back to the queue's construct would be a cycle).
-        jobs_arn = Stack.of(self).format_arn(
-            service="sqs", resource=settings.QUEUE_NAME, arn_format=ArnFormat.NO_RESOURCE_NAME
-        )
+        jobs_arn = Stack.of(self).format_arn(service="sqs", resource=names.queue, arn_format=ArnFormat.NO_RESOURCE_NAME)
         self.dlq = sqs.Queue(
             self,
             "DeadLetters",
-            queue_name=settings.DLQ_NAME,
+            queue_name=names.dlq,
             retention_period=retention,
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
@@ -32,10 +31,11 @@ class JobQueue(Construct):
                 source_queues=[sqs.Queue.from_queue_arn(self, "JobsByName", jobs_arn)],
             ),
         )
+        acknowledgements.dead_letter_queue(self.dlq)
         self.queue = sqs.Queue(
             self,
             "Jobs",
-            queue_name=settings.QUEUE_NAME,
+            queue_name=names.queue,
             retention_period=retention,
             visibility_timeout=Duration.seconds(profile.visibility_timeout_seconds),
             encryption=sqs.QueueEncryption.SQS_MANAGED,

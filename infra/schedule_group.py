@@ -11,31 +11,34 @@ from constructs import Construct
 
 from infra import acknowledgements
 from infra.queue import JobQueue
-from shared import settings
+from shared.settings import ResourceNames
 
 
 class Schedules(Construct):
-    def __init__(self, scope: Construct, id: str, *, queue: JobQueue) -> None:
+    def __init__(self, scope: Construct, id: str, *, names: ResourceNames, queue: JobQueue) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         self.queue = queue
-        self.group = scheduler.CfnScheduleGroup(self, "Group", name=settings.SCHEDULE_GROUP)
+        self.group_name = names.schedule_group
+        self.group = scheduler.CfnScheduleGroup(self, "Group", name=self.group_name)
         self.schedules_arn = stack.format_arn(
             service="scheduler",
             resource="schedule",
-            resource_name=f"{settings.SCHEDULE_GROUP}/*",
+            resource_name=f"{self.group_name}/*",
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
         group_arn = stack.format_arn(
             service="scheduler",
             resource="schedule-group",
-            resource_name=settings.SCHEDULE_GROUP,
+            resource_name=self.group_name,
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
         self.role = iam.Role(
             self,
             "Role",
-            role_name=settings.SCHEDULER_ROLE_NAME,
+            # IAM names are global to the account: a stage's role carries its Region too, so the same
+            # stage deploys in two Regions. Unstaged, the name an existing stack's schedules were made with.
+            role_name=f"{names.scheduler_role}-{stack.region}" if names.stage else names.scheduler_role,
             # Only Scheduler running a schedule of corral's group in this account may assume it
             # (confused-deputy guard). Scheduler's documented aws:SourceArn is the schedule group's
             # ARN; the group's schedules are matched as well.
@@ -55,17 +58,22 @@ class Schedules(Construct):
     def function_env(self) -> dict[str, str]:
         """What a function that creates schedules needs to know: these fields of its `FunctionEnv`."""
         return {
-            "schedule_group": settings.SCHEDULE_GROUP,
+            "schedule_group": self.group_name,
             "scheduler_role_arn": self.role.role_arn,
             "queue_arn": self.queue.queue.queue_arn,
             "dlq_arn": self.queue.dlq.queue_arn,
         }
 
     def grant_manage(self, function: lambda_.IFunction) -> None:
-        """Create, read and delete schedules in the group, handing them the role."""
+        """Create, read, update (and so pause and resume) and delete schedules in the group, handing them the role."""
         function.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["scheduler:CreateSchedule", "scheduler:GetSchedule", "scheduler:DeleteSchedule"],
+                actions=[
+                    "scheduler:CreateSchedule",
+                    "scheduler:GetSchedule",
+                    "scheduler:UpdateSchedule",
+                    "scheduler:DeleteSchedule",
+                ],
                 resources=[self.schedules_arn],
             )
         )
@@ -77,4 +85,4 @@ class Schedules(Construct):
                 conditions={"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
             )
         )
-        acknowledgements.schedule_manager(function, settings.SCHEDULE_GROUP)
+        acknowledgements.schedule_manager(function, self.group_name)

@@ -1,18 +1,21 @@
-"""The corral stack: API, queue + DLQ, workers, jobs store, schedules, alarms; on AWS also the VPC and the DAX cache."""
+"""The corral stack: API, queue + DLQ, workers, jobs store, schedules, alarms; the jobs function when a customer's
+job package is deployed; on AWS also the VPC and the DAX cache."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Stack
 from constructs import Construct
 
 from infra import http_targets
-from infra.alarms import Alarms
+from infra.alarms import Alarms, Watched
 from infra.api import Api
 from infra.cache import StatusCache
+from infra.dashboard import OperationsDashboard
 from infra.functions import FunctionFactory
+from infra.jobs_function import deploy_if_needed
 from infra.jobs_package import JobsPackage
 from infra.lambda_targets import LambdaTargets
 from infra.network import Network
@@ -22,7 +25,7 @@ from infra.store import JobStore
 from infra.workers import Workers
 from shared import settings
 from shared.environment import FunctionEnv
-from shared.settings import Profile
+from shared.settings import Profile, ResourceNames
 
 
 class CorralStack(Stack):
@@ -31,6 +34,7 @@ class CorralStack(Stack):
         scope: Construct,
         id: str,
         *,
+        names: ResourceNames,
         profile: Profile,
         extra_function_env: dict[str, str],
         jobs: Sequence[JobsPackage] = (),
@@ -39,21 +43,21 @@ class CorralStack(Stack):
     ) -> None:
         super().__init__(scope, id, **kwargs)
         lambda_targets = lambda_targets or LambdaTargets(())
-        store = JobStore(
-            self, "Store", removal_policy=RemovalPolicy.DESTROY if profile.name == "local" else RemovalPolicy.RETAIN
-        )
-        queue = JobQueue(self, "Queue", profile=profile)
-        schedules = Schedules(self, "Schedules", queue=queue)
+        store = JobStore(self, "Store", names=names, profile=profile)
+        queue = JobQueue(self, "Queue", names=names, profile=profile)
+        schedules = Schedules(self, "Schedules", names=names, queue=queue)
         # DAX lives only in a VPC; the emulator has neither, so the local profile has no network and no cache.
         network = Network(self, "Network") if profile.dax else None
-        cache = StatusCache(self, "StatusCache", network=network, store=store) if network else None
+        cache = StatusCache(self, "StatusCache", names=names, network=network, store=store) if network else None
         functions = FunctionFactory(
             self,
             "Functions",
             network=network,
             jobs=jobs,
             aws_services=aws_services_from_context(self.node.try_get_context("corral:aws_services"), profile),
+            tracing=profile.production,
             function_env=FunctionEnv(
+                stage=names.stage,
                 table=store.table.table_name,
                 queue_url=queue.queue.queue_url,
                 dlq_url=queue.dlq.queue_url,
@@ -68,14 +72,14 @@ class CorralStack(Stack):
             ),
             extra_environment=extra_function_env,
         )
-        api = Api(self, "Api", functions=functions, store=store, queue=queue)
+        api = Api(self, "Api", names=names, profile=profile, functions=functions, store=store, queue=queue)
         schedules.grant_manage(api.function)
         api_role = api.function.role
         assert api_role is not None  # every function built here has its own role
         operator_roles = [
             arn.strip() for arn in str(self.node.try_get_context("corral:operator_roles") or "").split(",")
         ]
-        workers = Workers(self, "Workers", profile=profile, functions=functions, store=store, queue=queue)
+        workers = Workers(self, "Workers", names=names, profile=profile, functions=functions, store=store, queue=queue)
         worker_role = workers.function.role
         assert worker_role is not None
         # The workers send outcome messages recorded late (a store outage): shared/worker/completer.py.
@@ -83,11 +87,24 @@ class CorralStack(Stack):
             api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
         )
         queue.allow_only_dead_letter_senders(worker_role, schedules.role)
-        lambda_targets.grant_invoke(self, workers.function)
+        # A customer's job package runs in a function of its own, which the worker invokes: its role holds
+        # nothing of corral's (docs/decisions/customer-code-fence.md).
+        jobs_function = deploy_if_needed(self, profile=profile, functions=functions, network=network, names=names)
+        lambda_targets.grant_invoke(self, workers.function, jobs_function, names)
         if cache:
             cache.grant_data_access(api.function)
             cache.grant_data_access(workers.function)
-        Alarms(self, "Alarms", queue=queue, worker=workers.function)
+        watched = Watched(
+            queue=queue,
+            store=store,
+            http_api=api.http_api,
+            worker=workers.function,
+            schedule_group=schedules.group_name,
+            dax_cluster=cache.cluster_name if cache else None,
+            jobs_function=jobs_function,
+        )
+        Alarms(self, "Alarms", names=names, profile=profile, watched=watched)
+        OperationsDashboard(self, "Operations", names=names, watched=watched)
 
 
 def function_env_from_context(raw: object) -> dict[str, str]:

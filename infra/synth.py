@@ -1,7 +1,7 @@
 """Synthesize the corral app in-process, with cdk.json's context (a bare cdk.App() would drop its feature flags).
 
 Used by the footprint command and the infra tests; `npx cdk synth` reads cdk.json itself.
-With `nag=True` the cdk-nag AwsSolutions pack runs as a CDK validation plugin: its findings
+With `nag=True` cdk-nag's AwsSolutions and Serverless packs run as a CDK validation plugin: its findings
 come back as a list (empty when clean) instead of failing the synth, so the template is
 still there to inspect.
 """
@@ -37,15 +37,16 @@ class Synthesized:
 def synth(profile: str, outdir: Path, *, nag: bool = False, context: dict[str, Any] | None = None) -> Synthesized:
     app = cdk.App(context={**cdk_json_context(), "corral:profile": profile, **(context or {})}, outdir=str(outdir))
     if nag:
-        from cdk_nag import AwsSolutionsChecks
+        from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 
-        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
     try:
         build_app(app).synth()
     except RuntimeError as error:  # jsii's wrapper of the CLI's ValidationFailed
         if "ValidationFailed" not in str(error):
             raise
-    template_path = outdir / f"{settings.STACK_NAME}.template.json"
+    stack = settings.names(str(app.node.try_get_context("corral:stage") or "")).stack
+    template_path = outdir / f"{stack}.template.json"
     return Synthesized(
         profile=profile,
         template=json.loads(template_path.read_text()),

@@ -12,7 +12,7 @@ from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
 from shared import settings
-from shared.settings import Profile
+from shared.settings import Profile, ResourceNames
 
 WORKER_MEMORY_MB = 1024
 
@@ -38,6 +38,7 @@ class Workers(Construct):
         scope: Construct,
         id: str,
         *,
+        names: ResourceNames,
         profile: Profile,
         functions: FunctionFactory,
         store: JobStore,
@@ -47,7 +48,7 @@ class Workers(Construct):
         self.function = functions.function(
             self,
             "Handler",
-            name=settings.WORKER_FUNCTION,
+            name=names.worker_function,
             handler="functions.worker.handler.handler",
             timeout_seconds=profile.worker_timeout_seconds,
             memory_mb=WORKER_MEMORY_MB,
@@ -70,3 +71,4 @@ class Workers(Construct):
                 **scaling(profile),
             )
         )
+        acknowledgements.sqs_event_source(self.function)

@@ -49,6 +49,24 @@ def _cdk(args: list[str], env: dict[str, str], log: Path) -> None:
         raise RuntimeError(f"cdk {' '.join(args[:1])} failed (exit {result.returncode}); log {log}:\n{tail}")
 
 
+def deploy_app(
+    app: str, stack: str, aws_env: dict[str, str], context: dict[str, str], state_dir: Path
+) -> dict[str, str]:
+    """Deploy another CDK app (`app`: cdk's --app command, run from the checkout) into an account
+    `deploy` has bootstrapped, with its own cloud assembly and log in `state_dir`; `stack`'s outputs.
+    `make compare` deploys its bare pipeline (bench/compare/bare/app.py) beside corral this way."""
+    env = {**os.environ, **QUIET_CDK, **aws_env}
+    log = state_dir / f"deploy-{stack}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    outputs = state_dir / f"outputs-{stack}.json"
+    options = [item for name, value in context.items() for item in ("-c", f"{name}={value}")]
+    assembly = str(state_dir / f"cdk.out-{stack}")  # corral's own cdk.out stays as its deploy left it
+    deploy_args = ["deploy", stack, "--app", app, "--output", assembly, "--require-approval", "never"]
+    _cdk([*deploy_args, "--outputs-file", str(outputs), *options], env, log)
+    return dict(json.loads(outputs.read_text())[stack])
+
+
 def api_base_url(aws_endpoint: str, api_id: str) -> str:
     """The emulators' path form: no wildcard DNS needed (LocalStack and ministack both serve it)."""
     return f"{aws_endpoint}/_aws/execute-api/{api_id}"

@@ -13,6 +13,8 @@ Control (JSON over HTTP on the same port):
     POST /_faults/clear  closes every window
     GET  /_faults/stats  requests and injected faults per service and operation
     GET  /_faults/requests?pk=job%23<id>  the DynamoDB requests for one item key (bounded log)
+    GET  /_faults/writes?table=<name>     the successful item writes to a table, counted by item key,
+                                          operation and the status they set (bounded log)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -116,6 +119,10 @@ class FaultProxy:
             pk = parse_qs(url.query).get("pk", [""])[0]
             with self._lock:
                 return Reply.of_json(200, [entry for entry in self.log if entry["pk"] == pk])
+        if url.path == "/_faults/writes":
+            table = parse_qs(url.query).get("table", [""])[0]
+            with self._lock:
+                return Reply.of_json(200, successful_writes(self.log, table))
         return Reply.of_json(404, {"error": "not_found", "message": f"no control endpoint {url.path}"})
 
     def _blip(self, order: dict[str, Any]) -> Reply:
@@ -131,17 +138,38 @@ class FaultProxy:
         return Reply.of_json(200, {"service": service, "mode": mode, "seconds": seconds})
 
 
+WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+
+
+def successful_writes(log: Iterable[dict[str, Any]], table: str) -> list[dict[str, Any]]:
+    """The writes the store accepted to `table`'s items, counted by (item key, operation, status set):
+    how many times each job's outcome was recorded (`make compare`)."""
+    counts: Counter[tuple[str, str, str | None]] = Counter(
+        (entry["pk"], entry["operation"], entry["sets_status"])
+        for entry in log
+        if entry.get("table") == table and entry["operation"] in WRITES and entry["http_status"] == 200
+    )
+    return [
+        {"pk": pk, "operation": operation, "sets_status": status, "count": count}
+        for (pk, operation, status), count in counts.items()
+    ]
+
+
 def _describe(request: Request, operation: str, status: int, injected: bool) -> dict[str, Any]:
-    """One DynamoDB request: which item, what it did, and for a write the status it sets."""
+    """One DynamoDB request: which item (its `pk`, or `id` as Celery's result table keys it), what it
+    did, and for a write the status it sets (an update's `#status = :v`, a put's `status`)."""
     body = request.json()
     key = body.get("Key") or body.get("Item") or {}
     written_status = None
     match = _STATUS_SET.search(body.get("UpdateExpression", ""))
     if match:
         written_status = body.get("ExpressionAttributeValues", {}).get(match.group(1), {}).get("S")
+    elif operation == "PutItem":
+        written_status = body.get("Item", {}).get("status", {}).get("S")
     return {
         "operation": operation,
-        "pk": key.get("pk", {}).get("S", ""),
+        "table": body.get("TableName", ""),
+        "pk": (key.get("pk") or key.get("id") or {}).get("S", ""),
         "consistent": bool(body.get("ConsistentRead")),
         "sets_status": written_status,
         "http_status": status,

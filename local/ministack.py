@@ -40,17 +40,21 @@ ACCOUNT = "000000000000"
 
 def ensure_installed() -> Path:
     """Create the emulator's venv once; reinstall only when its requirements change."""
-    stamp = VENV / ".requirements"
-    wanted = REQUIREMENTS.read_text()
+    return ensure_venv(VENV, REQUIREMENTS)
+
+
+def ensure_venv(venv: Path, requirements: Path, *pip_options: str) -> Path:
+    """A venv of its own for a tool the project runs but does not import (the emulator; `make
+    compare`'s Celery), created once and reinstalled only when `requirements` change."""
+    stamp = venv / ".requirements"
+    wanted = requirements.read_text()
     if stamp.exists() and stamp.read_text() == wanted:
-        return VENV
-    subprocess.run(["python3", "-m", "venv", str(VENV)], check=True)
-    subprocess.run(
-        [str(VENV / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", "-r", str(REQUIREMENTS)],
-        check=True,
-    )
+        return venv
+    subprocess.run(["python3", "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "pip"), "install", "--quiet", "--disable-pip-version-check", *pip_options]
+    subprocess.run([*pip, "-r", str(requirements)], check=True)
     stamp.write_text(wanted)
-    return VENV
+    return venv
 
 
 @dataclass

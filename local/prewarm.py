@@ -16,7 +16,10 @@ sharing 2 cores.
 The worker is warmed with an empty batch, which Powertools rejects (an error the handler raises
 itself): a handler's error keeps its environment on AWS and on the corrected emulator
 (local/ministack_patch.py). The API is warmed with a request for an unrouted path: a 404 that
-reads no store.
+reads no store. The jobs function, when the stack has one (a customer's job package deployed), is
+warmed with an empty request, which it answers as a failed job without running anything: a quarter
+as many environments as the worker's, since only customer types' jobs reach it (the emulator lets an
+invoke that finds them busy wait up to 1 s for one before it starts another).
 """
 
 from __future__ import annotations
@@ -30,11 +33,13 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from local.ministack import worker_pids
 from shared import settings
 
 WARM_WORKER_EVENT: dict[str, Any] = {"Records": []}
+WARM_JOBS_FUNCTION_EVENT: dict[str, Any] = {}  # no job: answered as a failure, nothing run
 WARM_API_EVENT: dict[str, Any] = {
     "version": "2.0",
     "routeKey": "$default",
@@ -95,8 +100,19 @@ def warm(aws_env: dict[str, str], function: str, event: dict[str, Any], count: i
     return Warmed(function, count, running, round(time.monotonic() - started, 1))
 
 
+def deployed(aws_env: dict[str, str], function: str) -> bool:
+    try:
+        _lambda(aws_env).get_function(FunctionName=function)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            return False
+        raise
+    return True
+
+
 def prewarm(aws_env: dict[str, str], workers: int | None = None, apis: int | None = None) -> list[Warmed]:
-    """Warm N worker and N/2 API environments (N: the worker mapping's MaximumConcurrency), one function at a time.
+    """Warm N worker and N/2 API environments (N: the worker mapping's MaximumConcurrency), and N/4 of the
+    jobs function's if it is deployed, one function at a time.
 
     Up to two more rounds top up a function whose environments did not all start (an init that ran
     out of time on a crowded machine): each invokes N at once again, so the warm ones are reused
@@ -107,10 +123,10 @@ def prewarm(aws_env: dict[str, str], workers: int | None = None, apis: int | Non
     workers = workers or worker_concurrency(aws_env)
     apis = apis or max(1, workers // 2)
     warmed = []
-    for function, event, count in (
-        (settings.WORKER_FUNCTION, WARM_WORKER_EVENT, workers),
-        (settings.API_FUNCTION, WARM_API_EVENT, apis),
-    ):
+    functions = [(settings.WORKER_FUNCTION, WARM_WORKER_EVENT, workers), (settings.API_FUNCTION, WARM_API_EVENT, apis)]
+    if deployed(aws_env, settings.JOBS_FUNCTION):
+        functions.append((settings.JOBS_FUNCTION, WARM_JOBS_FUNCTION_EVENT, max(1, workers // 4)))
+    for function, event, count in functions:
         result = warm(aws_env, function, event, count)
         for _ in range(2):
             if result.running >= count:

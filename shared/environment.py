@@ -24,6 +24,9 @@ _JSON_LIST = "json"
 
 @dataclass(frozen=True)
 class FunctionEnv:
+    # The deployment's stage (`-c corral:stage=...`, "" for none): the names it gives its queues, table,
+    # functions and schedule group (settings.ResourceNames). A table or group not given is the stage's.
+    stage: str = ""
     # Resources. Empty strings are "not deployed here" (a tool or test that never reaches them).
     table: str = settings.TABLE_NAME
     queue_url: str = ""
@@ -51,9 +54,12 @@ class FunctionEnv:
     # Of those, the hosts whose response bodies come back in a job's result and errors.
     http_private_bodies: tuple[str, ...] = field(default=(), metadata={"list": _COMMA_LIST})
     http_timeout_seconds: float = settings.HTTP_DEFAULT_TIMEOUT_SECONDS
-    # Customer code: the jobs packages the functions import (comma-separated), the Lambda functions
-    # `lambda` jobs may invoke.
+    # Job packages this function imports (comma-separated): on the jobs function the customer's
+    # (`corral:jobs`), on the worker only the local profile's test tooling (local/chaos_jobs).
     jobs_package: str = ""
+    # The function that runs customer's job types, which the worker invokes ("": none deployed).
+    jobs_function: str = ""
+    # The Lambda functions `lambda` jobs may invoke.
     lambda_targets: tuple[str, ...] = field(default=(), metadata={"list": _JSON_LIST})
 
     def as_environment(self) -> dict[str, str]:
@@ -74,7 +80,13 @@ class FunctionEnv:
             raw = environ.get(variable(spec.name))
             if raw is not None:
                 found[spec.name] = _decode(raw, spec.type, spec.metadata.get("list"))
-        return cls(**found)
+        names = settings.names(found.get("stage", ""))
+        return cls(**{"table": names.table, "schedule_group": names.schedule_group, **found})
+
+    @property
+    def names(self) -> settings.ResourceNames:
+        """The physical names of the deployment this environment belongs to."""
+        return settings.names(self.stage)
 
     def but(self, **changes: Any) -> FunctionEnv:
         """This environment with some fields changed."""

@@ -40,7 +40,9 @@ class QuotaExceeded(CorralError):
     request alone is larger than the limit: `retry_can_help` says which (HTTP 429 or 403).
     """
 
-    def __init__(self, noun: str, limit_name: str, limit: int, count: int, requested: int = 1) -> None:
+    def __init__(
+        self, noun: str, limit_name: str, limit: int | float, count: int | float, requested: int | float = 1
+    ) -> None:
         self.noun = noun
         self.limit_name = limit_name
         self.limit = limit
@@ -54,10 +56,17 @@ class QuotaExceeded(CorralError):
 
     @property
     def message(self) -> str:
-        text = f"{self.noun} quota reached: {self.count} of {self.limit} ({self.limit_name})"
+        text = f"{self.noun} quota reached: {_figure(self.count)} of {_figure(self.limit)} ({self.limit_name})"
         if not self.retry_can_help:
-            text += f"; this request needs {self.requested}: ask the operator to raise the limit"
+            text += f"; this request needs {_figure(self.requested)}: ask the operator to raise the limit"
+        elif isinstance(self.requested, float):  # a weighted quota: say what this request weighs
+            text += f"; this request needs {_figure(self.requested)}"
         return text
+
+
+def _figure(number: int | float) -> str:
+    """A count as a message shows it: whole numbers plainly, fractions to three decimals."""
+    return f"{number:.3f}".rstrip("0").rstrip(".") if isinstance(number, float) else str(number)
 
 
 class RateLimited(CorralError):
@@ -70,6 +79,18 @@ class RateLimited(CorralError):
         super().__init__(
             f"enqueue rate limit reached:{limits} (enqueue_rate_per_second, enqueue_burst);"
             f" retry after {retry_after_seconds} s"
+        )
+        self.retry_after_seconds = retry_after_seconds
+
+
+class ReadsLimited(RateLimited):
+    """The tenant reads its whole index (stats, filtered listings) faster than the read meter allows (HTTP 429)."""
+
+    def __init__(self, retry_after_seconds: int, rate_per_second: float, burst: int) -> None:
+        CorralError.__init__(
+            self,
+            f"read rate limit reached: {rate_per_second:g} stats or filtered listings per second with bursts of"
+            f" {burst}; retry after {retry_after_seconds} s",
         )
         self.retry_after_seconds = retry_after_seconds
 

@@ -79,6 +79,7 @@ def keyed_id(secret: bytes, tenant: str, idempotency_key: str) -> str:
 
 
 def scheduled_id(secret: bytes, tenant: str, schedule: str, scheduled_for: str) -> str:
+    """The id of a schedule's occurrence: its firing, a duplicate delivery of it and a backfill of it are one job."""
     return _mint(secret, tenant, IdKind.SCHEDULED, _derived_core("schedule", schedule, scheduled_for))
 
 
@@ -116,6 +117,13 @@ def verify_batch(secret: bytes, tenant: str, batch: str) -> bool:
 
 def _batch_tag(secret: bytes, tenant: str, core: bytes) -> bytes:
     return hmac.new(secret, f"{tenant}\0batch\0".encode() + core, hashlib.sha256).digest()[:_TAG_BYTES]
+def manual_run_id(secret: bytes, tenant: str, schedule: str, idempotency_key: str) -> str:
+    """The id of a schedule's run triggered by hand with an idempotency key: a retried trigger is the same run.
+
+    Keyed with the secret, as `keyed_id`, and apart from it: the same key given to POST /v1/jobs and to a
+    trigger, or to two schedules' triggers, names different jobs."""
+    core = hmac.new(secret, f"trigger\0{tenant}\0{schedule}\0{idempotency_key}".encode(), hashlib.sha256).digest()
+    return _mint(secret, tenant, IdKind.KEYED, core[:_CORE_BYTES])
 
 
 def verify(secret: bytes, tenant: str, job_id: str) -> IdInfo | None:

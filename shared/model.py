@@ -21,10 +21,28 @@ class Status(StrEnum):
     FAILED = "failed"  # will retry
     DEAD = "dead"  # gave up; its message is in the DLQ
     CANCELLED = "cancelled"  # cancelled before it ran; a delivery of it is acknowledged, never run
+    # A schedule's run not started because its previous run was still live (overlap "skip"); it cost no
+    # attempt, and a delivery of it is acknowledged unrun (docs/decisions/schedule-overlap.md).
+    SKIPPED = "skipped"
 
     @property
     def finished(self) -> bool:
-        return self in (Status.SUCCEEDED, Status.DEAD, Status.CANCELLED)
+        return self in (Status.SUCCEEDED, Status.DEAD, Status.CANCELLED, Status.SKIPPED)
+
+
+class Overlap(StrEnum):
+    """What a schedule's run does while an earlier run of that schedule is still queued, running or failed."""
+
+    ALLOW = "allow"  # it runs anyway (the default)
+    SKIP = "skip"  # it is recorded `skipped` instead of running
+
+
+class Trigger(StrEnum):
+    """What started a schedule's run (its record and message say so; none: the schedule's own firing)."""
+
+    SCHEDULE = "schedule"  # a firing of the schedule (never written: it is what no `trigger` means)
+    MANUAL = "manual"  # POST /v1/schedules/{name}:trigger
+    BACKFILL = "backfill"  # POST /v1/schedules/{name}:backfill
 
 
 class Outcome(StrEnum):
@@ -99,6 +117,13 @@ def _payload(value: Any) -> str | None:
     size = len(json.dumps(value, separators=(",", ":")).encode())
     limit = settings.MAX_PAYLOAD_BYTES
     return None if size <= limit else f"is {size} bytes serialised, over the limit of {limit} bytes"
+
+
+def _one_of(*allowed: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in allowed else f"must be one of {', '.join(allowed)}"
+
+    return check
 
 
 def _version(value: Any) -> str | None:
@@ -221,6 +246,8 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "batch": _batch_member,
     "callbacks": _callbacks,
     "parent": _parent,
+    "overlap": _optional(_one_of(*Overlap)),
+    "trigger": _optional(_one_of(Trigger.MANUAL, Trigger.BACKFILL)),
 }
 _REQUIRED = ("type", "max_attempts", "enqueued_at")
 
@@ -272,6 +299,10 @@ class JobMessage:
     callbacks: dict[str, Any] | None = None
     # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}.
     parent: dict[str, str] | None = None
+    # A schedule's run only: "skip" when the schedule skips overlapping runs (the claim checks for a live
+    # earlier run first: shared/store/schedule_runs.py); what started it, when not the schedule's firing.
+    overlap: str | None = None
+    trigger: str | None = None
     v: int = 1
 
     @classmethod
@@ -288,8 +319,12 @@ class JobMessage:
         batch: BatchMember | None = None,
         callbacks: dict[str, Any] | None = None,
         parent: dict[str, str] | None = None,
+        overlap: Overlap = Overlap.ALLOW,
+        trigger: Trigger = Trigger.SCHEDULE,
     ) -> JobMessage:
-        """The message of a job spec whose max_attempts is decided (a message always carries one)."""
+        """The message of a job spec whose max_attempts is decided (a message always carries one).
+
+        `overlap` and `trigger` (a schedule's runs) are carried only when they differ from the defaults."""
         if spec.max_attempts is None:
             raise ValueError(f"the {spec.type!r} job's max_attempts is not decided: a message carries one")
         return cls(
@@ -306,16 +341,27 @@ class JobMessage:
             batch=batch,
             callbacks=callbacks,
             parent=parent,
+            overlap=str(overlap) if overlap is not Overlap.ALLOW else None,
+            trigger=str(trigger) if trigger is not Trigger.SCHEDULE else None,
         )
 
     @classmethod
-    def firing_template(cls, tenant: str, schedule: str, spec: JobSpec) -> str:
+    def firing_template(cls, tenant: str, schedule: str, spec: JobSpec, overlap: Overlap = Overlap.ALLOW) -> str:
         """The target Input of a recurring schedule: the message of its job, without what each firing fills in.
 
         No `id` or `enqueued_at` (`from_data` derives them at each firing), and Scheduler's placeholder
         for `scheduled_for`. No timeout_seconds when the spec has none: each run gets its type's default.
+        `overlap` travels in the Input, so the worker knows at each firing without reading the schedule.
         """
-        message = cls.of(spec, job_id="", tenant=tenant, enqueued_at=0, schedule=schedule, scheduled_for=SCHEDULED_TIME)
+        message = cls.of(
+            spec,
+            job_id="",
+            tenant=tenant,
+            enqueued_at=0,
+            schedule=schedule,
+            scheduled_for=SCHEDULED_TIME,
+            overlap=overlap,
+        )
         fields = {name: value for name, value in message.to_dict().items() if name not in _FILLED_AT_EACH_FIRING}
         return json.dumps(fields, separators=(",", ":"))
 
@@ -339,6 +385,8 @@ class JobMessage:
             "batch": self.batch.to_dict() if self.batch else None,
             "callbacks": self.callbacks,
             "parent": self.parent,
+            "overlap": self.overlap,
+            "trigger": self.trigger,
         }
         return body | {name: value for name, value in optional.items() if value is not None}
 
@@ -414,6 +462,26 @@ def _typed(fields: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
+def result_json(result: Any) -> str:
+    """A job's result as stored (what GET shows): JSON, anything else as its str()."""
+    return json.dumps(result, default=str)
+
+
+def result_problem(result: object) -> str | None:
+    """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it.
+
+    Checked where the job ran: by the worker, and by the jobs function before it answers (a result
+    over Lambda's 6 MB response limit would otherwise come back as the function's own error).
+    """
+    try:
+        size = len(result_json(result).encode())
+    except (ValueError, TypeError, RecursionError) as error:
+        return f"the job's result cannot be serialised as JSON ({type(error).__name__}: {error})"
+    if size > settings.MAX_RESULT_BYTES:
+        return f"the job's result is {size} bytes serialised, over the limit of {settings.MAX_RESULT_BYTES} bytes"
+    return None
+
+
 _NOT_RECORDED = object()
 
 
@@ -444,6 +512,8 @@ class JobRecord:
     parent: dict[str, str] | None = None  # a callback's parent (JobMessage.parent)
     # Its callbacks: kind -> the callback job's id once enqueued, None until then.
     callbacks: dict[str, str | None] | None = None
+    trigger: str | None = None  # a schedule's run: "manual" or "backfill"; None: the schedule's own firing
+    skip_reason: str | None = None  # a `skipped` run: why it did not run
 
     @property
     def payload_recorded(self) -> bool:
@@ -472,6 +542,9 @@ class JobRecord:
         if self.schedule:
             view["schedule"] = self.schedule
             view["scheduled_for"] = self.scheduled_for
+            view["trigger"] = self.trigger or str(Trigger.SCHEDULE)
+        if self.skip_reason is not None:
+            view["reason"] = self.skip_reason
         if self.cancelled_at is not None:
             view["cancelled_at"] = self.cancelled_at
         if self.retries:
@@ -595,6 +668,11 @@ _FILLED_AT_EACH_FIRING = ("id", "enqueued_at")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
+def format_scheduled_time(moment: datetime) -> str:
+    """A run's scheduled time in its canonical form (UTC, whole seconds): what its id is derived from."""
+    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+
+
 def scheduled_time(value: Any, sent_at: float) -> str:
     """The occurrence a firing belongs to, in one canonical form (UTC, seconds)."""
     try:
@@ -608,4 +686,4 @@ def scheduled_time(value: Any, sent_at: float) -> str:
         return datetime.fromtimestamp(minute, UTC).strftime(_TIME_FORMAT)
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).strftime(_TIME_FORMAT)
+    return format_scheduled_time(parsed)

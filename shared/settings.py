@@ -6,18 +6,111 @@ in `shared/environment.py` (`FunctionEnv`), so a name or a timeout is written ex
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 STACK_NAME = "corral"
+# A stage (`-c corral:stage=prod`) puts `corral-<stage>-` in front of every physical name, so two
+# stages deploy side by side in one account and Region. No stage keeps the names below, which an
+# existing stack was deployed with: renaming the table, the schedule group or the scheduler role
+# would replace them (and with them every job record and customer schedule). At most 6 characters:
+# the DAX cluster's name (`corral-<stage>-status`) may be 20. See docs/decisions/stages.md.
+STAGE_PATTERN = re.compile(r"[a-z][a-z0-9]{0,5}")
 
-# Resource names (physical names, so tools and tests find them without lookups).
-QUEUE_NAME = "corral-jobs"
-DLQ_NAME = "corral-jobs-dlq"
-TABLE_NAME = "corral-jobs"
-SCHEDULE_GROUP = "corral"
-API_NAME = "corral-api"
-API_FUNCTION = "corral-api"
-WORKER_FUNCTION = "corral-worker"
+
+@dataclass(frozen=True)
+class ResourceNames:
+    """Every physical name of one deployment, from its stage ("" = the unstaged names)."""
+
+    stage: str = ""
+
+    def __post_init__(self) -> None:
+        if self.stage and not STAGE_PATTERN.fullmatch(self.stage):
+            raise ValueError(
+                f"stage {self.stage!r}: 1-6 lowercase letters and digits, starting with a letter "
+                "(the DAX cluster's name, corral-<stage>-status, may be 20 characters)"
+            )
+
+    @property
+    def stack(self) -> str:
+        return f"{STACK_NAME}-{self.stage}" if self.stage else STACK_NAME
+
+    @property
+    def prefix(self) -> str:
+        """What every physical name of the deployment begins with."""
+        return f"{self.stack}-"
+
+    @property
+    def queue(self) -> str:
+        return f"{self.prefix}jobs"
+
+    @property
+    def dlq(self) -> str:
+        return f"{self.prefix}jobs-dlq"
+
+    @property
+    def table(self) -> str:
+        return f"{self.prefix}jobs"
+
+    @property
+    def api(self) -> str:
+        return f"{self.prefix}api"
+
+    @property
+    def api_function(self) -> str:
+        return f"{self.prefix}api"
+
+    @property
+    def worker_function(self) -> str:
+        return f"{self.prefix}worker"
+
+    @property
+    def jobs_function(self) -> str:
+        """The jobs function: runs the customer's job types for the worker, behind a fence
+        (docs/decisions/customer-code-fence.md). One hyphen only, whatever the stage: the worker's role
+        denies invoking `corral-*-*` (every stage's functions, and the names CloudFormation gives the
+        functions it names) and allows this one by its ARN (infra/lambda_targets.py)."""
+        return f"{STACK_NAME}-{self.stage}jobcode"
+
+    @property
+    def dax_cluster(self) -> str:
+        return f"{self.prefix}status"
+
+    @property
+    def alarm_topic(self) -> str:
+        return f"{self.prefix}alarms"
+
+    @property
+    def dashboard(self) -> str:
+        return f"{self.prefix}operations"
+
+    @property
+    def schedule_group(self) -> str:
+        return self.stack
+
+    @property
+    def scheduler_role(self) -> str:
+        """IAM role names are global to the account: a stage's role also carries its Region (infra adds it)."""
+        return f"{self.prefix}scheduler"
+
+    def alarm(self, name: str) -> str:
+        return self.prefix + name
+
+
+def names(stage: str = "") -> ResourceNames:
+    return ResourceNames(stage)
+
+
+# The unstaged names (physical names, so tools and tests find them without lookups).
+_UNSTAGED = names()
+QUEUE_NAME = _UNSTAGED.queue
+DLQ_NAME = _UNSTAGED.dlq
+TABLE_NAME = _UNSTAGED.table
+SCHEDULE_GROUP = _UNSTAGED.schedule_group
+API_NAME = _UNSTAGED.api
+API_FUNCTION = _UNSTAGED.api_function
+WORKER_FUNCTION = _UNSTAGED.worker_function
+JOBS_FUNCTION = _UNSTAGED.jobs_function
 
 # Worker and queue tuning. See docs/decisions/production-stack.md "Queue" and "Worker scaling".
 WORKER_BATCH_SIZE = 10
@@ -45,21 +138,47 @@ HAND_BACK_DOUBLING_RECEIVES = 4
 MESSAGE_RETENTION_DAYS = 14
 FINISHED_JOB_TTL_DAYS = 30  # > retention, so a record outlives any message for its job
 
-# HTTP API default stage throttling (requests/s); the Regional account quota is 10,000 rps.
-API_THROTTLE_RATE_PER_SECOND = 10_000
-API_THROTTLE_BURST = 5_000
+# HTTP API default stage throttling (requests/s). Below the Regional account quota (10,000 rps,
+# 5,000 burst, shared by every HTTP API of the account and Region): a flood of requests stops here
+# before it takes the whole account's quota, and 8,000/s still carries the 6,000 enqueues/s SLO with
+# a third to spare. See docs/decisions/capacity.md.
+API_THROTTLE_RATE_PER_SECOND = 8_000
+API_THROTTLE_BURST = 4_000
+# Concurrency reserved for the API function (profile aws): what a flood of jobs (the workers scale
+# to WORKER_MAX_POLLERS x 10 = 600 invokes) can never take from it. The herd needs ~360 (18,000
+# requests/s x ~20 ms); 400 leaves a margin, and 400 + 600 fits the default account quota of 1,000.
+API_RESERVED_CONCURRENCY = 400
+# DynamoDB warm throughput (profile aws): what a new on-demand table serves from its first second.
+# `make capacity` (bench/models/capacity.py): the 3x herd is 18,000 jobs/s, two writes each (claim,
+# outcome), 36,000 writes/s; a new on-demand table starts near 4,000/s. Each index takes every job
+# record write too (gsi1: a schedule's runs, gsi2: the listing), so each gets the same figure.
+TABLE_WARM_WRITES_PER_SECOND = 36_000
+TABLE_WARM_READS_PER_SECOND = 12_000  # the on-demand default: status polls are read through DAX
 
 # DAX status cache (profile aws): three nodes, one per AZ the VPC spans and a spare, for failover.
-DAX_CLUSTER_NAME = "corral-status"  # at most 20 characters
+DAX_CLUSTER_NAME = _UNSTAGED.dax_cluster  # at most 20 characters
 DAX_NODE_TYPE = "dax.r5.large"
 DAX_NODES = 3
 
-# Alarms and metrics.
+# Alarms and metrics: each alarm, its threshold and why, in docs/decisions/alarms.md.
 METRICS_NAMESPACE = "corral"
-ALARM_TOPIC_NAME = "corral-alarms"
-ALARM_OLDEST_MESSAGE_AGE_SECONDS = 300  # a backlog nobody drains, not a herd being absorbed
+ALARM_TOPIC_NAME = _UNSTAGED.alarm_topic
 ALARM_WORKER_ERRORS_PER_5_MIN = 1  # handler failures report per item: an Error is a crash or a timeout
 ALARM_WORKER_THROTTLES_PER_5_MIN = 1  # each throttled receive also counts toward maxReceiveCount
+ALARM_API_5XX_RATE = 0.05  # of requests answered 5xx over 5 minutes (the metric's Average is the rate)
+ALARM_API_P99_LATENCY_MS = 1_000  # an AWS call answers in 1 s + 3 s at worst; p99 over 1 s is calls failing
+ALARM_TABLE_THROTTLES_PER_MINUTE = 1  # each minute for 5 minutes: sustained, not one burst the SDK retried
+ALARM_TABLE_SYSTEM_ERRORS_PER_5_MIN = 1
+ALARM_DAX_FAULTS_PER_5_MIN = 1  # FaultRequestCount: DAX's own failures (ErrorRequestCount counts lost claims)
+ALARM_SCHEDULER_ERRORS_PER_5_MIN = 1  # the queue refused a firing (Scheduler retries it)
+ALARM_STORE_HAND_BACKS_PER_5_MIN = 100  # 10 minutes of them: a store outage, not a blip
+# Messages waiting for a worker, the least of each minute for 5 minutes: workers are not draining the
+# queue. At the 6,000 jobs/s SLO a healthy queue holds ~1,600 visible (p99 wait 260 ms); the herd
+# backs up ~18,000 for ~11 s (make capacity), which a 1-minute minimum does not see.
+ALARM_BACKLOG_MESSAGES = 10_000
+# The dead letters that page: messages dead for a platform reason (unreadable, unverifiable, a firing
+# Scheduler could not deliver). A tenant's job that used its attempts is the tenant's metric, not a page.
+ALARM_PLATFORM_DEAD_LETTERS_PER_5_MIN = 1
 
 # Job limits.
 DEFAULT_MAX_ATTEMPTS = 3
@@ -100,11 +219,13 @@ MAX_RESULT_BYTES = 256 * 1024  # serialised; a bigger result fails the job at on
 RETRY_BACKOFF_CAP_SECONDS = 15 * 60  # SQS ChangeMessageVisibility caps at 12 h; we cap lower
 
 # Schedules (EventBridge Scheduler). See docs/decisions/schedules.md and docs/decisions/the-herd.md.
-SCHEDULER_ROLE_NAME = "corral-scheduler"  # the role Scheduler assumes to send to the job queue
+SCHEDULER_ROLE_NAME = _UNSTAGED.scheduler_role  # the role Scheduler assumes to send to the job queue
 SCHEDULE_NAME_MAX_LENGTH = 47  # Scheduler's 64, less a 16-character tenant prefix and a dash
 SCHEDULE_RUNS_SHOWN = 20  # GET /v1/schedules/{name}: this many recent runs
 SCHEDULE_FIRINGS_SHOWN = 5  # GET /v1/schedules/{name}: this many next firings (null when not computable)
 MAX_FLEXIBLE_WINDOW_MINUTES = 1440  # Scheduler's limit
+BACKFILL_MAX_RUNS = 1_000  # POST /v1/schedules/{name}:backfill: runs per request (Temporal's backfill bound)
+SCHEDULE_TEXT_MAX_LENGTH = 512  # a schedule's description (Scheduler's Description limit) and a pause's note
 SCHEDULE_START_GRACE_SECONDS = 5 * 60  # Scheduler rejects a StartDate earlier than 5 minutes ago
 MAX_RUN_AT_DAYS = 365  # how far ahead a delayed job may be due
 # A firing Scheduler cannot deliver is retried this long, then goes to the DLQ: never dropped silently.
@@ -133,6 +254,10 @@ API_ANSWER_MARGIN_SECONDS = 0.5
 # bound how fast it may enqueue (jobs, so one :batch request of 100 counts 100).
 TENANT_MAX_SCHEDULES = 1_000
 TENANT_MAX_FAR_FUTURE_JOBS = 10_000  # delayed jobs due beyond SQS's 15-minute delay, not yet run
+# Recurring firings a tenant's schedules may make, per minute, at their busiest hour (a schedule weighs
+# the most firings it makes in an hour / 60: rate(1 minute) 1, a daily cron 1/60). 100 a tenant: ~600
+# tenants at their whole budget take Scheduler's default 1,000 invocations/s (docs/decisions/quotas.md).
+TENANT_MAX_FIRINGS_PER_MINUTE = 100
 TENANT_ENQUEUE_RATE_PER_SECOND = 1_000.0
 TENANT_ENQUEUE_BURST = 5_000
 # How many of a tenant's jobs may run at once, fleet-wide (0: no cap). Half the embedded stack's fleet
@@ -161,6 +286,12 @@ BULK_RETRY_MAX = 100  # dead jobs one POST /v1/jobs:retry starts over
 STATS_DEFAULT_WINDOW_SECONDS = 3_600
 STATS_MAX_WINDOW_SECONDS = 7 * 86_400
 STATS_MAX_RECORDS = 5_000  # records one GET /v1/stats reads at most; beyond it the figures are a sample
+# Reads that scan a tenant's index (GET /v1/stats, a filtered GET /v1/jobs: up to 5,000 and 1,000 entries)
+# are metered per tenant and API instance, so a loop of them cannot throttle the index every tenant
+# shares; a dashboard polling every few seconds stays far below. Stats are answered from a short cache.
+HEAVY_READS_PER_SECOND = 5
+HEAVY_READS_BURST = 20
+STATS_CACHE_SECONDS = 5
 
 # HTTP jobs (shared/targets/http.py). See docs/decisions/http-jobs.md.
 HTTP_DEFAULT_TIMEOUT_SECONDS = 30  # an http job's timeout unless it gives its own (timeout_seconds, up to 900)
@@ -170,7 +301,8 @@ HTTP_ERROR_BODY_BYTES = 500  # how much of a failed answer's body the error quot
 HTTP_RETRY_AFTER_CAP_SECONDS = RETRY_BACKOFF_CAP_SECONDS  # a Retry-After longer than this waits this long
 HTTP_URL_MAX_LENGTH = 2048
 SIGNING_SECRET_GRACE_SECONDS = 24 * 3600  # a rotated-out secret stays valid this long
-SIGNING_SECRETS_MAX = 5  # valid secrets kept per tenant (so at most 5 signatures per request)
+SIGNING_SECRETS_MAX = 5  # valid secrets kept per set, unbound or a destination's (so at most 5 signatures per request)
+SIGNING_SECRET_DESTINATIONS_MAX = 20  # destinations with secrets of their own, per tenant (the item stays small)
 SIGNING_SECRETS_CACHE_SECONDS = 60  # a worker signs with a tenant's secrets read at most this long ago
 
 
@@ -181,6 +313,9 @@ class Profile:
     name: str
     worker_timeout_seconds: int
     dax: bool  # DAX cluster + VPC; the emulator has neither
+    # What AWS has and the emulator does not need: the table's warm throughput and deletion protection,
+    # stack termination protection, the API's reserved concurrency.
+    production: bool = False
     provisioned_pollers: bool = False  # ESM provisioned mode (AWS), else MaximumConcurrency (all the emulator has)
     api_key_cache_seconds: int = API_KEY_CACHE_SECONDS  # the revocation bound
     # HTTP jobs may call loopback (127.0.0.1, ::1) and plain http: the local profile, so tests run real servers.
@@ -209,11 +344,25 @@ class Profile:
         # An HTTP job's request may last its whole attempt (the job's own timeout stops it in any case).
         return self.job_timeout_ceiling_seconds
 
+    @property
+    def oldest_message_age_alarm_seconds(self) -> int:
+        """The oldest a healthy message gets while SQS still counts it in ApproximateAgeOfOldestMessage,
+        which leaves out a message after its third receive: a delay (15 min), three attempts of the
+        longest job, the two backoffs between them (15 min each), and 10 minutes more. Any older, and
+        a message has waited with nobody receiving it. See docs/decisions/alarms.md."""
+        attempts_counted = 3
+        return (
+            MAX_SQS_DELAY_SECONDS
+            + attempts_counted * self.job_timeout_ceiling_seconds
+            + (attempts_counted - 1) * RETRY_BACKOFF_CAP_SECONDS
+            + 600
+        )
+
 
 PROFILES = {
     # Lambda's longest invocation, so any job up to 15 minutes runs; short jobs still come back
     # within about their own timeout when a worker dies (docs/decisions/batch-cover.md).
-    "aws": Profile(name="aws", worker_timeout_seconds=900, dax=True, provisioned_pollers=True),
+    "aws": Profile(name="aws", worker_timeout_seconds=900, dax=True, provisioned_pollers=True, production=True),
     # Short timeouts so crash-recovery tests wait seconds, not minutes (attempts here run at most 5 s).
     # 10 s leaves a batch 5 s beyond one 5 s attempt before later jobs are handed back.
     "local": Profile(

@@ -23,7 +23,7 @@ PARTNER_CALL = {
     "partner_call",
     timeout_seconds=5,
     payload_schema=PARTNER_CALL,
-    concurrency_key=lambda payload: payload["partner"],
+    concurrency_key="partner",
     concurrency_limit=2,
 )
 def partner_call(payload: dict[str, Any], context: JobContext) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from shared import settings
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.jobs import control, listing, stats
 from shared.model import Status
+from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
 
@@ -53,9 +54,11 @@ def _refused(job_id: str, refusal: NotFound | Conflict) -> Response:
         "Filters: status, type, schedule (applied after reading: a page may hold fewer than `limit` jobs while "
         f"`next_cursor` is set; each request reads at most {settings.LIST_READ_BUDGET} entries), since/until "
         "(enqueue time, ISO 8601, UTC if no offset). Pass `next_cursor` back as `cursor` with the same filters. "
-        f"Items are job views without `result` and `payload` (GET /v1/jobs/{{id}} has them). {listing.NOTE}"
+        f"Items are job views without `result` and `payload` (GET /v1/jobs/{{id}} has them). {listing.NOTE} "
+        f"A filtered request is metered: {settings.HEAVY_READS_PER_SECOND}/s per tenant with bursts of "
+        f"{settings.HEAVY_READS_BURST}, shared with GET /v1/stats (429 over it)."
     ),
-    responses={200: {"description": '{"jobs": [...], "next_cursor": str | null, "note": str}'}},
+    responses={200: {"description": '{"jobs": [...], "next_cursor": str | null, "note": str}'}} | _RATE_LIMITED,
 )
 def list_jobs(
     status: Annotated[Status | None, Query(description="Only jobs in this status")] = None,
@@ -75,6 +78,8 @@ def list_jobs(
         limit=limit,
         cursor=cursor,
     )
+    if status or type or schedule:  # read past what it answers, up to LIST_READ_BUDGET entries: metered
+        rate_limit.check_heavy_read(_tenant())
     try:
         page = listing.list_jobs(_tenant(), query)
     except InvalidRequest as error:
@@ -156,9 +161,11 @@ def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[st
     summary="This tenant's counts by status, per-minute throughput (last hour), enqueue-to-run percentiles",
     description=(
         "From the job store (the answer's `source` says exactly what was read); jobs no worker has picked up yet "
-        f"are not counted; at most {settings.STATS_MAX_RECORDS} records are read (`sampled` says when more exist)."
+        f"are not counted; at most {settings.STATS_MAX_RECORDS} records are read (`sampled` says when more exist). "
+        f"Answered from figures read within {settings.STATS_CACHE_SECONDS} s; a new read is metered with filtered "
+        "listings (429 over it)."
     ),
-    responses={200: {"description": "Counts, per_minute, enqueue_to_run_ms, source"}},
+    responses={200: {"description": "Counts, per_minute, enqueue_to_run_ms, source"}} | _RATE_LIMITED,
 )
 def get_stats(
     window_seconds: Annotated[
@@ -166,7 +173,8 @@ def get_stats(
     ] = settings.STATS_DEFAULT_WINDOW_SECONDS,
 ) -> Response[dict[str, Any]]:
     try:
-        figures = stats.tenant_stats(_tenant(), window_seconds)
+        tenant = _tenant()
+        figures = stats.recent_tenant_stats(tenant, window_seconds, on_read=lambda: rate_limit.check_heavy_read(tenant))
     except InvalidRequest as error:
         return _invalid(error)
     return json_response(200, figures.public())

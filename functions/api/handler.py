@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from functions.api import auth, body, enqueue_routes
 from functions.api.responses import error_answer_result, error_result
 from shared import settings
-from shared.aws import clients
+from shared.aws import clients, tracing
 from shared.aws.metrics import metrics
 
 logger = Logger(service="corral-api")
@@ -66,9 +66,12 @@ def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(checked.event, context)
 
 
+@tracing.capture_handler("corral-api")
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # The request's trace goes with every message it sends, and on its log line (shared/aws/tracing.py).
+    logger.append_keys(trace_id=tracing.trace_id(tracing.begin_request()))
     # Every AWS call ends before the function must answer: see shared/aws/clients.py.
     seconds_left = context.get_remaining_time_in_millis() / 1000 - settings.API_ANSWER_MARGIN_SECONDS
     try:

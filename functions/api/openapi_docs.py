@@ -30,7 +30,7 @@ class ErrorOut(BaseModel):
     retry_after_seconds: int | None = None  # rate_limited: as the Retry-After header
     quota: str | None = None  # quota_exceeded / forbidden: the quota's name, its limit and the count held
     limit: float | None = None
-    count: int | None = None
+    count: float | None = None  # quota_exceeded: what the tenant holds (the firings budget: firings per minute)
 
 
 ERRORS: dict[int, str] = {

@@ -1,4 +1,9 @@
-"""/v1/schedules routes: parse -> domain -> response."""
+"""/v1/schedules routes: parse -> domain -> response.
+
+Create, list, get, update (PATCH), delete; pause and resume; trigger (run now); backfill. Every route
+that writes counts against the tenant's rate limit (the domain checks it before writing): one each, and
+a backfill one per run it enqueues.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.api.models import JobSpecIn
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
-from shared.schedules import customer_schedules
+from shared.model import Overlap, Status
+from shared.schedules import customer_schedules, runs
 
 router = APIGatewayHttpRouter()
 
@@ -45,6 +51,66 @@ class ScheduleIn(BaseModel):
     )
     start: datetime | None = Field(default=None, description="No firing before this (ISO 8601; UTC if no offset)")
     end: datetime | None = Field(default=None, description="No firing after this (ISO 8601; UTC if no offset)")
+    overlap: Overlap = Field(
+        default=Overlap.ALLOW,
+        description="skip: a run whose earlier run of this schedule is still queued, running or waiting to retry"
+        " is recorded `skipped` instead of running",
+    )
+    description: str | None = Field(default=None, max_length=settings.SCHEDULE_TEXT_MAX_LENGTH)
+
+
+class ScheduleJobChangesIn(BaseModel):
+    """The job fields to change; the others keep their values."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str | None = Field(default=None, min_length=1, max_length=64)
+    payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
+    max_attempts: int | None = Field(default=None, ge=1, le=settings.MAX_MAX_ATTEMPTS)
+    timeout_seconds: int | None = Field(
+        default=None, ge=1, le=settings.MAX_JOB_TIMEOUT_SECONDS, description="null: the job type's default"
+    )
+
+
+class ScheduleChangesIn(BaseModel):
+    """The fields to change (a field left out keeps its value; null clears start, end or description)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expression: str | None = Field(default=None, min_length=1, max_length=256)
+    timezone: str | None = Field(default=None, max_length=64)
+    job: ScheduleJobChangesIn | None = None
+    flexible_window_minutes: int | None = Field(default=None, ge=0, le=settings.MAX_FLEXIBLE_WINDOW_MINUTES)
+    start: datetime | None = None
+    end: datetime | None = None
+    overlap: Overlap | None = None
+    description: str | None = Field(default=None, max_length=settings.SCHEDULE_TEXT_MAX_LENGTH)
+
+
+class PauseIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: str | None = Field(
+        default=None, max_length=settings.SCHEDULE_TEXT_MAX_LENGTH, description="Why, shown with the schedule"
+    )
+
+
+class TriggerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=255, description="The same key triggers the same run once"
+    )
+
+
+class BackfillIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    start: datetime = Field(description="The first firing time included (ISO 8601; UTC if no offset)")
+    end: datetime = Field(description="Firing times before this (excluded; at the latest now)")
+
+
+_NAME = Path(max_length=128)
 
 
 def _tenant() -> str:
@@ -65,6 +131,8 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
         flexible_window_minutes=schedule.flexible_window_minutes,
         start=schedule.start,
         end=schedule.end,
+        overlap=schedule.overlap,
+        description=schedule.description,
     )
     try:
         created = customer_schedules.create(_tenant(), request)
@@ -94,14 +162,90 @@ def list_schedules(
     summary="A schedule, its next firings and its recent runs, newest first",
     responses=documented({200: {"description": "The schedule"}}, 404, 422),
 )
-def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
+def get_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     item = customer_schedules.get(_tenant(), name)
     if item is None:
         return error_response(404, "not_found", f"no schedule {name!r}")
     next_firings = customer_schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
-    return json_response(
-        200, {**item.public(), "next_firings": next_firings, "runs": customer_schedules.recent_runs(_tenant(), name)}
-    )
+    return json_response(200, {**item.public(), "next_firings": next_firings, "runs": runs.recent(_tenant(), name)})
+
+
+@router.patch(
+    "/v1/schedules/<name>",
+    summary="Change a schedule: any of expression, timezone, job, flexible_window_minutes, start, end, overlap,"
+    " description",
+    description=(
+        "One UpdateSchedule: a firing due meanwhile happens once, with the old definition or the new one. A bad "
+        "field answers 422 naming it, and the schedule stays as it was. Its name, runs and quota unit stay. "
+        "Counts one against the tenant's rate limit. With dry_run=true, nothing is written or counted: the answer "
+        "is the schedule as the update would leave it, with its next firings."
+    ),
+    responses=documented({200: {"description": "The schedule as it is now"}}, 400, 404, 409, 413, 422, 429),
+)
+def patch_schedule(
+    name: Annotated[str, _NAME],
+    changes: Annotated[ScheduleChangesIn, Body()],
+    dry_run: Annotated[bool, Query(description="Check the changes and answer the result without saving")] = False,
+) -> Response[dict[str, Any]]:
+    fields = changes.model_dump(exclude_unset=True)
+    if dry_run:
+        previewed = customer_schedules.preview(_tenant(), name, fields)
+        firings = customer_schedules.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
+        return json_response(200, {**previewed.public(), "next_firings": firings})
+    return json_response(200, customer_schedules.update(_tenant(), name, fields).public())
+
+
+@router.post(
+    "/v1/schedules/<name>:pause",
+    summary="Pause a schedule: it does not fire until resumed",
+    description="Idempotent: pausing a paused schedule changes nothing. A trigger still runs it by hand. Counts one"
+    " against the tenant's rate limit.",
+    responses=documented({200: {"description": 'The schedule, "state": "paused"'}}, 400, 404, 409, 422, 429),
+)
+def pause_schedule(
+    name: Annotated[str, _NAME], pause: Annotated[PauseIn | None, Body()] = None
+) -> Response[dict[str, Any]]:
+    paused = customer_schedules.pause(_tenant(), name, note=pause.note if pause else None)
+    return json_response(200, paused.public())
+
+
+@router.post(
+    "/v1/schedules/<name>:resume",
+    summary="Resume a paused schedule",
+    description="Idempotent: resuming an enabled schedule changes nothing. Counts one against the tenant's rate limit.",
+    responses=documented({200: {"description": 'The schedule, "state": "enabled"'}}, 404, 409, 422, 429),
+)
+def resume_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
+    return json_response(200, customer_schedules.resume(_tenant(), name).public())
+
+
+@router.post(
+    "/v1/schedules/<name>:trigger",
+    summary="Run a schedule's job now, as a run of the schedule (trigger: manual)",
+    description=(
+        "202 when queued. Under overlap skip, while an earlier run is still queued, running or waiting to retry, "
+        "200 with status skipped and the reason (recorded as a run). With an idempotency_key, a retried trigger "
+        "answers its run again and never runs it twice. Counts one against the tenant's rate limit."
+    ),
+    responses=documented(
+        {
+            202: {"description": '{"id", "status": "queued"}'},
+            200: {"description": '{"id", "status": "skipped", "reason"}'},
+        },
+        400,
+        404,
+        409,
+        422,
+        429,
+    ),
+)
+def trigger_schedule(
+    name: Annotated[str, _NAME], request: Annotated[TriggerIn | None, Body()] = None
+) -> Response[dict[str, Any]]:
+    triggered = runs.trigger(_tenant(), name, idempotency_key=request.idempotency_key if request else None)
+    if triggered.status is Status.SKIPPED:
+        return json_response(200, {"id": triggered.id, "status": str(triggered.status), "reason": triggered.reason})
+    return json_response(202, {"id": triggered.id, "status": "queued"})
 
 
 @router.delete(
@@ -109,7 +253,24 @@ def get_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[st
     summary="Delete a schedule (its runs stay)",
     responses=documented({200: {"description": "Deleted"}}, 404, 409, 422, 429),
 )
-def delete_schedule(name: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
+def delete_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     if not customer_schedules.delete(_tenant(), name):
         return error_response(404, "not_found", f"no schedule {name!r}")
     return json_response(200, {"name": name, "deleted": True})
+
+
+@router.post(
+    "/v1/schedules/<name>:backfill",
+    summary=f"Run the schedule's firings of a past window now, at most {settings.BACKFILL_MAX_RUNS}",
+    description=(
+        "One run per firing time from start (included) to end (excluded), each with the id of that occurrence: "
+        "repeating a backfill, or meeting a real firing of the same time, never runs one twice. Backfilled runs "
+        "are never skipped for overlap. Each run counts one against the tenant's rate limit, all or none."
+    ),
+    responses=documented(
+        {202: {"description": '{"runs": [{"id", "scheduled_for"}, ...]}, oldest first'}}, 400, 404, 409, 422, 429
+    ),
+)
+def backfill_schedule(name: Annotated[str, _NAME], window: Annotated[BackfillIn, Body()]) -> Response[dict[str, Any]]:
+    backfilled = runs.backfill(_tenant(), name, window.start, window.end)
+    return json_response(202, {"runs": [{"id": run.id, "scheduled_for": run.scheduled_for} for run in backfilled]})

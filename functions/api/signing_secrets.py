@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.responses import json_response
 from shared import settings
@@ -31,24 +32,38 @@ def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
 @router.get(
     "/v1/signing-secrets",
     summary="The secrets HTTP jobs are signed with",
-    description="Newest first; a secret with expires_at was rotated out and stays valid until then. "
-    "The first call creates the tenant's first secret.",
+    description="Newest first; a secret with expires_at was rotated out and stays valid until then; one with a "
+    "destination signs requests to that origin only. The first call creates the tenant's first secret.",
 )
 def get_signing_secrets() -> Response[dict[str, Any]]:
     return json_response(200, _view(signing_secrets.active(_tenant())))
 
 
+class RotateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    destination: str | None = Field(
+        default=None,
+        max_length=300,
+        description="An origin (https://host[:port]): the new secret signs requests to it alone, and only "
+        "this destination's secrets sign them. Without it, the unbound secrets every other request is signed with.",
+    )
+
+
 @router.post(
     "/v1/signing-secrets:rotate",
-    summary="Add a new signing secret",
-    description=f"The previous secrets stay valid for {settings.SIGNING_SECRET_GRACE_SECONDS // 3600} hours; "
-    f"requests carry one signature per valid secret. Workers pick the new secret up within "
-    f"{settings.SIGNING_SECRETS_CACHE_SECONDS} s.",
+    summary="Add a new signing secret (for one destination, or unbound)",
+    description=f"The previous secrets of the same set stay valid for {settings.SIGNING_SECRET_GRACE_SECONDS // 3600}"
+    f" hours; requests carry one signature per valid secret of their set. Workers pick the new secret up within "
+    f"{settings.SIGNING_SECRETS_CACHE_SECONDS} s. The first secret of a destination takes its requests over "
+    "from the unbound secrets: give its receiver the new secret first.",
     responses={201: {"description": "Rotated: the secrets, the new one first"}},
 )
-def rotate_signing_secrets() -> Response[dict[str, Any]]:
+def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:
+    destination = request.destination if request is not None else None
+    origin = signing_secrets.destination_origin(destination) if destination is not None else None
     rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
-    return json_response(201, _view(signing_secrets.rotate(_tenant())))
+    return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin)))
 
 
 @router.post(

@@ -21,7 +21,8 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared.aws.metrics import job_outcome, job_retried, metrics
+from shared.aws import tracing
+from shared.aws.metrics import handed_back, job_outcome, metrics
 from shared.jobs import job_types
 from shared.model import Outcome
 from shared.worker.batch import Worker
@@ -30,7 +31,9 @@ from shared.worker.receive import Handled, handle_all
 from shared.worker.verdicts import HandBack
 
 logger = Logger(service="corral-worker")
-# Job types (and the customer's package) load at import: in the init phase, not on the first batch's clock.
+# The built-in job types (and on the local profile the test tooling's) load at import: in the init
+# phase, not on the first batch's clock. A customer's package never loads here: its types run in the
+# jobs function (shared/worker/fence.py).
 job_types.load()
 # This process's view of the store and its thread pools, kept from batch to batch.
 worker = Worker()
@@ -62,7 +65,7 @@ def _delivery(record: SQSRecord, seconds_left: float) -> Delivery:
 
 
 def _handed_back(message_id: str, hand_back: HandBack) -> None:
-    job_retried()
+    handed_back(hand_back.reason)
     # One line per hand-back: rare but telling (a store blip, a retry's backoff); the benchmark
     # counts them by reason to explain slow jobs.
     logger.info(
@@ -89,6 +92,7 @@ def _record_handler(handled: dict[str, Handled]) -> Callable[[SQSRecord], Outcom
     return record_handler
 
 
+@tracing.capture_handler("corral-worker")
 @metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -125,6 +129,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "started_at": started_at,
             "busy_ms": round((time.time() - started_at) * 1000, 2),
             "record_ms": [each.milliseconds for each in handled.values()],
+            # Each record's trace, as its sender (the API) logged it: one job's lines share it.
+            "trace_ids": [tracing.record_trace_id(record) for record in records],
             "environment": context.log_stream_name,
         },
     )

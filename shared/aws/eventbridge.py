@@ -7,6 +7,7 @@ clock and the queue, so a midnight herd costs the API nothing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -26,6 +27,10 @@ def at_expression(when: datetime) -> str:
 
 class AlreadyExists(Conflict):
     """A schedule of this name exists in the group."""
+
+
+class Gone(CorralError):
+    """No schedule of this name is in the group (an update found it deleted)."""
 
 
 class Rejected(CorralError):
@@ -49,6 +54,7 @@ _PARAMETER_FIELDS = (
     ("StartDate", "start"),
     ("EndDate", "end"),
     ("FlexibleTimeWindow", "flexible_window_minutes"),
+    ("Description", "description"),
     ("Input", "job"),
 )
 
@@ -67,6 +73,66 @@ def _group() -> str:
     return environment.current().schedule_group
 
 
+@dataclass(frozen=True)
+class Definition:
+    """A schedule as Scheduler holds it, less what every corral schedule shares (group, target, role,
+    retry policy, DLQ). CreateSchedule and UpdateSchedule both take all of it: UpdateSchedule resets
+    whatever it is not given to Scheduler's default, so an update always sends the whole definition."""
+
+    expression: str
+    input_json: str
+    timezone: str = "UTC"
+    start: datetime | None = None
+    end: datetime | None = None
+    flexible_window_minutes: int = 0
+    enabled: bool = True  # False: State=DISABLED, it does not fire (a paused schedule)
+    description: str | None = None
+    delete_after_completion: bool = False
+    message_group: str | None = None
+
+
+def _params(name: str, definition: Definition) -> dict[str, Any]:
+    """`message_group`: the tenant's SQS message group, set on the firings only where Scheduler is
+    known to accept it for a standard queue (settings.SCHEDULER_SETS_MESSAGE_GROUP): Scheduler
+    documents SqsParameters for FIFO targets only. Without it, SQS fair queues count each firing
+    as a tenant of its own, never deprioritised (docs/decisions/rate-limits.md "Fair queues").
+    """
+    window: dict[str, Any] = (
+        {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": definition.flexible_window_minutes}
+        if definition.flexible_window_minutes
+        else {"Mode": "OFF"}
+    )
+    params: dict[str, Any] = {
+        "Name": name,
+        "GroupName": _group(),
+        "ScheduleExpression": definition.expression,
+        "ScheduleExpressionTimezone": definition.timezone,
+        "FlexibleTimeWindow": window,
+        "State": "ENABLED" if definition.enabled else "DISABLED",
+        "ActionAfterCompletion": "DELETE" if definition.delete_after_completion else "NONE",
+        "Target": {
+            "Arn": environment.current().queue_arn,
+            "RoleArn": environment.current().scheduler_role_arn,
+            "Input": definition.input_json,
+            # Throttled or failed deliveries are retried, then land in the DLQ: never dropped.
+            "RetryPolicy": {
+                "MaximumRetryAttempts": settings.SCHEDULER_RETRY_ATTEMPTS,
+                "MaximumEventAgeInSeconds": settings.SCHEDULER_MAX_EVENT_AGE_SECONDS,
+            },
+            "DeadLetterConfig": {"Arn": environment.current().dlq_arn},
+        },
+    }
+    if definition.message_group is not None and _sets_message_group():
+        params["Target"]["SqsParameters"] = {"MessageGroupId": definition.message_group}
+    if definition.start is not None:
+        params["StartDate"] = definition.start
+    if definition.end is not None:
+        params["EndDate"] = definition.end
+    if definition.description:
+        params["Description"] = definition.description
+    return params
+
+
 def create(
     name: str,
     expression: str,
@@ -79,51 +145,45 @@ def create(
     delete_after_completion: bool = False,
     message_group: str | None = None,
 ) -> None:
-    """Create the schedule; AlreadyExists if one of that name is in the group.
-
-    `message_group`: the tenant's SQS message group, set on the firings only where Scheduler is
-    known to accept it for a standard queue (settings.SCHEDULER_SETS_MESSAGE_GROUP): Scheduler
-    documents SqsParameters for FIFO targets only. Without it, SQS fair queues count each firing
-    as a tenant of its own, never deprioritised (docs/decisions/rate-limits.md "Fair queues").
-    """
-    window: dict[str, Any] = (
-        {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": flexible_window_minutes}
-        if flexible_window_minutes
-        else {"Mode": "OFF"}
+    """Create an enabled schedule; AlreadyExists if one of that name is in the group (`create_schedule` with a
+    whole Definition: the same)."""
+    create_schedule(
+        name,
+        Definition(
+            expression,
+            input_json,
+            timezone=timezone,
+            start=start,
+            end=end,
+            flexible_window_minutes=flexible_window_minutes,
+            delete_after_completion=delete_after_completion,
+            message_group=message_group,
+        ),
     )
-    params: dict[str, Any] = {
-        "Name": name,
-        "GroupName": _group(),
-        "ScheduleExpression": expression,
-        "ScheduleExpressionTimezone": timezone,
-        "FlexibleTimeWindow": window,
-        "State": "ENABLED",
-        "ActionAfterCompletion": "DELETE" if delete_after_completion else "NONE",
-        "Target": {
-            "Arn": environment.current().queue_arn,
-            "RoleArn": environment.current().scheduler_role_arn,
-            "Input": input_json,
-            # Throttled or failed deliveries are retried, then land in the DLQ: never dropped.
-            "RetryPolicy": {
-                "MaximumRetryAttempts": settings.SCHEDULER_RETRY_ATTEMPTS,
-                "MaximumEventAgeInSeconds": settings.SCHEDULER_MAX_EVENT_AGE_SECONDS,
-            },
-            "DeadLetterConfig": {"Arn": environment.current().dlq_arn},
-        },
-    }
-    if message_group is not None and _sets_message_group():
-        params["Target"]["SqsParameters"] = {"MessageGroupId": message_group}
-    if start is not None:
-        params["StartDate"] = start
-    if end is not None:
-        params["EndDate"] = end
+
+
+def create_schedule(name: str, definition: Definition) -> None:
+    """Create the schedule; AlreadyExists if one of that name is in the group, Rejected for bad input."""
     try:
-        client("scheduler").create_schedule(**params)
+        client("scheduler").create_schedule(**_params(name, definition))
     except ClientError as error:
         code = aws_error_code(error)
         if code == "ConflictException":
             raise AlreadyExists(name) from error
         if code == "ValidationException":
+            raise _rejected(error) from error
+        raise
+
+
+def update(name: str, definition: Definition) -> None:
+    """Replace the schedule's definition in one UpdateSchedule (Scheduler swaps it whole: a firing due
+    meanwhile uses the old one or the new one). Gone if there is no such schedule; Rejected for bad input."""
+    try:
+        client("scheduler").update_schedule(**_params(name, definition))
+    except ClientError as error:
+        if is_not_found(error):
+            raise Gone(name) from error
+        if aws_error_code(error) == "ValidationException":
             raise _rejected(error) from error
         raise
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from aws_lambda_powertools import Metrics
+from aws_lambda_powertools import Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shared import settings
@@ -44,3 +44,30 @@ def job_started(enqueued_at: float) -> None:
     """Enqueue-to-start of a first delivery (includes any delay the job asked for)."""
     latency_ms = max(0.0, (time.time() - enqueued_at) * 1000)
     metrics.add_metric(name="EnqueueToStartLatency", unit=MetricUnit.Milliseconds, value=latency_ms)
+
+
+# The hand-backs a store outage causes, by the reasons the worker gives them (shared/worker/receive.py,
+# completer.py, unclaimed.py). A retry's backoff and a job too long for the invocation's time left are
+# hand-backs too, but no sign of an outage.
+STORE_OUTAGE_REASONS = ("store unavailable", "the store failed", "outcome write failed")
+
+
+def handed_back(reason: str) -> None:
+    """A delivery handed back: counted in JobsRetried, and in StoreHandBacks when the store failed."""
+    job_retried()
+    if reason.startswith(STORE_OUTAGE_REASONS):
+        metrics.add_metric(name="StoreHandBacks", unit=MetricUnit.Count, value=1)
+
+
+TENANT_DIMENSION = "tenant"
+UNKNOWN_TENANT = "-"  # a message too broken to name its tenant
+
+
+def dead_letter(tenant: str | None) -> None:
+    """A message the worker put in the DLQ, counted per tenant (`DeadLettersByTenant`): a tenant's
+    failing jobs are its own figure on the dashboard, never a page (docs/decisions/alarms.md).
+    One line of its own: its dimension is not the invocation's."""
+    with single_metric(
+        name="DeadLettersByTenant", unit=MetricUnit.Count, value=1, namespace=settings.METRICS_NAMESPACE
+    ) as metric:
+        metric.add_dimension(name=TENANT_DIMENSION, value=tenant or UNKNOWN_TENANT)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import environment, settings
+from shared.aws import metrics, tracing
 from shared.aws.clients import client
 from shared.model import JobMessage, OutcomeMessage
 
@@ -39,7 +41,14 @@ def send(message: JobMessage, delay_seconds: int = 0) -> None:
         MessageBody=message.to_json(),
         DelaySeconds=delay_seconds,
         MessageGroupId=message_group(message.tenant),
+        **_traced(),
     )
+
+
+def _traced() -> dict[str, Any]:
+    """The sender's trace, for the worker that receives the message (shared/aws/tracing.py)."""
+    attributes = tracing.message_system_attributes()
+    return {"MessageSystemAttributes": attributes} if attributes else {}
 
 
 def message_group(tenant: str) -> str:
@@ -98,6 +107,7 @@ def _send_many(messages: list[_Entry]) -> list[str | None]:
                 "MessageGroupId": messages[i].group,
             }
             | ({"MessageAttributes": messages[i].attributes} if messages[i].attributes else {})
+            | _traced()
             for i in chunk
         ]
         for chunk in _chunks([len(message.body.encode()) for message in messages])
@@ -214,3 +224,18 @@ def send_to_dlq(body: str, reason: str) -> None:
         MessageBody=body,
         MessageAttributes={"corral-reason": {"DataType": "String", "StringValue": reason[:1000]}},
     )
+    metrics.dead_letter(_tenant_of(body))
+
+
+# A message's tenant as corral writes it: `tenant` before the payload (JobMessage.to_dict), within a
+# job message's first few hundred characters or an outcome message's `job`.
+_TENANT_FIELD = re.compile(r'"tenant"\s*:\s*"([A-Za-z0-9][A-Za-z0-9._-]{0,63})"')
+_TENANT_SEARCHED_CHARACTERS = 512
+
+
+def _tenant_of(body: str) -> str | None:
+    """The tenant a dead message names, read without parsing it: a message dies for being unreadable
+    (too deep, not JSON), and counting it must not fail the burial. Only corral's roles may send to the
+    queue, and the tenant comes before the payload, so no payload can name another tenant here."""
+    found = _TENANT_FIELD.search(body[:_TENANT_SEARCHED_CHARACTERS])
+    return found.group(1) if found else None

@@ -65,7 +65,8 @@ def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_i
     """What every job must satisfy, enqueued now or by a schedule later.
 
     The payload is checked against its type's payload schema, and by a built-in type's own validator
-    and tenant check; a customer's `validate` runs on the worker instead (shared/worker/executor.py).
+    and tenant check; a customer's `validate` runs with its code instead, in the jobs function
+    (shared/jobs/fenced_job.py).
     `tenant`: whose job it is; a type with a tenant check (a `lambda` job's allow-list) asks whether
     this tenant may submit the payload.
     `field_prefix`: where the spec sits in the request, for the field an InvalidRequest names ("job.").

@@ -1,19 +1,24 @@
-"""Where job types come from, and how the worker and the API find one.
+"""Where job types come from, and how the worker, the jobs function and the API find one.
 
 Where types come from, in order (`load()`):
 1. `shared.jobs.builtin_jobs` (echo, sleep, fail) and every module in the `shared.targets`
    package (http, lambda): the platform's own, registered with `@builtin_job_type` (`load_builtins()`);
-2. the job packages named by FunctionEnv.jobs_package (comma-separated; the stack sets it from the CDK
-   context `corral:jobs`, and the local profile adds local/chaos_jobs), with every module in each
-   imported. A name already taken is an error, raised where the stack is synthesized
-   (infra/jobs_package.py), so it never reaches a deploy.
+2. the job packages this function imports, named by FunctionEnv.jobs_package (comma-separated), with
+   every module in each imported (`load_packages()`). A name already taken is an error, raised where
+   the stack is synthesized (infra/jobs_package.py), so it never reaches a deploy.
 
-The worker loads them all. The API never imports a customer's module: it holds the rights to read
-API keys, which a jobs package must not have. It accepts a job with `declared(name)`, which reads
-the registry's declarations (names, limits, payload schemas, where each built-in's validator and
-tenant check lives), written at synth into the code asset as job_types.json (infra/jobs_package.py),
-and imports a built-in's checker only when a job of its type is enqueued. Without that file (tests,
-a checkout) it reads the types this process has registered, after the built-ins, and loads no package.
+Which function imports which package (docs/decisions/customer-code-fence.md):
+- the **jobs function** imports the customer's packages (CDK context `corral:jobs`) and nothing else
+  (`load_packages()`, functions/jobs/handler.py);
+- the **worker** imports the built-ins and the local profile's test tooling (local/chaos_jobs), never
+  a customer's package. A customer's type is known to it by its declaration only: `lookup` answers it
+  marked `in_jobs_function`, and the worker runs its jobs by invoking the jobs function
+  (shared/worker/fence.py). A type whose code is loaded in the process (a unit test's) runs there;
+- the **API** imports no package: it accepts a job with `declared(name)`, which reads the registry's
+  declarations (names, limits, payload schemas, where each built-in's validator and tenant check
+  lives), written at synth into the code asset as job_types.json (infra/jobs_package.py), and imports
+  a built-in's checker only when a job of its type is enqueued. Without that file (tests, a checkout)
+  it reads the types this process has registered, after the built-ins, and loads no package.
 
 The decorator and what it records live in shared/jobs/registry.py; their names are importable from
 here too. Customers import the public surface from `corral_jobs`, not from here.
@@ -25,6 +30,7 @@ import importlib
 import json
 import pkgutil
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -72,12 +78,15 @@ __all__ = [
     "job_type",
     "load",
     "load_builtins",
+    "load_packages",
     "lookup",
     "names",
+    "registered",
 ]
 
-_loaded = False  # every type, the customer's too (the worker's registry)
+_loaded = False  # the built-ins and this function's packages (the worker's registry)
 _builtins_loaded = False
+_packages_loaded = False
 
 
 def _submodules(package_name: str) -> Iterator[str]:
@@ -98,25 +107,51 @@ def load_builtins() -> None:
         importlib.import_module(module)
 
 
-def load() -> None:
-    """Import every module that registers job types, the job packages' too (once per process).
+def load_packages() -> None:
+    """Import every module of the job packages FunctionEnv.jobs_package names (once per process).
 
-    The worker's: the API never calls it (see the module's docstring).
+    The jobs function's registry: the customer's packages, without the built-ins, which run on the worker.
     """
+    global _packages_loaded
+    if _packages_loaded:
+        return
+    _packages_loaded = True
+    packages = environment.current().jobs_package
+    for package in (name.strip() for name in packages.split(",") if name.strip()):
+        for module in [package, *_submodules(package)]:
+            importlib.import_module(module)
+
+
+def load() -> None:
+    """Import every module that registers job types this function runs (once per process): the
+    built-ins, then its job packages. The worker's and the synth's; the API never calls it."""
     global _loaded
     if _loaded:
         return
     _loaded = True
     load_builtins()
-    customer = environment.current().jobs_package
-    for package in (name.strip() for name in customer.split(",") if name.strip()):
-        for module in [package, *_submodules(package)]:
-            importlib.import_module(module)
+    load_packages()
 
 
 def lookup(name: str) -> JobType | None:
+    """The worker's view of a type: registered in this process (its code runs here), else a customer's
+    type declared at synth (its code runs in the jobs function), else unknown."""
     load()
+    return _REGISTRY.get(name) or _in_jobs_function(name)
+
+
+def registered(name: str) -> JobType | None:
+    """A type registered in this process, loading nothing (the jobs function loaded its packages at start)."""
     return _REGISTRY.get(name)
+
+
+def _in_jobs_function(name: str) -> JobType | None:
+    """A customer's type as the worker knows it: its declaration, marked to run in the jobs function."""
+    table = _declared_at_synth()
+    found = table.get(name) if table is not None else None
+    if found is None or found.builtin:
+        return None
+    return replace(found, in_jobs_function=True)
 
 
 def names() -> list[str]:
@@ -140,7 +175,7 @@ def declarations() -> list[dict[str, Any]]:
 
 
 def _not_loaded(payload: Any, context: JobContext) -> Any:
-    raise RuntimeError("a declared job type runs only on a worker, which loads the registry")
+    raise RuntimeError("a declared job type's code runs where it is loaded: the worker, or the jobs function")
 
 
 def _first_party(reference: str) -> Callable[..., None]:
@@ -164,13 +199,13 @@ def _first_party(reference: str) -> Callable[..., None]:
 def _as_declared(entry: dict[str, Any]) -> JobType:
     """A type as its declaration describes it: limits and payload schema, and a built-in's checkers.
 
-    A customer's `validate` is never among them (its declaration names none; it runs on the worker).
+    A customer's `validate` is never among them (its declaration names none; it runs with the type's code).
     """
     builtin = bool(entry["builtin"])
-    # The concurrency key is a function of the payload, the type's code: not in a declaration, and not
-    # the API's business (the worker, which loads the type, applies it).
-    skipped = ("validator", "tenant_check", "builtin", "name", "concurrency_key")
-    options = {key: entry[key] for key in entry if key not in skipped}
+    options = {key: entry[key] for key in entry if key not in ("validator", "tenant_check", "builtin", "name")}
+    # A per-job rule (`exclusive=<function>`) is the type's code, which only the jobs function holds:
+    # the declaration says "per job", and every job of the type then waits for the claim (the safe side).
+    options["exclusive"] = entry.get("exclusive") is not False
     validator = entry.get("validator") if builtin else None
     tenant_check = entry.get("tenant_check") if builtin else None
     return JobType(

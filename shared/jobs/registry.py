@@ -7,7 +7,7 @@ type's backoff up to max_attempts; `JobDead` ends the job at once; `JobFailed(re
 chooses when the retry comes. The platform's own types register with `@builtin_job_type`.
 
 Where a type's checks run: its `payload_schema` (a JSON Schema, data) in the API at enqueue
-(shared/jobs/payload_schemas.py); a customer's `validate` hook on the worker, before the job's code,
+(shared/jobs/payload_schemas.py); a customer's `validate` hook in the jobs function, before the job's code,
 because the API never imports a customer's module; a built-in's `validate` and `check_tenant` in the API.
 
 Which modules get imported to register their types, and how a type is found: shared/jobs/job_types.py.
@@ -46,14 +46,14 @@ class JobDead(Exception):
 
 
 class JobTimedOut(JobFailed):
-    """The attempt ran past the job's timeout (raised into the job by shared/worker/deadline.py)."""
+    """The attempt ran past the job's timeout (raised into the job by shared/jobs/time_limit.py)."""
 
 
 class InvalidPayload(ValueError):
     """Raised by a type's `validate` (or `check_tenant`): a payload the type refuses, naming `field`.
 
     From a built-in's check in the API, or the payload schema's, the job is refused with a 422; from a
-    customer's `validate`, which runs on the worker, the job ends dead without a retry.
+    customer's `validate`, which runs with the job's code (in the jobs function), the job ends dead without a retry.
     """
 
     def __init__(self, field: str, message: str) -> None:
@@ -96,9 +96,10 @@ PayloadValidator = Callable[[Any], None]
 TenantCheck = Callable[[Any, str], None]
 # Whether a job must hold the store's claim to run: a flag for the whole type, or a function of the payload.
 Exclusivity = bool | Callable[[Any], bool]
-# A job's concurrency key, from its payload: at most the type's concurrency_limit of a tenant's jobs with
-# one key run at once (docs/decisions/concurrency-keys.md).
-ConcurrencyKey = Callable[[Any], str]
+# The payload field whose value is a job's concurrency key: at most the type's concurrency_limit of a
+# tenant's jobs with one key run at once (docs/decisions/concurrency-keys.md). A field, not a function:
+# the worker, which applies it, holds a customer's declaration, not its code.
+ConcurrencyKey = str
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,8 @@ class JobType:
     max_attempts: int = settings.DEFAULT_MAX_ATTEMPTS  # a job's attempts unless it gives its own
     backoff_base_seconds: float = settings.RETRY_BACKOFF_BASE_SECONDS
     backoff_cap_seconds: float = settings.RETRY_BACKOFF_CAP_SECONDS
-    # Raises InvalidPayload. A built-in's runs in the API at enqueue (a 422); a customer's on the
-    # worker before the job's code (the job ends dead), as the API never imports a customer's module.
+    # Raises InvalidPayload. A built-in's runs in the API at enqueue (a 422); a customer's in the
+    # jobs function before the job's code (the job ends dead), as the API never imports a customer's module.
     validate: PayloadValidator | None = None
     # Run at enqueue after `validate`, with the enqueuing tenant: raise InvalidPayload if this tenant
     # may not submit this payload. Built-in types only; the type's own code checks again when it runs.
@@ -123,10 +124,13 @@ class JobType:
     # False: a first delivery runs without the claim during a store outage
     # (docs/decisions/store-blips.md); a duplicate delivery in that window may run it twice.
     exclusive: Exclusivity = False
-    # Each job's concurrency key, a function of its payload run on the worker (a job's own `concurrency`
-    # wins over it), and how many jobs of one key run at once. Both or neither.
+    # The payload field holding each job's concurrency key (a job's own `concurrency` wins over it), and
+    # how many jobs of one key run at once. Both or neither.
     concurrency_key: ConcurrencyKey | None = None
     concurrency_limit: int | None = None
+    # True: a customer's type whose code this process does not load (only its declaration, written at
+    # synth): the worker runs its jobs by invoking the jobs function (shared/worker/fence.py).
+    in_jobs_function: bool = False
 
     def is_exclusive(self, payload: Any) -> bool:
         """Whether this job must hold the claim to run. A payload the check cannot read: exclusive."""
@@ -153,14 +157,14 @@ class JobType:
             "exclusive": "per job" if callable(self.exclusive) else bool(self.exclusive),
             # The key is the type's code (a function of the payload), run where the type is loaded: the
             # declaration says only that there is one, and its limit.
-            "concurrency_key": "per job" if self.concurrency_key is not None else None,
+            "concurrency_key": self.concurrency_key,
             "concurrency_limit": self.concurrency_limit,
         }
 
     def declaration(self) -> dict[str, Any]:
         """What the API needs to accept a job of this type, as data (see `declared`).
 
-        A customer's `validate` is not named: it runs on the worker, and the API imports no customer module.
+        A customer's `validate` is not named: it runs with the type's code, and the API imports no customer module.
         """
         return {
             **self.describe(),
@@ -196,14 +200,17 @@ def job_type(
 
     `payload_schema`: the payload as a JSON Schema (a dict); the API refuses a payload it does not
     accept with a 422 naming the field. Checked as a schema at synth (infra/jobs_package.py).
-    `validate`: a function of the payload raising InvalidPayload, run on the worker before the job's
+    `validate`: a function of the payload raising InvalidPayload, run in the jobs function before the job's
     code; a payload it refuses ends the job dead (no retry). Prefer `payload_schema`: it answers the
     caller at enqueue.
     `exclusive`: True if a job of this type must never run twice at once, even while the store
     fails (it then waits for the store); or a function of the payload deciding it per job.
+    fails (it then waits for the store); or a function of the payload deciding it per job. The
+    worker holds a customer's declaration, not its code, so it treats every job of a type with such
+    a function as exclusive.
     `concurrency_key`, `concurrency_limit`: at most `concurrency_limit` of a tenant's jobs of this type
-    with the same `concurrency_key(payload)` (a string of 1-128 characters) run at once; the others
-    wait without using an attempt. A job's own `concurrency` wins over the type's.
+    with the same value of the payload field `concurrency_key` (a string or whole number, 1-128
+    characters) run at once; the others wait without using an attempt. A job's own `concurrency` wins.
     """
     return _registration(
         name,
@@ -302,8 +309,8 @@ def _check_payload_schema(name: str, schema: Mapping[str, Any] | None) -> None:
 def _check_concurrency(name: str, key: ConcurrencyKey | None, limit: int | None) -> None:
     if key is None and limit is None:
         return
-    if not callable(key):
-        raise ValueError(f"job type {name!r}: concurrency_key must be a function of the payload returning a string")
+    if not isinstance(key, str) or not 0 < len(key) <= settings.MAX_CONCURRENCY_KEY_CHARS:
+        raise ValueError(f"job type {name!r}: concurrency_key must name a payload field (a non-empty string)")
     most = settings.MAX_CONCURRENCY_LIMIT
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= most:
         raise ValueError(f"job type {name!r}: concurrency_limit must be a whole number from 1 to {most}")

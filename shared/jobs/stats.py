@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -70,6 +71,28 @@ class Stats:
                 "their failed attempt. enqueue_to_run_ms: first attempt's start minus enqueued_at, delays included."
             ),
         }
+
+
+_recent: dict[tuple[str, int], tuple[float, Stats]] = {}  # (tenant, window) -> (monotonic time read, figures)
+
+
+def recent_tenant_stats(tenant: str, window_seconds: int, on_read: Callable[[], None]) -> Stats:
+    """The tenant's stats as read within STATS_CACHE_SECONDS by this instance, else read now (after
+    `on_read`, which may refuse the read): a dashboard and a script polling together cost one read."""
+    found = _recent.get((tenant, window_seconds))
+    if found is not None and time.monotonic() - found[0] < settings.STATS_CACHE_SECONDS:
+        return found[1]
+    on_read()
+    figures = tenant_stats(tenant, window_seconds)
+    if len(_recent) > 1_000:  # stale entries of tenants gone quiet
+        _recent.clear()
+    _recent[(tenant, window_seconds)] = (time.monotonic(), figures)
+    return figures
+
+
+def clear_cache() -> None:
+    """Forget the figures read (tests)."""
+    _recent.clear()
 
 
 def tenant_stats(tenant: str, window_seconds: int, now: float | None = None) -> Stats:

@@ -28,14 +28,15 @@ METRICS_WINDOW = timedelta(minutes=15)
 
 def snapshot(now: datetime | None = None) -> dict[str, Any]:
     now = now or datetime.now(UTC)
+    names = environment.current().names
     queue = _queue_counts(environment.current().queue_url)
     dlq = _queue_counts(environment.current().dlq_url)
     metrics, metrics_note = _metrics(now)
     return {
-        "queue": {"name": settings.QUEUE_NAME, **queue, "oldest_age_seconds": metrics.get("oldest_age_seconds")},
-        "dlq": {"name": settings.DLQ_NAME, **dlq, "oldest_age_seconds": metrics.get("dlq_oldest_age_seconds")},
+        "queue": {"name": names.queue, **queue, "oldest_age_seconds": metrics.get("oldest_age_seconds")},
+        "dlq": {"name": names.dlq, **dlq, "oldest_age_seconds": metrics.get("dlq_oldest_age_seconds")},
         "workers": {
-            "function": settings.WORKER_FUNCTION,
+            "function": names.worker_function,
             "max_concurrency": settings.WORKER_MAX_CONCURRENCY,
             "concurrent_executions": metrics.get("concurrent_executions"),
             "errors": metrics.get("errors"),
@@ -61,25 +62,26 @@ def _queue_counts(queue_url: str) -> dict[str, int]:
 
 # result key -> (namespace, metric, dimension name, dimension value, statistic); a query id is the key.
 def _queries() -> dict[str, tuple[str, str, str, str, str]]:
+    names = environment.current().names
     return {
-        "oldest_age_seconds": ("AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", settings.QUEUE_NAME, "Maximum"),
+        "oldest_age_seconds": ("AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", names.queue, "Maximum"),
         "dlq_oldest_age_seconds": (
             "AWS/SQS",
             "ApproximateAgeOfOldestMessage",
             "QueueName",
-            settings.DLQ_NAME,
+            names.dlq,
             "Maximum",
         ),
         "concurrent_executions": (
             "AWS/Lambda",
             "ConcurrentExecutions",
             "FunctionName",
-            settings.WORKER_FUNCTION,
+            names.worker_function,
             "Maximum",
         ),
-        "errors": ("AWS/Lambda", "Errors", "FunctionName", settings.WORKER_FUNCTION, "Sum"),
-        "throttles": ("AWS/Lambda", "Throttles", "FunctionName", settings.WORKER_FUNCTION, "Sum"),
-        "invocations": ("AWS/Lambda", "Invocations", "FunctionName", settings.WORKER_FUNCTION, "Sum"),
+        "errors": ("AWS/Lambda", "Errors", "FunctionName", names.worker_function, "Sum"),
+        "throttles": ("AWS/Lambda", "Throttles", "FunctionName", names.worker_function, "Sum"),
+        "invocations": ("AWS/Lambda", "Invocations", "FunctionName", names.worker_function, "Sum"),
     }
 
 

@@ -65,9 +65,13 @@ def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Re
             if hold["due_at"] < now - STALE_AFTER_SECONDS and not _schedule_exists(hold["job_id"]):
                 far_future.release(tenant, hold["job_id"])
                 pruned.append(hold["job_id"])
+    schedules = schedule_items.list_all(tenant)
     after = {
-        quotas.SCHEDULES.counter: schedule_items.count(tenant),
+        quotas.SCHEDULES.counter: len(schedules),
         quotas.FAR_FUTURE_JOBS.counter: len(holds) - len(pruned),
+        # What each record holds of the firings budget (a record older than the budget holds none until
+        # its next update: it is counted as it holds, so a later delete gives back exactly that).
+        quotas.FIRINGS.counter: sum(record.held for record in schedules),
     }
     quotas.set_usage(tenant, after)
     return Recount(before=before, after=after, pruned=pruned, schedules_repaired=repaired)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from shared.aws.eventbridge import AT_FORMAT
@@ -213,3 +213,54 @@ def _cron_firings(
     except (CroniterError, ValueError, KeyError):
         return None
     return found
+
+
+def firings_between(
+    text: str, timezone_name: str, *, anchor: datetime, start: datetime, end: datetime, limit: int
+) -> list[datetime] | None:
+    """The firing times of the expression from `start` (included) to `end` (excluded), aware, in UTC: at most
+    `limit` + 1, so a caller can tell a window holding more than `limit`. None when the expression uses a
+    construct croniter cannot step through (`W`).
+
+    Unlike `next_firings`, a rate() is counted backwards from its `anchor` too: a backfill may ask for the
+    occurrences of a window before the schedule existed, as if it had."""
+    expression = parse(text)
+    zone = timezone(timezone_name)
+    if expression.kind == "at":
+        assert expression.at is not None
+        when = expression.at.replace(tzinfo=zone).astimezone(UTC)
+        return [when] if start <= when < end else []
+    if expression.kind == "rate":
+        value, unit = text.strip()[len("rate(") : -1].split()
+        period = timedelta(seconds=int(value) * _RATE_UNIT_SECONDS[unit.rstrip("s")])
+        first = math.ceil((start - anchor) / period)
+        found = []
+        while len(found) <= limit and (when := anchor + period * (first + len(found))) < end:
+            found.append(when.astimezone(UTC))
+        return found
+    # A cron's occurrences from just before `start`, so one due exactly at `start` is included.
+    steps = _cron_firings(
+        text, zone, after=start - timedelta(seconds=1), count=limit + 1, end=end - timedelta(microseconds=1)
+    )
+    return None if steps is None else [when.astimezone(UTC) for when in steps]
+
+
+def firings_per_hour(text: str) -> int:
+    """The most firings the expression makes in any one hour: its weight in the tenant's firings budget.
+
+    A recurring schedule's busiest hour, whatever its day fields: rate(1 minute) 60, rate(7 minutes) 9,
+    rate(1 hour) or longer 1; a cron, the minutes its minutes field names (cron(0/5 * * * ? *) 12, a daily
+    cron 1). A one-time at() is 0: the budget bounds recurring firings. The expression is valid (`parse`).
+    """
+    expression = parse(text)
+    if expression.kind == "at":
+        return 0
+    if expression.kind == "rate":
+        value, unit = text.strip()[len("rate(") : -1].split()
+        seconds = int(value) * _RATE_UNIT_SECONDS[unit.rstrip("s")]
+        return math.ceil(3_600 / seconds) if seconds < 3_600 else 1
+    from croniter import croniter
+
+    minutes = text.strip()[len("cron(") : -1].split()[0]
+    expanded = croniter.expand(f"{minutes} * * * *")[0][0]
+    return 60 if expanded == ["*"] else len(expanded)

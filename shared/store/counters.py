@@ -1,8 +1,10 @@
 """Counter items: a tenant's quota usage, the holds that far-future jobs take, the rate limiter's windows.
 
-- `usage#<tenant>`: one number per quota counter. A unit is taken in one transaction with the
-  item it stands for (a schedule's record, a hold) and given back in one transaction with that
-  item's conditional delete, so the counter is always the number of those items.
+- `usage#<tenant>`: one number per quota counter. Units are taken in one transaction with the
+  item they stand for (a schedule's record, a hold) and given back in one transaction with that
+  item's conditional delete, so a counter is always the sum of what those items hold: their number
+  (schedules, far-future jobs), or their weight (a schedule's firings per hour, which an update
+  changes in one transaction with the record: `move`).
 - `hold#<job id>`: a far-future job's unit; gsi1 partition `farfuture#<tenant>`, sort key its
   due time then job id.
 - `ratewin#<tenant>`: a map of API instance id -> {w: the last second it served the tenant,
@@ -14,6 +16,8 @@ second it serves a tenant (docs/decisions/storage-idioms.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -46,25 +50,47 @@ def usage(tenant: str, counters: tuple[str, ...]) -> dict[str, int]:
     return {counter: int((item or {}).get(counter, {}).get("N", "0")) for counter in counters}
 
 
-def take(tenant: str, counter: str, limit: int, item: dict[str, Any]) -> Take:
-    """Add one to `counter` unless it is at `limit`, and put `item` unless its key exists, in one transaction."""
+@dataclass(frozen=True)
+class Units:
+    """`amount` units of a counter, which may not pass `limit` once added."""
+
+    amount: int
+    limit: int
+
+
+def _adding(tenant: str, units: Mapping[str, Units]) -> dict[str, Any]:
+    """The usage item's Update that adds `units` to their counters, each only if it stays within its limit."""
+    taken = {counter: unit for counter, unit in units.items() if unit.amount}
+    names = {f"#c{i}": counter for i, counter in enumerate(taken)}
+    values: dict[str, Any] = {":tenant": {"S": tenant}}
+    adds, conditions = [], []
+    for i, unit in enumerate(taken.values()):
+        adds.append(f"#c{i} :a{i}")
+        values[f":a{i}"] = {"N": str(unit.amount)}
+        if unit.amount > 0:  # a negative amount gives units back: never refused
+            conditions.append(f"(attribute_not_exists(#c{i}) OR #c{i} <= :room{i})")
+            values[f":room{i}"] = {"N": str(unit.limit - unit.amount)}
+    update: dict[str, Any] = {
+        "TableName": table.name(),
+        "Key": _usage_item_key(tenant),
+        "UpdateExpression": ("ADD " + ", ".join(adds) + " " if adds else "") + "SET tenant = :tenant",
+        "ExpressionAttributeValues": values,
+    }
+    if names:
+        update["ExpressionAttributeNames"] = names
+    if conditions:
+        update["ConditionExpression"] = " AND ".join(conditions)
+    return update
+
+
+def take(tenant: str, units: Mapping[str, Units], item: dict[str, Any]) -> Take:
+    """Add `units` to their counters unless one would pass its limit, and put `item` unless its key exists,
+    in one transaction."""
+    add = _adding(tenant, units)
     try:
         client("dynamodb").transact_write_items(
             TransactItems=[
-                {
-                    "Update": {
-                        "TableName": table.name(),
-                        "Key": _usage_item_key(tenant),
-                        "UpdateExpression": "ADD #c :one SET tenant = :tenant",
-                        "ConditionExpression": "attribute_not_exists(#c) OR #c < :limit",
-                        "ExpressionAttributeNames": {"#c": counter},
-                        "ExpressionAttributeValues": {
-                            ":one": {"N": "1"},
-                            ":limit": {"N": str(limit)},
-                            ":tenant": {"S": tenant},
-                        },
-                    }
-                },
+                {"Update": add},
                 {
                     "Put": {
                         "TableName": table.name(),
@@ -84,15 +110,44 @@ def take(tenant: str, counter: str, limit: int, item: dict[str, Any]) -> Take:
     return Take.TAKEN
 
 
+class Move(Enum):
+    MOVED = "moved"
+    ITEM_REFUSED = "item refused"  # the item's update's condition failed: nothing changed
+    AT_LIMIT = "at limit"  # a counter would pass its limit: nothing changed
+
+
+def move(tenant: str, units: Mapping[str, Units], item_update: dict[str, Any]) -> Move:
+    """Apply `item_update` (a conditional UpdateItem's parameters, without TableName) and add `units` (negative:
+    give units back) in one transaction: an item that holds a different number of units than it did."""
+    add = _adding(tenant, units)
+    try:
+        client("dynamodb").transact_write_items(
+            TransactItems=[{"Update": add}, {"Update": {"TableName": table.name(), **item_update}}]
+        )
+    except ClientError as error:
+        usage_failed, item_failed = _cancelled(error)
+        if item_failed:
+            return Move.ITEM_REFUSED
+        if usage_failed:
+            return Move.AT_LIMIT
+        raise
+    return Move.MOVED
+
+
 Condition = tuple[str, dict[str, str], dict[str, Any]]  # expression, attribute names, attribute values
 
 
 def give_back(
-    tenant: str, counter: str, key: dict[str, Any], *, single_attempt: bool = False, only_if: Condition | None = None
+    tenant: str,
+    amounts: Mapping[str, int],
+    key: dict[str, Any],
+    *,
+    single_attempt: bool = False,
+    only_if: Condition | None = None,
 ) -> bool:
-    """Delete the item `key` and subtract one from `counter`, in one transaction. False if the item was
-    gone already (or fails `only_if`, a further condition on it). A counter already at 0 (reset by a
-    recount while the item existed): the item is deleted alone.
+    """Delete the item `key` and subtract `amounts` from their counters, in one transaction. False if the item
+    was gone already (or fails `only_if`, a further condition on it). A counter holding less than its amount
+    (reset by a recount while the item existed): the item is deleted alone.
 
     `single_attempt`: no botocore retries, for a caller that gives it back later if the store fails."""
     dynamodb = single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
@@ -104,34 +159,43 @@ def give_back(
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-    try:
-        dynamodb.transact_write_items(
-            TransactItems=[
-                {
-                    "Update": {
-                        "TableName": table.name(),
-                        "Key": _usage_item_key(tenant),
-                        "UpdateExpression": "ADD #c :minus_one",
-                        "ConditionExpression": "#c > :zero",
-                        "ExpressionAttributeNames": {"#c": counter},
-                        "ExpressionAttributeValues": {":minus_one": {"N": "-1"}, ":zero": {"N": "0"}},
-                    }
-                },
-                {"Delete": delete},
-            ]
-        )
-    except ClientError as error:
-        usage_failed, item_failed = _cancelled(error)
-        if item_failed:
-            return False
-        if usage_failed:
-            try:
-                dynamodb.delete_item(**delete)
-            except ClientError as failed:
-                if aws_error_code(failed) == "ConditionalCheckFailedException":
-                    return False
+    given = {counter: amount for counter, amount in amounts.items() if amount}
+    for _ in range(2):
+        if not given:  # it holds no units (an at() schedule's firings), or none its counters still count
+            return _delete_alone(dynamodb, delete)
+        names = {f"#c{i}": counter for i, counter in enumerate(given)}
+        values = {f":minus{i}": {"N": str(-amount)} for i, amount in enumerate(given.values())}
+        values |= {f":amount{i}": {"N": str(amount)} for i, amount in enumerate(given.values())}
+        subtract = {
+            "TableName": table.name(),
+            "Key": _usage_item_key(tenant),
+            "UpdateExpression": "ADD " + ", ".join(f"#c{i} :minus{i}" for i in range(len(given))),
+            "ConditionExpression": " AND ".join(f"#c{i} >= :amount{i}" for i in range(len(given))),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        try:
+            dynamodb.transact_write_items(TransactItems=[{"Update": subtract}, {"Delete": delete}])
+        except ClientError as error:
+            usage_failed, item_failed = _cancelled(error)
+            if item_failed:
+                return False
+            if not usage_failed:
                 raise
-            return True
+            # A counter holds less than the item's amount (a recount reset it): give back the others only.
+            held = usage(tenant, tuple(given))
+            given = {counter: amount for counter, amount in given.items() if held[counter] >= amount}
+            continue
+        return True
+    return _delete_alone(dynamodb, delete)
+
+
+def _delete_alone(dynamodb: Any, delete: dict[str, Any]) -> bool:
+    try:
+        dynamodb.delete_item(**delete)
+    except ClientError as failed:
+        if aws_error_code(failed) == "ConditionalCheckFailedException":
+            return False
         raise
     return True
 

@@ -142,6 +142,8 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         batch_index=as_int(item, "batch_index"),
         parent=json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
         callbacks=_callbacks_view(item),
+        trigger=as_str(item, "run_trigger"),
+        skip_reason=as_str(item, "skip_reason"),
         **recorded,
     )
 
@@ -183,11 +185,6 @@ def payload_json(payload: Any) -> dict[str, str]:
 
 def expires_at(now: float) -> int:
     return int(now) + settings.FINISHED_JOB_TTL_DAYS * DAY
-
-
-def result_json(result: Any) -> str:
-    """A job's result as stored (what GET shows): JSON, anything else as its str()."""
-    return json.dumps(result, default=str)
 
 
 def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:

@@ -12,8 +12,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, JobRecord, OutcomeMessage, Status
-from shared.store import job_items, keys, table
+from shared.model import JobMessage, JobRecord, OutcomeMessage, Overlap, Status, Trigger, result_json
+from shared.store import job_items, keys, schedule_runs, table
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,14 @@ class Finished:
 
     status: Status | None = None  # as the record says (None where it was not read)
     retries: int = 0
+
+
+@dataclass(frozen=True)
+class Skipped(Finished):
+    """A schedule's run that skips overlaps, met a live earlier run of its schedule: recorded `skipped`
+    instead of claimed, so it is finished, and its delivery is acknowledged unrun as any finished job's."""
+
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,9 @@ def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict
             "gsi1pk = :runs_key",
             "gsi1sk = :scheduled_for",
         ]
+        if message.trigger:
+            values[":trigger"] = {"S": message.trigger}
+            sets.append("run_trigger = :trigger")
     return sets, values
 
 
@@ -135,9 +146,17 @@ def claim(
 
     `single_attempt`: no botocore retries, for a delivery that runs without the claim if this one fails.
 
+    A run of a schedule that skips overlaps is first checked against its schedule's runs: while an
+    earlier one is live, this one is recorded `skipped` (Skipped) and never claimed. Backfilled runs
+    are not checked: a backfill asks for every occurrence of its window.
+
     The record keeps what rebuilds the message (payload_json, written once) and its tenant:
     a claim never changes a record's tenant, so a message naming another tenant cannot take it over.
     """
+    if message.overlap == Overlap.SKIP and message.trigger != Trigger.BACKFILL and message.schedule:
+        skipped = schedule_runs.skip_if_overlapping(message, now, single_attempt=single_attempt)
+        if skipped is not None:
+            return Skipped(reason=skipped)
     token = secrets.token_hex(8)
     job_sets, values = _job_fields(message, now)
     values |= {
@@ -279,7 +298,7 @@ def complete(
         ["#status = :succeeded", "result_json = :result", "finished_at = :now", "expires_at = :ttl", *started_sets],
         {
             ":succeeded": {"S": Status.SUCCEEDED},
-            ":result": {"S": job_items.result_json(result)},
+            ":result": {"S": result_json(result)},
             ":now": job_items.n(now),
             ":ttl": job_items.n(job_items.expires_at(now)),
         }
@@ -395,7 +414,7 @@ def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: 
     ]
     if outcome.status is Status.SUCCEEDED:
         sets.append("result_json = :result")
-        values[":result"] = {"S": job_items.result_json(outcome.result)}
+        values[":result"] = {"S": result_json(outcome.result)}
     else:
         sets.append("last_error = :error")
         values[":error"] = {"S": (outcome.error or "")[:2000]}

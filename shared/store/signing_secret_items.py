@@ -21,12 +21,19 @@ class SigningSecret:
     secret: str
     created_at: float
     expires_at: float | None = None  # None: current; otherwise valid until then (rotated out)
+    destination: str | None = None  # an origin ("https://host[:port]") it alone signs for; None: every other
 
     def valid_at(self, now: float) -> bool:
         return self.expires_at is None or self.expires_at > now
 
     def public(self) -> dict[str, Any]:
-        return {"id": self.id, "secret": self.secret, "created_at": self.created_at, "expires_at": self.expires_at}
+        return {
+            "id": self.id,
+            "secret": self.secret,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "destination": self.destination,
+        }
 
 
 def _key(tenant: str) -> dict[str, Any]:
@@ -41,6 +48,8 @@ def _to_value(secret: SigningSecret) -> dict[str, Any]:
     }
     if secret.expires_at is not None:
         value["expires_at"] = {"N": repr(secret.expires_at)}
+    if secret.destination is not None:
+        value["destination"] = {"S": secret.destination}
     return {"M": value}
 
 
@@ -51,6 +60,7 @@ def _from_value(value: dict[str, Any]) -> SigningSecret:
         secret=fields["secret"]["S"],
         created_at=float(fields["created_at"]["N"]),
         expires_at=float(fields["expires_at"]["N"]) if "expires_at" in fields else None,
+        destination=fields["destination"]["S"] if "destination" in fields else None,
     )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.aws.clients import client
+from shared.aws.clients import client, single_attempt_client
 from shared.store import keys, table
 from shared.store.conditional import conditional_delete, conditional_put
 
@@ -85,10 +85,12 @@ def list_tenants() -> list[Tenant]:
 # Limit overrides, on the tenant's item -------------------------------------------------------------
 
 
-def limit_overrides(tenant: str, *, consistent: bool = False) -> dict[str, float]:
-    """The limits an operator set for the tenant, by name ({} for a tenant with no item)."""
+def limit_overrides(tenant: str, *, consistent: bool = False, single_attempt: bool = False) -> dict[str, float]:
+    """The limits an operator set for the tenant, by name ({} for a tenant with no item). `single_attempt`:
+    no retries, for a caller that has a default to fall back on."""
     params: dict[str, Any] = {"ConsistentRead": True} if consistent else {}
-    item = client("dynamodb").get_item(TableName=table.name(), Key=_tenant_item_key(tenant), **params).get("Item")
+    dynamodb = single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
+    item = dynamodb.get_item(TableName=table.name(), Key=_tenant_item_key(tenant), **params).get("Item")
     overrides = (item or {}).get("limits", {}).get("M", {})
     return {name: float(value["N"]) for name, value in overrides.items()}
 

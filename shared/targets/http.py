@@ -36,7 +36,10 @@ RETRYABLE_STATUSES = frozenset({408, 425, 429})  # and every 5xx
 # The response headers a result keeps: enough to correlate and to cache, without echoing cookies or auth.
 RESULT_HEADERS = ("content-type", "content-length", "etag", "last-modified", "location", "x-request-id")
 # Headers the platform sets itself: a payload may not set or override them.
-RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "te", "upgrade"})
+RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "te", "upgrade"}
+    | {"webhook-id", "webhook-timestamp", "webhook-signature"}  # Standard Webhooks: corral signs these
+)
 RESERVED_HEADER_PREFIX = "corral-"
 USER_AGENT = "corral-http-job/1"
 # An HTTP header name (RFC 9110 token). Always `fullmatch`: with `match`, `$` would also match before a
@@ -159,6 +162,7 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     except ResolutionFailed as error:
         raise JobFailed(str(error)) from error
     timestamp = int(time.time())
+    secrets = signing_secrets.for_signing(context.tenant, request.target.origin)
     headers = {
         "User-Agent": USER_AGENT,
         **request.headers,
@@ -166,14 +170,20 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
         "Corral-Job-Id": context.job_id,
         "Corral-Attempt": str(context.attempt),
         signing_secrets.SIGNATURE_HEADER: signing_secrets.signature_header(
-            signing_secrets.for_signing(context.tenant),
+            secrets,
             timestamp,
             request.body,
             method=request.method,
             url=signed_url(request.target),
             job_id=context.job_id,
         ),
+        # Standard Webhooks: the job id is the message id, the same on every attempt, so a receiver can
+        # drop a delivery it already handled.
+        signing_secrets.WEBHOOK_ID_HEADER: context.job_id,
+        signing_secrets.WEBHOOK_TIMESTAMP_HEADER: str(timestamp),
     }
+    if (standard := signing_secrets.standard_signature(secrets, context.job_id, timestamp, request.body)) is not None:
+        headers[signing_secrets.WEBHOOK_SIGNATURE_HEADER] = standard
     # The job's own timeout stops the attempt anyway (shared/worker/deadline.py); the request's timeout ends
     # just before it, so a hanging endpoint reads as a timeout of the request, with its host named.
     timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))

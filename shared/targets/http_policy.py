@@ -127,6 +127,11 @@ class Target:
         default = 443 if self.scheme == "https" else 80
         return shown if self.port == default else f"{shown}:{self.port}"
 
+    @property
+    def origin(self) -> str:
+        """scheme://host[:port], the default port left out: what a per-destination signing secret names."""
+        return f"{self.scheme}://{self.host_header}"
+
 
 def _ip_literal(host: str) -> IPAddress | None:
     try:

@@ -17,8 +17,9 @@ account and Region, or a function ARN (`arn:aws:lambda:eu-west-1:123456789012:fu
 A target may carry a qualifier (`name:alias`, `name:3`); the unqualified name is what must match.
 
 Corral's own functions are never targets. Every function of the stack is named `corral-...`: the
-API and worker (settings.API_FUNCTION, settings.WORKER_FUNCTION) by name, the ones CloudFormation
-names itself `<stack name>-<logical id>-<suffix>`. Invoking the worker with a forged SQS event would
+API, the worker and the jobs function, which runs customers' job code for the worker
+(settings.API_FUNCTION, settings.WORKER_FUNCTION, settings.JOBS_FUNCTION) by name, the ones
+CloudFormation names itself `<stack name>-<logical id>-<suffix>`. Invoking the worker with a forged SQS event would
 run a job as any tenant, so a pattern that could match a name beginning `corral-` (`*`, `corral-*`,
 `c*`, in any account) is refused, a target named so is refused before any pattern is looked at, and
 IAM denies the worker those functions (infra/lambda_targets.py).
@@ -40,6 +41,7 @@ EVERY_TENANT = grants.EVERY_TENANT
 OWN_FUNCTION_PREFIX = f"{settings.STACK_NAME}-"
 assert settings.API_FUNCTION.startswith(OWN_FUNCTION_PREFIX)
 assert settings.WORKER_FUNCTION.startswith(OWN_FUNCTION_PREFIX)
+assert settings.JOBS_FUNCTION.startswith(OWN_FUNCTION_PREFIX)  # no tenant's target may name it
 
 _NAME = re.compile(r"[A-Za-z0-9_*?-]{1,64}")
 _ARN = re.compile(r"arn:[a-z*?-]+:lambda:[a-z0-9*?-]+:[0-9*?]+:function:[A-Za-z0-9_*?-]{1,64}")

@@ -25,15 +25,12 @@ to the job's log.
 
 from __future__ import annotations
 
-import functools
 import json
-import math
 from typing import Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from shared.aws import lambda_clients
 from shared.aws.clients import aws_error_code, aws_error_message
 from shared.jobs.registry import InvalidPayload, JobContext, JobDead, JobFailed, builtin_job_type
 from shared.targets import lambda_allowlist
@@ -96,21 +93,6 @@ def invoke_event(payload: dict[str, Any], context: JobContext) -> dict[str, Any]
     return {**(payload.get("input") or {}), EVENT_FIELD: caller}
 
 
-def _client(seconds: float) -> Any:
-    """A client whose read timeout covers `seconds`, at most twice over: kept for the process's life, one
-    per power of two. Made per invoke, a client cost ~40-100 ms of the worker's CPU per job
-    (docs/decisions/customer-code-fence.md); one read timeout for every job would leave a timed-out
-    job's call waiting the longest timeout."""
-    return _client_reading(2 ** math.ceil(math.log2(max(1.0, seconds))))
-
-
-@functools.lru_cache(maxsize=16)
-def _client_reading(read_timeout: int) -> Any:
-    # No SDK retries: a failed invoke is a failed attempt, retried by the job's own policy.
-    config = Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=5, read_timeout=read_timeout)
-    return boto3.session.Session().client("lambda", config=config)
-
-
 @builtin_job_type("lambda", timeout_seconds=60, validate=validate, check_tenant=check_tenant)
 def invoke(payload: Any, context: JobContext) -> Any:
     try:  # the allow-list may have changed since the job was accepted
@@ -120,7 +102,7 @@ def invoke(payload: Any, context: JobContext) -> Any:
         raise JobDead(f"not invoked: {refused}") from None
     function = payload["function"]
     try:
-        response = _client(context.seconds_left() + 1).invoke(
+        response = lambda_clients.reading(context.seconds_left() + 1).invoke(
             FunctionName=function,
             InvocationType="RequestResponse",
             Payload=json.dumps(invoke_event(payload, context)).encode(),

@@ -1,11 +1,16 @@
-"""Each tenant's secrets for signing HTTP job requests, and the signature header they make.
+"""Each tenant's secrets for signing HTTP job requests, and the signature headers they make.
 
 One item per tenant in the jobs table (shared/store/signing_secret_items.py) holds the list of
 secrets, newest first; a secret with `expires_at` is on its way out. Rotating adds a new
 secret and gives the current ones 24 hours to live, so receivers can switch without a gap;
-expiring one (a leaked secret) removes it at once, unless it is the tenant's last valid one.
+expiring one (a leaked secret) removes it at once, unless it is the last valid one of its set.
 While more than one is valid, a request carries one signature per secret and per version. The
 plaintext exists only in that item and in the API answers to its tenant: it is never logged.
+
+A secret may be bound to one destination (an origin, `https://hooks.example.com`): requests to that
+origin are then signed with its destination's secrets only, and requests elsewhere with the tenant's
+unbound ones, so a receiver that leaks its secret hands out nothing another receiver accepts. Each
+destination's secrets rotate and expire as a set of their own.
 
 Scheme (docs/decisions/http-jobs.md):
     Corral-Signature: t=<unix seconds>,v1=<hex>[,v1=...],v2=<hex>[,v2=...]
@@ -15,17 +20,28 @@ v2 also binds the request to its method, its URL (scheme://<Host header><path an
 and its job id, so a captured request cannot be replayed to another URL, with another method or
 under another job id. v1 binds only the timestamp and body; it stays for receivers written before v2.
 The HMAC key is the secret string's UTF-8 bytes, exactly as the API shows it.
+
+Standard Webhooks (https://www.standardwebhooks.com), which maintained libraries verify in most languages:
+    webhook-id: <job id>   webhook-timestamp: <t>   webhook-signature: v1,<base64>[ v1,<base64>...]
+    v1 = base64(HMAC-SHA256(base64-decoded part of "whsec_<base64>", "<job id>.<t>.<raw body>"))
+Secrets are issued in that `whsec_<base64>` form. Secrets issued before it (whsec_ and URL-safe
+characters, not standard base64) sign Corral-Signature only: a rotation gives a tenant one of the new
+form (docs/decisions/standard-webhooks.md).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import secrets
 import time
+from dataclasses import replace
+from urllib.parse import urlsplit
 
 from shared import settings
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
 
@@ -34,10 +50,37 @@ SIGNATURE_HEADER = "Corral-Signature"
 _WRITE_CONFLICT_RETRIES = 5
 
 
-def _new_secret(now: float) -> SigningSecret:
+WEBHOOK_ID_HEADER = "webhook-id"
+WEBHOOK_TIMESTAMP_HEADER = "webhook-timestamp"
+WEBHOOK_SIGNATURE_HEADER = "webhook-signature"
+_SECRET_BYTES = 32  # Standard Webhooks asks for 24 to 64
+
+
+def _new_secret(now: float, destination: str | None = None) -> SigningSecret:
+    key = base64.b64encode(secrets.token_bytes(_SECRET_BYTES)).decode()
     return SigningSecret(
-        id="ss_" + secrets.token_hex(6), secret=SECRET_PREFIX + secrets.token_urlsafe(32), created_at=now
+        id="ss_" + secrets.token_hex(6), secret=SECRET_PREFIX + key, created_at=now, destination=destination
     )
+
+
+def destination_origin(text: str) -> str:
+    """The origin a destination names (`https://host[:port]`, lower case, the default port left out);
+    InvalidRequest naming `destination` for anything else (a path, a query, credentials, another scheme)."""
+    try:
+        parts = urlsplit(text.strip())
+        port = parts.port
+    except ValueError as error:
+        raise InvalidRequest("destination", f"not a valid URL: {error}") from error
+    if parts.scheme not in ("https", "http"):
+        raise InvalidRequest("destination", "must be an https:// (or http://) origin, e.g. https://hooks.example.com")
+    host = (parts.hostname or "").rstrip(".")
+    if not host or parts.username is not None or parts.password is not None:
+        raise InvalidRequest("destination", "must name a host, and no credentials")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise InvalidRequest("destination", "must be an origin only (scheme://host[:port]): no path or query")
+    shown = f"[{host}]" if ":" in host else host
+    default = 443 if parts.scheme == "https" else 80
+    return f"{parts.scheme}://{shown}" if port in (None, default) else f"{parts.scheme}://{shown}:{port}"
 
 
 def active(tenant: str, now: float | None = None) -> list[SigningSecret]:
@@ -52,29 +95,43 @@ def active(tenant: str, now: float | None = None) -> list[SigningSecret]:
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
 
 
-def rotate(tenant: str, now: float | None = None) -> list[SigningSecret]:
-    """Add a new current secret; the previous ones stay valid for the grace period (or less, if already set)."""
+def rotate(tenant: str, now: float | None = None, destination: str | None = None) -> list[SigningSecret]:
+    """Add a new current secret (for `destination`, an origin, or unbound); the previous ones of the same
+    set stay valid for the grace period (or less, if already set), the other sets as they were."""
     now = time.time() if now is None else now
     grace_until = now + settings.SIGNING_SECRET_GRACE_SECONDS
     for _ in range(_WRITE_CONFLICT_RETRIES):
         stored = signing_secret_items.read(tenant)
-        previous, version = stored if stored is not None else ([], None)
-        kept = [
-            SigningSecret(s.id, s.secret, s.created_at, s.expires_at if s.expires_at is not None else grace_until)
-            for s in previous
-            if s.valid_at(now)
-        ]
-        updated = [_new_secret(now), *kept][: settings.SIGNING_SECRETS_MAX]
+        # A tenant's first secret is unbound, whichever set its first rotation is for: every request is signed.
+        first = [] if destination is None else [_new_secret(now)]
+        previous, version = stored if stored is not None else (first, None)
+        valid = [s for s in previous if s.valid_at(now)]
+        same = [s for s in valid if s.destination == destination]
+        others = [s for s in valid if s.destination != destination]
+        destinations = {s.destination for s in others if s.destination is not None}
+        if destination is not None and not same and len(destinations) >= settings.SIGNING_SECRET_DESTINATIONS_MAX:
+            raise Conflict(
+                f"at most {settings.SIGNING_SECRET_DESTINATIONS_MAX} destinations have secrets of their own: "
+                "expire one destination's secrets first"
+            )
+        kept = [replace(s, expires_at=s.expires_at if s.expires_at is not None else grace_until) for s in same]
+        updated = [_new_secret(now, destination), *kept][: settings.SIGNING_SECRETS_MAX] + others
+        updated = _newest_first(updated)
         if signing_secret_items.write(tenant, updated, version):
             return updated
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
 
 
+def _newest_first(secrets_: list[SigningSecret]) -> list[SigningSecret]:
+    return sorted(secrets_, key=lambda secret: secret.created_at, reverse=True)
+
+
 def expire(tenant: str, secret_id: str, now: float | None = None) -> list[SigningSecret]:
     """Remove one valid secret now (a leaked one need not wait out a rotation's 24 hours); returns the
     secrets left, newest first. NotFound if the tenant has no valid secret with that id (an expired
-    secret is already gone); Conflict if it is the tenant's only valid secret: nothing would sign
-    then, so rotate first and expire the old one after.
+    secret is already gone); Conflict if it is the tenant's only valid unbound secret: nothing would
+    sign then, so rotate first and expire the old one after. A destination's last secret may go: its
+    requests are then signed with the unbound secrets, which its receiver does not know.
 
     The store and the API drop it at once; a worker that read the list earlier may sign with it for up
     to SIGNING_SECRETS_CACHE_SECONDS more, so receivers should stop accepting it themselves."""
@@ -84,7 +141,8 @@ def expire(tenant: str, secret_id: str, now: float | None = None) -> list[Signin
         valid, version = ([s for s in stored[0] if s.valid_at(now)], stored[1]) if stored is not None else ([], None)
         if not any(secret.id == secret_id for secret in valid):
             raise NotFound(f"no valid signing secret {secret_id!r}")
-        if len(valid) == 1:
+        [expiring] = [secret for secret in valid if secret.id == secret_id]
+        if expiring.destination is None and sum(secret.destination is None for secret in valid) == 1:
             raise Conflict(
                 f"{secret_id!r} is the only valid signing secret: rotate first (POST /v1/signing-secrets:rotate), "
                 "then expire it"
@@ -100,8 +158,9 @@ _cache: dict[str, tuple[list[SigningSecret], float]] = {}
 _CACHE_LIMIT = 10_000
 
 
-def for_signing(tenant: str) -> list[str]:
-    """The secrets to sign with now, from a short per-process cache (a rotation reaches it within the bound)."""
+def for_signing(tenant: str, origin: str) -> list[str]:
+    """The secrets to sign a request to `origin` with now: its destination's, else the unbound ones,
+    from a short per-process cache (a rotation reaches it within the bound)."""
     now = time.time()
     cached = _cache.get(tenant)
     if cached is None or now - cached[1] > settings.SIGNING_SECRETS_CACHE_SECONDS:
@@ -109,7 +168,9 @@ def for_signing(tenant: str) -> list[str]:
             _cache.clear()
         cached = (active(tenant, now), now)
         _cache[tenant] = cached
-    return [secret.secret for secret in cached[0] if secret.valid_at(now)]
+    valid = [secret for secret in cached[0] if secret.valid_at(now)]
+    own = [secret.secret for secret in valid if secret.destination == origin]
+    return own or [secret.secret for secret in valid if secret.destination is None]
 
 
 def canonical_v2(method: str, url: str, job_id: str, timestamp: int, body: bytes) -> bytes:
@@ -142,3 +203,25 @@ def signature_header(
 
 def _hmac(secret: str, message: bytes) -> str:
     return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def standard_key(secret: str) -> bytes | None:
+    """The HMAC key Standard Webhooks libraries take from `whsec_<base64>`; None for a secret issued
+    before that form (not standard base64: libraries would disagree on its bytes)."""
+    encoded = secret.removeprefix(SECRET_PREFIX)
+    if encoded == secret or len(encoded) % 4:
+        return None
+    try:
+        return base64.b64decode(encoded, validate=True) or None
+    except binascii.Error:
+        return None
+
+
+def standard_signature(secrets_: list[str], message_id: str, timestamp: int, body: bytes) -> str | None:
+    """The webhook-signature value: a `v1,<base64>` per secret of the Standard Webhooks form, space
+    separated; None if none of them has that form."""
+    message = f"{message_id}.{timestamp}.".encode() + body
+    keys = [key for secret in secrets_ if (key := standard_key(secret)) is not None]
+    if not keys:
+        return None
+    return " ".join("v1," + base64.b64encode(hmac.new(key, message, hashlib.sha256).digest()).decode() for key in keys)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from shared.store import counters, tenant_items
 class TenantLimits:
     max_schedules: int = settings.TENANT_MAX_SCHEDULES
     max_far_future_jobs: int = settings.TENANT_MAX_FAR_FUTURE_JOBS
+    max_firings_per_minute: int = settings.TENANT_MAX_FIRINGS_PER_MINUTE
     enqueue_rate_per_second: float = settings.TENANT_ENQUEUE_RATE_PER_SECOND
     enqueue_burst: int = settings.TENANT_ENQUEUE_BURST
     max_running: int = settings.TENANT_MAX_RUNNING  # 0: no cap
@@ -45,16 +47,23 @@ DEFAULTS = TenantLimits()
 
 @dataclass(frozen=True)
 class Quota:
-    """Something a tenant holds a bounded number of: `counter` on its usage item, bounded by `limit_name`."""
+    """Something a tenant holds a bounded amount of: `counter` on its usage item, bounded by `limit_name`."""
 
     counter: str
     limit_name: str
     noun: str  # how a message names it: "schedule quota reached: ..."
+    # Counter units per unit of the limit: the firings budget counts firings per hour against a limit
+    # of firings per minute, so that every schedule's weight is a whole number.
+    scale: int = 1
 
 
 SCHEDULES = Quota(counter="schedules", limit_name="max_schedules", noun="schedule")
 FAR_FUTURE_JOBS = Quota(counter="far_future_jobs", limit_name="max_far_future_jobs", noun="far-future job")
-QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS)
+# Recurring firings: each schedule weighs the most firings it makes in an hour (rate(1 minute): 60).
+FIRINGS = Quota(
+    counter="firings_per_hour", limit_name="max_firings_per_minute", noun="firings-per-minute budget", scale=60
+)
+QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS, FIRINGS)
 
 
 _cached: dict[str, tuple[TenantLimits, float]] = {}
@@ -84,7 +93,8 @@ def limits_for(tenant: str) -> TenantLimits:
 
     Once read, they are answered from the cache and re-read in the background when their time runs
     out (shared/refresh.py): a store blip must not slow or fail enqueues, which never touch the store
-    otherwise. A tenant this instance has not read yet while the store fails gets the defaults.
+    otherwise, nor a worker's batch. A tenant this instance has not read yet while the store fails
+    gets the defaults, after one attempt: retried, a throttled read held a batch's start for seconds.
     """
     cached = _cached.get(tenant)
     if cached is not None:
@@ -92,14 +102,14 @@ def limits_for(tenant: str) -> TenantLimits:
             _rereads.start(tenant, lambda: _read_limits(tenant))
         return cached[0]
     try:
-        return _read_limits(tenant)
+        return _read_limits(tenant, single_attempt=True)
     except (ClientError, BotoCoreError):
         _cached[tenant] = (DEFAULTS, 0.0)  # served from now on, and re-read in the background
         return DEFAULTS
 
 
-def _read_limits(tenant: str) -> TenantLimits:
-    limits = _with_overrides(tenant_items.limit_overrides(tenant))
+def _read_limits(tenant: str, *, single_attempt: bool = False) -> TenantLimits:
+    limits = _with_overrides(tenant_items.limit_overrides(tenant, single_attempt=single_attempt))
     _cached[tenant] = (limits, time.monotonic() + settings.TENANT_LIMITS_CACHE_SECONDS)
     return limits
 
@@ -145,7 +155,37 @@ def usage(tenant: str) -> dict[str, int]:
 
 
 def _limit_of(tenant: str, quota: Quota) -> int:
-    return int(getattr(limits_for(tenant), quota.limit_name))
+    """The quota's limit for the tenant, in counter units."""
+    return int(getattr(limits_for(tenant), quota.limit_name)) * quota.scale
+
+
+def _exceeded(tenant: str, quota: Quota, amount: int) -> QuotaExceeded:
+    held = usage(tenant)[quota.counter]
+    limit = _limit_of(tenant, quota)
+    if quota.scale == 1:
+        return QuotaExceeded(quota.noun, quota.limit_name, limit, held, amount)
+    return QuotaExceeded(quota.noun, quota.limit_name, limit / quota.scale, held / quota.scale, amount / quota.scale)
+
+
+def _units(tenant: str, amounts: Mapping[Quota, int]) -> dict[str, counters.Units]:
+    """The amounts as counters.Units; QuotaExceeded (403) for one no amount of holding less lets through."""
+    units = {}
+    for quota, amount in amounts.items():
+        limit = _limit_of(tenant, quota)
+        if amount > 0 and amount > limit:
+            raise _exceeded(tenant, quota, amount)
+        units[quota.counter] = counters.Units(amount, limit)
+    return units
+
+
+def _which(tenant: str, amounts: Mapping[Quota, int]) -> QuotaExceeded:
+    """The quota a refused take would have passed (the first, read now), as QuotaExceeded."""
+    held = usage(tenant)
+    for quota, amount in amounts.items():
+        if amount > 0 and held[quota.counter] + amount > _limit_of(tenant, quota):
+            return _exceeded(tenant, quota, amount)
+    quota, amount = next(iter(amounts.items()))  # given back meanwhile: report the first
+    return _exceeded(tenant, quota, amount)
 
 
 def take(tenant: str, quota: Quota, item: dict[str, Any]) -> bool:
@@ -154,13 +194,28 @@ def take(tenant: str, quota: Quota, item: dict[str, Any]) -> bool:
     Returns False, taking nothing, if an item with that key exists already (a duplicate).
     Raises QuotaExceeded if the tenant holds its limit already.
     """
-    limit = _limit_of(tenant, quota)
-    if limit < 1:
-        raise QuotaExceeded(quota.noun, quota.limit_name, limit, usage(tenant)[quota.counter])
-    taken = counters.take(tenant, quota.counter, limit, item)
+    return take_units(tenant, {quota: 1}, item)
+
+
+def take_units(tenant: str, amounts: Mapping[Quota, int], item: dict[str, Any]) -> bool:
+    """Take `amounts` of their quotas for `item` (a new item, written in the same transaction): all or none.
+
+    False, taking nothing, if an item with that key exists already; QuotaExceeded naming the quota an
+    amount would pass (429; 403 if the amount alone is over the limit)."""
+    taken = counters.take(tenant, _units(tenant, amounts), item)
     if taken is counters.Take.AT_LIMIT:
-        raise QuotaExceeded(quota.noun, quota.limit_name, limit, usage(tenant)[quota.counter])
+        raise _which(tenant, amounts)
     return taken is counters.Take.TAKEN
+
+
+def move_units(tenant: str, amounts: Mapping[Quota, int], item_update: dict[str, Any]) -> bool:
+    """Apply `item_update` (a conditional update of an item holding units) and add `amounts` (negative: give
+    back) to their quotas, in one transaction. False if the item's condition failed (nothing changed);
+    QuotaExceeded if an amount would pass its quota."""
+    moved = counters.move(tenant, _units(tenant, amounts), item_update)
+    if moved is counters.Move.AT_LIMIT:
+        raise _which(tenant, amounts)
+    return moved is counters.Move.MOVED
 
 
 def give_back(
@@ -175,7 +230,20 @@ def give_back(
     or fails `only_if` (a further condition on the item: schedule_items.held_by).
 
     `single_attempt`: no botocore retries, for a caller that gives it back later if the store fails."""
-    return counters.give_back(tenant, quota.counter, key, single_attempt=single_attempt, only_if=only_if)
+    return give_back_units(tenant, {quota: 1}, key, single_attempt=single_attempt, only_if=only_if)
+
+
+def give_back_units(
+    tenant: str,
+    amounts: Mapping[Quota, int],
+    key: dict[str, Any],
+    *,
+    single_attempt: bool = False,
+    only_if: counters.Condition | None = None,
+) -> bool:
+    """`give_back`, of `amounts` of their quotas (a schedule: one of max_schedules and its firings held)."""
+    given = {quota.counter: amount for quota, amount in amounts.items()}
+    return counters.give_back(tenant, given, key, single_attempt=single_attempt, only_if=only_if)
 
 
 def set_usage(tenant: str, counts: dict[str, int]) -> None:

@@ -30,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from shared.errors import RateLimited
+from shared import settings
+from shared.errors import RateLimited, ReadsLimited
 from shared.store import counters
 from shared.tenants import quotas
 
@@ -219,7 +220,24 @@ def check(tenant: str, count: int = 1) -> None:
     limiter().admit(tenant, count, limits.enqueue_rate_per_second, limits.enqueue_burst)
 
 
+_heavy_reads: RateLimiter | None = None
+
+
+def check_heavy_read(tenant: str) -> None:
+    """Admit one read of the tenant's whole index (GET /v1/stats, a filtered GET /v1/jobs), or raise
+    ReadsLimited. Metered per API instance, with no store call: the aim is to bound what one tenant's
+    loop of such reads costs the index every tenant shares, not an exact fleet-wide rate."""
+    global _heavy_reads
+    if _heavy_reads is None:
+        _heavy_reads = RateLimiter(None)
+    rate, burst = settings.HEAVY_READS_PER_SECOND, settings.HEAVY_READS_BURST
+    try:
+        _heavy_reads.admit(tenant, 1, rate, burst)
+    except RateLimited as limited:
+        raise ReadsLimited(limited.retry_after_seconds, rate, burst) from None
+
+
 def reset() -> None:
     """Forget every bucket (tests)."""
-    global _limiter
-    _limiter = None
+    global _limiter, _heavy_reads
+    _limiter = _heavy_reads = None

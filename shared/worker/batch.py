@@ -11,14 +11,15 @@ from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import clients, queue
-from shared.store import job_items
+from shared.store import job_items, running_slots
 from shared.store.id_secret import id_secret
+from shared.worker import fence
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker
 from shared.worker.claim_ahead import ClaimsAhead
 from shared.worker.completer import Completer, LateHandBack
 from shared.worker.deadline import HiddenBatch
 from shared.worker.delivery import Delivery
-from shared.worker.running_share import RunningShare
+from shared.worker.running_share import BatchJob, RunningShare, job_of
 
 # Of the init phase's 10 s: no call attempt starts that could end later (an attempt's worst case is
 # its connect + read timeouts, 7 s), so a store that hangs costs the init phase at most this.
@@ -62,10 +63,17 @@ class Worker:
     def prepare(self) -> None:
         """Make what every delivery uses before the first one arrives: the store's and the queue's clients
         (a client loads its service model: ~0.5-1 s on a busy 2-core machine, paid by the first batch's
-        first record otherwise) and the id secret. Called in the function's init phase; a store that
-        fails now is read again at the first delivery."""
+        first record otherwise), the running slots' client, the jobs function's client if the stack has
+        one, and the id secret.
+        Called in the function's init phase; a store that fails now is read again at the first delivery."""
         with clients.deadline(INIT_SECONDS):
-            for prepare_one in (job_items.prepare_clients, queue.prepare_client, id_secret):
+            for prepare_one in (
+                job_items.prepare_clients,
+                running_slots.prepare_client,
+                queue.prepare_client,
+                fence.prepare_client,
+                id_secret,
+            ):
                 with contextlib.suppress(*AWS_ERRORS):
                     prepare_one()
 
@@ -73,8 +81,10 @@ class Worker:
         """A batch of `deliveries`: its tenants' running slots are taken as it is made
         (shared/worker/running_share.py), then the jobs within their caps are claimed together
         (shared/worker/claim_ahead.py)."""
-        share = RunningShare(self._claimers, self.breaker, deliveries)
+        jobs = {} if self.breaker.cooling else _batch_jobs(deliveries)
+        share = RunningShare(self._claimers, self.breaker, deliveries, jobs)
         within_caps = [each for each in deliveries if share.starts_now(each)]
+        job_messages = {message_id: job.message for message_id, job in jobs.items() if not job.carried}
         hidden = HiddenBatch(
             [
                 (each.receipt_handle, each.body, waiting.delay_seconds if (waiting := share.waiting(each)) else None)
@@ -84,8 +94,20 @@ class Worker:
         )
         return Batch(
             self.breaker,
-            ClaimsAhead(self._claimers, self.breaker, within_caps),
+            ClaimsAhead(self._claimers, self.breaker, within_caps, job_messages),
             Completer(self.breaker, self._writers, hidden),
             share,
             self._runners,
         )
+
+
+def _batch_jobs(deliveries: Sequence[Delivery]) -> dict[str, BatchJob]:
+    """The jobs the batch's deliveries may run, by SQS message id, read and verified once for its running
+    slots and its claims made ahead: job messages whose ids verify, and the retries that failed attempts'
+    outcome messages carry. The rest are left out (receive judges each at its turn), and all are if the
+    id secret cannot be read (each delivery then finds out at its turn)."""
+    try:
+        secret = id_secret()
+    except AWS_ERRORS:
+        return {}
+    return {delivery.message_id: job for delivery in deliveries if (job := job_of(delivery, secret)) is not None}

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 from shared.jobs import job_types
-from shared.model import JobMessage, OutcomeMessage, UnreadableMessage, read_message
+from shared.model import JobMessage
 from shared.store import job_store
-from shared.store.id_secret import id_secret
 from shared.worker import deadline
-from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
+from shared.worker.breaker import StoreBreaker, is_outage
 from shared.worker.delivery import Delivery
 
 
@@ -39,29 +38,25 @@ class ClaimsAhead:
     The claim records the claim's time; the outcome write records when the job's code really started.
     """
 
-    def __init__(self, claimers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery]) -> None:
+    def __init__(
+        self, claimers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery], jobs: Mapping[str, JobMessage]
+    ) -> None:
+        """`jobs`: the batch's job messages whose ids verify, by SQS message id (shared/worker/batch.py)."""
         self._claims: dict[str, ClaimAhead] = {}  # by SQS message id
         if len(deliveries) < 2 or breaker.cooling:
             return
-        try:
-            secret = id_secret()
-        except AWS_ERRORS:
-            return  # each record finds out at its turn
-        jobs: set[str] = set()
+        claimed: set[str] = set()
         now = time.time()
         probe: Future[job_store.ClaimResult] | None = None
         for delivery in deliveries:
-            try:
-                message = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
-            except UnreadableMessage:
-                continue
-            if isinstance(message, OutcomeMessage) or job_types.lookup(message.type) is None:
+            message = jobs.get(delivery.message_id)
+            if message is None or job_types.lookup(message.type) is None:
                 continue
             if delivery.seconds_left < deadline.seconds_needed_to_start(message):
                 continue  # handed back at its turn
-            if message.id in jobs:
+            if message.id in claimed:
                 continue  # the same job twice: the second delivery finds it claimed at its turn
-            jobs.add(message.id)
+            claimed.add(message.id)
             span = deadline.cover_span(deadline.timeout_of(message), delivery.seconds_left)
             lease = deadline.lease_seconds(span)
             claim = claimers.submit(_claim_after, probe, message, delivery.message_id, now, lease)

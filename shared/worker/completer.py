@@ -10,6 +10,7 @@ a batch's environment for 225-360 ms at the herd's cron second. `finish` waits f
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -87,12 +88,22 @@ class Completer:
         self._breaker = breaker
         self._writers = writers
         self._hidden = hidden
+        self._hiding: Future[None] | None = None
         self._writes: list[tuple[Delivery, Future[None]]] = []
         self._carried: list[_Carried] = []
 
     def hide(self, seconds_left: float) -> None:
-        """Hide the batch's messages as it begins (deadline.HiddenBatch)."""
-        self._hidden.begin(seconds_left)
+        """Hide the batch's messages as it begins (deadline.HiddenBatch), on an outcome-writing thread:
+        the jobs' claims and runs need not wait for the SQS call (measured, it was ~2 ms of each
+        single-job batch's start here, more under load: docs/decisions/the-limit-and-a-peer.md). It lands within
+        that call's time; any later visibility change of the batch's (a hand-back) waits for it."""
+        self._hiding = self._writers.submit(self._hidden.begin, seconds_left)
+
+    def _hidden_now(self) -> None:
+        """Wait for the batch's cover (best effort, as the cover itself: deadline.HiddenBatch)."""
+        if self._hiding is not None:
+            with contextlib.suppress(Exception):
+                self._hiding.result()
 
     def settle(self, verdict: Verdict, delivery: Delivery) -> Settled:
         """Apply `verdict` to `delivery`: what the delivery answers. A finished job's outcome write and an
@@ -154,12 +165,14 @@ class Completer:
         late += self._send_carried()
         for each in late:
             self._hand_back(each.hand_back, each.delivery)
+        self._hidden_now()  # not after the invocation: the event source then deletes or returns the messages
         return late
 
     # Verdicts -----------------------------------------------------------------------------------------
 
     def _hand_back(self, hand_back: HandBack, delivery: Delivery) -> HandBack:
         if delivery.receipt_handle is not None and not hand_back.visibility_set:
+            self._hidden_now()  # the cover's visibility first, then the hand-back's
             queue.retry_later(delivery.receipt_handle, hand_back.delay_seconds)
         return hand_back
 
@@ -170,7 +183,7 @@ class Completer:
         if not follow_ups.has_follow_ups(job):
             return None
         if self._breaker.cooling:
-            return delivery.hand_back("the job is recorded; its batch and callbacks wait for the store")
+            return delivery.hand_back("store unavailable for its batch and callbacks: the job is recorded, they wait")
         try:
             follow_ups.job_ended(job, status, single_attempt=True)
         except AWS_ERRORS as error:

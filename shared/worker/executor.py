@@ -1,8 +1,12 @@
 """Run one job's code and turn what it did into a verdict: a job's failure is data, whatever it raised.
 
-The attempt's time limit is its timeout (shared/worker/deadline.py). The executor writes nothing:
-the completer (shared/worker/completer.py) applies its verdict. A customer's `validate` hook runs
-here, before the job's code, not in the API (which never imports a customer's module).
+Where the code runs: here, for a type whose code this process loaded (the built-ins, the local
+profile's test tooling, a unit test's own types); in the jobs function for a customer's type, which
+the worker knows by its declaration only (shared/worker/fence.py, docs/decisions/customer-code-fence.md).
+Either way the attempt's time limit is its timeout, enforced here (shared/jobs/time_limit.py), the
+type's `validate` hook runs before its code, and the same exceptions make the same verdicts
+(shared/jobs/fenced_job.py). The executor writes nothing: the completer (shared/worker/completer.py)
+applies its verdict.
 """
 
 from __future__ import annotations
@@ -11,12 +15,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from shared import settings
 from shared.aws import queue
-from shared.jobs import job_types
-from shared.model import JobMessage
-from shared.store import job_items, job_store
-from shared.worker import deadline, job_logging
+from shared.jobs import fenced_job, job_logging, job_types, time_limit
+from shared.jobs.fenced_job import Answer
+from shared.model import JobMessage, result_problem
+from shared.store import job_store
+from shared.worker import fence
 from shared.worker.verdicts import Attempt, Completed, Dead, Retry, Verdict
 
 
@@ -28,7 +32,11 @@ class Ran:
     result: Any = None
     failure: str | None = None
     retry_after: float | None = None  # the job's own Retry-After (JobFailed)
-    dead: bool = False  # the job said not to retry (JobDead)
+    dead: bool = False  # no retry: the job said so (JobDead), or its payload or result is refused
+
+    @classmethod
+    def of(cls, started_at: float, answer: Answer) -> Ran:
+        return cls(started_at, answer.result, answer.failure, answer.retry_after, answer.dead)
 
 
 def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, timeout: int) -> Ran:
@@ -39,40 +47,23 @@ def run(message: JobMessage, job_type: job_types.JobType | None, attempt: int, t
         attempt=attempt,
         max_attempts=message.max_attempts,
         deadline=started_at + timeout,
-        logger=job_logging.logger_for(message, attempt),
+        logger=job_logging.logger_for(message.type, message.id, attempt, message.tenant),
         tenant=message.tenant,
     )
     try:
         if job_type is None:
             raise job_types.JobFailed(f"unknown job type {message.type!r} on this worker")
-        result = deadline.run_within(timeout, lambda: _checked_run(job_type, message.payload, context))
+        answer = time_limit.run_within(timeout, lambda: _answer(job_type, message.payload, context))
     except Exception as error:  # a job's failure is data, whatever it raised
-        return Ran(
-            started_at,
-            failure=str(error) if isinstance(error, job_types.JobTimedOut) else f"{type(error).__name__}: {error}",
-            retry_after=error.retry_after if isinstance(error, job_types.JobFailed) else None,
-            dead=isinstance(error, job_types.JobDead),
-        )
-    return Ran(started_at, result=result)
+        answer = fenced_job.failure_of(error)
+    return Ran.of(started_at, answer)
 
 
-def _checked_run(job_type: job_types.JobType, payload: Any, context: job_types.JobContext) -> Any:
-    """The job's code, after its type's validator: a customer's validator is its code too, bounded alike."""
-    _refuse_an_invalid_payload(job_type, payload)
-    return job_type.run(payload, context)
-
-
-def _refuse_an_invalid_payload(job_type: job_types.JobType, payload: Any) -> None:
-    """A customer type's `validate`: a payload it refuses ends the job dead, as no retry changes the payload.
-
-    A built-in's validator ran in the API at enqueue, and its code checks again as it runs.
-    """
-    if job_type.builtin or job_type.validate is None:
-        return
-    try:
-        job_type.validate(payload)
-    except job_types.InvalidPayload as refused:
-        raise job_types.JobDead(f"invalid payload: {refused}") from refused
+def _answer(job_type: job_types.JobType, payload: Any, context: job_types.JobContext) -> Answer:
+    """What the job's code did: run in the jobs function for a customer's type, else here."""
+    if job_type.in_jobs_function:
+        return fence.run(job_type.name, payload, context)
+    return Answer(result=fenced_job.checked_run(job_type, payload, context))
 
 
 def run_claimed(message: JobMessage, attempt: int, token: str, timeout: int, lease_end: float) -> Verdict:
@@ -87,17 +78,6 @@ def run_claimed(message: JobMessage, attempt: int, token: str, timeout: int, lea
     if (problem := result_problem(ran.result)) is not None:
         return Dead(problem, message, claimed)  # not retried: the same job would most likely return it again
     return Completed(claimed, ran.result, time.time())
-
-
-def result_problem(result: object) -> str | None:
-    """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it."""
-    try:
-        size = len(job_items.result_json(result).encode())
-    except (ValueError, TypeError, RecursionError) as error:
-        return f"the job's result cannot be serialised as JSON ({type(error).__name__}: {error})"
-    if size > settings.MAX_RESULT_BYTES:
-        return f"the job's result is {size} bytes serialised, over the limit of {settings.MAX_RESULT_BYTES} bytes"
-    return None
 
 
 def retry_delay(job_type: job_types.JobType | None, attempt: int, retry_after: float | None) -> float:

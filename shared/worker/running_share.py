@@ -30,7 +30,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
@@ -39,7 +39,6 @@ from shared.aws import queue
 from shared.jobs.concurrency import KeyUnreadable, concurrency_of
 from shared.model import Concurrency, JobMessage, OutcomeMessage, Status, UnreadableMessage, read_message
 from shared.store import running_slots
-from shared.store.id_secret import id_secret
 from shared.tenants import quotas
 from shared.worker import deadline
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
@@ -66,7 +65,11 @@ class RunningShare:
     """The running slots a batch holds: which of its deliveries are over their tenant's cap, and the
     concurrency keys' slots its jobs wait for or run under."""
 
-    def __init__(self, takers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery]) -> None:
+    def __init__(
+        self, takers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery], jobs: Mapping[str, BatchJob]
+    ) -> None:
+        """`jobs`: the jobs the batch's deliveries may run, by SQS message id (`job_of`, read once by
+        shared/worker/batch.py)."""
         self._holder = uuid.uuid4().hex[:16]
         self._breaker = breaker
         self._began = time.time()
@@ -76,19 +79,14 @@ class RunningShare:
         self._unreadable_keys: dict[str, str] = {}  # by message id: why its type's key cannot be read
         if breaker.cooling:
             return  # uncounted; and a job with a concurrency key waits (finding no slot at its turn)
-        try:
-            secret = id_secret()
-        except AWS_ERRORS:
-            return
-        read = {delivery.message_id: _job_of(delivery, secret) for delivery in deliveries}
         by_tenant: dict[str, list[tuple[Delivery, int]]] = {}
         for delivery in deliveries:
-            job = read[delivery.message_id]
+            job = jobs.get(delivery.message_id)
             if job is not None and not job.carried:
-                by_tenant.setdefault(job.message.tenant, []).append((delivery, deadline.planned_timeout(delivery.body)))
+                by_tenant.setdefault(job.message.tenant, []).append((delivery, deadline.timeout_of(job.message)))
         taking = {
-            tenant: takers.submit(self._take, tenant, jobs, self._began)
-            for tenant, jobs in by_tenant.items()  # each tenant's limits read and slots taken beside the others'
+            tenant: takers.submit(self._take, tenant, its_jobs, self._began)
+            for tenant, its_jobs in by_tenant.items()  # each tenant's limits read and slots taken beside the others'
         }
         for tenant, taken in taking.items():
             try:
@@ -102,7 +100,7 @@ class RunningShare:
             for delivery, _ in by_tenant[tenant][count:]:
                 delay = queue.hand_back_seconds(delivery.receive_count, unit=settings.OVER_CAP_HAND_BACK_UNIT_SECONDS)
                 self._waiting[delivery.message_id] = Waiting(cap, delay)
-        within = [(delivery, job) for delivery in deliveries if (job := read[delivery.message_id]) is not None]
+        within = [(delivery, job) for delivery in deliveries if (job := jobs.get(delivery.message_id)) is not None]
         self._take_keys(takers, [(d, job.message) for d, job in within if d.message_id not in self._waiting])
 
     def _take(self, tenant: str, jobs: list[tuple[Delivery, int]], now: float) -> tuple[int, int]:
@@ -171,9 +169,9 @@ class RunningShare:
             if concurrency is None:
                 return Admission()
             # A key the batch could not count (the store failed as it began): the limit fails closed.
-            return Admission(refused=_key_wait(delivery, "the store cannot count its concurrency key now"))
+            return Admission(refused=_key_wait(delivery, "store unavailable counting its concurrency key"))
         if slots.uncounted:
-            return Admission(refused=_key_wait(delivery, "the store cannot count its concurrency key now"))
+            return Admission(refused=_key_wait(delivery, "store unavailable counting its concurrency key"))
         latest_start = self._began + min(
             settings.KEY_WAIT_IN_BATCH_SECONDS, delivery.seconds_left - deadline.seconds_needed_to_start(message)
         )
@@ -338,12 +336,12 @@ def _unreadable_key(message: JobMessage, why: str) -> Unreadable:
 
 
 @dataclass(frozen=True)
-class _Job:
+class BatchJob:
     message: JobMessage
     carried: bool  # an outcome message carrying a failed attempt's retry, not a job message
 
 
-def _job_of(delivery: Delivery, secret: bytes) -> _Job | None:
+def job_of(delivery: Delivery, secret: bytes) -> BatchJob | None:
     """The job a delivery may run: a job message whose id verifies, or the retry a failed attempt's outcome
     message carries; None for anything else (receive judges it: another outcome records in no time, an
     unreadable message goes to the DLQ having written nothing, running slots included)."""
@@ -352,5 +350,5 @@ def _job_of(delivery: Delivery, secret: bytes) -> _Job | None:
     except UnreadableMessage:
         return None
     if isinstance(message, OutcomeMessage):
-        return _Job(message.job, carried=True) if message.status is Status.FAILED else None
-    return _Job(message, carried=False)
+        return BatchJob(message.job, carried=True) if message.status is Status.FAILED else None
+    return BatchJob(message, carried=False)

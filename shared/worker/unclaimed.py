@@ -9,7 +9,7 @@ import time
 
 from shared.aws import queue
 from shared.jobs import job_types
-from shared.model import JobMessage, OutcomeMessage, Status
+from shared.model import JobMessage, OutcomeMessage, Status, result_problem
 from shared.worker import executor
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import RanUnclaimed, Verdict
@@ -49,7 +49,7 @@ def run_unclaimed(message: JobMessage, job_type: job_types.JobType, timeout: int
         else:
             outcome = OutcomeMessage(message, Status.FAILED, ran.started_at, time.time(), error=ran.failure)
             delay = min(math.ceil(executor.retry_delay(job_type, 1, ran.retry_after)), queue.MAX_DELAY_SECONDS)
-    elif (problem := executor.result_problem(ran.result)) is not None:
+    elif (problem := result_problem(ran.result)) is not None:
         outcome = OutcomeMessage(message, Status.DEAD, ran.started_at, time.time(), error=problem)
     else:
         outcome = OutcomeMessage(message, Status.SUCCEEDED, ran.started_at, time.time(), result=ran.result)

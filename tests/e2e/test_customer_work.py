@@ -1,6 +1,8 @@
-"""Customers' own work on the deployed stack: the example job package, Lambda targets, and real timeouts."""
+"""Customers' own work on the deployed stack: the example job package (run in the jobs function), Lambda
+targets, and real timeouts."""
 
 import io
+import json
 import time
 import zipfile
 
@@ -8,6 +10,7 @@ import pytest
 import requests
 
 from local.deploy import DEMO_TENANT
+from shared import settings
 
 # The target echoes its input, or fails like a function with a bug when asked to.
 _TARGET_SOURCE = """
@@ -20,7 +23,7 @@ def handler(event, context):
 
 @pytest.fixture(scope="module", autouse=True)
 def _warm_api(api):
-    """The first enqueue may meet the API's cold start (its imports include the job package): not under test here."""
+    """The first enqueue may meet the API's cold start: not under test here."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -50,6 +53,39 @@ def test_the_example_packages_jobs_run(api):
     assert flaky_job["status"] == "succeeded", flaky_job
     assert flaky_job["attempts"] == 2
     assert flaky_job["result"] == {"synced_on_attempt": 2}
+
+
+def _job_log_lines(deployed, function: str, job_id: str, since: float) -> list[dict]:
+    """The JSON lines of `function`'s log group that name the job."""
+    configuration = deployed.aws("lambda").get_function_configuration(FunctionName=function)
+    group = configuration.get("LoggingConfig", {}).get("LogGroup") or f"/aws/lambda/{function}"
+    events = deployed.aws("logs").filter_log_events(
+        logGroupName=group, filterPattern=f'"{job_id}"', startTime=int(since * 1000)
+    )["events"]
+    lines = []
+    for event in events:
+        try:
+            lines.append(json.loads(event["message"]))
+        except ValueError:
+            continue
+    return lines
+
+
+def test_a_customers_job_runs_in_the_jobs_function_not_in_the_worker(api, deployed):
+    deployed.require_aws()  # reads the functions' logs
+    since = time.time() - 5
+    job_id = api.enqueue("render_email", {"markdown": "fenced"})
+    assert api.wait(job_id, timeout=60)["status"] == "succeeded"
+
+    deadline = time.monotonic() + 20  # log lines arrive after the invocation that wrote them
+    while not (in_jobs_function := _job_log_lines(deployed, settings.JOBS_FUNCTION, job_id, since)):
+        assert time.monotonic() < deadline, "no line of the job in the jobs function's log"
+        time.sleep(1)
+
+    messages = {line.get("message") for line in in_jobs_function if line.get("job_id") == job_id}
+    assert {"rendered", "ran"} <= messages  # the job's own line (emails.py) and the function's
+    in_worker = _job_log_lines(deployed, settings.WORKER_FUNCTION, job_id, since)
+    assert not [line for line in in_worker if line.get("message") == "rendered"]
 
 
 def test_a_customer_types_payload_check_runs_at_enqueue(api):

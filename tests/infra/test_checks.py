@@ -26,7 +26,7 @@ def test_cfn_lint_is_clean_on_both_profiles(synthesized: dict[str, Synthesized])
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_cdk_nag_aws_solutions_is_clean_on_both_profiles(synthesized: dict[str, Synthesized]):
+def test_cdk_nag_aws_solutions_and_serverless_are_clean_on_both_profiles(synthesized: dict[str, Synthesized]):
     # Acknowledged findings (infra/acknowledgements.py) carry their reason in code; anything else fails here.
     findings = {profile: s.nag_findings for profile, s in synthesized.items()}
     assert findings == {"aws": [], "local": []}

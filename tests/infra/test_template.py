@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from aws_cdk.assertions import Match, Template
 
 from infra import network
-from infra.synth import synth
+from infra.synth import Synthesized, synth
 from infra.table_access import DAX_FUNCTION_ACTIONS
 from shared import settings
 from shared.store import keys
@@ -27,6 +28,25 @@ def _only(template: Template, type_: str, props: dict | None = None) -> dict:
 
 
 # HTTP API -------------------------------------------------------------------------------------------
+
+
+def test_the_stage_throttle_is_below_the_account_quota_and_the_api_has_reserved_concurrency(
+    aws_template: Template, local_template: Template
+):
+    from bench.models import capacity
+
+    assert settings.API_THROTTLE_RATE_PER_SECOND < capacity.API_GATEWAY_RPS
+    assert settings.API_THROTTLE_RATE_PER_SECOND >= 6_000  # the sustained-enqueue SLO
+    api = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})["Properties"]
+    assert api["ReservedConcurrentExecutions"] == settings.API_RESERVED_CONCURRENCY
+    worker = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
+    assert "ReservedConcurrentExecutions" not in worker
+    # The workers' most (10 invokes a poller) and the API's reservation fit the default account quota.
+    workers_most = settings.WORKER_MAX_POLLERS * 10
+    assert workers_most + settings.API_RESERVED_CONCURRENCY <= capacity.ACCOUNT_CONCURRENCY
+    assert capacity.plan(capacity.Inputs())["api_concurrency_at_burst"] <= settings.API_RESERVED_CONCURRENCY
+    local_api = _only(local_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})
+    assert "ReservedConcurrentExecutions" not in local_api["Properties"]
 
 
 def test_default_stage_is_throttled_and_writes_access_logs(aws_template: Template, local_template: Template):
@@ -246,7 +266,36 @@ def test_table_is_on_demand_with_pitr_ttl_the_runs_index_and_the_jobs_index(
                 ],
             },
         )
-    aws_template.has_resource("AWS::DynamoDB::GlobalTable", {"DeletionPolicy": "Retain"})
+
+
+def test_on_aws_the_table_survives_deletes_and_replacements_but_not_a_failed_first_create(
+    aws_template: Template, local_template: Template
+):
+    """RETAIN_ON_UPDATE_OR_DELETE: a first deploy that fails after the table exists rolls it back, so
+    the retry does not meet an orphan of the same name; DeleteTable is refused until protection is off."""
+    aws_template.has_resource(
+        "AWS::DynamoDB::GlobalTable",
+        {
+            "DeletionPolicy": "RetainExceptOnCreate",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {"Replicas": [Match.object_like({"DeletionProtectionEnabled": True})]},
+        },
+    )
+    local_template.has_resource("AWS::DynamoDB::GlobalTable", {"DeletionPolicy": "Delete"})
+
+
+def test_on_aws_the_table_and_its_indexes_are_warm_for_the_herds_writes(
+    aws_template: Template, local_template: Template
+):
+    from bench.models import capacity
+
+    herd_writes = capacity.plan(capacity.Inputs())["dynamodb_writes_per_second_at_burst"]
+    assert herd_writes == settings.TABLE_WARM_WRITES_PER_SECOND  # `make capacity`'s figure
+    warm = {"ReadUnitsPerSecond": settings.TABLE_WARM_READS_PER_SECOND, "WriteUnitsPerSecond": herd_writes}
+    table = _only(aws_template, "AWS::DynamoDB::GlobalTable")["Properties"]
+    assert table["WarmThroughput"] == warm
+    assert [index["WarmThroughput"] for index in table["GlobalSecondaryIndexes"]] == [warm, warm]
+    assert "WarmThroughput" not in _only(local_template, "AWS::DynamoDB::GlobalTable")["Properties"]
 
 
 # Functions ------------------------------------------------------------------------------------------
@@ -422,26 +471,115 @@ def test_local_profile_has_no_dax_and_no_vpc(local_template: Template):
 
 # Alarms ---------------------------------------------------------------------------------------------
 
+# Every alarm that pages, as (namespace, metric): on both profiles, and DAX's on aws.
+PAGED = {
+    ("AWS/ApiGateway", "5xx"),
+    ("AWS/ApiGateway", "Latency"),
+    ("AWS/SQS", "ApproximateAgeOfOldestMessage"),
+    ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
+    ("corral", "UnreadableMessages"),
+    ("corral", "StoreHandBacks"),
+    ("AWS/Lambda", "Errors"),
+    ("AWS/Lambda", "Throttles"),
+    ("AWS/DynamoDB", "ReadThrottleEvents"),
+    ("AWS/DynamoDB", "WriteThrottleEvents"),
+    ("AWS/DynamoDB", "SystemErrors"),
+    ("AWS/Scheduler", "TargetErrorCount"),
+    ("AWS/Scheduler", "InvocationThrottleCount"),
+    ("AWS/Scheduler", "InvocationDroppedCount"),
+    ("AWS/Scheduler", "InvocationsSentToDeadLetterCount"),
+}
+PAGED_ON_AWS_ONLY = {("AWS/DAX", "FaultRequestCount"), ("AWS/DAX", "ThrottledRequestCount")}
 
-def test_alarms_watch_the_dlq_queue_age_and_worker_errors_and_throttles(
+
+def _alarms(template: Template) -> dict[str, dict]:
+    return {logical_id: a["Properties"] for logical_id, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
+
+
+def test_each_named_alarm_is_there_and_notifies_when_it_fires_and_when_it_clears(
     aws_template: Template, local_template: Template
 ):
-    topic_id = next(iter(aws_template.find_resources("AWS::SNS::Topic")))
-    expected = {
-        ("AWS/SQS", "ApproximateNumberOfMessagesVisible", 1),
-        ("AWS/SQS", "ApproximateAgeOfOldestMessage", settings.ALARM_OLDEST_MESSAGE_AGE_SECONDS),
-        ("AWS/Lambda", "Errors", settings.ALARM_WORKER_ERRORS_PER_5_MIN),
-        ("AWS/Lambda", "Throttles", settings.ALARM_WORKER_THROTTLES_PER_5_MIN),
-    }
+    for template, expected in ((aws_template, PAGED | PAGED_ON_AWS_ONLY), (local_template, PAGED)):
+        alarms = _alarms(template)
+        assert {(a["Namespace"], a["MetricName"]) for a in alarms.values()} == expected
+        for alarm in alarms.values():
+            assert alarm["AlarmActions"] and alarm["OKActions"] == alarm["AlarmActions"], alarm["AlarmName"]
+            assert alarm["AlarmName"].startswith(settings.names().prefix)
+            assert "Metrics" not in alarm  # plain metric alarms: the emulator has no metric math
+
+
+def test_a_tenants_dead_jobs_page_nobody_platform_dead_letters_do(aws_template: Template):
+    """The DLQ holds every tenant's jobs that used their attempts: its depth pages no one (it would sit
+    in ALARM for good in a multi-tenant deployment); unreadable messages and Scheduler's dead letters do."""
+    alarms = _alarms(aws_template).values()
+    dlq_alarms = [a for a in alarms if json.dumps(a.get("Dimensions", [])).find("QueueDeadLetters") >= 0]
+    assert dlq_alarms == []
+    unreadable = [a for a in alarms if a["MetricName"] == "UnreadableMessages"]
+    assert [a["Dimensions"] for a in unreadable] == [[{"Name": "service", "Value": "corral-worker"}]]
+    assert not any(a["MetricName"] in ("JobsDead", "DeadLettersByTenant") for a in alarms)
+
+
+def test_the_oldest_message_alarm_outlasts_a_delay_three_long_attempts_and_their_backoffs(aws_template: Template):
+    (age,) = [a for a in _alarms(aws_template).values() if a["MetricName"] == "ApproximateAgeOfOldestMessage"]
+    healthy_worst = (
+        settings.MAX_SQS_DELAY_SECONDS + 3 * AWS.job_timeout_ceiling_seconds + 2 * settings.RETRY_BACKOFF_CAP_SECONDS
+    )
+    assert age["Threshold"] == AWS.oldest_message_age_alarm_seconds > healthy_worst
+
+
+def _resolved_arn_pattern(value: object) -> str:
+    """An Fn::Join ARN as text, each intrinsic written as its name (`<AWS::AccountId>`)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(_resolved_arn_pattern(part) for part in parts)
+    if isinstance(value, dict) and "Ref" in value:
+        return f"<{value['Ref']}>"
+    raise AssertionError(f"unexpected ARN part {value!r}")
+
+
+def _publish_allowed(template: Template, topic_id: str, alarm_name: str) -> bool:
+    """Whether the topic's policy lets CloudWatch publish this account's alarm (and no Deny stops it)."""
+    policies = [
+        p["Properties"]
+        for p in template.find_resources("AWS::SNS::TopicPolicy").values()
+        if {"Ref": topic_id} in p["Properties"]["Topics"]
+    ]
+    statements = [s for p in policies for s in p["PolicyDocument"]["Statement"]]
+    for deny in (s for s in statements if s["Effect"] == "Deny"):
+        # The TLS-only Deny: CloudWatch publishes over TLS, so it never applies to it.
+        assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}, deny
+    for allow in (s for s in statements if s["Effect"] == "Allow"):
+        if allow.get("Principal") != {"Service": "cloudwatch.amazonaws.com"} or "sns:Publish" not in _actions(allow):
+            continue
+        assert allow["Resource"] == {"Ref": topic_id}
+        condition = allow["Condition"]
+        assert condition["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+        alarm_arn = f"arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:{alarm_name}"
+        return alarm_arn in {_resolved_arn_pattern(arn) for arn in condition["ArnEquals"]["aws:SourceArn"]}
+    return False
+
+
+def test_every_alarm_action_reaches_a_topic_that_lets_cloudwatch_publish(
+    aws_template: Template, local_template: Template
+):
+    """Alarm -> action -> topic -> topic policy (-> key policy, if the topic were encrypted): a topic
+    policy with only a Deny would let no alarm notify anyone, and nothing in the emulator would show it."""
     for template in (aws_template, local_template):
-        alarms = template.find_resources("AWS::CloudWatch::Alarm")
-        found = {
-            (a["Properties"]["Namespace"], a["Properties"]["MetricName"], a["Properties"]["Threshold"])
-            for a in alarms.values()
-        }
-        assert found == expected
-    for alarm in aws_template.find_resources("AWS::CloudWatch::Alarm").values():
-        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
+        topics = template.find_resources("AWS::SNS::Topic")
+        for alarm in _alarms(template).values():
+            for action in alarm["AlarmActions"] + alarm["OKActions"]:
+                topic_id = action["Ref"]
+                assert topic_id in topics, action
+                assert "KmsMasterKeyId" not in topics[topic_id]["Properties"], "a key policy must admit CloudWatch"
+                assert _publish_allowed(template, topic_id, alarm["AlarmName"]), alarm["AlarmName"]
+
+
+def test_an_alarm_of_another_deployment_may_not_publish_to_this_topic(aws_template: Template):
+    (topic_id,) = aws_template.find_resources("AWS::SNS::Topic")
+    assert not _publish_allowed(aws_template, topic_id, "someone-elses-alarm")
+    assert not _publish_allowed(aws_template, topic_id, settings.names("prod").alarm("WorkerErrors"))
 
 
 # Scheduler ------------------------------------------------------------------------------------------
@@ -519,7 +657,9 @@ def _policy_statements_of_role_of_function(template: Template, function_name: st
 def test_the_api_reads_queue_counts_and_metrics_for_the_operator_view_and_nothing_more(aws_template: Template):
     statements = _policy_statements_of_role_of_function(aws_template, settings.API_FUNCTION)
     wildcard = [s for s in statements if s.get("Resource") == "*"]
-    assert [_actions(s) for s in wildcard] == [["cloudwatch:GetMetricData"]]
+    # X-Ray's writes have no resource-level form either (active tracing, acknowledged for cdk-nag).
+    wildcard_actions = {action for statement in wildcard for action in _actions(statement)}
+    assert wildcard_actions == {"cloudwatch:GetMetricData", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
     readers = [s for s in statements if "sqs:GetQueueAttributes" in _actions(s)]
     assert readers and all(s.get("Resource") != "*" for s in readers)
     assert len(aws_template.find_outputs("DashboardUrl")) == 1
@@ -632,3 +772,119 @@ def test_only_the_workers_and_scheduler_may_send_to_the_dlq_and_only_the_jobs_qu
     assert "Schedules" in senders
     api = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})
     assert api["Properties"]["Role"]["Fn::GetAtt"][0] not in senders
+
+
+# Stages and deploy safety ---------------------------------------------------------------------------
+
+# The property that holds each resource type's physical name (IAM policies' names are the stack's own).
+PHYSICAL_NAME = {
+    "AWS::DynamoDB::GlobalTable": "TableName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::Scheduler::ScheduleGroup": "Name",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::DAX::SubnetGroup": "SubnetGroupName",
+    "AWS::DAX::Cluster": "ClusterName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::ApiGatewayV2::Api": "Name",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::CloudWatch::Alarm": "AlarmName",
+    "AWS::CloudWatch::Dashboard": "DashboardName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+}
+
+
+def _physical_names(template: dict) -> set[str]:
+    """Every physical name the template gives (a Region in a name written as `<AWS::Region>`)."""
+    found = set()
+    for resource in template["Resources"].values():
+        key = PHYSICAL_NAME.get(resource["Type"])
+        value = resource.get("Properties", {}).get(key) if key else None
+        if value is not None and (isinstance(value, str) or "Fn::Join" in value):
+            found.add(_resolved_arn_pattern(value))
+    return found
+
+
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synthesized]:
+    outdir = tmp_path_factory.mktemp("stages")
+    return {stage: synth("aws", outdir / stage, context={"corral:stage": stage}) for stage in ("prod", "dev")}
+
+
+def test_two_stages_deploy_side_by_side_every_name_prefixed_none_colliding(
+    staged: dict[str, Synthesized], aws_template: Template
+):
+    prod, dev = (_physical_names(staged[stage].template) for stage in ("prod", "dev"))
+    unstaged = _physical_names(aws_template.to_json())
+    assert prod and dev and not (prod & dev) and not (prod & unstaged) and not (dev & unstaged)
+    for stage, names in (("prod", prod), ("dev", dev)):
+        stage_names = settings.names(stage)
+        strays = {n for n in names if n != stage_names.stack and not n.startswith(stage_names.prefix)}
+        assert strays == set(), stage
+        assert f"{stage_names.scheduler_role}-<AWS::Region>" in names  # IAM names are account-wide
+        assert {stage_names.table, stage_names.queue, stage_names.dax_cluster} <= names
+        for function in _functions(Template.from_json(staged[stage].template)).values():
+            assert function["Properties"]["Environment"]["Variables"]["CORRAL_STAGE"] == stage
+
+
+def test_without_a_stage_the_names_an_existing_stack_has_stay(aws_template: Template):
+    """Renaming the table, group or scheduler role would replace them, and with them every record and schedule."""
+    names = _physical_names(aws_template.to_json())
+    assert {"corral-jobs", "corral-jobs-dlq", "corral", "corral-scheduler", "corral-status", "corral-api"} <= names
+
+
+def test_a_stage_name_that_would_break_a_physical_name_is_refused():
+    for bad in ("Prod", "staging", "1st", "pr-1", ""):
+        if bad:
+            with pytest.raises(ValueError):
+                settings.names(bad)
+    assert len(settings.names("abcdef").dax_cluster) <= 20
+
+
+def test_the_aws_stack_is_protected_from_termination_and_the_local_one_is_not(
+    synthesized: dict[str, Synthesized],
+):
+    for profile, protected in (("aws", True), ("local", False)):
+        manifest = json.loads((synthesized[profile].template_path.parent / "manifest.json").read_text())
+        properties = manifest["artifacts"][settings.STACK_NAME]["properties"]
+        assert properties.get("terminationProtection", False) is protected, profile
+
+
+# Tracing --------------------------------------------------------------------------------------------
+
+
+def test_both_functions_trace_actively_on_aws_and_the_emulators_load_no_x_ray(
+    aws_template: Template, local_template: Template
+):
+    for template, mode, disabled in ((aws_template, "Active", "false"), (local_template, None, "true")):
+        functions = _functions(template).values()
+        assert len(functions) == 2
+        for function in functions:
+            properties = function["Properties"]
+            assert properties.get("TracingConfig", {}).get("Mode") == mode
+            assert properties["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == disabled
+    for name, statements in _function_statements(aws_template).items():
+        assert _allows(statements, "xray:PutTraceSegments"), name
+
+
+# Dashboard ------------------------------------------------------------------------------------------
+
+
+def test_the_operations_dashboard_shows_the_benchmarks_figures(aws_template: Template, local_template: Template):
+    figures = (
+        '"Latency"',  # API p99
+        '"EnqueueToStartLatency"',  # enqueue-to-run p99
+        '"ApproximateNumberOfMessagesVisible"',  # queue depth
+        '"ApproximateNumberOfMessagesNotVisible"',  # in flight
+        '"ApproximateAgeOfOldestMessage"',
+        '"StoreHandBacks"',  # hand-backs
+        '"JobsDead"',  # dead by reason
+        '"UnreadableMessages"',
+        "DeadLettersByTenant",  # dead by tenant (a SEARCH)
+    )
+    for template in (aws_template, local_template):
+        dashboard = _only(template, "AWS::CloudWatch::Dashboard")["Properties"]
+        assert dashboard["DashboardName"] == settings.names().dashboard
+        body = json.dumps(dashboard["DashboardBody"]).replace('\\"', '"')
+        for figure in figures:
+            assert figure in body, figure
+    assert "AWS/DAX" in json.dumps(_only(aws_template, "AWS::CloudWatch::Dashboard")["Properties"])

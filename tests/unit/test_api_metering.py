@@ -69,6 +69,10 @@ _ROUTES = {
     "cancel": lambda jobs: ("POST", f"/v1/jobs/{jobs['waiting']}/cancel", None),
     "schedule create": lambda jobs: ("POST", "/v1/schedules", _NEW_SCHEDULE),
     "schedule delete": lambda jobs: ("DELETE", "/v1/schedules/kept", None),
+    "schedule update": lambda jobs: ("PATCH", "/v1/schedules/kept", {"job": {"payload": {"new": True}}}),
+    "schedule pause": lambda jobs: ("POST", "/v1/schedules/kept:pause", {"note": "incident"}),
+    "schedule resume": lambda jobs: ("POST", "/v1/schedules/kept:resume", None),
+    "schedule trigger": lambda jobs: ("POST", "/v1/schedules/kept:trigger", None),
     "secret rotation": lambda jobs: ("POST", "/v1/signing-secrets:rotate", None),
 }
 
@@ -79,6 +83,7 @@ def test_a_write_route_answers_429_once_the_bucket_is_empty_and_changes_nothing(
     waiting = enqueue("acme", JobRequest(JobSpec("echo"), delay_seconds=600))
     customer_schedules.create("acme", customer_schedules.ScheduleRequest("kept", "rate(1 hour)", JobSpec("echo")))
     secrets = signing_secrets.active("acme")
+    kept = customer_schedules.get("acme", "kept").public()
     _empty_the_bucket(call)
     sent = _queued(scheduler_env)
 
@@ -87,6 +92,7 @@ def test_a_write_route_answers_429_once_the_bucket_is_empty_and_changes_nothing(
     assert job_store.get(dead.id).status is Status.DEAD
     assert job_store.get(waiting.id) is None  # never cancelled: no record written
     assert [item.name for item in customer_schedules.list_for("acme")] == ["kept"]
+    assert customer_schedules.get("acme", "kept").public() == kept
     assert quotas.usage("acme")["schedules"] == 1
     assert [secret.id for secret in signing_secrets.active("acme")] == [secret.id for secret in secrets]
     assert _queued(scheduler_env) == sent

@@ -1,5 +1,6 @@
 """The benchmark's arithmetic: percentiles, utilisation, the timeline, the capacity model."""
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -178,7 +179,7 @@ def test_the_benchmark_needs_neither_the_test_suite_nor_pytest():
     from pathlib import Path
 
     scenarios = "bench.run, bench.drain, bench.first_jobs, bench.herd, bench.noisy, bench.crons, bench.get_item_rate"
-    scenarios += ", bench.fence"
+    scenarios += ", bench.fence, bench.compare.run"
     check = f"import sys, {scenarios}; print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith('tests')))"
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", check], cwd=root, capture_output=True, text=True, timeout=120)
@@ -268,3 +269,172 @@ def test_fence_counts_a_process_started_during_the_round_from_zero_and_forgets_o
         "sqs.SendMessage": 3.0,
         "dynamodb.GetItem": 1.0,
     }
+
+
+# --- make compare (bench/compare/) ---
+
+
+def test_a_load_given_as_phases_follows_them_and_ends_after_the_last():
+    from bench.load import rate_of_phases
+
+    rate_at = rate_of_phases([("steady", 10, 5.0), ("herd", 5, 15.0)])
+
+    assert rate_at(0) == ("steady", 5.0)
+    assert rate_at(9.99) == ("steady", 5.0)
+    assert rate_at(10) == ("herd", 15.0)
+    assert rate_at(15) is None
+
+
+def _sample(job_id, phase, latency=10.0, status=202):
+    return Sample(0.0, latency, status, job_id if status == 202 else None, phase)
+
+
+def test_a_systems_figures_count_lost_repeated_and_slow_jobs_over_every_job_attempted():
+    from bench.compare import figures
+
+    samples = [_sample("a", "steady", 10), _sample("b", "steady", 20), _sample("c", "herd", 40)]
+    samples += [_sample(None, "herd", status=0)]  # an enqueue that got no answer
+    rows = {
+        "a": _row("a", 100.0, 100.01, 100.02),
+        "b": _row("b", 100.0, 100.05, 100.06),
+        "c": _row("c", 100.0, 102.0, 102.1),
+        "cron-1": _row("cron-1", 100.0, 100.1, 100.2),
+        "cron-2": _row("cron-2", 100.0, 100.1, None, status="dead"),
+    }
+    timeline = figures.Timeline(
+        samples, rows, ["cron-1", "cron-2"], crons_expected=3, runs={"c": 2}, outcome_writes={"b": 2, "a": 1}
+    )
+
+    found = figures.system_figures(timeline, {"emulator": 0.4, "workers": 0.4}, {"jobs_per_s": 50.0}, 3.0)
+
+    assert found["executed_pct"] == round(100 * 4 / 7, 2), "4 succeeded of 4 enqueues + 3 crons due"
+    assert found["lost"] == 2, "a cron recorded dead and one that never fired"
+    assert (found["ran_twice"], found["recorded_twice"]) == (1, 1)
+    assert found["enqueue_to_run_p99_ms_steady"] == pytest.approx(50.0)
+    assert found["enqueue_to_run_p99_ms"] == pytest.approx(2000.0)
+    assert found["herd_ratio"] == 2.0, "p99 during (40 ms) over before (20 ms); the failed send is not a latency"
+    assert found["cpu_ms_per_job"] == 200.0, "0.8 CPU-seconds over 4 jobs that succeeded"
+    assert found["cpu_ms_per_job_by_group"] == {"emulator": 100.0, "workers": 100.0}
+    assert (found["drain_jobs_per_s"], found["max_rate_at_slo"]) == (50.0, 3.0)
+
+
+def test_the_idle_background_comes_off_the_shared_processes_only_and_never_below_zero():
+    from bench.compare import figures
+
+    net = figures.net_cpu({"emulator": 1.0, "proxy": 0.01, "workers": 0.5}, {"emulator": 0.02, "proxy": 0.01}, 10.0)
+
+    assert net == pytest.approx({"emulator": 0.8, "proxy": 0.0, "workers": 0.5})
+
+
+def test_a_drain_is_jobs_from_the_first_start_to_the_last_finish_and_per_cpu_second():
+    from bench.compare import figures
+
+    rows = {"a": _row("a", 0.0, 10.0, 10.5), "b": _row("b", 0.0, 10.2, 12.0), "c": _row("c", 0.0, 11.0, None, "dead")}
+
+    drain = figures.drain_figures(rows, ["a", "b", "c", "missing"], cpu_seconds=0.5)
+
+    assert drain == {"jobs": 2, "seconds": 2.0, "jobs_per_s": 1.0, "cpu_ms_per_job": 250.0, "jobs_per_cpu_second": 4.0}
+
+
+def test_ratios_are_corral_over_each_other_system_and_the_targets_say_which_hold():
+    from bench.compare import figures
+
+    def system(cpu, rate, p99, steady, per_cpu, lost=0, twice=0):
+        return {
+            "cpu_ms_per_job": cpu,
+            "max_rate_at_slo": rate,
+            "enqueue_to_run_p99_ms": p99,
+            "enqueue_to_run_p99_ms_steady": steady,
+            "drain_jobs_per_cpu_second": per_cpu,
+            "lost": lost,
+            "recorded_twice": twice,
+        }
+
+    systems = {
+        "corral": system(30.0, 8.0, 200.0, 30.0, 100.0),
+        "bare": system(15.0, 10.0, 400.0, 20.0, 300.0),
+        "celery": system(20.0, None, 400.0, 100.0, 150.0, lost=7),
+    }
+
+    found = figures.ratios(systems)
+    met = figures.targets(found, systems)
+
+    assert found["cpu_per_job_corral_over_bare"] == 2.0
+    assert found["max_rate_corral_over_bare"] == 0.8
+    assert found["max_rate_corral_over_celery"] is None, "not measured is no ratio"
+    assert found["p99_steady_corral_over_bare"] == 1.5
+    assert found["p99_corral_over_celery"] == 0.5
+    assert [name for name, target in met.items() if target["met"]] == [
+        "max_rate_corral_over_bare",
+        "p99_corral_over_celery",
+        "corral_loses_nothing_records_nothing_twice",
+    ]
+    assert "cpu_per_job_corral_over_bare" in figures.table({}, found)
+
+
+def test_the_fault_proxy_counts_the_accepted_outcome_writes_of_one_tables_items():
+    from local.fault_proxy import _describe, successful_writes
+    from local.proxy_base import Request
+
+    def request(operation, body):
+        headers = {"X-Amz-Target": f"DynamoDB_20120810.{operation}"}
+        return Request("POST", "/", headers, json.dumps(body).encode())
+
+    put = {"TableName": "bare-jobs", "Item": {"pk": {"S": "job#a"}, "status": {"S": "succeeded"}}}
+    celery = {"TableName": "celery-compare", "Item": {"id": {"S": "celery-task-meta-x"}, "result": {"B": "e30="}}}
+    update = {
+        "TableName": "bare-jobs",
+        "Key": {"pk": {"S": "job#a"}},
+        "UpdateExpression": "SET #status = :s",
+        "ExpressionAttributeValues": {":s": {"S": "dead"}},
+    }
+    log = [
+        _describe(request("PutItem", put), "PutItem", 200, False),
+        _describe(request("PutItem", put), "PutItem", 200, False),
+        _describe(request("PutItem", put), "PutItem", 400, True),  # a blip's: not written
+        _describe(request("UpdateItem", update), "UpdateItem", 200, False),
+        _describe(request("GetItem", {"TableName": "bare-jobs", "Key": {"pk": {"S": "job#a"}}}), "GetItem", 200, False),
+        _describe(request("PutItem", celery), "PutItem", 200, False),
+    ]
+
+    assert sorted(successful_writes(log, "bare-jobs"), key=lambda w: w["operation"]) == [
+        {"pk": "job#a", "operation": "PutItem", "sets_status": "succeeded", "count": 2},
+        {"pk": "job#a", "operation": "UpdateItem", "sets_status": "dead", "count": 1},
+    ]
+    assert successful_writes(log, "celery-compare") == [
+        {"pk": "celery-task-meta-x", "operation": "PutItem", "sets_status": None, "count": 1}
+    ]
+
+
+def test_each_systems_runs_and_outcome_writes_are_counted_per_job():
+    from bench.compare import systems
+
+    writes = [
+        {"pk": "job#a", "operation": "UpdateItem", "sets_status": "running", "count": 2},
+        {"pk": "job#a", "operation": "UpdateItem", "sets_status": "succeeded", "count": 1},
+        {"pk": "job#b", "operation": "PutItem", "sets_status": "succeeded", "count": 2},
+    ]
+    lines = ["[..: WARNING/ForkPoolWorker-1] ran 1a-2b", "ran 1a-2b", "ran c3", "other line"]
+
+    assert systems.writes_by_item(writes, lambda w: w["sets_status"] in systems.FINAL) == {"job#a": 1, "job#b": 2}
+    assert systems.runs_in_log_lines(lines) == {"1a-2b": 2, "c3": 1}
+    assert systems.celery_task_id("b'celery-task-meta-1a-2b'") == "1a-2b"
+    assert systems.celery_task_id("celery-task-meta-1a-2b") == "1a-2b"
+
+
+def test_a_celery_result_reads_as_a_job_row():
+    from bench.compare import systems
+
+    meta = {
+        "status": "SUCCESS",
+        "result": {"payload": {"n": 1}, "enqueued_at": 10.0, "started_at": 10.5, "schedule": "herd1-00001"},
+        "date_done": "1970-01-01T00:00:11+00:00",
+        "task_id": "t-1",
+    }
+    item = {"id": {"S": "b'celery-task-meta-t-1'"}, "result": {"B": json.dumps(meta).encode()}}
+
+    row = systems.celery_row(item)
+
+    assert row == measure.JobRow("t-1", "succeeded", 1, 10.0, 10.5, 11.0, "herd1-00001")
+    failed = {**meta, "status": "FAILURE", "result": {"exc_type": "WorkerLostError"}}
+    assert systems.celery_row({**item, "result": {"B": json.dumps(failed).encode()}}).status == "dead"

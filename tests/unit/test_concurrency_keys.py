@@ -98,25 +98,29 @@ def test_the_api_takes_a_key_and_names_the_field_it_refuses(aws):
 
 
 def test_a_types_key_comes_from_the_payload_and_a_jobs_own_key_wins(monkeypatch):
-    _register(monkeypatch, "per-account", lambda p, c: p, concurrency_key=lambda p: p["account"], concurrency_limit=1)
+    _register(monkeypatch, "per-account", lambda p, c: p, concurrency_key="account", concurrency_limit=1)
     message = JobMessage(
         id="j", tenant="acme", type="per-account", payload={"account": "a1"}, max_attempts=1, enqueued_at=1
     )
 
     assert concurrency_of(message) == Concurrency("a1", 1)
     assert concurrency_of(JobMessage(**{**message.__dict__, "concurrency": KEY})) == KEY
-    with pytest.raises(KeyUnreadable, match="KeyError"):
-        concurrency_of(JobMessage(**{**message.__dict__, "payload": {}}))
+    assert concurrency_of(JobMessage(**{**message.__dict__, "payload": {"account": 42}})) == Concurrency("42", 1)
+    for payload in ({}, {"account": ""}, {"account": None}, {"account": True}, "a1", {"account": "x" * 129}):
+        with pytest.raises(KeyUnreadable, match="payload field 'account'"):
+            concurrency_of(JobMessage(**{**message.__dict__, "payload": payload}))
 
 
 def test_a_type_declares_its_key_and_limit_together():
     with pytest.raises(ValueError, match="concurrency_limit"):
-        job_types.job_type("half-declared", concurrency_key=lambda p: "k")
+        job_types.job_type("half-declared", concurrency_key="account")
     with pytest.raises(ValueError, match="concurrency_key"):
         job_types.job_type("limit-only", concurrency_limit=2)
-    declared = job_types.JobType(name="x", run=lambda p, c: p, concurrency_key=lambda p: "k", concurrency_limit=4)
-    assert declared.declaration()["concurrency_key"] == "per job"
-    assert declared.declaration()["concurrency_limit"] == 4
+    with pytest.raises(ValueError, match="must name a payload field"):  # code would not reach the worker
+        job_types.job_type("a-function", concurrency_key=lambda p: "k", concurrency_limit=2)
+    declared = job_types.JobType(name="x", run=lambda p, c: p, concurrency_key="account", concurrency_limit=4)
+    # The worker holds the declaration, not the code: the key is data in it, read back as it was.
+    assert (declared.declaration()["concurrency_key"], declared.declaration()["concurrency_limit"]) == ("account", 4)
 
 
 # --- the worker ----------------------------------------------------------------------------------
@@ -137,7 +141,7 @@ def test_a_batchs_jobs_of_one_key_run_at_most_limit_at_once_passing_their_slots_
 
 def test_a_types_key_limits_each_payloads_key_apart(aws, monkeypatch):
     slow = _Overlap(0.3)
-    _register(monkeypatch, "per-account", slow, concurrency_key=lambda p: p["account"], concurrency_limit=1)
+    _register(monkeypatch, "per-account", slow, concurrency_key="account", concurrency_limit=1)
     messages = _send(aws, "acme", "per-account", [{"account": "a"}] * 3 + [{"account": "b"}] * 3)
 
     started = time.monotonic()
@@ -213,7 +217,7 @@ def test_while_the_store_fails_a_keyed_job_waits_and_an_unkeyed_one_runs_unclaim
 
 
 def test_a_payload_the_types_key_cannot_read_ends_dead_in_the_dlq(aws, monkeypatch):
-    _register(monkeypatch, "per-account", lambda p, c: p, concurrency_key=lambda p: p["account"], concurrency_limit=1)
+    _register(monkeypatch, "per-account", lambda p, c: p, concurrency_key="account", concurrency_limit=1)
     (message,) = _send(aws, "acme", "per-account", [{"no": "account"}])
 
     poll(aws)

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _everything_set() -> FunctionEnv:
     return FunctionEnv(
+        stage="prod",
         table="t",
         queue_url="https://sqs/q",
         dlq_url="https://sqs/d",
@@ -34,6 +35,7 @@ def _everything_set() -> FunctionEnv:
         http_private_hosts=("billing.internal", "crm.corp"),
         http_timeout_seconds=12.5,
         jobs_package="jobs,chaos_jobs",
+        jobs_function="corral-jobcode",
         lambda_targets=("reports-*=acme|globex", "arn:aws:lambda:eu-west-1:123456789012:function:etl=*"),
     )
 
@@ -49,6 +51,19 @@ def test_each_field_travels_in_its_own_corral_variable():
     assert sorted(names) == sorted(environment.variable(spec.name) for spec in fields(FunctionEnv))
     assert all(re.fullmatch(r"CORRAL_[A-Z0-9_]+", name) for name in names)
     assert _everything_set().as_environment()["CORRAL_HTTP_PRIVATE_HOSTS"] == "billing.internal,crm.corp"
+
+
+def test_a_stage_names_the_table_and_schedule_group_it_is_not_given():
+    """The CLI pointed at a staged deployment (its stage in the environment) finds that stage's resources."""
+    staged = FunctionEnv.from_environment({environment.variable("stage"): "prod"})
+    assert (staged.table, staged.schedule_group) == ("corral-prod-jobs", "corral-prod")
+    assert (staged.names.queue, staged.names.worker_function) == ("corral-prod-jobs", "corral-prod-worker")
+    unstaged = FunctionEnv.from_environment({})
+    assert (unstaged.table, unstaged.schedule_group, unstaged.names.worker_function) == (
+        "corral-jobs",
+        "corral",
+        "corral-worker",
+    )
 
 
 def test_unset_cache_endpoints_are_left_out():

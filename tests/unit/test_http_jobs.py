@@ -9,6 +9,7 @@ import time
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from standardwebhooks.webhooks import Webhook
 
 from client.signatures import SignatureVerificationError, verify_signature
 from shared import environment, settings
@@ -76,6 +77,8 @@ def test_a_2xx_answer_is_the_result_and_the_request_is_signed_with_the_tenants_s
     assert request.headers["host"] == f"127.0.0.1:{server.port}"
     secrets = [s.secret for s in signing_secrets.active("acme")]
     assert verify_signature(request.headers, request.body, secrets, method="POST", url=server.url(path)) <= time.time()
+    assert request.headers["webhook-id"] == "jt-http-1"  # the job id: the same on every attempt
+    Webhook(secrets[0]).verify(request.body, request.headers, json_parse=False)  # Standard Webhooks' own library
 
 
 def test_the_v2_signature_binds_the_url_method_and_job_id_the_worker_called(server, local_profile):

@@ -6,7 +6,7 @@ import pytest
 
 from shared import environment
 from shared.environment import FunctionEnv
-from shared.jobs import job_types
+from shared.jobs import job_types, time_limit
 from shared.model import JobMessage, Status
 from shared.store import job_store
 from shared.worker import deadline
@@ -53,7 +53,7 @@ def _deliver(message: JobMessage) -> str:
 def test_run_within_ends_an_attempt_on_time_even_while_its_job_blocks():
     started = time.monotonic()
     with pytest.raises(job_types.JobTimedOut, match="timed out after 1 s"):
-        deadline.run_within(1, lambda: time.sleep(3))
+        time_limit.run_within(1, lambda: time.sleep(3))
     assert time.monotonic() - started < 2
 
 
@@ -65,20 +65,20 @@ def test_run_within_stops_a_busy_python_job_at_its_timeout():
             spins.append(1)
             spins.clear()
 
-    detached_before = deadline.detached_jobs()
+    detached_before = time_limit.detached_jobs()
     with pytest.raises(job_types.JobTimedOut):
-        deadline.run_within(0.3, spin)
-    assert deadline.detached_jobs() == detached_before  # it stopped within the grace: nothing left running
+        time_limit.run_within(0.3, spin)
+    assert time_limit.detached_jobs() == detached_before  # it stopped within the grace: nothing left running
 
 
 def test_run_within_returns_what_the_job_returns_and_raises_what_it_raises():
-    assert deadline.run_within(1, lambda: 42) == 42
+    assert time_limit.run_within(1, lambda: 42) == 42
     with pytest.raises(ZeroDivisionError):
-        deadline.run_within(1, lambda: 1 / 0)
+        time_limit.run_within(1, lambda: 1 / 0)
 
 
 def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
-    detached_before = deadline.detached_jobs()
+    detached_before = time_limit.detached_jobs()
     started = time.monotonic()
     with pytest.raises(RetryLater):
         _deliver(_message("sleep", {"seconds": 5}, timeout_seconds=1))
@@ -87,7 +87,7 @@ def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
     record = job_store.get("jt-sleep")
     assert record.status is Status.FAILED
     assert record.error == "timed out after 1 s"
-    assert deadline.detached_jobs() == detached_before  # the built-in sleep naps in slices: it stopped
+    assert time_limit.detached_jobs() == detached_before  # the built-in sleep naps in slices: it stopped
 
 
 def test_a_job_that_catches_exception_is_still_stopped(aws):

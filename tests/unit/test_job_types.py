@@ -24,10 +24,12 @@ def _package(tmp_path: Path, name: str, source: str) -> jobs_package.JobsPackage
 
 
 def _registry(package: jobs_package.JobsPackage) -> list[dict]:
+    """As the stack loads a customer's package at synth: from the jobs function's asset, beside the platform's."""
     layers = [bundling.dependencies_layer_dir()]
     if package.requirements:
         layers.append(bundling.jobs_layer_dir(package.requirements))
-    return jobs_package.registry(bundling.code_dir([package.path]), layers, [package])
+    code_dirs = [bundling.code_dir(), bundling.jobs_code_dir([package.path])]
+    return jobs_package.registry(code_dirs, layers, [package])
 
 
 def test_the_example_package_registers_its_types_with_their_options():

@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from shared import environment
+from shared import environment, settings
+from shared.aws import lambda_clients
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, JobSpec, Status
 from shared.schedules import customer_schedules
 from shared.store import job_store
-from shared.targets import lambda_allowlist, lambda_invoke
+from shared.targets import lambda_allowlist
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 
@@ -55,7 +56,7 @@ class FakeLambda:
 def fake_lambda(aws, monkeypatch) -> FakeLambda:
     environment.change(lambda_targets=ALLOW_LIST)
     fake = FakeLambda()
-    monkeypatch.setattr(lambda_invoke, "_client", lambda seconds: fake)
+    monkeypatch.setattr(lambda_clients, "reading", lambda seconds: fake)
     return fake
 
 
@@ -102,6 +103,9 @@ def test_an_entry_names_its_tenants_or_every_tenant_explicitly():
         "corral-?????",
         "arn:aws:lambda:*:*:function:*",
         "arn:aws:lambda:eu-west-1:123456789012:function:corral-worker",
+        settings.JOBS_FUNCTION,  # the jobs function runs customers' code for the worker
+        "corral-job*",
+        "*code",
     ],
 )
 def test_no_pattern_may_match_corrals_own_functions(pattern):
@@ -169,7 +173,13 @@ def test_a_schedule_of_a_lambda_job_is_checked_for_its_tenant(scheduler_env, fak
 
 @pytest.mark.parametrize(
     "function",
-    ["corral-worker", "corral-api:live", "arn:aws:lambda:us-east-1:123456789012:function:corral-worker"],
+    [
+        "corral-worker",
+        "corral-api:live",
+        "arn:aws:lambda:us-east-1:123456789012:function:corral-worker",
+        settings.JOBS_FUNCTION,
+        f"{settings.JOBS_FUNCTION}:1",
+    ],
 )
 def test_corrals_own_functions_are_refused_at_enqueue_before_the_list_is_read(aws, function):
     environment.change(lambda_targets=("*=*",))  # an entry the synth refuses: the functions' check does not rely on it
@@ -269,6 +279,17 @@ def test_the_worker_refuses_its_own_functions_whatever_the_list_says(fake_lambda
     assert "corral's own functions" in job_store.get("jt-lambda-1").error
 
 
+def test_a_tenant_cannot_send_its_own_job_to_the_jobs_function(fake_lambda):
+    # The jobs function runs whatever type and tenant its request names: only the worker may ask.
+    environment.change(lambda_targets=("*=*",), jobs_function=settings.JOBS_FUNCTION)
+    forged = {"type": "render_email", "payload": {}, "job_id": "jt-x", "tenant": "globex"}
+
+    assert _run("mallory", {"function": settings.JOBS_FUNCTION, "input": forged}, job_id="jt-lambda-2") == "dead"
+
+    assert fake_lambda.calls == []
+    assert "corral's own functions" in job_store.get("jt-lambda-2").error
+
+
 # What a failed invoke tells the tenant ----------------------------------------------------------------
 
 _ARN = "arn:aws:lambda:us-east-1:123456789012:function:reports-missing"
@@ -313,6 +334,6 @@ def test_an_unknown_error_code_and_a_timeout_say_nothing_of_the_account(fake_lam
 
 def test_an_invoke_reuses_a_kept_client_whose_read_timeout_covers_the_job(aws):
     # Made per invoke, a client cost ~40-100 ms of the worker's CPU per job (docs/decisions/customer-code-fence.md).
-    first, second = lambda_invoke._client(50.3), lambda_invoke._client(61.0)
+    first, second = lambda_clients.reading(50.3), lambda_clients.reading(61.0)
     assert first is second and first.meta.config.read_timeout == 64
-    assert lambda_invoke._client(3.2).meta.config.read_timeout == 4
+    assert lambda_clients.reading(3.2).meta.config.read_timeout == 4

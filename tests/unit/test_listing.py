@@ -292,6 +292,39 @@ def test_stats_say_when_they_are_sampled(aws, monkeypatch):
     assert (figures.records_read, figures.sampled, figures.counts["succeeded"]) == (3, True, 3)
 
 
+def test_stats_are_answered_from_a_read_made_moments_ago(call_api, monkeypatch):
+    _run()
+    assert call_api("GET", "/v1/stats", query={"window_seconds": 60})[1]["counts"]["succeeded"] == 1
+    _run()
+    assert call_api("GET", "/v1/stats", query={"window_seconds": 60})[1]["counts"]["succeeded"] == 1
+    assert call_api("GET", "/v1/stats", query={"window_seconds": 61})[1]["counts"]["succeeded"] == 2  # its own read
+    assert call_api("GET", "/v1/stats", query={"window_seconds": 60}, tenant="other")[1]["counts"]["succeeded"] == 0
+
+    monkeypatch.setattr(settings, "STATS_CACHE_SECONDS", 0)
+    assert call_api("GET", "/v1/stats", query={"window_seconds": 60})[1]["counts"]["succeeded"] == 2
+
+
+def test_reads_of_a_tenants_whole_index_are_metered_and_other_reads_are_not(call_api, monkeypatch):
+    # L-h: a loop of stats or filtered listings (up to 5,000 / 1,000 index entries each) would throttle
+    # the index every tenant shares.
+    monkeypatch.setattr(settings, "HEAVY_READS_BURST", 3)
+    monkeypatch.setattr(settings, "HEAVY_READS_PER_SECOND", 0.01)
+    answers = [call_api("GET", "/v1/stats", query={"window_seconds": 60 + n}) for n in range(2)]
+    answers.append(call_api("GET", "/v1/jobs", query={"status": "dead"}))
+    assert [status for status, _ in answers] == [200, 200, 200]
+
+    refused = [
+        call_api("GET", "/v1/stats", query={"window_seconds": 70}),
+        call_api("GET", "/v1/jobs", query={"type": "echo"}),
+    ]
+    for status, body in refused:
+        assert (status, body["error"]) == (429, "rate_limited")
+        assert "read rate limit" in body["message"] and body["retry_after_seconds"] >= 1
+    assert call_api("GET", "/v1/stats", query={"window_seconds": 60})[0] == 200  # read moments ago: no read
+    assert call_api("GET", "/v1/jobs")[0] == 200  # unfiltered: reads what it answers
+    assert call_api("GET", "/v1/stats", query={"window_seconds": 70}, tenant="other")[0] == 200  # its own meter
+
+
 def test_the_openapi_documents_the_new_routes(call_api):
     _status, schema = call_api("GET", "/v1/openapi.json")
     for path in ("/v1/jobs", "/v1/jobs/{job_id}/cancel", "/v1/jobs/{job_id}/retry", "/v1/jobs:retry", "/v1/stats"):

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -25,6 +26,9 @@ from tests.unit import worker_harness
 from tests.unit.worker_harness import receive
 
 FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
+
+
+_FIRINGS_PER_HOUR = 1  # what a rate(1 hour) schedule weighs in the firings budget
 
 
 def _schedule(name: str, timeout_seconds: int | None = None) -> customer_schedules.ScheduleRequest:
@@ -111,7 +115,7 @@ def test_units_are_taken_up_to_the_limit_and_the_refusal_names_quota_and_count(a
 
     assert refused.value.retry_can_help
     assert refused.value.message == "schedule quota reached: 2 of 2 (max_schedules)"
-    assert quotas.usage("acme") == {"schedules": 2, "far_future_jobs": 0}
+    assert quotas.usage("acme") == {"schedules": 2, "far_future_jobs": 0, "firings_per_hour": 0}
     assert quotas.usage("globex")["schedules"] == 0
 
 
@@ -235,7 +239,7 @@ def test_a_schedule_scheduler_refuses_gives_its_unit_back(scheduler_env, monkeyp
     def refuse(*_args: Any, **_kwargs: Any) -> None:
         raise customer_schedules.eventbridge.Rejected("expression", "ValidationException: nope")
 
-    monkeypatch.setattr(customer_schedules.eventbridge, "create", refuse)
+    monkeypatch.setattr(customer_schedules.eventbridge, "create_schedule", refuse)
     with pytest.raises(InvalidRequest):
         customer_schedules.create("acme", _schedule("a"))
     assert quotas.usage("acme")["schedules"] == 0
@@ -427,11 +431,28 @@ def test_a_recount_restores_counters_from_the_items_and_drops_holds_of_lost_firi
     kept = _far_job()
     # A firing Scheduler gave up on: its schedule is gone (deleted after completion), its message never arrived.
     scheduler_env["scheduler"].delete_schedule(Name=f"d-{lost.id}", GroupName=settings.SCHEDULE_GROUP)
-    quotas.set_usage("acme", {"schedules": 9, "far_future_jobs": 0})  # drifted
+    quotas.set_usage("acme", {"schedules": 9, "far_future_jobs": 0, "firings_per_hour": 500})  # drifted
 
     done = recount.recount("acme", prune=True, now=lost.enqueued_at + FAR + recount.STALE_AFTER_SECONDS + 1)
 
-    assert done.before == {"schedules": 9, "far_future_jobs": 0}
-    assert done.after == {"schedules": 2, "far_future_jobs": 1} == quotas.usage("acme")
+    assert done.before == {"schedules": 9, "far_future_jobs": 0, "firings_per_hour": 500}
+    hourly = 2 * _FIRINGS_PER_HOUR  # what the two schedules weigh
+    assert done.after == {"schedules": 2, "far_future_jobs": 1, "firings_per_hour": hourly} == quotas.usage("acme")
     assert done.pruned == [lost.id]
     assert [hold["job_id"] for hold in far_future.held("acme")] == [kept.id]
+
+
+def test_a_first_read_of_a_tenants_limits_makes_one_attempt_and_falls_back_to_the_defaults(aws, monkeypatch):
+    # Retried through a store blip, this read held a worker's batch (and an enqueue) for seconds.
+    attempts: list[str] = []
+
+    class Throttled:
+        def get_item(self, **_: object) -> None:
+            attempts.append("get_item")
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "GetItem")
+
+    monkeypatch.setattr(tenant_items, "single_attempt_client", lambda service: Throttled())
+    monkeypatch.setattr(tenant_items, "client", lambda service: pytest.fail("a retrying client on the first read"))
+
+    assert quotas.limits_for("never-read-here") == quotas.DEFAULTS
+    assert attempts == ["get_item"]

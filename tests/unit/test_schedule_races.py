@@ -1,4 +1,5 @@
-"""A create and a delete of one schedule racing, interleaved at every AWS call, against moto.
+"""Two requests about one schedule racing, interleaved at every AWS call, against moto: a create and a
+delete; an update and a delete; two updates.
 
 Each request runs on its own thread; before each of its AWS calls (DynamoDB or Scheduler) it stops
 until the test lets it through, so hypothesis chooses the order of every step of the two. It may
@@ -6,13 +7,15 @@ also make one call fail: before AWS acts ("before": an outage), after AWS acted 
 answer lost to a timeout), or by killing the request there ("crash": no error handling runs).
 
 The property, once both are over: the Scheduler schedule exists exactly when the record exists and
-is active, exactly when the tenant holds a unit of its schedule quota. Without a fault it holds at
-once; after a fault it holds once the next request about that name has run past the lease
-(`customer_schedules.get` here), as a client retrying or an operator's recount would.
+is active, exactly when the tenant holds a unit of its schedule quota; and an active record says what
+the Scheduler schedule does (its payload). Without a fault it holds at once; after a fault it holds
+once the next request about that name has run past the lease (`customer_schedules.get` here), as a
+client retrying or an operator's recount would.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -27,14 +30,14 @@ from hypothesis import strategies as st
 from moto.core.botocore_stubber import BotocoreStubber
 
 from shared import settings as corral_settings
-from shared.errors import Conflict
+from shared.errors import Conflict, NotFound
 from shared.model import JobSpec
 from shared.schedules import customer_schedules
 from shared.store import schedule_items
 from shared.tenants import quotas, rate_limit
 
 NAME = "nightly"
-CREATE, DELETE = 0, 1
+CREATE, DELETE, UPDATE, UPDATE_AGAIN = 0, 1, 2, 3
 
 
 class Crash(BaseException):
@@ -43,7 +46,7 @@ class Crash(BaseException):
 
 @dataclass(frozen=True)
 class Fault:
-    actor: int  # CREATE or DELETE
+    actor: int  # CREATE, DELETE, UPDATE or UPDATE_AGAIN
     call: int  # its n-th AWS call (0-based)
     kind: str  # "before", "after" or "crash"
 
@@ -62,7 +65,7 @@ class Interleaving:
     waiting: set[int] = field(default_factory=set)
     done: set[int] = field(default_factory=set)
     granted: int | None = None
-    calls: dict[int, int] = field(default_factory=lambda: {CREATE: 0, DELETE: 0})
+    calls: dict[int, int] = field(default_factory=lambda: dict.fromkeys((CREATE, DELETE, UPDATE, UPDATE_AGAIN), 0))
     turn: threading.Condition = field(default_factory=threading.Condition)
 
     def call(self, proceed: Callable[[], Any], operation: str) -> Any:
@@ -151,6 +154,14 @@ def _request() -> customer_schedules.ScheduleRequest:
     return customer_schedules.ScheduleRequest(name=NAME, expression="rate(1 hour)", job=JobSpec("echo"))
 
 
+def _assert_the_budget_counts_what_the_record_holds(tenant: str) -> None:
+    record = schedule_items.get(tenant, NAME)
+    held = 0 if record is None else record.held
+    assert quotas.usage(tenant)["firings_per_hour"] == held, {"counted": quotas.usage(tenant), "held": held}
+    if record is not None and record.current_state is schedule_items.State.ACTIVE:
+        assert held == record.definition.firings_per_hour
+
+
 def _state(scheduler_env: dict[str, Any], tenant: str) -> tuple[bool, bool, int, bool]:
     """(Scheduler schedule exists, record exists and is active, units held, record exists)."""
     try:
@@ -174,6 +185,13 @@ def _assert_whole_or_none(scheduler_env: dict[str, Any], tenant: str) -> None:
         "record": recorded,
     }
     assert units in (0, 1)
+    if active:  # the record says what Scheduler fires
+        entry = scheduler_env["scheduler"].get_schedule(
+            Name=customer_schedules.scheduler_name(tenant, NAME), GroupName=corral_settings.SCHEDULE_GROUP
+        )
+        assert json.loads(entry["Target"]["Input"])["payload"] == schedule_items.get(tenant, NAME).job["payload"]
+        assert entry["ScheduleExpression"] == schedule_items.get(tenant, NAME).expression
+    _assert_the_budget_counts_what_the_record_holds(tenant)
 
 
 _FAULTS = st.none() | st.builds(
@@ -209,6 +227,48 @@ def test_a_create_and_a_delete_racing_leave_the_schedule_its_record_and_its_unit
         if isinstance(outcome, BaseException) and not faulted:
             assert isinstance(outcome, Conflict), outcome
     if faulted:  # the next request about that name, once the failed one's lease is over, finishes its work
+        _clock_ahead[0] += getattr(corral_settings, "SCHEDULE_CHANGE_LEASE_SECONDS", 60) + 1
+        customer_schedules.get(tenant, NAME)
+    _assert_whole_or_none(interleaved, tenant)
+
+
+_UPDATES = st.none() | st.builds(
+    Fault,
+    actor=st.sampled_from([UPDATE, DELETE]),
+    call=st.integers(min_value=0, max_value=8),
+    kind=st.sampled_from(["before", "after", "crash"]),
+)
+
+
+def _update(tenant: str, by: int) -> Callable[[], Any]:
+    """An update of the payload and the expression, so that what the record holds of the firings budget
+    moves too (rate(1 hour) weighs 1, these 60 and 12)."""
+    expression = "rate(1 minute)" if by == UPDATE else "rate(5 minutes)"
+    return lambda: customer_schedules.update(tenant, NAME, {"job": {"payload": {"by": by}}, "expression": expression})
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fault=_UPDATES, against=st.sampled_from([DELETE, UPDATE_AGAIN]), data=st.data())
+def test_an_update_racing_a_delete_or_an_update_leaves_the_record_saying_what_scheduler_fires(
+    interleaved, fault, against, data
+):
+    tenant = f"t{uuid.uuid4().hex[:12]}"
+    rate_limit.check(tenant)
+    customer_schedules.create(tenant, _request())
+    if fault is not None and fault.actor == DELETE:
+        fault = Fault(against, fault.call, fault.kind)
+    interleaving = Interleaving(pick=lambda waiting: data.draw(st.sampled_from(waiting)), fault=fault)
+    _current[0] = interleaving
+    other = (lambda: customer_schedules.delete(tenant, NAME)) if against == DELETE else _update(tenant, UPDATE_AGAIN)
+
+    outcomes = interleaving.run({UPDATE: _update(tenant, UPDATE), against: other})
+    _current[0] = None
+
+    faulted = fault is not None and interleaving.calls[fault.actor] > fault.call
+    for outcome in outcomes.values():
+        if isinstance(outcome, BaseException) and not faulted:
+            assert isinstance(outcome, Conflict | NotFound), outcome
+    if faulted:
         _clock_ahead[0] += getattr(corral_settings, "SCHEDULE_CHANGE_LEASE_SECONDS", 60) + 1
         customer_schedules.get(tenant, NAME)
     _assert_whole_or_none(interleaved, tenant)

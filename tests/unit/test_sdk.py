@@ -62,7 +62,7 @@ def stub() -> Iterator[Stub]:
             self.end_headers()
             self.wfile.write(data)
 
-        do_GET = do_POST = do_DELETE = _answer
+        do_GET = do_POST = do_DELETE = do_PATCH = _answer
 
         def log_message(self, *_args: Any) -> None:
             pass
@@ -250,6 +250,48 @@ def test_schedules_list_follows_the_cursor_and_sends_a_timeout(stub, corral):
     assert [s["name"] for s in corral.schedules.list(page_size=2)] == ["a", "b", "c"]
     assert stub.requests[1].query == {"limit": ["2"]}
     assert stub.requests[2].query == {"limit": ["2"], "cursor": ["s1"]}
+
+
+def test_schedule_changes_send_what_the_api_takes(stub, corral):
+    stub.default = lambda seen: (
+        200,
+        {"name": "nightly", "state": "paused" if seen.path.endswith(":pause") else "enabled"},
+    )
+
+    corral.schedules.update("nightly", job={"payload": {"day": "today"}}, end=None, overlap="skip")
+    assert corral.schedules.pause("nightly", note="incident 42")["state"] == "paused"
+    corral.schedules.resume("nightly")
+
+    update, pause, resume = stub.requests
+    assert (update.method, update.path) == ("PATCH", "/v1/schedules/nightly")
+    assert update.body == {"job": {"payload": {"day": "today"}}, "end": None, "overlap": "skip"}
+    assert (pause.path, pause.body) == ("/v1/schedules/nightly:pause", {"note": "incident 42"})
+    assert (resume.method, resume.path) == ("POST", "/v1/schedules/nightly:resume")
+
+
+def test_a_trigger_retried_carries_the_same_idempotency_key_and_reads_either_answer(stub, corral, slept):
+    stub.replies = [
+        (503, {"error": "unavailable", "message": "queue unavailable"}),
+        (202, {"id": "jk-run", "status": "queued"}),
+        (200, {"id": "jk-other", "status": "skipped", "reason": "overlap skip: ..."}),
+    ]
+    assert corral.schedules.trigger("nightly") == {"id": "jk-run", "status": "queued"}
+    first, second = stub.requests
+    assert first.path == "/v1/schedules/nightly:trigger"
+    assert first.body == second.body and first.body["idempotency_key"].startswith("sdk-")
+
+    assert corral.schedules.trigger("nightly", idempotency_key="deploy-17")["status"] == "skipped"
+    assert stub.requests[2].body == {"idempotency_key": "deploy-17"}
+
+
+def test_a_backfill_is_retried_as_it_is_safe_to_repeat(stub, corral, slept):
+    runs = [{"id": "js-1", "scheduled_for": "2026-12-01T00:00:00Z"}]
+    stub.replies = ["drop", (202, {"runs": runs})]
+
+    assert corral.schedules.backfill("nightly", "2026-12-01T00:00:00Z", "2026-12-01T00:01:00Z") == runs
+    first, second = stub.requests
+    assert first.path == "/v1/schedules/nightly:backfill"
+    assert first.body == second.body == {"start": "2026-12-01T00:00:00Z", "end": "2026-12-01T00:01:00Z"}
 
 
 def test_a_quota_refusal_is_raised_at_once_not_retried(stub, corral):

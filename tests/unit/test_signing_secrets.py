@@ -2,9 +2,14 @@
 and the signature scheme, checked from both ends: the worker's header against the client's
 verify_signature (v2 binds the method, URL and job id; v1 only the timestamp and body)."""
 
+import base64
 import random
+import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from client.signatures import (
     SignatureVerificationError,
@@ -14,13 +19,14 @@ from client.signatures import (
     verify_signature,
 )
 from shared import environment, settings
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
 from shared.targets.http_policy import TargetPolicy, check_url
 
 DAY = 86_400
 URL = "https://hooks.example.com/invoices?ref=7"
+ORIGIN = "https://hooks.example.com"
 JOB = {"Corral-Job-Id": "jt-1"}
 
 
@@ -105,13 +111,13 @@ def test_a_secret_already_past_its_rotation_grace_is_not_found_and_the_new_one_i
 def test_the_worker_stops_signing_with_an_expired_secret_within_its_cache_bound(aws, monkeypatch):
     [old] = signing_secrets.active("acme")
     signing_secrets.rotate("acme")
-    assert old.secret in signing_secrets.for_signing("acme")
+    assert old.secret in signing_secrets.for_signing("acme", ORIGIN)
 
     signing_secrets.expire("acme", old.id)
 
     monkeypatch.setattr(settings, "SIGNING_SECRETS_CACHE_SECONDS", 0)
-    assert old.secret not in signing_secrets.for_signing("acme")
-    assert len(signing_secrets.for_signing("acme")) == 1
+    assert old.secret not in signing_secrets.for_signing("acme", ORIGIN)
+    assert len(signing_secrets.for_signing("acme", ORIGIN)) == 1
 
 
 def test_the_worker_signs_with_every_valid_secret_and_each_verifies(aws):
@@ -120,7 +126,7 @@ def test_the_worker_signs_with_every_valid_secret_and_each_verifies(aws):
     body = b'{"invoice": 42}'
 
     header = signing_secrets.signature_header(
-        signing_secrets.for_signing("acme"), 1_700_000_000, body, method="POST", url=URL, job_id="jt-1"
+        signing_secrets.for_signing("acme", ORIGIN), 1_700_000_000, body, method="POST", url=URL, job_id="jt-1"
     )
 
     assert header.startswith("t=1700000000,v1=") and header.count("v1=") == 2 and header.count("v2=") == 2
@@ -131,12 +137,12 @@ def test_the_worker_signs_with_every_valid_secret_and_each_verifies(aws):
 
 
 def test_the_worker_cache_picks_a_rotation_up_within_its_bound(aws, monkeypatch):
-    signing_secrets.for_signing("acme")
+    signing_secrets.for_signing("acme", ORIGIN)
     signing_secrets.rotate("acme")
 
-    assert len(signing_secrets.for_signing("acme")) == 1  # cached
+    assert len(signing_secrets.for_signing("acme", ORIGIN)) == 1  # cached
     monkeypatch.setattr(settings, "SIGNING_SECRETS_CACHE_SECONDS", 0)
-    assert len(signing_secrets.for_signing("acme")) == 2
+    assert len(signing_secrets.for_signing("acme", ORIGIN)) == 2
 
 
 def _signed(secret: str, timestamp: int, body: bytes, method: str = "POST", url: str = URL) -> dict[str, str]:
@@ -386,3 +392,139 @@ def test_the_example_receiver_accepts_a_signed_request_and_refuses_a_forged_a_re
     finally:
         server.shutdown()
         server.server_close()
+
+
+# Standard Webhooks ------------------------------------------------------------------------------------
+
+
+def test_secrets_are_issued_in_the_standard_webhooks_form(aws):
+    [secret] = signing_secrets.active("acme")
+    key = signing_secrets.standard_key(secret.secret)
+
+    assert secret.secret.startswith("whsec_") and key is not None and len(key) == 32
+    assert base64.b64decode(secret.secret.removeprefix("whsec_"), validate=True) == key
+
+
+def test_a_secret_issued_before_the_standard_form_signs_corral_signature_only():
+    legacy = "whsec_" + "Ab-_" * 10 + "xyz"  # secrets.token_urlsafe(32): 43 URL-safe characters
+
+    assert signing_secrets.standard_key(legacy) is None
+    assert signing_secrets.standard_signature([legacy], "jt-1", 1_700_000_000, b"{}") is None
+
+
+@given(
+    st.binary(max_size=2_000),
+    st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=60),
+    st.lists(st.binary(min_size=24, max_size=64), min_size=1, max_size=3),
+)
+def test_the_standard_webhooks_library_verifies_every_signature_the_worker_makes(body, job_id, keys):
+    secrets_ = ["whsec_" + base64.b64encode(key).decode() for key in keys]
+    timestamp = int(time.time())
+    headers = {
+        "webhook-id": job_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signing_secrets.standard_signature(secrets_, job_id, timestamp, body),
+    }
+
+    for secret in secrets_:  # a receiver on any one of the valid secrets (a rotation) accepts it
+        Webhook(secret).verify(body, headers, json_parse=False)
+    with pytest.raises(WebhookVerificationError):
+        Webhook("whsec_" + base64.b64encode(b"another key of 24 bytes!").decode()).verify(
+            body, headers, json_parse=False
+        )
+    with pytest.raises(WebhookVerificationError):
+        Webhook(secrets_[0]).verify(body + b"!", headers, json_parse=False)
+
+
+# Per-destination secrets -------------------------------------------------------------------------------
+
+
+def test_a_destinations_secrets_alone_sign_its_requests_and_the_unbound_ones_sign_the_rest(aws):
+    [unbound] = signing_secrets.active("acme", now=1000.0)
+    [own, _] = signing_secrets.rotate("acme", now=2000.0, destination=ORIGIN)
+
+    assert own.destination == ORIGIN
+    assert signing_secrets.for_signing("acme", ORIGIN) == [own.secret]
+    assert signing_secrets.for_signing("acme", "https://other.example.com") == [unbound.secret]
+    assert signing_secrets.for_signing("acme", "http://hooks.example.com") == [unbound.secret]  # another origin
+
+
+def test_a_destinations_rotation_and_expiry_leave_the_other_sets_as_they_were(aws):
+    [unbound] = signing_secrets.active("acme", now=1000.0)
+    [first, _] = signing_secrets.rotate("acme", now=2000.0, destination=ORIGIN)
+    rotated = signing_secrets.rotate("acme", now=3000.0, destination=ORIGIN)
+
+    assert [s.id for s in rotated] == [rotated[0].id, first.id, unbound.id]  # newest first
+    assert rotated[1].expires_at == 3000.0 + settings.SIGNING_SECRET_GRACE_SECONDS
+    assert rotated[2].expires_at is None  # the unbound set is not rotated by a destination's rotation
+    after_unbound_rotation = {s.id: s.expires_at for s in signing_secrets.rotate("acme", now=4000.0)}
+    assert after_unbound_rotation[first.id] == 3000.0 + settings.SIGNING_SECRET_GRACE_SECONDS  # untouched
+    assert after_unbound_rotation[rotated[0].id] is None
+    assert after_unbound_rotation[unbound.id] == 4000.0 + settings.SIGNING_SECRET_GRACE_SECONDS
+
+    signing_secrets.expire("acme", first.id, now=5000.0)
+    left = signing_secrets.expire("acme", rotated[0].id, now=5000.0)  # a destination's last may go
+
+    assert all(secret.destination is None for secret in left)
+    signing_secrets._cache.clear()
+    assert signing_secrets.for_signing("acme", ORIGIN) == [s.secret for s in left if s.expires_at is None]
+
+
+def test_destinations_are_bounded_per_tenant(aws, monkeypatch):
+    monkeypatch.setattr(settings, "SIGNING_SECRET_DESTINATIONS_MAX", 2)
+    for host in ("a", "b"):
+        signing_secrets.rotate("acme", destination=f"https://{host}.example.com")
+    signing_secrets.rotate("acme", destination="https://a.example.com")  # a known destination rotates
+
+    with pytest.raises(Conflict, match="at most 2 destinations"):
+        signing_secrets.rotate("acme", destination="https://c.example.com")
+
+
+@pytest.mark.parametrize(
+    ("given_", "origin"),
+    [
+        ("https://Hooks.Example.com", "https://hooks.example.com"),
+        ("https://hooks.example.com:443/", "https://hooks.example.com"),
+        ("https://hooks.example.com:8443", "https://hooks.example.com:8443"),
+        ("http://127.0.0.1:9000", "http://127.0.0.1:9000"),
+        ("https://[::1]:8443", "https://[::1]:8443"),
+    ],
+)
+def test_a_destination_is_kept_as_its_origin(given_, origin):
+    assert signing_secrets.destination_origin(given_) == origin
+    assert (
+        check_url(f"{given_.rstrip('/')}/hook?x=1", TargetPolicy(allow_plain_http=True, allow_loopback=True)).origin
+        == origin
+    )
+
+
+@pytest.mark.parametrize(
+    "given_",
+    [
+        "hooks.example.com",
+        "ftp://hooks.example.com",
+        "https://hooks.example.com/path",
+        "https://u:p@hooks.example.com",
+        "https://hooks.example.com?x=1",
+        "https://",
+        "https://hooks.example.com:99999",
+    ],
+)
+def test_a_destination_that_is_not_an_origin_is_refused_naming_the_field(given_):
+    with pytest.raises(InvalidRequest) as refused:
+        signing_secrets.destination_origin(given_)
+    assert refused.value.field == "destination"
+
+
+def test_the_api_rotates_a_destinations_secrets_and_refuses_a_bad_destination_with_422(call_api):
+    status, rotated = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "https://Hooks.example.com/"})
+    assert status == 201
+    assert rotated["secrets"][0]["destination"] == ORIGIN
+    assert [s["destination"] for s in rotated["secrets"][1:]] == [None]
+
+    status, refused = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "https://hooks.example.com/x"})
+    assert status == 422 and refused["fields"][0]["field"] == "destination"
+    status, refused = call_api("POST", "/v1/signing-secrets:rotate", {"destination": 7})
+    assert status == 422
+    status, listed = call_api("GET", "/v1/signing-secrets")
+    assert len(listed["secrets"]) == 2  # nothing changed by the refused ones

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
@@ -609,6 +610,30 @@ def test_the_init_phase_reads_the_id_secret_and_survives_a_store_that_fails(aws,
     environment.change(table="no-such-table")  # every store call fails
     worker.prepare()  # does not raise: the first delivery reads it, or hands back
     assert id_secret.cache_info().currsize == 0
+
+
+def test_after_the_init_phase_a_batch_makes_no_client(aws, monkeypatch):
+    # A client made at a batch's start (its service model loaded, its first request's serializers built)
+    # held each environment's first batch ~250 ms on a busy machine before any of its jobs started.
+    from shared.aws import clients
+
+    clients.client.cache_clear()
+    clients.single_attempt_client.cache_clear()
+    worker.prepare()
+    made: list[str] = []
+    session_client = boto3.session.Session.client
+
+    def counted(self: Any, service: str, *args: Any, **kwargs: Any) -> Any:
+        made.append(service)
+        return session_client(self, service, *args, **kwargs)
+
+    monkeypatch.setattr(boto3.session.Session, "client", counted)
+    jobs = [_job(payload=payload) for payload in range(3)]
+    for job in jobs:
+        send(aws, job.to_json())
+    assert work.poll(aws) is not None
+    assert [record(job.id).status for job in jobs] == [Status.SUCCEEDED] * 3
+    assert made == []
 
 
 # A batch's outcome writes overlap its next jobs ---------------------------------------------------------

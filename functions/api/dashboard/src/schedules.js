@@ -1,8 +1,10 @@
-// Schedules: the list, one schedule (expression in words, next firings, recent runs), create, delete.
+// Schedules: the list, one schedule (expression in words, state, next firings, recent runs with what
+// started each), create; on one schedule: run now, pause and resume, edit (the next firings shown before
+// saving, from a dry run of the change), delete.
 
 import cronstrue from "cronstrue";
 import { h } from "preact";
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { api, query } from "./api.js";
 import { formatDateTime, timeZone } from "./format.js";
 import { ActionButton, Card, Empty, ErrorBox, Flash, Loading, Pager, StatusBadge, Time, useCursors, useFlash, usePoll } from "./ui.js";
@@ -52,7 +54,15 @@ export function SchedulesPage({ navigate }) {
             h(
               "thead",
               null,
-              h("tr", null, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "When"), h("th", { scope: "col" }, "Job type"), h("th", { scope: "col" }, "Created")),
+              h(
+                "tr",
+                null,
+                h("th", { scope: "col" }, "Name"),
+                h("th", { scope: "col" }, "When"),
+                h("th", { scope: "col" }, "State"),
+                h("th", { scope: "col" }, "Job type"),
+                h("th", { scope: "col" }, "Created"),
+              ),
             ),
             h(
               "tbody",
@@ -68,6 +78,7 @@ export function SchedulesPage({ navigate }) {
                     describeExpression(schedule.expression, schedule.timezone),
                     h("div", { class: "mono small muted" }, schedule.expression),
                   ),
+                  h("td", null, h(StatusBadge, { status: schedule.state || "enabled" })),
                   h("td", null, schedule.job?.type || "—"),
                   h("td", null, h(Time, { value: schedule.created_at })),
                 ),
@@ -89,7 +100,7 @@ export function SchedulesPage({ navigate }) {
 }
 
 function CreateSchedule({ onCreated }) {
-  const blank = { name: "", expression: "rate(5 minutes)", timezone: timeZone || "UTC", type: "echo", payload: "{}", max_attempts: "3" };
+  const blank = { name: "", expression: "rate(5 minutes)", timezone: timeZone || "UTC", type: "echo", payload: "{}", max_attempts: "3", overlap: "allow" };
   const [form, setForm] = useState(blank);
   const [error, setError] = useState(null);
   const [busy, setBusy] = useState(false);
@@ -116,6 +127,7 @@ function CreateSchedule({ onCreated }) {
         expression: form.expression.trim(),
         timezone: form.timezone.trim() || "UTC",
         job: { type: form.type.trim(), payload, max_attempts: Number(form.max_attempts) || 3 },
+        overlap: form.overlap,
       });
       setForm(blank);
       onCreated(created);
@@ -142,6 +154,7 @@ function CreateSchedule({ onCreated }) {
       h("label", null, "Time zone (IANA)", h("input", { ...field("timezone"), autocomplete: "off" })),
       h("label", null, "Job type", h("input", { ...field("type"), required: true, autocomplete: "off" })),
       h("label", null, "Max attempts", h("input", { ...field("max_attempts"), type: "number", min: 1, max: 25 })),
+      h("label", null, "While a run is still going", overlapSelect(field("overlap"))),
       h("label", { class: "span-2" }, "Payload (JSON)", h("textarea", { ...field("payload"), rows: 3, class: "mono", spellcheck: false })),
       h(
         "p",
@@ -154,11 +167,101 @@ function CreateSchedule({ onCreated }) {
   );
 }
 
+function overlapSelect(props) {
+  return h(
+    "select",
+    props,
+    h("option", { value: "allow" }, "allow: run anyway"),
+    h("option", { value: "skip" }, "skip: record the run as skipped"),
+  );
+}
+
+const schedulePath = (name) => `/v1/schedules/${encodeURIComponent(name)}`;
+
+// A fresh idempotency key per click: a retried request is the same run, a second click another.
+function newKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return "dash-" + Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
 export function ScheduleDetail({ name, navigate }) {
   const [flash, showFlash] = useFlash();
   const [confirming, setConfirming] = useState(false);
-  const schedule = usePoll(() => api("GET", `/v1/schedules/${encodeURIComponent(name)}`), [name], 15000);
+  const [pausing, setPausing] = useState(false);
+  const [note, setNote] = useState("");
+  const [editing, setEditing] = useState(false);
+  const schedule = usePoll(() => api("GET", schedulePath(name)), [name], 15000);
   const data = schedule.data;
+  const failed = (error) => showFlash("error", error.message);
+  const paused = data?.state === "paused";
+  const pauseControls = pausing
+    ? h(
+        "div",
+        { class: "inline-form" },
+        h("input", {
+          id: "pause-note",
+          "aria-label": "Why (optional)",
+          placeholder: "Why (optional)",
+          value: note,
+          maxLength: 512,
+          onInput: (event) => setNote(event.currentTarget.value),
+        }),
+        h(ActionButton, {
+          label: "Pause it",
+          kind: "primary",
+          run: () => api("POST", `${schedulePath(name)}:pause`, note.trim() ? { note: note.trim() } : {}),
+          onDone: () => {
+            setPausing(false);
+            setNote("");
+            showFlash("success", `Schedule ${name} is paused: it will not fire until you resume it.`);
+            schedule.reload();
+          },
+          onError: failed,
+        }),
+        h("button", { type: "button", class: "btn btn-secondary", onClick: () => setPausing(false) }, "Keep it running"),
+      )
+    : paused
+      ? h(ActionButton, {
+          label: "Resume",
+          run: () => api("POST", `${schedulePath(name)}:resume`),
+          onDone: () => {
+            showFlash("success", `Schedule ${name} is enabled again.`);
+            schedule.reload();
+          },
+          onError: failed,
+        })
+      : h("button", { type: "button", class: "btn btn-secondary", onClick: () => setPausing(true) }, "Pause");
+  const deleteControls = confirming
+    ? h(
+        "div",
+        { class: "button-row" },
+        h(ActionButton, {
+          label: "Yes, delete it",
+          kind: "danger",
+          run: () => api("DELETE", schedulePath(name)),
+          onDone: () => navigate("/schedules"),
+          onError: failed,
+        }),
+        h("button", { type: "button", class: "btn btn-secondary", onClick: () => setConfirming(false) }, "Keep it"),
+      )
+    : h("button", { type: "button", class: "btn btn-danger", onClick: () => setConfirming(true) }, "Delete");
+  const actions = h(
+    "div",
+    { class: "button-row" },
+    h(ActionButton, {
+      label: "Run now",
+      run: () => api("POST", `${schedulePath(name)}:trigger`, { idempotency_key: newKey() }),
+      onDone: (run) => {
+        if (run.status === "skipped") showFlash("error", `Not run: ${run.reason}`);
+        else showFlash("success", `Run ${run.id} is queued.`);
+        schedule.reload();
+      },
+      onError: failed,
+    }),
+    pauseControls,
+    h("button", { type: "button", class: "btn btn-secondary", onClick: () => setEditing(!editing), "aria-expanded": String(editing) }, editing ? "Close editor" : "Edit"),
+    deleteControls,
+  );
   return h(
     "div",
     { class: "page" },
@@ -175,46 +278,57 @@ export function ScheduleDetail({ name, navigate }) {
           { class: "detail" },
           h(
             Card,
-            {
-              title: describeExpression(data.expression, data.timezone),
-              actions: confirming
-                ? h(
-                    "div",
-                    { class: "button-row" },
-                    h(ActionButton, {
-                      label: "Yes, delete it",
-                      kind: "danger",
-                      run: () => api("DELETE", `/v1/schedules/${encodeURIComponent(name)}`),
-                      onDone: () => navigate("/schedules"),
-                      onError: (error) => showFlash("error", error.message),
-                    }),
-                    h("button", { type: "button", class: "btn btn-secondary", onClick: () => setConfirming(false) }, "Keep it"),
-                  )
-                : h("button", { type: "button", class: "btn btn-danger", onClick: () => setConfirming(true) }, "Delete"),
-            },
+            { title: describeExpression(data.expression, data.timezone), actions },
             h(
               "dl",
               { class: "facts" },
+              fact(
+                "State",
+                h(
+                  "span",
+                  null,
+                  h(StatusBadge, { status: data.state || "enabled" }),
+                  paused ? h("span", { class: "muted small" }, " since ", formatDateTime(data.paused_at)) : null,
+                ),
+              ),
+              paused && data.note ? fact("Paused because", data.note) : null,
               fact("Expression", h("span", { class: "mono" }, data.expression)),
               fact("Time zone", data.timezone),
               fact("Job type", data.job?.type || "—"),
               fact("Max attempts", String(data.job?.max_attempts ?? "—")),
+              fact("While a run is still going", data.overlap === "skip" ? "skip the next (recorded as skipped)" : "run anyway"),
               fact("Flexible window", data.flexible_window_minutes ? `${data.flexible_window_minutes} min` : "fires on time"),
+              fact("Firings budget", `${data.firings_per_minute ?? 0} per minute at most`),
+              data.description ? fact("Description", data.description) : null,
               data.start ? fact("Starts", h(Time, { value: data.start })) : null,
               data.end ? fact("Ends", h(Time, { value: data.end })) : null,
               fact("Created", h(Time, { value: data.created_at })),
+              data.updated_at ? fact("Updated", h(Time, { value: data.updated_at })) : null,
             ),
             h("h3", null, "Payload"),
             h("pre", { class: "json", tabIndex: 0 }, JSON.stringify(data.job?.payload ?? null, null, 2)),
           ),
+          editing
+            ? h(EditSchedule, {
+                name,
+                schedule: data,
+                onSaved: () => {
+                  setEditing(false);
+                  showFlash("success", `Schedule ${name} is updated.`);
+                  schedule.reload();
+                },
+              })
+            : null,
           h(
             Card,
             { title: "Next firings" },
-            data.next_firings === null
-              ? h(Empty, { title: "Not forecast for this expression." }, "W (nearest weekday) cannot be stepped through here; it still fires as EventBridge Scheduler reads it.")
-              : (data.next_firings || []).length
-                ? h("ol", { class: "firings" }, data.next_firings.map((at) => h("li", { key: at }, formatDateTime(at))))
-                : h(Empty, { title: "No upcoming firings." }, "It has ended, or it fired its one time."),
+            paused
+              ? h(Empty, { title: "Paused: no firings until it is resumed." }, "Run now still runs it once.")
+              : data.next_firings === null
+                ? h(Empty, { title: "Not forecast for this expression." }, "W (nearest weekday) cannot be stepped through here; it still fires as EventBridge Scheduler reads it.")
+                : (data.next_firings || []).length
+                  ? h(Firings, { firings: data.next_firings })
+                  : h(Empty, { title: "No upcoming firings." }, "It has ended, or it fired its one time."),
             h("p", { class: "muted small" }, "Shown in your time zone (", timeZone, ")."),
           ),
           h(
@@ -227,10 +341,12 @@ export function ScheduleDetail({ name, navigate }) {
                   data.runs.map((run) =>
                     h(
                       "li",
-                      { key: run.id },
+                      { key: run.id, "data-status": run.status },
                       h(StatusBadge, { status: run.status }),
                       " ",
                       h("a", { href: `#/jobs/${encodeURIComponent(run.id)}` }, formatDateTime(run.scheduled_for)),
+                      run.trigger && run.trigger !== "schedule" ? h("span", { class: "tag" }, " ", run.trigger, " ") : null,
+                      run.reason ? h("span", { class: "muted small reason" }, run.reason) : null,
                     ),
                   ),
                 )
@@ -238,6 +354,112 @@ export function ScheduleDetail({ name, navigate }) {
           ),
         )
       : null,
+  );
+}
+
+function Firings({ firings }) {
+  return h("ol", { class: "firings" }, firings.map((at) => h("li", { key: at }, formatDateTime(at))));
+}
+
+// The edit form: what changes is checked by a dry run of the PATCH as it is typed, so the next firings
+// (or the field at fault) show before anything is saved.
+function EditSchedule({ name, schedule, onSaved }) {
+  const [form, setForm] = useState({
+    expression: schedule.expression,
+    timezone: schedule.timezone,
+    payload: JSON.stringify(schedule.job?.payload ?? null, null, 2),
+    max_attempts: String(schedule.job?.max_attempts ?? 3),
+    overlap: schedule.overlap || "allow",
+    flexible_window_minutes: String(schedule.flexible_window_minutes || 0),
+    description: schedule.description || "",
+  });
+  const [preview, setPreview] = useState({ firings: schedule.next_firings, error: null });
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const field = (fieldName) => ({
+    id: `edit-${fieldName}`,
+    name: fieldName,
+    value: form[fieldName],
+    onInput: (event) => setForm({ ...form, [fieldName]: event.currentTarget.value }),
+  });
+  const changes = () => {
+    let payload;
+    try {
+      payload = form.payload.trim() ? JSON.parse(form.payload) : null;
+    } catch {
+      throw new Error("Payload is not valid JSON.");
+    }
+    return {
+      expression: form.expression.trim(),
+      timezone: form.timezone.trim() || "UTC",
+      overlap: form.overlap,
+      flexible_window_minutes: Number(form.flexible_window_minutes) || 0,
+      description: form.description.trim() || null,
+      job: { payload, max_attempts: Number(form.max_attempts) || 3 },
+    };
+  };
+  useEffect(() => {
+    let live = true;
+    const timer = setTimeout(async () => {
+      try {
+        const previewed = await api("PATCH", `${schedulePath(name)}?dry_run=true`, changes());
+        if (live) setPreview({ firings: previewed.next_firings, error: null });
+      } catch (failure) {
+        if (live) setPreview({ firings: [], error: failure });
+      }
+    }, 400);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [form.expression, form.timezone, form.payload, form.max_attempts, form.overlap, form.flexible_window_minutes, form.description]);
+  const submit = async (event) => {
+    event.preventDefault();
+    setError(null);
+    setBusy(true);
+    try {
+      await api("PATCH", schedulePath(name), changes());
+      onSaved();
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return h(
+    Card,
+    { title: "Edit schedule", className: "edit-schedule" },
+    h(
+      "form",
+      { class: "form-grid", onSubmit: submit },
+      h(
+        "label",
+        null,
+        "Expression",
+        h("input", { ...field("expression"), required: true, class: "mono", autocomplete: "off" }),
+        h("span", { class: "hint" }, describeExpression(form.expression, form.timezone || "UTC")),
+      ),
+      h("label", null, "Time zone (IANA)", h("input", { ...field("timezone"), autocomplete: "off" })),
+      h("label", null, "Max attempts", h("input", { ...field("max_attempts"), type: "number", min: 1, max: 25 })),
+      h("label", null, "While a run is still going", overlapSelect(field("overlap"))),
+      h("label", null, "Flexible window (minutes)", h("input", { ...field("flexible_window_minutes"), type: "number", min: 0, max: 1440 })),
+      h("label", null, "Description", h("input", { ...field("description"), maxLength: 512, autocomplete: "off" })),
+      h("label", { class: "span-2" }, "Payload (JSON)", h("textarea", { ...field("payload"), rows: 4, class: "mono", spellcheck: false })),
+      h(
+        "div",
+        { class: "span-2 preview", "aria-live": "polite" },
+        h("h3", null, "Next firings if saved"),
+        preview.error
+          ? h(ErrorBox, { error: preview.error })
+          : preview.firings === null
+            ? h("p", { class: "muted" }, "Not forecast for this expression.")
+            : (preview.firings || []).length
+              ? h(Firings, { firings: preview.firings })
+              : h("p", { class: "muted" }, schedule.state === "paused" ? "None while it is paused." : "No upcoming firings."),
+      ),
+      error ? h("div", { class: "span-2" }, h(ErrorBox, { error })) : null,
+      h("div", { class: "span-2" }, h("button", { type: "submit", class: "btn btn-primary", disabled: busy }, busy ? "Saving…" : "Save changes")),
+    ),
   );
 }
 

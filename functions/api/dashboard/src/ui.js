@@ -5,7 +5,7 @@ import { h } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { formatDateTime, formatRelative, prettyJson } from "./format.js";
 
-export const STATUSES = ["queued", "running", "succeeded", "failed", "dead", "cancelled"];
+export const STATUSES = ["queued", "running", "succeeded", "failed", "dead", "cancelled", "skipped"];
 export const STATUS_HINTS = {
   queued: "waiting for a worker (or for its run time)",
   running: "a worker has it now",
@@ -13,6 +13,9 @@ export const STATUS_HINTS = {
   failed: "failed an attempt; will retry with backoff",
   dead: "gave up after its last attempt",
   cancelled: "cancelled; it will not run",
+  skipped: "a schedule's run not started: an earlier run was still live (overlap skip)",
+  paused: "the schedule does not fire until it is resumed",
+  enabled: "the schedule fires on its expression",
 };
 
 // Run `load` now and every `intervalMs` while the tab is visible; `reload` runs it at once.

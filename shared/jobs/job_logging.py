@@ -1,4 +1,8 @@
-"""The logger a job function gets: one JSON line per record, tagged with the job and the attempt."""
+"""The logger a job function gets: one JSON line per record, tagged with the job and the attempt.
+
+Where the job runs: on the worker (built-in types, and types loaded in its process), or in the jobs
+function (a customer's types): the lines go to that function's log group.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,6 @@ import json
 import logging
 import sys
 from typing import Any
-
-from shared.model import JobMessage
 
 _LOGGER_NAME = "corral.jobs"
 
@@ -44,6 +46,6 @@ def _base_logger() -> logging.Logger:
     return logger
 
 
-def logger_for(message: JobMessage, attempt: int) -> logging.LoggerAdapter:  # type: ignore[type-arg]
-    extra = {"job_id": message.id, "job_type": message.type, "attempt": attempt, "tenant": message.tenant}
-    return _JobAdapter(_base_logger().getChild(message.type), extra)
+def logger_for(job_type: str, job_id: str, attempt: int, tenant: str) -> logging.LoggerAdapter:  # type: ignore[type-arg]
+    extra = {"job_id": job_id, "job_type": job_type, "attempt": attempt, "tenant": tenant}
+    return _JobAdapter(_base_logger().getChild(job_type), extra)

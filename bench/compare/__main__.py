@@ -1,0 +1,5 @@
+import sys
+
+from bench.compare.run import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The bare pipeline: corral's shape cut to its minimum (API Lambda → SQS → worker Lambda → DynamoDB)."""

@@ -1,0 +1,204 @@
+"""Where corral's CPU per job goes: its worker and API handlers profiled in-process with cProfile.
+
+    python -m bench.compare.profile [--jobs 400] [--port 4597]
+
+cProfile is the profiler (the standard library's: pinned with the Python the functions run, 3.11), so
+nothing is installed for it. Starts an embedded stack on --port (sidecars, corral deployed as `make
+up` deploys it), pauses the worker's event source, enqueues --jobs echo jobs through the API, and
+runs a child process with the deployed worker's environment (its endpoints: the status cache, the
+fault proxy) that receives them from the queue and calls `functions.worker.handler.handler` on them
+in batches of 1 and of 10 (the timeline's batches at R = 8 hold 1-3 jobs; a backlog's hold 10), under
+cProfile. Then the same for the API handler on synthetic `POST /v1/jobs` events (bench/cost.py's).
+Prints, per job: the handler's CPU in this process, the store and queue requests that reached the
+sidecars (the emulator's work), and the functions taking most of the CPU; writes .corral/profile-*.txt.
+What the emulator does for those requests is not profiled here: their count is its share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import json
+import os
+import pstats
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.tuning import set_limits
+from local.deploy import DEMO_TENANT
+from local.ministack import STATE
+from local.platform import embedded_stack
+from shared import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+TOP = 30  # functions printed, by their own time
+
+
+def _sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """What the SQS event source hands the worker for these received messages."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {},
+                "md5OfBody": m["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": "us-east-1",
+            }
+            for m in messages
+        ]
+    }
+
+
+def _worker_child(batch: int, jobs: int) -> None:
+    """In the worker's environment: receive `jobs` messages and handle them `batch` at a time, profiled."""
+    import boto3
+
+    from functions.worker import handler as worker
+    from shared import environment
+    from tests.events import FakeLambdaContext
+
+    class WorkerContext(FakeLambdaContext):
+        function_name = settings.WORKER_FUNCTION
+        log_stream_name = "profile"
+
+        def get_remaining_time_in_millis(self) -> int:
+            return 10_000
+
+    sqs = boto3.client("sqs")
+    url = environment.current().queue_url
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    worker.worker.prepare()
+    profile = cProfile.Profile()
+    handled, cpu, wall = 0, 0.0, 0.0
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # the log lines
+        while handled < jobs:
+            got = sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=batch, AttributeNames=["All"], WaitTimeSeconds=1
+            ).get("Messages", [])
+            if not got:
+                break
+            event = _sqs_event(got, arn)
+            started, began = time.process_time(), time.perf_counter()
+            profile.enable()
+            worker.handler(event, WorkerContext())
+            profile.disable()
+            cpu += time.process_time() - started
+            wall += time.perf_counter() - began
+            sqs.delete_message_batch(
+                QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)]
+            )
+            handled += len(got)
+    print(json.dumps({"jobs": handled, "cpu_seconds": cpu, "wall_seconds": wall, "stats": _dump(profile)}))
+
+
+def _api_child(api_key: str, jobs: int) -> None:
+    from functions.api.handler import handler
+    from tests.events import FakeLambdaContext, http_api_event
+
+    event = http_api_event("POST", "/v1/jobs", {"type": "echo", "payload": {"n": 1}}, api_key)
+    context = FakeLambdaContext()
+    profile = cProfile.Profile()
+    with contextlib.redirect_stdout(io.StringIO()):
+        for _ in range(20):  # the key cache, the id secret, the connection
+            handler(event, context)
+        started = time.process_time()
+        profile.enable()
+        began = time.perf_counter()
+        for _ in range(jobs):
+            handler(event, context)
+        profile.disable()
+        cpu, wall = time.process_time() - started, time.perf_counter() - began
+    print(json.dumps({"jobs": jobs, "cpu_seconds": cpu, "wall_seconds": wall, "stats": _dump(profile)}))
+
+
+def _dump(profile: cProfile.Profile) -> str:
+    path = Path(os.environ.get("PROFILE_DUMP", "/tmp/corral-profile.prof"))
+    profile.dump_stats(path)
+    return str(path)
+
+
+def _child(command: list[str], env: dict[str, str]) -> dict[str, Any]:
+    # The deployed code asset and the job packages' layers first on the path, as in a function.
+    build = ROOT / ".corral" / "build"
+    path = [build / "code", *sorted(build.glob("jobs-layers/*/python")), ROOT]
+    env = {**env, "PYTHONPATH": os.pathsep.join(str(folder) for folder in path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.compare.profile", *command], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the profile child failed:\n{out.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _calls(chaos: Any) -> Counter[str]:
+    return Counter({k: v for k, v in chaos.stats()["proxy"].items() if not k.endswith(".injected")})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=400)
+    parser.add_argument("--port", type=int, default=4597)
+    args = parser.parse_args(argv)
+
+    with embedded_stack(args.port, STATE / "profile", sqs_through_proxy=False, announce=True) as stack:
+        platform, chaos = stack.platform, stack.chaos
+        assert chaos is not None
+        set_limits(platform, DEMO_TENANT, rate=1_000_000.0, burst=1_000_000, max_running=0)  # as the benchmarks
+        lambda_ = platform.aws("lambda")
+        (mapping,) = lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]
+        lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
+        time.sleep(3)
+        config = lambda_.get_function_configuration(FunctionName=settings.WORKER_FUNCTION)
+        env = {**os.environ, **stack.aws_env, **config["Environment"]["Variables"]}
+        env["POWERTOOLS_METRICS_NAMESPACE"] = env.get("POWERTOOLS_METRICS_NAMESPACE", "corral")
+        client = platform.client()
+        reports = []
+        for batch in (1, 10):
+            for n in range(args.jobs):
+                client.enqueue("echo", {"n": n})
+            before = _calls(chaos)
+            got = _child(["worker", str(batch), str(args.jobs)], {**env, "PROFILE_DUMP": f"/tmp/worker-{batch}.prof"})
+            used = _calls(chaos) - before
+            reports.append((f"worker, batches of {batch}", pstats.Stats(got["stats"]), got, dict(used)))
+        api_env = {**env, "POWERTOOLS_SERVICE_NAME": "corral-api"}
+        before = _calls(chaos)
+        got = _child(["api", platform.api_key, str(args.jobs)], {**api_env, "PROFILE_DUMP": "/tmp/api.prof"})
+        reports.append(("API, POST /v1/jobs", pstats.Stats(got["stats"]), got, dict(_calls(chaos) - before)))
+    for name, stats, got, calls in reports:
+        out = io.StringIO()
+        stats.stream = out  # type: ignore[attr-defined]
+        stats.sort_stats("tottime").print_stats(TOP)
+        stats.sort_stats("cumulative").print_stats(TOP)
+        per_job = {op: round(n / got["jobs"], 2) for op, n in sorted(calls.items())}
+        text = (
+            f"{name}: {got['jobs']} jobs, {got['cpu_seconds'] * 1000 / max(1, got['jobs']):.2f} CPU ms per job "
+            f"in the handler's process, {got['wall_seconds'] * 1000 / max(1, got['jobs']):.2f} ms of the handler's "
+            f"time (cProfile's overhead included)\nstore and queue requests per job (at the sidecars): {per_job}\n"
+        )
+        print(text, flush=True)
+        path = STATE / f"profile-{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}.txt"
+        path.write_text(text + out.getvalue())
+        print(f"  (functions: {path})")
+    return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["worker"]:
+        _worker_child(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1:2] == ["api"]:
+        _api_child(sys.argv[2], int(sys.argv[3]))
+    else:
+        sys.exit(main())

@@ -2,7 +2,9 @@
 
 Dependencies go into a layer built by `pip install --target` for the Lambda
 platform (manylinux x86_64, the runtime's CPython), rebuilt only when
-functions/requirements.txt changes; a customer job package's requirements get a
+functions/requirements.txt or its lock changes. The platform's layer installs the lock
+(functions/requirements.lock: the whole closure, each file pinned by its sha256) with
+`--require-hashes`, so every machine bundles the same bytes; a customer job package's requirements get a
 layer of its own (jobs_layer_dir). Two code assets, staged on every synth (they are small):
 the API's and the worker's, a copy of functions/, shared/, corral_jobs/ and the profile's test
 tooling packages (code_dir); the jobs function's, its handler, shared/, corral_jobs/ and the
@@ -32,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / ".corral" / "build"
 REQUIREMENTS = ROOT / "functions" / "requirements.txt"
+LOCK = ROOT / "functions" / "requirements.lock"  # REQUIREMENTS' closure with hashes (pip-compile)
 PYTHON_VERSION = "3.11"  # must match the Lambda runtime in infra/functions.py
 _CODE_PACKAGES = ("functions", "shared", "corral_jobs")
 BYTECODE_MARKER = ".bytecode"
@@ -57,7 +60,7 @@ def dependencies_layer_dir(aws_services: tuple[str, ...] | None = None) -> Path:
     emulator deletes and re-extracts on every cold start of every environment; None keeps them all
     (AWS: a customer's job may call any service).
     """
-    full = _layer(REQUIREMENTS, BUILD / "layer")
+    full = _layer(LOCK, BUILD / "layer", hashed=True)
     return full if aws_services is None else _trimmed(full, {*PLATFORM_AWS_SERVICES, *aws_services})
 
 
@@ -91,7 +94,8 @@ def jobs_layer_dir(requirements: Path) -> Path:
     return _layer(requirements, BUILD / "jobs-layers" / requirements.parent.name, constraints=REQUIREMENTS)
 
 
-def _layer(requirements: Path, target: Path, constraints: Path | None = None) -> Path:
+def _layer(requirements: Path, target: Path, constraints: Path | None = None, *, hashed: bool = False) -> Path:
+    """`hashed`: `requirements` is a lock pinning every file by its hash (pip's hash-checking mode)."""
     stamp = target / ".requirements.sha256"
     digest = hashlib.sha256(requirements.read_bytes() + (constraints.read_bytes() if constraints else b"")).hexdigest()
     if stamp.exists() and stamp.read_text() == digest:
@@ -99,35 +103,70 @@ def _layer(requirements: Path, target: Path, constraints: Path | None = None) ->
         return target
     shutil.rmtree(target, ignore_errors=True)
     (target / "python").mkdir(parents=True)
-    wheels = _source_only_wheels()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--requirement",
-            str(requirements),
-            *(["--constraint", str(constraints)] if constraints else []),
-            "--target",
-            str(target / "python"),
-            "--platform",
-            "manylinux2014_x86_64",
-            "--implementation",
-            "cp",
-            "--python-version",
-            PYTHON_VERSION,
-            "--only-binary=:all:",
-            "--find-links",
-            str(wheels),
-        ],
-        check=True,
-    )
+    platform = [
+        "--target",
+        str(target / "python"),
+        "--platform",
+        "manylinux2014_x86_64",
+        "--implementation",
+        "cp",
+        "--python-version",
+        PYTHON_VERSION,
+    ]
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if hashed:
+        # The source-only pins are built into wheels from their hash-checked sources and installed after
+        # the rest, without dependencies (the lock's other lines hold them); the rest are hash-checked.
+        source_only, binary = _split_source_only(requirements, target)
+        subprocess.run(
+            [*install, "--require-hashes", "--requirement", str(binary), *platform, "--only-binary=:all:"], check=True
+        )
+        wheels = _source_only_wheels(source_only)
+        built = sorted(wheels.glob("*.whl"))
+        if built:
+            subprocess.run([*install, "--no-deps", *platform, *map(str, built)], check=True)
+    else:
+        subprocess.run(
+            [
+                *install,
+                "--requirement",
+                str(requirements),
+                *(["--constraint", str(constraints)] if constraints else []),
+                *platform,
+                "--only-binary=:all:",
+                "--find-links",
+                str(_source_only_wheels(None)),
+            ],
+            check=True,
+        )
     compile_bytecode(target / "python")
     stamp.write_text(digest)
     return target
+
+
+def _split_source_only(lock: Path, target: Path) -> tuple[Path, Path]:
+    """The lock's source-only entries and the rest, each a requirements file of its own (next to the layer)."""
+    entries = _lock_entries(lock.read_text())
+    source_only = [entry for name, entry in entries if name in _SOURCE_ONLY]
+    binary = [entry for name, entry in entries if name not in _SOURCE_ONLY]
+    (target / "source-only.txt").write_text("".join(source_only))
+    (target / "binary.txt").write_text("".join(binary))
+    return target / "source-only.txt", target / "binary.txt"
+
+
+def _lock_entries(text: str) -> list[tuple[str, str]]:
+    """(normalised name, its lines) of each pin of a pip-compile lock; comments dropped."""
+    entries: list[tuple[str, str]] = []
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or line.startswith("-"):
+            continue  # a comment, or an option line (an index) this machine's pip.conf already gives
+        if line[0].isspace() and entries:
+            name, lines = entries[-1]
+            entries[-1] = (name, lines + line)
+        else:
+            entries.append((stripped.split("==", 1)[0].lower(), line))
+    return entries
 
 
 def compile_bytecode(directory: Path) -> None:
@@ -145,15 +184,24 @@ def compile_bytecode(directory: Path) -> None:
     marker.write_text("unchecked-hash bytecode for CPython " + PYTHON_VERSION)
 
 
-def _source_only_wheels() -> Path:
+def _source_only_wheels(hashed: Path | None) -> Path:
+    """Wheels of the source-only pins: from `hashed` (a requirements file with their hashes: the sources
+    are checked before they are built), or from functions/requirements.txt's pins."""
     wheels = BUILD / "wheels"
+    build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"]
+    if hashed is not None:
+        shutil.rmtree(wheels, ignore_errors=True)
+        if hashed.read_text().strip():
+            subprocess.run(
+                [*build, "--require-hashes", "--wheel-dir", str(wheels), "--requirement", str(hashed)], check=True
+            )
+        return wheels
     pins = [
         line.strip()
         for line in REQUIREMENTS.read_text().splitlines()
         if line.split("==", 1)[0].strip().lower() in _SOURCE_ONLY
     ]
     if pins:
-        build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps"]
         subprocess.run([*build, "--wheel-dir", str(wheels), *pins], check=True)
     return wheels
 

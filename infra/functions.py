@@ -48,11 +48,19 @@ class FunctionFactory(Construct):
         jobs: Sequence[JobsPackage] = (),
         aws_services: tuple[str, ...] | None = None,
         tracing: bool = False,
+        otel_layer_arn: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         # X-Ray (profile aws): Lambda's active tracing, and Powertools' Tracer in the handlers
         # (shared/aws/tracing.py). The emulator has no X-Ray: its functions neither trace nor load the SDK.
         self.tracing = tracing
+        # OpenTelemetry instead of the X-Ray SDK (`-c corral:otel_layer=<ADOT layer ARN>`): AWS's ADOT layer
+        # instruments each function through its exec wrapper and exports to X-Ray (docs/decisions/tracing.md).
+        self.otel = (
+            lambda_.LayerVersion.from_layer_version_arn(self, "OpenTelemetry", otel_layer_arn)
+            if otel_layer_arn
+            else None
+        )
         self.network = network  # functions join the VPC only when there is one (the DAX cache needs it)
         tooling, customers = jobs_package.platform_tooling(jobs), jobs_package.customers(jobs)
         code_dir = bundling.code_dir([package.path for package in tooling])
@@ -127,7 +135,7 @@ class FunctionFactory(Construct):
             architecture=lambda_.Architecture.X86_64,
             code=self.jobs_code if runs_customer_code and self.jobs_code else self.code,
             handler=handler,
-            layers=self.jobs_layers if runs_customer_code else self.layers,
+            layers=[*(self.jobs_layers if runs_customer_code else self.layers), *([self.otel] if self.otel else [])],
             timeout=Duration.seconds(timeout_seconds),
             memory_size=memory_mb,
             # The log level is explicit: otherwise Powertools falls back to LOG_LEVEL, which the
@@ -137,7 +145,12 @@ class FunctionFactory(Construct):
                 **(self.jobs_environment if runs_customer_code else self.environment),
                 "POWERTOOLS_SERVICE_NAME": service,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
-                "POWERTOOLS_TRACE_DISABLED": "false" if self.tracing else "true",
+                "POWERTOOLS_TRACE_DISABLED": "false" if self.tracing and not self.otel else "true",
+                **(
+                    {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/otel-instrument", "OTEL_SERVICE_NAME": service}
+                    if self.otel
+                    else {}
+                ),
             },
             tracing=lambda_.Tracing.ACTIVE if self.tracing else lambda_.Tracing.DISABLED,
             log_group=log_group,

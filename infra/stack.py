@@ -4,6 +4,7 @@ job package is deployed; on AWS also the VPC and the DAX cache."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 from aws_cdk import Stack
@@ -56,6 +57,7 @@ class CorralStack(Stack):
             jobs=jobs,
             aws_services=aws_services_from_context(self.node.try_get_context("corral:aws_services"), profile),
             tracing=profile.production,
+            otel_layer_arn=otel_layer_from_context(self.node.try_get_context("corral:otel_layer"), profile),
             function_env=FunctionEnv(
                 stage=names.stage,
                 table=store.table.table_name,
@@ -128,3 +130,23 @@ def profile_from_context(raw: object) -> Profile:
     if name not in settings.PROFILES:
         raise SystemExit(f"unknown corral:profile {name!r}; choose one of {sorted(settings.PROFILES)}")
     return settings.PROFILES[name]
+
+
+# arn:aws:lambda:<region>:<account>:layer:<name>:<version>
+_LAYER_ARN = re.compile(r"^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:layer:[A-Za-z0-9_-]+:\d+$")
+
+
+def otel_layer_from_context(raw: object, profile: Profile) -> str | None:
+    """`-c corral:otel_layer=<ARN>`: the ADOT Python layer (AWS publishes an ARN per Region and version:
+    docs/deploy.md) that exports the functions' traces with OpenTelemetry. On the aws profile only: the
+    emulator has no X-Ray to export to and cannot fetch AWS's layers."""
+    if raw in (None, ""):
+        return None
+    arn = str(raw)
+    if not profile.production:
+        raise SystemExit("corral:otel_layer: OpenTelemetry export is for the aws profile (-c corral:profile=aws)")
+    if not _LAYER_ARN.match(arn):
+        raise SystemExit(
+            f"corral:otel_layer: {arn!r} is not a Lambda layer version ARN (arn:aws:lambda:...:layer:name:N)"
+        )
+    return arn

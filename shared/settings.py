@@ -292,6 +292,10 @@ STATS_MAX_RECORDS = 5_000  # records one GET /v1/stats reads at most; beyond it 
 HEAVY_READS_PER_SECOND = 5
 HEAVY_READS_BURST = 20
 STATS_CACHE_SECONDS = 5
+# A status poll that the status cache answers "no record" for a job in the queue longer than this reads
+# the table itself, at most this often per job and API instance: DAX can keep a stale miss for its whole
+# TTL (5 min) after a worker's write (docs/decisions/status-cache-staleness.md).
+STATUS_MISS_RECHECK_SECONDS = 5
 
 # HTTP jobs (shared/targets/http.py). See docs/decisions/http-jobs.md.
 HTTP_DEFAULT_TIMEOUT_SECONDS = 30  # an http job's timeout unless it gives its own (timeout_seconds, up to 900)

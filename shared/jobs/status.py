@@ -12,17 +12,52 @@ from shared.store.id_secret import id_secret
 _DAY = 86_400
 
 
+# job id -> when (time.monotonic()) this instance last read it past the status cache: at most once per
+# STATUS_MISS_RECHECK_SECONDS each, so a backlog's polls cost the table a bounded number of reads.
+_rechecked: dict[str, float] = {}
+_RECHECKED_KEPT = 10_000
+
+
 def job_status(tenant: str, job_id: str) -> JobRecord | None:
-    """The job's record; `queued` for a valid id no worker has seen yet; None if unknown to this tenant."""
+    """The job's record; `queued` for a valid id no worker has seen yet; None if unknown to this tenant.
+
+    The status cache may answer "no record" after a worker wrote one: DAX keeps a miss (a negative entry)
+    for its TTL, and a miss filled on one node just as the worker's write replicated to it can outlive
+    the write (docs/decisions/status-cache-staleness.md). So a miss for a job that entered the queue
+    more than STATUS_MISS_RECHECK_SECONDS ago is read again from the table itself, at most once per
+    STATUS_MISS_RECHECK_SECONDS per id and instance: a stale `queued` lasts that long, not the TTL."""
     found = job_store.get(job_id)
     if found is not None:
         return found if found.tenant == tenant else None
     info = ids.verify(id_secret(), tenant, job_id)
     if info is None:
         return None
+    entered = info.due_at if info.due_at is not None else info.minted_at
+    if entered is not None and _due_a_recheck(job_id, entered):
+        found = job_store.get(job_id, consistent=True)
+        if found is not None:
+            return found if found.tenant == tenant else None
     # A message lives MESSAGE_RETENTION_DAYS from when it enters the queue: at enqueue, or when due
     # for a delayed job (a far-future one waits in Scheduler, not in the queue, until then).
     entered_queue = info.due_at if info.due_at is not None else info.minted_at
     if entered_queue is not None and time.time() - entered_queue > settings.MESSAGE_RETENTION_DAYS * _DAY:
         return None  # its message would have expired unrun long ago; nothing to report
     return JobRecord(id=job_id, status=Status.QUEUED, enqueued_at=info.minted_at, tenant=tenant)
+
+
+def _due_a_recheck(job_id: str, entered_queue: float) -> bool:
+    if time.time() - entered_queue < settings.STATUS_MISS_RECHECK_SECONDS:
+        return False  # a worker has most likely not started it yet: the cached miss is the truth
+    now = time.monotonic()
+    last = _rechecked.get(job_id)
+    if last is not None and now - last < settings.STATUS_MISS_RECHECK_SECONDS:
+        return False
+    if len(_rechecked) >= _RECHECKED_KEPT:
+        _rechecked.clear()
+    _rechecked[job_id] = now
+    return True
+
+
+def clear_cache() -> None:
+    """Forget the rechecks made (tests)."""
+    _rechecked.clear()

@@ -72,8 +72,9 @@ ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Forei
 def get(job_id: str, *, consistent: bool = False, single_attempt: bool = False) -> JobRecord | None:
     """The job's record (its tenant in `tenant`), or None if no worker has seen the job.
 
-    `consistent`: a consistent read, past the status cache (a callback's send reads the record its
-    parent's outcome wrote a moment ago)."""
+    `consistent`: the table's own answer, past the status cache (DAX passes a strongly consistent read
+    through, neither answering it from its cache nor caching it): a callback's send reads the record its
+    parent's outcome wrote a moment ago; a status poll rechecks a miss that may be stale."""
     if consistent:
         item = job_items.read_item(job_id, single_attempt=single_attempt)
     else:

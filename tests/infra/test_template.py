@@ -888,3 +888,40 @@ def test_the_operations_dashboard_shows_the_benchmarks_figures(aws_template: Tem
         for figure in figures:
             assert figure in body, figure
     assert "AWS/DAX" in json.dumps(_only(aws_template, "AWS::CloudWatch::Dashboard")["Properties"])
+
+
+ADOT = "arn:aws:lambda:us-east-1:901920570463:layer:aws-otel-python-amd64-ver-1-32-0:2"
+
+
+def test_opentelemetry_export_is_off_unless_asked_and_then_every_function_runs_under_the_adot_wrapper(
+    aws_template: Template, tmp_path
+) -> None:
+    def corrals(resources: dict) -> list[dict]:  # corral's functions (not CDK's own custom-resource handlers)
+        return [
+            resource["Properties"]
+            for resource in resources.values()
+            if resource["Type"] == "AWS::Lambda::Function"
+            and "POWERTOOLS_SERVICE_NAME" in resource["Properties"].get("Environment", {}).get("Variables", {})
+        ]
+
+    for function in corrals(aws_template.to_json()["Resources"]):
+        assert "AWS_LAMBDA_EXEC_WRAPPER" not in function["Environment"]["Variables"]
+
+    template = synth("aws", tmp_path, context={"corral:otel_layer": ADOT}).template
+    functions = corrals(template["Resources"])
+    assert {function["FunctionName"] for function in functions} >= {"corral-api", "corral-worker"}
+    for function in functions:
+        variables = function["Environment"]["Variables"]
+        assert ADOT in function["Layers"]
+        assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/otel-instrument"
+        assert variables["POWERTOOLS_TRACE_DISABLED"] == "true"  # OpenTelemetry instead of the X-Ray SDK
+        assert function["TracingConfig"] == {"Mode": "Active"}
+
+
+@pytest.mark.parametrize(
+    ("profile", "arn", "why"),
+    [("local", ADOT, "for the aws profile"), ("aws", "adot-please", "not a Lambda layer version ARN")],
+)
+def test_an_opentelemetry_layer_the_profile_cannot_use_fails_the_synth_saying_why(profile, arn, why, tmp_path) -> None:
+    with pytest.raises(SystemExit, match=why):
+        synth(profile, tmp_path, context={"corral:otel_layer": arn})

@@ -15,7 +15,7 @@ from functions.worker.handler import worker
 from shared import environment, settings
 from shared.aws.clients import client, single_attempt_client
 from shared.environment import FunctionEnv
-from shared.jobs import stats
+from shared.jobs import stats, status
 from shared.store import table_schema
 from shared.store.id_secret import id_secret
 from shared.tenants import operators, quotas, rate_limit, tenants
@@ -46,6 +46,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     operators.clear_cache()
     quotas.clear_cache()
     stats.clear_cache()
+    status.clear_cache()
     rate_limit.reset()  # each test's tenants start with full buckets
     _serialize_moto(monkeypatch)
     with mock_aws():

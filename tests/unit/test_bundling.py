@@ -45,3 +45,33 @@ def test_the_code_asset_carries_bytecode_valid_whatever_the_file_times() -> None
     assert len(compiled) == len(sources)
     flags = {int.from_bytes(path.read_bytes()[4:8], "little") for path in compiled}
     assert flags == {1}  # hash-based, unchecked (PEP 552): the zip's fixed times cannot make it stale
+
+
+def _pins(text: str) -> dict[str, str]:
+    return {
+        name.lower(): version
+        for name, version in re.findall(r"^([A-Za-z0-9._-]+)==([^\s\\]+)", text, flags=re.MULTILINE)
+    }
+
+
+def test_the_lock_pins_what_the_requirements_pin_each_file_by_its_hash() -> None:
+    lock = bundling.LOCK.read_text()
+    wanted = _pins(bundling.REQUIREMENTS.read_text())
+    locked = _pins(lock)
+
+    # Stale when functions/requirements.txt changed without the lock: regenerate it (its header says how).
+    assert {name: locked.get(name) for name in wanted} == wanted
+    for name, lines in bundling._lock_entries(lock):
+        assert "--hash=sha256:" in lines, f"{name} has no hash"
+
+
+def test_the_platform_layer_holds_exactly_the_locked_closure() -> None:
+    layer = bundling.dependencies_layer_dir() / "python"
+    installed = {
+        re.sub(r"[-_.]+", "-", path.name.split("-")[0]).lower(): path.name.removesuffix(".dist-info").split("-")[1]
+        for path in layer.glob("*.dist-info")
+    }
+
+    assert installed == {
+        re.sub(r"[-_.]+", "-", name): version for name, version in _pins(bundling.LOCK.read_text()).items()
+    }

@@ -42,7 +42,7 @@ def parse_payload(raw: str | None) -> Any:
         raise CliError(f"{source} is not valid JSON: {error}", Exit.USAGE, "bad_payload") from error
 
 
-def _read_jobs(path: Path, default_type: str | None) -> list[dict[str, Any]]:
+def read_jobs(path: Path, default_type: str | None) -> list[dict[str, Any]]:
     """Jobs from JSON Lines (one job body per line) or a JSON array; '-' reads stdin."""
     try:
         text = sys.stdin.read() if str(path) == "-" else path.read_text()
@@ -158,6 +158,18 @@ def enqueue(
     run_at: Annotated[str | None, typer.Option(help="Run it at this time (ISO 8601).")] = None,
     max_attempts: Annotated[int | None, typer.Option(help="Attempts before it is dead (1-25, default 3).")] = None,
     idempotency_key: Annotated[str | None, typer.Option(help="The same key enqueues the same job once.")] = None,
+    on_success: Annotated[
+        str | None, typer.Option(help="A job body (JSON or @file) enqueued once it succeeded; its payload gets parent.")
+    ] = None,
+    on_failure: Annotated[
+        str | None, typer.Option(help="A job body (JSON or @file) enqueued once it is dead; its payload gets parent.")
+    ] = None,
+    concurrency_key: Annotated[
+        str | None, typer.Option(help="With --concurrency-limit: at most that many jobs with this key run at once.")
+    ] = None,
+    concurrency_limit: Annotated[
+        int | None, typer.Option(min=1, max=1000, help="How many jobs with --concurrency-key run at once (1-1000).")
+    ] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -170,15 +182,20 @@ def enqueue(
     if from_file is not None:
         if payload is not None or wait_:
             raise CliError("--from-file takes the payloads from the file; --payload/--wait do not apply", Exit.USAGE)
-        _bulk(api, _read_jobs(from_file, job_type), as_json)
+        _bulk(api, read_jobs(from_file, job_type), as_json)
         return
     if not job_type:
         raise CliError("give a job type (e.g. `corral enqueue echo --payload '{\"a\": 1}'`) or --from-file", Exit.USAGE)
+    if (concurrency_key is None) != (concurrency_limit is None):
+        raise CliError("give --concurrency-key and --concurrency-limit together", Exit.USAGE)
     options = {
         "delay_seconds": delay,
         "run_at": run_at,
         "max_attempts": max_attempts,
         "idempotency_key": idempotency_key,
+        "concurrency": {"key": concurrency_key, "limit": concurrency_limit} if concurrency_key else None,
+        "on_success": parse_payload(on_success),
+        "on_failure": parse_payload(on_failure),
     }
     job_id = api.enqueue(job_type, parse_payload(payload), **{k: v for k, v in options.items() if v is not None})
     if wait_:

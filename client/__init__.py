@@ -9,7 +9,7 @@ Inside the corral repository this folder is imported as `client` (tests, CLI, be
 Every error is a `CorralError` (`status`, `code`, `field`); see `errors`.
 """
 
-from .corral import BATCH_SIZE, Corral, Schedules
+from .corral import BATCH_SIZE, Batches, Corral, Schedules
 from .errors import (
     Conflict,
     ConnectionFailed,
@@ -27,8 +27,13 @@ from .errors import (
 from .retrying import RetryPolicy
 from .signatures import SignatureVerificationError, verify_signature  # HTTP jobs' requests
 from .types import (
+    BATCH_FINISHED,
     FINISHED,
     Accepted,
+    Batch,
+    BatchPage,
+    Callback,
+    Concurrency,
     EnqueueOutcome,
     Job,
     JobPage,
@@ -44,9 +49,15 @@ from .types import (
 JobTimeout = WaitTimeout  # the name this package used before `WaitTimeout`
 
 __all__ = [
+    "BATCH_FINISHED",
     "BATCH_SIZE",
     "FINISHED",
     "Accepted",
+    "Batch",
+    "BatchPage",
+    "Batches",
+    "Callback",
+    "Concurrency",
     "Conflict",
     "ConnectionFailed",
     "Corral",

@@ -17,8 +17,12 @@ from . import errors
 from .errors import CorralError
 from .retrying import RetryPolicy, retry_after_seconds, retryable_exception, retryable_status
 from .types import (
+    BATCH_FINISHED,
     FINISHED,
     Accepted,
+    Batch,
+    BatchPage,
+    Callback,
     EnqueueOutcome,
     Job,
     JobPage,
@@ -31,7 +35,16 @@ from .types import (
 )
 
 BATCH_SIZE = 100  # POST /v1/jobs:batch takes at most this many jobs
-_JOB_OPTIONS = ("idempotency_key", "delay_seconds", "run_at", "max_attempts", "timeout_seconds")
+_JOB_OPTIONS = (
+    "idempotency_key",
+    "delay_seconds",
+    "run_at",
+    "max_attempts",
+    "timeout_seconds",
+    "concurrency",
+    "on_success",
+    "on_failure",
+)
 
 
 def _when(value: datetime | float | str | None) -> str | None:
@@ -77,6 +90,7 @@ class Corral:
         self.session = session or requests.Session()
         self._sleep = sleep
         self.schedules = Schedules(self)
+        self.batches = Batches(self)
 
     @classmethod
     def from_env(cls, **options: Any) -> Corral:
@@ -124,7 +138,10 @@ class Corral:
     # Jobs -----------------------------------------------------------------------------------------
 
     def enqueue(self, job_type: str, payload: Any = None, **options: Any) -> str:
-        """Enqueue one job; its id. Options: idempotency_key, delay_seconds, run_at, max_attempts, timeout_seconds."""
+        """Enqueue one job; its id. Options: idempotency_key, delay_seconds, run_at, max_attempts, timeout_seconds,
+        concurrency ({"key": ..., "limit": n}: at most n of this tenant's jobs with that key run at once),
+        on_success / on_failure (a job body, enqueued once this job succeeded / is dead; its payload gets
+        `parent`: this job's view)."""
         return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
 
     def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:
@@ -399,6 +416,95 @@ class Schedules:
         )
 
 
+class Batches:
+    """`corral.batches`: jobs enqueued together and counted as one, with callbacks when they have ended."""
+
+    def __init__(self, corral: Corral) -> None:
+        self._corral = corral
+
+    def create(
+        self,
+        jobs: Iterable[JobSpec | dict[str, Any]],
+        *,
+        on_complete: Callback | dict[str, Any] | None = None,
+        on_success: Callback | dict[str, Any] | None = None,
+        description: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Accepted:
+        """Enqueue up to 1,000 jobs as a batch: {"id", "status": "running", "total"}. `on_complete` runs once
+        every job has ended, `on_success` once all succeeded; each gets `batch` (the batch's view) in its
+        payload. One invalid job refuses the whole batch (InvalidRequest naming `jobs[i].field`). Retried
+        with the same idempotency key (one is made if not given), so a retry never makes a second batch."""
+        body = {
+            "jobs": [dict(job) for job in jobs],
+            "on_complete": on_complete,
+            "on_success": on_success,
+            "description": description,
+            "idempotency_key": idempotency_key or (_new_idempotency_key() if self._corral.policy.retries else None),
+        }
+        return cast(
+            Accepted,
+            self._corral.call(
+                "POST",
+                "/v1/batches",
+                idempotent=True,
+                expect=(201,),
+                json={k: v for k, v in body.items() if v is not None},
+            ),
+        )
+
+    def get(self, batch_id: str) -> Batch:
+        return cast(Batch, self._corral.call("GET", f"/v1/batches/{quote(batch_id, safe='')}", idempotent=True))
+
+    def jobs(self, batch_id: str) -> builtins.list[str]:
+        """The ids of the batch's jobs, in the order they were given."""
+        answer = self._corral.call("GET", f"/v1/batches/{quote(batch_id, safe='')}/jobs", idempotent=True)
+        return cast(builtins.list[str], answer["jobs"])
+
+    def pages(
+        self, *, status: str | None = None, page_size: int | None = None, cursor: str | None = None
+    ) -> Iterator[BatchPage]:
+        """GET /v1/batches page by page, newest first, following `next_cursor` until the last page."""
+        while True:
+            query = {"status": status, "limit": page_size, "cursor": cursor}
+            params = {k: v for k, v in query.items() if v is not None}
+            answer = self._corral.call("GET", "/v1/batches", idempotent=True, params=params)
+            page = BatchPage(batches=answer["batches"], next_cursor=answer.get("next_cursor"))
+            yield page
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def list(self, *, status: str | None = None, max_items: int | None = None) -> builtins.list[Batch]:
+        """The tenant's batches, newest first (optionally of one status), at most `max_items`."""
+        found: builtins.list[Batch] = []
+        for page in self.pages(status=status):
+            found += page.batches
+            if max_items is not None and len(found) >= max_items:
+                return found[:max_items]
+        return found
+
+    def cancel(self, batch_id: str) -> Batch:
+        """Cancel the batch's jobs that have not started; it runs no callback. Repeating it is harmless."""
+        path = f"/v1/batches/{quote(batch_id, safe='')}/cancel"
+        return cast(Batch, self._corral.call("POST", path, idempotent=True))
+
+    def wait(self, batch_id: str, timeout: float = 120, poll_seconds: float = 0.5) -> Batch:
+        """Poll until the batch has ended (succeeded, completed_with_failures or cancelled with no job
+        pending); raises WaitTimeout after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            batch = self.get(batch_id)
+            if batch["status"] in BATCH_FINISHED and batch["pending"] == 0:
+                return batch
+            if time.monotonic() > deadline:
+                raise errors.WaitTimeout(
+                    f"batch {batch_id} still {batch['status']!r} ({batch['pending']} pending) after {timeout:.0f}s",
+                    job=cast(dict[str, Any], batch),
+                )
+            self._corral._sleep(poll_seconds)
+
+
 def _json_or_none(response: requests.Response) -> Any:
     try:
         return response.json()
@@ -406,4 +512,4 @@ def _json_or_none(response: requests.Response) -> Any:
         return None
 
 
-__all__ = ["Corral", "CorralError", "Schedules"]
+__all__ = ["Batches", "Corral", "CorralError", "Schedules"]

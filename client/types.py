@@ -32,6 +32,30 @@ class Job(TypedDict):
     reason: NotRequired[str]  # a skipped run: why it did not run
     cancelled_at: NotRequired[float]
     retries: NotRequired[int]
+    concurrency: NotRequired[Concurrency]
+    batch: NotRequired[str]  # the batch it belongs to
+    parent: NotRequired[dict[str, str]]  # a callback's: {"kind": "job" | "batch", "id", "callback"}
+    callbacks: NotRequired[dict[str, str | None]]  # its callbacks: kind -> the callback job's id once enqueued
+
+
+class Concurrency(TypedDict):
+    """At most `limit` of the tenant's jobs with this `key` run at once; the others wait."""
+
+    key: str
+    limit: int
+
+
+class Callback(TypedDict, total=False):
+    """A job enqueued when another ends (on_success, on_failure) or a batch does (on_complete, on_success):
+    its payload, an object, gets `parent` (the finished job's view) or `batch` (the batch's)."""
+
+    type: str
+    payload: dict[str, Any] | None
+    max_attempts: int
+    timeout_seconds: int
+    concurrency: Concurrency
+    on_success: Callback
+    on_failure: Callback
 
 
 class JobSpec(TypedDict, total=False):
@@ -44,6 +68,36 @@ class JobSpec(TypedDict, total=False):
     run_at: str
     max_attempts: int
     timeout_seconds: int
+    concurrency: Concurrency
+
+
+BatchStatus = Literal["running", "succeeded", "completed_with_failures", "cancelled"]
+BATCH_FINISHED: tuple[str, ...] = ("succeeded", "completed_with_failures", "cancelled")
+
+
+class Batch(TypedDict):
+    """GET /v1/batches/{id}: its counts, and its callbacks' job ids once enqueued (null until then)."""
+
+    id: str
+    status: BatchStatus
+    total: int
+    pending: int
+    succeeded: int
+    dead: int
+    cancelled: int
+    created_at: float
+    finished_at: float | None
+    callbacks: dict[str, str | None]
+    description: NotRequired[str]
+    cancelled_at: NotRequired[float]
+
+
+@dataclass(frozen=True)
+class BatchPage:
+    """One page of GET /v1/batches, newest first."""
+
+    batches: list[Batch]
+    next_cursor: str | None
 
 
 class Accepted(TypedDict):

@@ -61,6 +61,7 @@ ITEM_KINDS = (
     ItemKind("signing secrets", keys.SIGNING_SECRETS, api_writes=True, worker_writes=True),  # first use, rotate
     ItemKind("rate window", keys.RATE_WINDOW, api_writes=True, worker_writes=False),
     ItemKind("running slots", keys.RUNNING, api_writes=False, worker_writes=True),  # a batch takes, gives back
+    ItemKind("batch", keys.BATCH, api_writes=True, worker_writes=True),  # create, cancel, retry; members' ends
     ItemKind("schedule record", keys.SCHEDULE, api_writes=True, worker_writes=False),
     ItemKind("tenant", keys.TENANT, api_writes=False, worker_writes=False),  # the operator CLI
     ItemKind("API key", keys.API_KEY, api_writes=False, worker_writes=False),  # the operator CLI

@@ -23,6 +23,7 @@ class IdKind(StrEnum):
     DELAYED = "d"  # like TIMED, plus the seconds from enqueue to due in the next 4 bytes
     KEYED = "k"  # an HMAC of the tenant's idempotency key
     SCHEDULED = "s"  # derived from schedule name + scheduled time
+    CHILD = "c"  # derived from a parent and a name: a batch's members and callbacks, a job's callbacks
 
 
 _PREFIX = "j"
@@ -82,6 +83,40 @@ def scheduled_id(secret: bytes, tenant: str, schedule: str, scheduled_for: str) 
     return _mint(secret, tenant, IdKind.SCHEDULED, _derived_core("schedule", schedule, scheduled_for))
 
 
+def child_id(secret: bytes, tenant: str, parent: str, name: str) -> str:
+    """The id of the job `name` of `parent` (a batch's member "3" or callback "on_complete", a job's
+    callback "on_success"): the same every time, so a message sent twice is one job, run once."""
+    return _mint(secret, tenant, IdKind.CHILD, _derived_core("child", parent, name))
+
+
+BATCH_PREFIX = "b"
+
+
+def batch_id(secret: bytes, tenant: str, now: float, idempotency_key: str | None = None) -> str:
+    """A batch's id, tagged for its tenant like a job's: timed, or keyed by the request's idempotency key
+    (so a retried request is the same batch, its jobs the same jobs)."""
+    if idempotency_key is None:
+        core = int(now * 1000).to_bytes(6, "big") + os.urandom(_CORE_BYTES - 6)
+    else:
+        core = hmac.new(secret, f"batch\0{tenant}\0{idempotency_key}".encode(), hashlib.sha256).digest()[:_CORE_BYTES]
+    return f"{BATCH_PREFIX}{_b32(core + _batch_tag(secret, tenant, core))}"
+
+
+def verify_batch(secret: bytes, tenant: str, batch: str) -> bool:
+    """Whether `batch` is a batch id minted for `tenant` (another tenant's answers like an unknown one)."""
+    if not batch.startswith(BATCH_PREFIX):
+        return False
+    try:
+        raw = _unb32(batch[1:])
+    except ValueError:
+        return False
+    if len(raw) != _CORE_BYTES + _TAG_BYTES or _b32(raw) != batch[1:]:
+        return False
+    return hmac.compare_digest(raw[_CORE_BYTES:], _batch_tag(secret, tenant, raw[:_CORE_BYTES]))
+
+
+def _batch_tag(secret: bytes, tenant: str, core: bytes) -> bytes:
+    return hmac.new(secret, f"{tenant}\0batch\0".encode() + core, hashlib.sha256).digest()[:_TAG_BYTES]
 def manual_run_id(secret: bytes, tenant: str, schedule: str, idempotency_key: str) -> str:
     """The id of a schedule's run triggered by hand with an idempotency key: a retried trigger is the same run.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -129,6 +130,106 @@ def _version(value: Any) -> str | None:
     return None if _is_int(value) and value == 1 else "must be 1"
 
 
+@dataclass(frozen=True)
+class Concurrency:
+    """At most `limit` of a tenant's jobs with this `key` run at once (docs/decisions/concurrency-keys.md)."""
+
+    key: str
+    limit: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "limit": self.limit}
+
+    @classmethod
+    def of(cls, value: Any) -> Concurrency | None:
+        """A message's `concurrency` field, checked already (`_concurrency`)."""
+        return None if value is None else cls(key=value["key"], limit=value["limit"])
+
+
+def _concurrency(value: Any) -> str | None:
+    if value is None:
+        return None
+    key_ok = isinstance(value, dict) and _text(settings.MAX_CONCURRENCY_KEY_CHARS)(value.get("key")) is None
+    limit_ok = isinstance(value, dict) and _int_between(1, settings.MAX_CONCURRENCY_LIMIT)(value.get("limit")) is None
+    if key_ok and limit_ok and set(value) == {"key", "limit"}:
+        return None
+    return (
+        f'must be {{"key": a string of 1 to {settings.MAX_CONCURRENCY_KEY_CHARS} characters, '
+        f'"limit": 1 to {settings.MAX_CONCURRENCY_LIMIT}}}'
+    )
+
+
+@dataclass(frozen=True)
+class BatchMember:
+    """A job's place in its batch (docs/decisions/batches.md): the batch's id, the job's index in it, and
+    which run of the job this is (its record's `retries`: a retried job is counted again, as a new run)."""
+
+    id: str
+    index: int
+    generation: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "index": self.index} | ({"generation": self.generation} if self.generation else {})
+
+    @classmethod
+    def of(cls, value: Any) -> BatchMember | None:
+        """A message's `batch` field, checked already (`_batch_member`)."""
+        return None if value is None else cls(value["id"], value["index"], value.get("generation", 0))
+
+
+def _batch_member(value: Any) -> str | None:
+    shape = f'must be {{"id": a batch id, "index": 0 to {settings.MAX_BATCH_SIZE - 1}, "generation"?: 0 or more}}'
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not {"id", "index"} <= set(value) <= {"id", "index", "generation"}:
+        return shape
+    checks = (
+        _text(_MAX_NAME_LENGTH)(value["id"]),
+        _int_between(0, settings.MAX_BATCH_SIZE - 1)(value["index"]),
+        _int_between(0, 10**6)(value.get("generation", 0)),
+    )
+    return shape if any(checks) else None
+
+
+CALLBACK_KINDS = ("on_success", "on_failure")  # a job's own callbacks; a batch's: BATCH_CALLBACK_KINDS
+BATCH_CALLBACK_KINDS = ("on_complete", "on_success")
+_CALLBACK_SPEC_FIELDS = {"type", "payload", "max_attempts", "timeout_seconds", "concurrency"}
+
+
+def _callbacks(value: Any) -> str | None:
+    """A job's callbacks: {"on_success"?, "on_failure"?} each a job spec (type, payload, max_attempts...)."""
+    if value is None:
+        return None
+    shape = 'must be {"on_success"?: a job, "on_failure"?: a job}, each with its type and max_attempts'
+    if not isinstance(value, dict) or not value or not set(value) <= set(CALLBACK_KINDS):
+        return shape
+    for spec in value.values():
+        if not isinstance(spec, dict) or not {"type", "max_attempts"} <= set(spec) <= _CALLBACK_SPEC_FIELDS:
+            return shape
+        if _text(_MAX_NAME_LENGTH)(spec["type"]) or _int_between(1, settings.MAX_MAX_ATTEMPTS)(spec["max_attempts"]):
+            return shape
+        if _concurrency(spec.get("concurrency")):
+            return shape
+    return _payload(value)  # both callbacks' payloads together within a payload's limit (the record keeps them)
+
+
+_PARENT_KINDS = {"job": CALLBACK_KINDS, "batch": BATCH_CALLBACK_KINDS}
+
+
+def _parent(value: Any) -> str | None:
+    """A callback's parent: {"kind": "job" | "batch", "id", "callback": which of its callbacks this job is}."""
+    if value is None:
+        return None
+    ok = (
+        isinstance(value, dict)
+        and set(value) == {"kind", "id", "callback"}
+        and value["kind"] in _PARENT_KINDS
+        and value["callback"] in _PARENT_KINDS[value["kind"]]
+        and _text(_MAX_NAME_LENGTH)(value["id"]) is None
+    )
+    return None if ok else 'must be {"kind": "job" or "batch", "id", "callback": the callback it is}'
+
+
 _MAX_NAME_LENGTH = 256  # tenants, job types, schedule names, timestamps: far above any real one
 # Every field a job message may carry, and what it must be. `id`/`tenant` are checked first, apart.
 _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
@@ -141,6 +242,10 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "scheduled_for": _optional(_text(_MAX_NAME_LENGTH)),
     "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
     "due_at": _optional(_timestamp),
+    "concurrency": _concurrency,
+    "batch": _batch_member,
+    "callbacks": _callbacks,
+    "parent": _parent,
     "overlap": _optional(_one_of(*Overlap)),
     "trigger": _optional(_one_of(Trigger.MANUAL, Trigger.BACKFILL)),
 }
@@ -187,6 +292,13 @@ class JobMessage:
     # Set only on a far-future job's message (it waited as a one-time schedule, holding a quota unit
     # that its arrival gives back: shared/jobs/far_future.py); epoch seconds.
     due_at: float | None = None
+    # The job's own concurrency key; None: its type's, if the type declares one (shared/jobs/concurrency.py).
+    concurrency: Concurrency | None = None
+    batch: BatchMember | None = None  # the batch it belongs to (shared/jobs/batches.py)
+    # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?: a job spec as a dict} (shared/jobs/callbacks.py).
+    callbacks: dict[str, Any] | None = None
+    # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}.
+    parent: dict[str, str] | None = None
     # A schedule's run only: "skip" when the schedule skips overlapping runs (the claim checks for a live
     # earlier run first: shared/store/schedule_runs.py); what started it, when not the schedule's firing.
     overlap: str | None = None
@@ -203,6 +315,10 @@ class JobMessage:
         enqueued_at: float,
         schedule: str | None = None,
         scheduled_for: str | None = None,
+        concurrency: Concurrency | None = None,
+        batch: BatchMember | None = None,
+        callbacks: dict[str, Any] | None = None,
+        parent: dict[str, str] | None = None,
         overlap: Overlap = Overlap.ALLOW,
         trigger: Trigger = Trigger.SCHEDULE,
     ) -> JobMessage:
@@ -221,6 +337,10 @@ class JobMessage:
             schedule=schedule,
             scheduled_for=scheduled_for,
             timeout_seconds=spec.timeout_seconds,
+            concurrency=concurrency,
+            batch=batch,
+            callbacks=callbacks,
+            parent=parent,
             overlap=str(overlap) if overlap is not Overlap.ALLOW else None,
             trigger=str(trigger) if trigger is not Trigger.SCHEDULE else None,
         )
@@ -261,6 +381,10 @@ class JobMessage:
             "scheduled_for": self.scheduled_for,
             "timeout_seconds": self.timeout_seconds,
             "due_at": self.due_at,
+            "concurrency": self.concurrency.to_dict() if self.concurrency else None,
+            "batch": self.batch.to_dict() if self.batch else None,
+            "callbacks": self.callbacks,
+            "parent": self.parent,
             "overlap": self.overlap,
             "trigger": self.trigger,
         }
@@ -269,10 +393,18 @@ class JobMessage:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"))
 
+    def in_run(self, retries: int) -> JobMessage:
+        """The message as its record's run `retries` of the job (its record's count of retries): a batch
+        member's end counts in that run (shared/store/batch_items.py)."""
+        if self.batch is None or self.batch.generation == retries:
+            return self
+        return dataclasses.replace(self, batch=dataclasses.replace(self.batch, generation=retries))
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JobMessage:
+        """A message of fields written by `to_dict` (a schedule's input, a record's), unchecked."""
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**_typed({k: v for k, v in data.items() if k in known}))
 
     @classmethod
     def from_body(cls, body: str, *, sent_at: float, secret: bytes) -> JobMessage:
@@ -318,7 +450,16 @@ class JobMessage:
                 valid[name] = value
         if problems:
             raise UnreadableMessage("unreadable job message: " + "; ".join(problems), job=valid)
-        return cls(**{"payload": None} | valid)  # no payload is a null payload, as the API accepts it
+        return cls(**_typed({"payload": None} | valid))  # no payload is a null payload, as the API accepts it
+
+
+def _typed(fields: dict[str, Any]) -> dict[str, Any]:
+    """A message's fields as JobMessage holds them: its JSON objects as their values."""
+    if "concurrency" in fields:
+        fields = {**fields, "concurrency": Concurrency.of(fields["concurrency"])}
+    if "batch" in fields:
+        fields = {**fields, "batch": BatchMember.of(fields["batch"])}
+    return fields
 
 
 def result_json(result: Any) -> str:
@@ -365,6 +506,12 @@ class JobRecord:
     cancelled_at: float | None = None
     retries: int = 0  # times POST /v1/jobs/{id}/retry started it over
     tenant: str = ""  # whose job it is ("" where the record does not say: a listing's projection)
+    concurrency: Concurrency | None = None  # the job's own concurrency key (its message's), if it gave one
+    batch: str | None = None  # the id of the batch it belongs to
+    batch_index: int | None = None  # its place in the batch (not shown: its id is derived from it)
+    parent: dict[str, str] | None = None  # a callback's parent (JobMessage.parent)
+    # Its callbacks: kind -> the callback job's id once enqueued, None until then.
+    callbacks: dict[str, str | None] | None = None
     trigger: str | None = None  # a schedule's run: "manual" or "backfill"; None: the schedule's own firing
     skip_reason: str | None = None  # a `skipped` run: why it did not run
 
@@ -402,6 +549,14 @@ class JobRecord:
             view["cancelled_at"] = self.cancelled_at
         if self.retries:
             view["retries"] = self.retries
+        if self.concurrency is not None:
+            view["concurrency"] = self.concurrency.to_dict()
+        if self.batch is not None:
+            view["batch"] = self.batch
+        if self.parent is not None:
+            view["parent"] = self.parent
+        if self.callbacks is not None:
+            view["callbacks"] = self.callbacks
         return view
 
 

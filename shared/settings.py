@@ -186,6 +186,23 @@ MAX_MAX_ATTEMPTS = 25
 MAX_PAYLOAD_BYTES = 64 * 1024  # serialised payload; an SQS message holds 256 KiB
 MAX_PAYLOAD_DEPTH = 32  # nested arrays/objects in a payload; 0 for a scalar. See docs/decisions/input-limits.md
 MAX_BATCH_JOBS = 100  # POST /v1/jobs:batch
+# Batches (POST /v1/batches): jobs counted as one, with callbacks. See docs/decisions/batches.md.
+MAX_BATCH_SIZE = 1_000
+MAX_BATCH_DESCRIPTION_CHARS = 256
+BATCH_LIST_DEFAULT_LIMIT = 20
+BATCH_LIST_MAX_LIMIT = 100
+# Concurrency keys: at most `limit` of a tenant's jobs with one key run at once. See docs/decisions/concurrency-keys.md.
+MAX_CONCURRENCY_KEY_CHARS = 128
+MAX_CONCURRENCY_LIMIT = 1_000
+# A job over its key's limit waits in its batch for a slot a batch-mate frees, or one freed elsewhere, this
+# long at most: half the margin its message's cover and its batch's slots outlast its timeout
+# (shared/worker/deadline.py MARGIN_SECONDS), so a job started late still ends inside both.
+KEY_WAIT_IN_BATCH_SECONDS = 5.0
+# While it waits there, its batch looks for a slot freed elsewhere this often (one consistent read each).
+KEY_SLOT_POLL_SECONDS = 0.25
+# Then it is handed back: it comes back after this, doubling like any hand-back, so a long backlog of one
+# key spends the queue's receive budget over hours, not minutes (docs/decisions/hand-backs.md).
+KEY_WAIT_HAND_BACK_UNIT_SECONDS = 1.0
 # Any request body. Lambda refuses an invoke over 6 MB (6,291,456 bytes) before our code runs, and the
 # body travels inside the event JSON (escaped, or base64 for non-text content types: +33 %).
 MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024

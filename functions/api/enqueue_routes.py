@@ -168,7 +168,7 @@ def get_job(tenant: str, job_id: str) -> dict[str, Any]:
 
 def enqueue_items(tenant: str, items: list[Any]) -> tuple[int, dict[str, Any]]:
     """A batch's answer: each item validated on its own, the valid ones enqueued together; 202, or 207 if any failed."""
-    parsed = [_parse_item(item) for item in items]
+    parsed = [parse_job(item) for item in items]
     enqueued = iter(enqueue_many(tenant, [item for item in parsed if isinstance(item, JobRequest)]))
     outcomes = [next(enqueued) if isinstance(item, JobRequest) else item for item in parsed]
     not_sent = [outcome.detail for outcome in outcomes if isinstance(outcome, NotSent)]
@@ -179,7 +179,9 @@ def enqueue_items(tenant: str, items: list[Any]) -> tuple[int, dict[str, Any]]:
     return 207 if rejected else 202, {"accepted": len(results) - rejected, "rejected": rejected, "results": results}
 
 
-def _parse_item(item: Any) -> JobRequest | InvalidRequest:
+def parse_job(item: Any) -> JobRequest | InvalidRequest:
+    """One job body of a list (POST /v1/jobs:batch, POST /v1/batches), validated as POST /v1/jobs's: its
+    request, or its first problem (its field relative to the job)."""
     plain = _plain_fields("JOB_IN", item)
     if plain is not None:
         return JobRequest.from_fields(plain)

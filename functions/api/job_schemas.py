@@ -56,6 +56,180 @@ JOB_IN = {
                     "default": None,
                 },
             },
+            "concurrency": {
+                "type": "model-field",
+                "schema": {
+                    "type": "default",
+                    "schema": {
+                        "type": "nullable",
+                        "schema": {
+                            "type": "typed-dict",
+                            "fields": {
+                                "key": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "str", "min_length": 1, "max_length": 128},
+                                    "required": True,
+                                },
+                                "limit": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "int", "ge": 1, "le": 1000},
+                                    "required": True,
+                                },
+                            },
+                            "computed_fields": [],
+                            "extra_behavior": "forbid",
+                            "config": {"extra_fields_behavior": "forbid", "title": "ConcurrencyIn"},
+                        },
+                    },
+                    "default": None,
+                },
+            },
+            "on_success": {
+                "type": "model-field",
+                "schema": {
+                    "type": "default",
+                    "schema": {
+                        "type": "nullable",
+                        "schema": {
+                            "type": "typed-dict",
+                            "fields": {
+                                "type": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "str", "min_length": 1, "max_length": 64},
+                                    "required": True,
+                                },
+                                "payload": {
+                                    "type": "typed-dict-field",
+                                    "schema": {
+                                        "type": "nullable",
+                                        "schema": {
+                                            "type": "dict",
+                                            "keys_schema": {"type": "str"},
+                                            "values_schema": {"type": "any"},
+                                        },
+                                    },
+                                    "required": False,
+                                },
+                                "max_attempts": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "nullable", "schema": {"type": "int", "ge": 1, "le": 25}},
+                                    "required": False,
+                                },
+                                "timeout_seconds": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "nullable", "schema": {"type": "int", "ge": 1, "le": 900}},
+                                    "required": False,
+                                },
+                                "concurrency": {
+                                    "type": "typed-dict-field",
+                                    "schema": {
+                                        "type": "nullable",
+                                        "schema": {
+                                            "type": "typed-dict",
+                                            "fields": {
+                                                "key": {
+                                                    "type": "typed-dict-field",
+                                                    "schema": {"type": "str", "min_length": 1, "max_length": 128},
+                                                    "required": True,
+                                                },
+                                                "limit": {
+                                                    "type": "typed-dict-field",
+                                                    "schema": {"type": "int", "ge": 1, "le": 1000},
+                                                    "required": True,
+                                                },
+                                            },
+                                            "computed_fields": [],
+                                            "extra_behavior": "forbid",
+                                            "config": {
+                                                "extra_fields_behavior": "forbid",
+                                                "title": "OnSuccessInConcurrency",
+                                            },
+                                        },
+                                    },
+                                    "required": False,
+                                },
+                            },
+                            "computed_fields": [],
+                            "extra_behavior": "forbid",
+                            "config": {"extra_fields_behavior": "forbid", "title": "OnSuccessIn"},
+                        },
+                    },
+                    "default": None,
+                },
+            },
+            "on_failure": {
+                "type": "model-field",
+                "schema": {
+                    "type": "default",
+                    "schema": {
+                        "type": "nullable",
+                        "schema": {
+                            "type": "typed-dict",
+                            "fields": {
+                                "type": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "str", "min_length": 1, "max_length": 64},
+                                    "required": True,
+                                },
+                                "payload": {
+                                    "type": "typed-dict-field",
+                                    "schema": {
+                                        "type": "nullable",
+                                        "schema": {
+                                            "type": "dict",
+                                            "keys_schema": {"type": "str"},
+                                            "values_schema": {"type": "any"},
+                                        },
+                                    },
+                                    "required": False,
+                                },
+                                "max_attempts": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "nullable", "schema": {"type": "int", "ge": 1, "le": 25}},
+                                    "required": False,
+                                },
+                                "timeout_seconds": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "nullable", "schema": {"type": "int", "ge": 1, "le": 900}},
+                                    "required": False,
+                                },
+                                "concurrency": {
+                                    "type": "typed-dict-field",
+                                    "schema": {
+                                        "type": "nullable",
+                                        "schema": {
+                                            "type": "typed-dict",
+                                            "fields": {
+                                                "key": {
+                                                    "type": "typed-dict-field",
+                                                    "schema": {"type": "str", "min_length": 1, "max_length": 128},
+                                                    "required": True,
+                                                },
+                                                "limit": {
+                                                    "type": "typed-dict-field",
+                                                    "schema": {"type": "int", "ge": 1, "le": 1000},
+                                                    "required": True,
+                                                },
+                                            },
+                                            "computed_fields": [],
+                                            "extra_behavior": "forbid",
+                                            "config": {
+                                                "extra_fields_behavior": "forbid",
+                                                "title": "OnFailureInConcurrency",
+                                            },
+                                        },
+                                    },
+                                    "required": False,
+                                },
+                            },
+                            "computed_fields": [],
+                            "extra_behavior": "forbid",
+                            "config": {"extra_fields_behavior": "forbid", "title": "OnFailureIn"},
+                        },
+                    },
+                    "default": None,
+                },
+            },
         },
         "model_name": "JobIn",
         "computed_fields": [],

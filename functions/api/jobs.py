@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.enqueue_routes import enqueue_items
-from functions.api.models import JobSpecIn
+from functions.api.models import JobSpecIn, callback_model, concurrency_model
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
@@ -23,6 +23,11 @@ from shared.jobs.enqueue import JobRequest, enqueue
 from shared.jobs.status import job_status
 
 router = APIGatewayHttpRouter()
+
+
+ConcurrencyIn = concurrency_model("ConcurrencyIn")
+OnSuccessIn = callback_model("OnSuccessIn")
+OnFailureIn = callback_model("OnFailureIn")
 
 
 # A job's spec, then its enqueue options, in one flat body (JobRequest.from_fields splits them). No
@@ -33,6 +38,15 @@ class JobIn(JobSpecIn):
         default=None, ge=0, le=settings.MAX_RUN_AT_DAYS * 86_400, description="Run this many seconds from now"
     )
     run_at: datetime | None = Field(default=None, description="Run at this time (ISO 8601; UTC if no offset)")
+    concurrency: ConcurrencyIn | None = Field(
+        default=None, description="At most `limit` of this tenant's jobs with this `key` run at once"
+    )
+    on_success: OnSuccessIn | None = Field(
+        default=None, description="A job enqueued once this one succeeded; its payload gets `parent`: this job's view"
+    )
+    on_failure: OnFailureIn | None = Field(
+        default=None, description="A job enqueued once this one is dead; its payload gets `parent`: this job's view"
+    )
 
 
 class JobsBatchIn(BaseModel):

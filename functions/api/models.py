@@ -6,9 +6,10 @@ the enqueue path, which validates with the generated schemas (functions/api/job_
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, with_config
+from typing_extensions import NotRequired, TypedDict  # noqa: UP035 - pydantic needs these on Python < 3.12
 
 from shared import settings
 from shared.model import JobSpec
@@ -34,3 +35,29 @@ class JobSpecIn(BaseModel):
         return JobSpec(
             type=self.type, payload=self.payload, max_attempts=self.max_attempts, timeout_seconds=self.timeout_seconds
         )
+
+
+# TypedDicts, not models: their core schemas have no class, so the enqueue routes validate them from the
+# generated schemas (functions/api/job_schemas.py) as they do the rest of a job's body. One class per
+# field: pydantic would share a class used twice as a definition, which the generated schema cannot hold.
+
+
+def concurrency_model(name: str) -> Any:
+    """{"key", "limit"}: at most `limit` of this tenant's jobs with this `key` run at once; the others wait."""
+    fields = {
+        "key": Annotated[str, Field(min_length=1, max_length=settings.MAX_CONCURRENCY_KEY_CHARS)],
+        "limit": Annotated[int, Field(ge=1, le=settings.MAX_CONCURRENCY_LIMIT)],
+    }
+    return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
+
+
+def callback_model(name: str) -> Any:
+    """A job enqueued when another job (or a batch) ends; its payload, an object, gets `parent` (or `batch`)."""
+    fields = {
+        "type": Annotated[str, Field(min_length=1, max_length=64)],
+        "payload": NotRequired[dict[str, Any] | None],
+        "max_attempts": NotRequired[Annotated[int, Field(ge=1, le=settings.MAX_MAX_ATTEMPTS)] | None],
+        "timeout_seconds": NotRequired[Annotated[int, Field(ge=1, le=settings.MAX_JOB_TIMEOUT_SECONDS)] | None],
+        "concurrency": NotRequired[concurrency_model(f"{name}Concurrency") | None],
+    }
+    return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]

@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
-from functions.api import control, dashboard_files, jobs, operator, schedules, signing_secrets
+from functions.api import batches, control, dashboard_files, jobs, operator, schedules, signing_secrets
 from functions.api.openapi_docs import complete_error_responses
 from functions.api.responses import answer_for, answered_types, cut, error_response, invalid_fields, json_response
 
@@ -24,6 +24,7 @@ app = APIGatewayHttpResolver(enable_validation=True)
 app.include_router(jobs.router)
 app.include_router(schedules.router)
 app.include_router(control.router)
+app.include_router(batches.router)
 app.include_router(signing_secrets.router)
 app.include_router(operator.router)
 app.include_router(dashboard_files.router)

@@ -24,10 +24,10 @@ from shared import environment, ids, settings
 from shared.aws import eventbridge, queue
 from shared.aws.clients import client, is_not_found
 from shared.errors import Conflict, NotFound
-from shared.jobs import listing
+from shared.jobs import batches, listing
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
-from shared.model import JobMessage, JobRecord, Status
+from shared.model import BatchMember, JobMessage, JobRecord, Status
 from shared.store import job_control, job_items, job_store, keys
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
@@ -91,6 +91,7 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
     if isinstance(outcome, job_control.Refused):
         record = _owned(outcome.item, tenant, job_id)
         if record.status is Status.CANCELLED:
+            _count_in_batch(record)  # again: the cancel that wrote it may have died before counting it
             return record
         if record.status is Status.RUNNING:
             raise Conflict(
@@ -103,7 +104,15 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         # comes back here, or on the worker if the schedule fires first: exactly once either way.
         eventbridge.delete(delayed_schedule_name(job_id))
         give_back_far_future_unit(tenant, job_id)
+    _count_in_batch(outcome)
     return outcome
+
+
+def _count_in_batch(record: JobRecord) -> None:
+    """A cancelled member counts as cancelled in its batch (idempotent). A job cancelled before any worker
+    saw it has no batch on its record yet: its message, arriving, counts it (shared/worker/receive.py)."""
+    if record.batch is not None and record.batch_index is not None:
+        batches.member_ended(BatchMember(record.batch, record.batch_index, record.retries), Status.CANCELLED)
 
 
 def _send(message: JobMessage) -> None:
@@ -138,6 +147,8 @@ def _retry(tenant: str, job_id: str, *, resend_queued: bool) -> JobMessage:
     now = time.time()
     outcome = job_control.reset_for_retry(job_id, tenant, now)
     if isinstance(outcome, JobMessage):
+        if outcome.batch is not None:  # pending again in its batch, in its next run, before it can run
+            batches.member_reopened(tenant, outcome.batch.id, outcome.batch.index, outcome.batch.generation)
         _send(outcome)  # the record is queued first, so no worker can see the message before it is retryable
         _sent(job_id, now)
         return outcome
@@ -183,6 +194,9 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
         _writers.map(lambda job_id: job_control.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates)
     )
     messages = [outcome for outcome in outcomes if isinstance(outcome, JobMessage)]
+    for message in messages:
+        if message.batch is not None:
+            batches.member_reopened(tenant, message.batch.id, message.batch.index, message.batch.generation)
     skipped = [
         {"id": job_id, "reason": _why_skipped(outcome.item)}
         for job_id, outcome in zip(candidates, outcomes, strict=True)

@@ -26,7 +26,7 @@ from shared.aws import eventbridge, queue
 from shared.aws.eventbridge import at_expression
 from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
 from shared.jobs import far_future, job_types, payload_schemas, payloads
-from shared.model import JobMessage, JobSpec
+from shared.model import Concurrency, JobMessage, JobSpec
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
 
@@ -41,12 +41,24 @@ class JobRequest:
     idempotency_key: str | None = None
     delay_seconds: int | None = None
     run_at: datetime | None = None
+    concurrency: Concurrency | None = None  # the job's own key and limit (shared/jobs/concurrency.py)
+    # Jobs to enqueue when it ends, job bodies (shared/jobs/callbacks.py): once it succeeded, once it is dead.
+    on_success: Mapping[str, Any] | None = None
+    on_failure: Mapping[str, Any] | None = None
+
+    @property
+    def jobs(self) -> int:
+        """How many jobs the request is, as the rate limit counts them: the job and its callbacks."""
+        return 1 + (self.on_success is not None) + (self.on_failure is not None)
 
     @classmethod
     def from_fields(cls, values: Mapping[str, Any]) -> JobRequest:
         """The request of a POST /v1/jobs body's fields: the spec's beside the enqueue options."""
         spec = JobSpec(**{name: value for name, value in values.items() if name in _SPEC_FIELDS})
-        return cls(spec, **{name: value for name, value in values.items() if name not in _SPEC_FIELDS})
+        options = {name: value for name, value in values.items() if name not in _SPEC_FIELDS}
+        if isinstance(options.get("concurrency"), Mapping):
+            options["concurrency"] = Concurrency.of(options["concurrency"])
+        return cls(spec, **options)
 
 
 def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_input: bool = False) -> None:
@@ -101,6 +113,75 @@ def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_i
         raise InvalidRequest(f"{field_prefix}{error.field}", error.message) from error
 
 
+_CALLBACK_FIELDS = ("type", "payload", "max_attempts", "timeout_seconds", "concurrency")
+# What a callback's payload gets, so its check at enqueue measures it with that key in it: a job's
+# view (all but its result, which may be dropped to fit: `_fitted`) or a batch's.
+_PLACEHOLDER_PARENT_VIEW = {
+    "id": "j" + "x" * 42,
+    "type": "t" * 64,
+    "status": "completed_with_failures",
+    "attempts": 25,
+    "error": None,
+    "enqueued_at": 1.0e10,
+    "started_at": 1.0e10,
+    "finished_at": 1.0e10,
+}
+# Room left in a callback's payload for the parent's view: a callback's own payload takes at most the rest.
+CALLBACK_VIEW_ROOM_BYTES = 4 * 1024
+
+
+def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: str) -> dict[str, Any]:
+    """A callback's body, checked as a job (its type, its payload with `adds` in it, its limits), as
+    its parent's message or batch keeps it: a spec with its max_attempts decided. InvalidRequest names
+    the field under `field` ("on_success.payload")."""
+    unknown = sorted(set(body) - set(_CALLBACK_FIELDS))
+    if unknown:
+        raise InvalidRequest(f"{field}.{unknown[0]}", "not a field of a callback")
+    payload = body.get("payload")
+    job_type = body.get("type", "")
+    if payload is not None and not isinstance(payload, dict):
+        raise InvalidRequest(f"{field}.payload", f"must be an object (or null): the callback gets {adds!r} in it")
+    where, holder = ("payload.body", (payload or {}).get("body")) if job_type in VIEW_IN_BODY else ("payload", payload)
+    if holder is not None and not isinstance(holder, dict):
+        raise InvalidRequest(f"{field}.{where}", f"must be an object (or null): the callback gets {adds!r} in it")
+    if holder and adds in holder:
+        raise InvalidRequest(f"{field}.{where}.{adds}", "is the callback's own: corral sets it")
+    spec = with_max_attempts(
+        JobSpec(
+            type=job_type,
+            payload=with_view(job_type, payload, adds, _PLACEHOLDER_PARENT_VIEW),
+            max_attempts=body.get("max_attempts"),
+            timeout_seconds=body.get("timeout_seconds"),
+        )
+    )
+    check_job(spec, tenant=tenant, field_prefix=f"{field}.")
+    own, most = len(json.dumps(payload).encode()), settings.MAX_PAYLOAD_BYTES - CALLBACK_VIEW_ROOM_BYTES
+    if own > most:
+        why = f"is {own} bytes; a callback's may be {most}, to leave room for {adds!r}"
+        raise InvalidRequest(f"{field}.payload", why)
+    kept: dict[str, Any] = {"type": spec.type, "payload": payload, "max_attempts": spec.max_attempts}
+    if spec.timeout_seconds is not None:
+        kept["timeout_seconds"] = spec.timeout_seconds
+    if body.get("concurrency") is not None:
+        kept["concurrency"] = dict(body["concurrency"])
+    return kept
+
+
+# Types whose payload is a request and whose endpoint receives its `body`: a callback of one gets its
+# parent's (or batch's) view in that body, so a callback URL receives it (an `http` job refuses any
+# payload field but url, method, headers and body).
+VIEW_IN_BODY = frozenset({"http"})
+
+
+def with_view(job_type: str, payload: Mapping[str, Any] | None, key: str, view: Any) -> dict[str, Any]:
+    """A callback's payload with `key`: `view` added: in its body for a request type, else at its top."""
+    added = dict(payload or {})
+    if job_type in VIEW_IN_BODY:
+        added["body"] = dict(added.get("body") or {}) | {key: view}
+        return added
+    return added | {key: view}
+
+
 def with_max_attempts(spec: JobSpec) -> JobSpec:
     """The spec with its max_attempts decided: the one it gives, else its job type's default."""
     if spec.max_attempts is not None:
@@ -109,27 +190,56 @@ def with_max_attempts(spec: JobSpec) -> JobSpec:
     return replace(spec, max_attempts=found.max_attempts if found else settings.DEFAULT_MAX_ATTEMPTS)
 
 
-def delay_of(request: JobRequest, now: float) -> float:
+def delay_of(request: JobRequest, now: float, *, field_prefix: str = "") -> float:
     """Seconds until the job is due (0: now). A run_at in the past means now."""
     if request.delay_seconds is not None and request.run_at is not None:
-        raise InvalidRequest("run_at", "give either delay_seconds or run_at, not both")
+        raise InvalidRequest(f"{field_prefix}run_at", "give either delay_seconds or run_at, not both")
     horizon = settings.MAX_RUN_AT_DAYS * 86_400
     if request.run_at is not None:
         due = request.run_at if request.run_at.tzinfo else request.run_at.replace(tzinfo=UTC)
         delay = max(0.0, due.timestamp() - now)
         if delay > horizon:
-            raise InvalidRequest("run_at", f"must be at most {settings.MAX_RUN_AT_DAYS} days ahead")
+            raise InvalidRequest(f"{field_prefix}run_at", f"must be at most {settings.MAX_RUN_AT_DAYS} days ahead")
         return delay
     delay = request.delay_seconds or 0
     if not 0 <= delay <= horizon:
-        raise InvalidRequest("delay_seconds", f"must be between 0 and {horizon} ({settings.MAX_RUN_AT_DAYS} days)")
+        why = f"must be between 0 and {horizon} ({settings.MAX_RUN_AT_DAYS} days)"
+        raise InvalidRequest(f"{field_prefix}delay_seconds", why)
     return float(delay)
+
+
+@dataclass(frozen=True)
+class CheckedJob:
+    """A request that passed every check: its spec with max_attempts decided, its delay, its callbacks."""
+
+    spec: JobSpec
+    delay: float
+    callbacks: dict[str, Any] | None
+
+
+def checked(tenant: str, request: JobRequest, now: float, *, field_prefix: str = "") -> CheckedJob:
+    """Check a request as a job; InvalidRequest names the field (under `field_prefix`: "jobs[3].")."""
+    delay = delay_of(request, now, field_prefix=field_prefix)
+    spec = with_max_attempts(request.spec)
+    check_job(spec, tenant=tenant, field_prefix=field_prefix, scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS)
+    callbacks = {
+        kind: check_callback(tenant, body, field=f"{field_prefix}{kind}", adds="parent")
+        for kind, body in (("on_success", request.on_success), ("on_failure", request.on_failure))
+        if body is not None
+    }
+    # The message and the record carry both: together within a payload's limit (shared/model.py _callbacks).
+    size = len(json.dumps(callbacks, separators=(",", ":")).encode())
+    if size > settings.MAX_PAYLOAD_BYTES:
+        why = (
+            f"on_success and on_failure together are {size} bytes serialised; the limit is {settings.MAX_PAYLOAD_BYTES}"
+        )
+        raise PayloadTooLarge(f"{field_prefix}{list(callbacks)[-1]}", why)
+    return CheckedJob(spec, delay, callbacks or None)
 
 
 def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0.0) -> JobMessage:
     """Validate a request and turn it into the message the queue carries."""
-    spec = with_max_attempts(request.spec)
-    check_job(spec, tenant=tenant, scheduler_input=delay > settings.MAX_SQS_DELAY_SECONDS)
+    job = checked(tenant, request, now)
     secret = id_secret()
     if request.idempotency_key:
         job_id = ids.keyed_id(secret, tenant, request.idempotency_key)
@@ -137,7 +247,14 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         job_id = ids.delayed_id(secret, tenant, now, now + delay)  # GET answers `queued` until it is due
     else:
         job_id = ids.timed_id(secret, tenant, now)
-    return JobMessage.of(spec, job_id=job_id, tenant=tenant, enqueued_at=now)
+    return JobMessage.of(
+        job.spec,
+        job_id=job_id,
+        tenant=tenant,
+        enqueued_at=now,
+        concurrency=request.concurrency,
+        callbacks=job.callbacks,
+    )
 
 
 def delayed_schedule_name(job_id: str) -> str:
@@ -184,7 +301,7 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
 def enqueue(tenant: str, request: JobRequest) -> JobMessage:
     now = time.time()
     message, delay = _prepare(tenant, request, now)
-    rate_limit.check(tenant)  # RateLimited: nothing sent
+    rate_limit.check(tenant, request.jobs)  # RateLimited: nothing sent. Its callbacks count as jobs too.
     if delay <= settings.MAX_SQS_DELAY_SECONDS:
         queue.send(message, math.ceil(delay))
     else:
@@ -213,12 +330,12 @@ BulkOutcome = JobMessage | InvalidRequest | NotSent | QuotaExceeded
 def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcome]:
     """Enqueue each request; the outcome per request, in order. One bad job loses none of the others.
 
-    The rate limit counts every job of the request, all or nothing: RateLimited sends none.
+    The rate limit counts every job of the request (callbacks too), all or nothing: RateLimited sends none.
     """
-    rate_limit.check(tenant, len(requests))
+    rate_limit.check(tenant, sum(request.jobs for request in requests))
     now = time.time()
     outcomes: list[BulkOutcome] = []
-    to_queue: list[tuple[int, JobMessage, int]] = []  # (index, message, SQS delay): the jobs sent in batches
+    prepared: list[tuple[int, JobRequest, JobMessage, float]] = []
     for index, request in enumerate(requests):
         try:
             message, delay = _prepare(tenant, request, now)
@@ -226,17 +343,33 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
             outcomes.append(error)
             continue
         outcomes.append(message)
+        prepared.append((index, request, message, delay))
+    sent = send_prepared([(request, message, delay) for _, request, message, delay in prepared], now)
+    for (index, _, _, _), problem in zip(prepared, sent, strict=True):
+        if problem is not None:
+            outcomes[index] = problem
+    return outcomes
+
+
+def send_prepared(
+    prepared: Sequence[tuple[JobRequest, JobMessage, float]], now: float
+) -> list[InvalidRequest | NotSent | QuotaExceeded | None]:
+    """Send checked jobs, (request, message, delay) each: in SendMessageBatch calls, or a schedule each
+    for those due beyond SQS's longest delay. For each, in order, None if it went out, or why not."""
+    problems: list[InvalidRequest | NotSent | QuotaExceeded | None] = [None] * len(prepared)
+    to_queue: list[tuple[int, JobMessage, int]] = []  # (index, message, SQS delay): the jobs sent in batches
+    for index, (request, message, delay) in enumerate(prepared):
         if delay <= settings.MAX_SQS_DELAY_SECONDS:
             to_queue.append((index, message, math.ceil(delay)))
             continue
         try:  # rare in bulk: one CreateSchedule per far-future job
             _schedule_later(request, message, now, delay)
         except (InvalidRequest, QuotaExceeded) as error:
-            outcomes[index] = error
+            problems[index] = error
         except (ClientError, BotoCoreError) as error:
-            outcomes[index] = NotSent(f"{type(error).__name__}: {error}")
+            problems[index] = NotSent(f"{type(error).__name__}: {error}")
     not_sent = queue.send_batch([(message, delay) for _, message, delay in to_queue])
     for (index, _, _), detail in zip(to_queue, not_sent, strict=True):
         if detail is not None:
-            outcomes[index] = NotSent(detail)
-    return outcomes
+            problems[index] = NotSent(detail)
+    return problems

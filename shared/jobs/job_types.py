@@ -39,6 +39,7 @@ from shared import environment
 from shared.jobs.registry import (
     FIRST_PARTY_PACKAGE,
     NAME_PATTERN,
+    ConcurrencyKey,
     Exclusivity,
     InvalidPayload,
     JobContext,
@@ -57,6 +58,7 @@ from shared.jobs.registry import REGISTRY as _REGISTRY
 
 __all__ = [
     "NAME_PATTERN",
+    "ConcurrencyKey",
     "Exclusivity",
     "InvalidPayload",
     "JobContext",

@@ -96,6 +96,10 @@ PayloadValidator = Callable[[Any], None]
 TenantCheck = Callable[[Any, str], None]
 # Whether a job must hold the store's claim to run: a flag for the whole type, or a function of the payload.
 Exclusivity = bool | Callable[[Any], bool]
+# The payload field whose value is a job's concurrency key: at most the type's concurrency_limit of a
+# tenant's jobs with one key run at once (docs/decisions/concurrency-keys.md). A field, not a function:
+# the worker, which applies it, holds a customer's declaration, not its code.
+ConcurrencyKey = str
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,10 @@ class JobType:
     # False: a first delivery runs without the claim during a store outage
     # (docs/decisions/store-blips.md); a duplicate delivery in that window may run it twice.
     exclusive: Exclusivity = False
+    # The payload field holding each job's concurrency key (a job's own `concurrency` wins over it), and
+    # how many jobs of one key run at once. Both or neither.
+    concurrency_key: ConcurrencyKey | None = None
+    concurrency_limit: int | None = None
     # True: a customer's type whose code this process does not load (only its declaration, written at
     # synth): the worker runs its jobs by invoking the jobs function (shared/worker/fence.py).
     in_jobs_function: bool = False
@@ -147,6 +155,10 @@ class JobType:
             "backoff_cap_seconds": self.backoff_cap_seconds,
             "builtin": self.builtin,
             "exclusive": "per job" if callable(self.exclusive) else bool(self.exclusive),
+            # The key is the type's code (a function of the payload), run where the type is loaded: the
+            # declaration says only that there is one, and its limit.
+            "concurrency_key": self.concurrency_key,
+            "concurrency_limit": self.concurrency_limit,
         }
 
     def declaration(self) -> dict[str, Any]:
@@ -181,6 +193,8 @@ def job_type(
     validate: PayloadValidator | None = None,
     payload_schema: Mapping[str, Any] | None = None,
     exclusive: Exclusivity = False,
+    concurrency_key: ConcurrencyKey | None = None,
+    concurrency_limit: int | None = None,
 ) -> Callable[[JobFunction], JobFunction]:
     """Register a job type. Limits are checked here, so a bad one fails the synth, not a job.
 
@@ -190,9 +204,13 @@ def job_type(
     code; a payload it refuses ends the job dead (no retry). Prefer `payload_schema`: it answers the
     caller at enqueue.
     `exclusive`: True if a job of this type must never run twice at once, even while the store
+    fails (it then waits for the store); or a function of the payload deciding it per job.
     fails (it then waits for the store); or a function of the payload deciding it per job. The
     worker holds a customer's declaration, not its code, so it treats every job of a type with such
     a function as exclusive.
+    `concurrency_key`, `concurrency_limit`: at most `concurrency_limit` of a tenant's jobs of this type
+    with the same value of the payload field `concurrency_key` (a string or whole number, 1-128
+    characters) run at once; the others wait without using an attempt. A job's own `concurrency` wins.
     """
     return _registration(
         name,
@@ -204,6 +222,8 @@ def job_type(
         validate=validate,
         payload_schema=payload_schema,
         exclusive=exclusive,
+        concurrency_key=concurrency_key,
+        concurrency_limit=concurrency_limit,
         builtin=False,
     )
 
@@ -230,11 +250,14 @@ def _registration(
     payload_schema: Mapping[str, Any] | None = None,
     exclusive: Exclusivity = False,
     check_tenant: TenantCheck | None = None,
+    concurrency_key: ConcurrencyKey | None = None,
+    concurrency_limit: int | None = None,
     builtin: bool,
 ) -> Callable[[JobFunction], JobFunction]:
     ceiling = settings.MAX_JOB_TIMEOUT_SECONDS if max_timeout_seconds is None else max_timeout_seconds
     _check_options(name, timeout_seconds, ceiling, max_attempts, backoff_base_seconds, backoff_cap_seconds)
     _check_payload_schema(name, payload_schema)
+    _check_concurrency(name, concurrency_key, concurrency_limit)
 
     def register(function: JobFunction) -> JobFunction:
         if builtin and not _is_first_party(function):
@@ -257,6 +280,8 @@ def _registration(
             payload_schema=payload_schema,
             builtin=builtin,
             exclusive=exclusive,
+            concurrency_key=concurrency_key,
+            concurrency_limit=concurrency_limit,
         )
         return function
 
@@ -279,6 +304,16 @@ def _check_payload_schema(name: str, schema: Mapping[str, Any] | None) -> None:
         json.dumps(schema, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise ValueError(f"job type {name!r}: payload_schema must be plain JSON ({error})") from error
+
+
+def _check_concurrency(name: str, key: ConcurrencyKey | None, limit: int | None) -> None:
+    if key is None and limit is None:
+        return
+    if not isinstance(key, str) or not 0 < len(key) <= settings.MAX_CONCURRENCY_KEY_CHARS:
+        raise ValueError(f"job type {name!r}: concurrency_key must name a payload field (a non-empty string)")
+    most = settings.MAX_CONCURRENCY_LIMIT
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= most:
+        raise ValueError(f"job type {name!r}: concurrency_limit must be a whole number from 1 to {most}")
 
 
 def _check_options(

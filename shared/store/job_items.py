@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from shared import settings
 from shared.aws.clients import aws_error_code
-from shared.model import JobMessage, JobRecord, Status
+from shared.model import CALLBACK_KINDS, BatchMember, Concurrency, JobMessage, JobRecord, Status
 from shared.store import keys, table
 from shared.store.table_schema import JOBS_INDEX
 
@@ -137,10 +137,46 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         cancelled_at=as_float(item, "cancelled_at"),
         retries=as_int(item, "retries") or 0,
         tenant=as_str(item, "tenant") or "",
+        concurrency=_concurrency(item),
+        batch=as_str(item, "batch_id"),
+        batch_index=as_int(item, "batch_index"),
+        parent=json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
+        callbacks=_callbacks_view(item),
         trigger=as_str(item, "run_trigger"),
         skip_reason=as_str(item, "skip_reason"),
         **recorded,
     )
+
+
+def relations(message: JobMessage) -> dict[str, dict[str, str]]:
+    """What a record keeps of the jobs a job is related to: its batch, its callbacks' specs (a retry's
+    message carries them again), its parent if it is a callback. Written once (if_not_exists)."""
+    kept: dict[str, dict[str, str]] = {}
+    if message.batch is not None:
+        kept |= {"batch_id": {"S": message.batch.id}, "batch_index": n(message.batch.index)}
+    if message.callbacks:
+        kept["callbacks_json"] = {"S": json.dumps(message.callbacks, separators=(",", ":"))}
+    if message.parent:
+        kept["parent_json"] = {"S": json.dumps(message.parent, separators=(",", ":"))}
+    return kept
+
+
+def callback_sent_attribute(kind: str) -> str:
+    """The record's attribute holding the id of its `kind` callback once that job is enqueued."""
+    return f"callback_{kind}"
+
+
+def _callbacks_view(item: dict[str, Any]) -> dict[str, str | None] | None:
+    declared = as_str(item, "callbacks_json")
+    if declared is None:
+        return None
+    kinds = [kind for kind in json.loads(declared) if kind in CALLBACK_KINDS]
+    return {kind: as_str(item, callback_sent_attribute(kind)) for kind in kinds}
+
+
+def _concurrency(item: dict[str, Any]) -> Concurrency | None:
+    key, limit = as_str(item, "concurrency_key"), as_int(item, "concurrency_limit")
+    return Concurrency(key, limit) if key is not None and limit is not None else None
 
 
 def payload_json(payload: Any) -> dict[str, str]:
@@ -166,10 +202,23 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
         "schedule": as_str(item, "schedule_name"),
         "scheduled_for": as_str(item, "scheduled_for"),
         "timeout_seconds": as_int(item, "timeout_seconds"),
+        "concurrency": concurrency.to_dict() if (concurrency := _concurrency(item)) else None,
+        "batch": _member(item),
+        "callbacks": json.loads(callbacks) if (callbacks := as_str(item, "callbacks_json")) else None,
+        "parent": json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
     }
     return JobMessage.from_dict({name: value for name, value in fields.items() if value is not None})
 
 
-def read_item(job_id: str) -> dict[str, Any]:
-    # Only for stores that do not return ALL_OLD on a failed condition.
-    return jobs_client().get_item(TableName=table.name(), Key=key(job_id), ConsistentRead=True).get("Item") or {}
+def _member(item: dict[str, Any]) -> dict[str, Any] | None:
+    """A batch member's place, as its next run counts: the record's retries are its generation."""
+    batch, index = as_str(item, "batch_id"), as_int(item, "batch_index")
+    if batch is None or index is None:
+        return None
+    return BatchMember(batch, index, as_int(item, "retries") or 0).to_dict()
+
+
+def read_item(job_id: str, *, single_attempt: bool = False) -> dict[str, Any]:
+    """The record as it is, a consistent read (for stores that do not return ALL_OLD on a failed condition)."""
+    found = jobs_client(single_attempt).get_item(TableName=table.name(), Key=key(job_id), ConsistentRead=True)
+    return found.get("Item") or {}

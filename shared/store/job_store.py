@@ -21,11 +21,15 @@ class Claimed:
     attempt: int
     token: str
     max_attempts: int  # the record's: the first message of a job sets it (an idempotency key's first request)
+    retries: int = 0  # the record's: which run of the job this is (a batch counts each run's end)
 
 
 @dataclass(frozen=True)
 class Finished:
     """Succeeded, dead or cancelled already: a duplicate delivery (or a cancelled job's), acknowledged unrun."""
+
+    status: Status | None = None  # as the record says (None where it was not read)
+    retries: int = 0
 
 
 @dataclass(frozen=True)
@@ -65,16 +69,30 @@ class Foreign:
 ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign
 
 
-def get(job_id: str, *, consistent: bool = False) -> JobRecord | None:
-    """The job's record (its tenant in `tenant`), or None if no worker has seen the job. `consistent`:
-    the table's own answer (DAX passes a strongly consistent read through, neither answering it from
-    its cache nor caching it)."""
-    item = (
-        job_items.jobs_client()
-        .get_item(TableName=table.name(), Key=job_items.key(job_id), **({"ConsistentRead": True} if consistent else {}))
-        .get("Item")
-    )
+def get(job_id: str, *, consistent: bool = False, single_attempt: bool = False) -> JobRecord | None:
+    """The job's record (its tenant in `tenant`), or None if no worker has seen the job.
+
+    `consistent`: the table's own answer, past the status cache (DAX passes a strongly consistent read
+    through, neither answering it from its cache nor caching it): a callback's send reads the record its
+    parent's outcome wrote a moment ago; a status poll rechecks a miss that may be stale."""
+    if consistent:
+        item = job_items.read_item(job_id, single_attempt=single_attempt)
+    else:
+        jobs = job_items.jobs_client(single_attempt)
+        item = jobs.get_item(TableName=table.name(), Key=job_items.key(job_id)).get("Item")
     return job_items.record_from_item(item) if item else None
+
+
+def mark_callback_sent(job_id: str, kind: str, callback_id: str, *, single_attempt: bool = False) -> None:
+    """The job's `kind` callback (on_success, on_failure) is enqueued: no later delivery sends it again."""
+    name = job_items.callback_sent_attribute(kind)
+    job_items.conditional(
+        single_attempt=single_attempt,
+        Key=job_items.key(job_id),
+        UpdateExpression=f"SET {name} = :id",
+        ConditionExpression="attribute_exists(pk)",
+        ExpressionAttributeValues={":id": {"S": callback_id}},
+    )
 
 
 def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict[str, Any]]:
@@ -83,6 +101,7 @@ def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict
     first_seen, values = job_items.if_not_exists(
         job_items.index_attributes(message.tenant, message.enqueued_at, message.id)
         | {"payload_json": job_items.payload_json(message.payload), "first_started_at": job_items.n(started_at)}
+        | job_items.relations(message)
     )
     values |= {
         ":tenant": {"S": message.tenant},
@@ -100,6 +119,9 @@ def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict
     if message.timeout_seconds is not None:
         values[":timeout"] = job_items.n(message.timeout_seconds)
         sets.append("timeout_seconds = :timeout")
+    if message.concurrency is not None:
+        values |= {":ckey": {"S": message.concurrency.key}, ":climit": job_items.n(message.concurrency.limit)}
+        sets += ["concurrency_key = :ckey", "concurrency_limit = :climit"]
     if message.schedule:
         values |= {
             ":schedule": {"S": message.schedule},
@@ -180,7 +202,12 @@ def claim(
             _record_cancelled_message(message)
         return _why_not_claimed(old, message, message_id, now)
     item = answer["Attributes"]
-    return Claimed(attempt=int(item["attempts"]["N"]), token=token, max_attempts=int(item["max_attempts"]["N"]))
+    return Claimed(
+        attempt=int(item["attempts"]["N"]),
+        token=token,
+        max_attempts=int(item["max_attempts"]["N"]),
+        retries=job_items.as_int(item, "retries") or 0,
+    )
 
 
 def _record_cancelled_message(message: JobMessage) -> None:
@@ -189,7 +216,7 @@ def _record_cancelled_message(message: JobMessage) -> None:
         "payload_json": job_items.payload_json(message.payload),
         "job_type": {"S": message.type},
         "max_attempts": job_items.n(message.max_attempts),
-    }
+    } | job_items.relations(message)
     if message.schedule:
         known |= {"schedule_name": {"S": message.schedule}, "scheduled_for": {"S": message.scheduled_for or ""}}
     sets, values = job_items.if_not_exists(known)
@@ -211,7 +238,7 @@ def _why_not_claimed(old: dict[str, Any], message: JobMessage, message_id: str, 
         return Foreign()
     status = Status(old["status"]["S"])
     if status.finished:
-        return Finished()
+        return Finished(status, job_items.as_int(old, "retries") or 0)
     lease_left = (job_items.as_float(old, "lease_until") or 0) - now
     if status is Status.RUNNING and lease_left >= 0:
         return HeldElsewhere(

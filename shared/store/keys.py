@@ -22,6 +22,7 @@ RATE_WINDOW = "ratewin#"  # the rate limiter's map of API instance -> last secon
 SCHEDULE = "schedule#"  # a customer schedule's record, by tenant and name
 SIGNING_SECRETS = "signing-secrets#"  # a tenant's HTTP signing secrets, versioned
 CONFIG = "config#"  # a deployment-wide setting (the job-id signing key)
+BATCH = "batch#"  # a batch: its counts, each member's state, its callbacks' flags; and its callbacks' specs
 
 # Index partitions (`gsi1pk`, `gsi2pk`), one per listing.
 TENANTS = "tenants"  # gsi1: every tenant, by name
@@ -31,6 +32,7 @@ SCHEDULES = "schedules#"  # gsi1: a tenant's schedules, by name
 RUNS = "runs#"  # gsi1: the jobs a schedule's firings became, newest first
 FAR_FUTURE = "farfuture#"  # gsi1: a tenant's far-future holds, soonest due first
 JOB_LISTING = "tenant#"  # gsi2: a tenant's jobs in one of its listing shards, newest first
+BATCHES = "batches#"  # gsi2: a tenant's batches, newest first
 
 JOB_ID_SIGNING_KEY = "job-id-signing-key"  # the config item holding the deployment's job-id secret
 
@@ -97,6 +99,11 @@ def running_key(tenant: str) -> str:
     return RUNNING + tenant
 
 
+def concurrency_slots_key(tenant: str, key: str) -> str:
+    """A concurrency key's running slots: the tenant's, apart from its own (`#` never occurs in a tenant's name)."""
+    return f"{RUNNING}{tenant}#key#{key}"
+
+
 def rate_window_key(tenant: str) -> str:
     return RATE_WINDOW + tenant
 
@@ -119,3 +126,21 @@ def signing_secrets_key(tenant: str) -> str:
 
 def config_key(name: str) -> str:
     return CONFIG + name
+
+
+def batch_key(batch_id: str) -> str:
+    return BATCH + batch_id
+
+
+def batch_callbacks_key(batch_id: str) -> str:
+    """A batch's callbacks' specs, apart from its counts: every member's outcome writes the counts' item,
+    and a write costs the whole item's size (a callback's payload may be 64 KiB)."""
+    return f"{BATCH}{batch_id}#callbacks"
+
+
+def batch_id_of(pk: str) -> str:
+    return pk.removeprefix(BATCH)
+
+
+def batches_partition(tenant: str) -> str:
+    return BATCHES + tenant

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import clients, queue
-from shared.model import JobMessage, UnreadableMessage, read_message
 from shared.store import job_items, running_slots
 from shared.store.id_secret import id_secret
 from shared.worker import fence
@@ -20,7 +19,7 @@ from shared.worker.claim_ahead import ClaimsAhead
 from shared.worker.completer import Completer, LateHandBack
 from shared.worker.deadline import HiddenBatch
 from shared.worker.delivery import Delivery
-from shared.worker.running_share import RunningShare
+from shared.worker.running_share import BatchJob, RunningShare, job_of
 
 # Of the init phase's 10 s: no call attempt starts that could end later (an attempt's worst case is
 # its connect + read timeouts, 7 s), so a store that hangs costs the init phase at most this.
@@ -35,7 +34,7 @@ class Batch:
     breaker: StoreBreaker
     claims: ClaimsAhead
     completer: Completer
-    share: RunningShare  # its tenants' running slots, and which deliveries are over their cap
+    share: RunningShare  # its tenants' and concurrency keys' running slots, and which deliveries wait
     runners: Executor  # the threads that handle its deliveries, one each, at once
 
     def begin(self, seconds_left: float) -> None:
@@ -82,9 +81,10 @@ class Worker:
         """A batch of `deliveries`: its tenants' running slots are taken as it is made
         (shared/worker/running_share.py), then the jobs within their caps are claimed together
         (shared/worker/claim_ahead.py)."""
-        jobs = {} if self.breaker.cooling else _verified_jobs(deliveries)
+        jobs = {} if self.breaker.cooling else _batch_jobs(deliveries)
         share = RunningShare(self._claimers, self.breaker, deliveries, jobs)
-        within_caps = [each for each in deliveries if share.waiting(each) is None]
+        within_caps = [each for each in deliveries if share.starts_now(each)]
+        job_messages = {message_id: job.message for message_id, job in jobs.items() if not job.carried}
         hidden = HiddenBatch(
             [
                 (each.receipt_handle, each.body, waiting.delay_seconds if (waiting := share.waiting(each)) else None)
@@ -94,25 +94,20 @@ class Worker:
         )
         return Batch(
             self.breaker,
-            ClaimsAhead(self._claimers, self.breaker, within_caps, jobs),
+            ClaimsAhead(self._claimers, self.breaker, within_caps, job_messages),
             Completer(self.breaker, self._writers, hidden),
             share,
             self._runners,
         )
 
 
-def _verified_jobs(deliveries: Sequence[Delivery]) -> dict[str, JobMessage]:
-    """The batch's job messages whose ids verify, by SQS message id, read once for its running slots and
-    its claims made ahead. Outcome messages and unreadable ones are left out (receive judges each at its
-    turn), and all are if the id secret cannot be read (each delivery then finds out at its turn)."""
+def _batch_jobs(deliveries: Sequence[Delivery]) -> dict[str, BatchJob]:
+    """The jobs the batch's deliveries may run, by SQS message id, read and verified once for its running
+    slots and its claims made ahead: job messages whose ids verify, and the retries that failed attempts'
+    outcome messages carry. The rest are left out (receive judges each at its turn), and all are if the
+    id secret cannot be read (each delivery then finds out at its turn)."""
     try:
         secret = id_secret()
     except AWS_ERRORS:
         return {}
-    jobs: dict[str, JobMessage] = {}
-    for delivery in deliveries:
-        with contextlib.suppress(UnreadableMessage):
-            message = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
-            if isinstance(message, JobMessage):
-                jobs[delivery.message_id] = message
-    return jobs
+    return {delivery.message_id: job for delivery in deliveries if (job := job_of(delivery, secret)) is not None}

@@ -20,7 +20,8 @@ from botocore.exceptions import ParamValidationError
 
 from shared.aws import queue
 from shared.aws.clients import aws_error_code
-from shared.jobs import far_future
+from shared.errors import CorralError
+from shared.jobs import far_future, follow_ups
 from shared.model import JobMessage, Outcome, OutcomeMessage, Status
 from shared.store import job_store
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
@@ -31,6 +32,7 @@ from shared.worker.verdicts import (
     Completed,
     Dead,
     Duplicate,
+    Ended,
     HandBack,
     LateOutcome,
     RanUnclaimed,
@@ -55,6 +57,15 @@ class LateHandBack:
     delivery: Delivery
     hand_back: HandBack
     error: BaseException | None = None  # not a store outage: a fault of ours or of a dependency
+
+
+class FollowUpsPending(CorralError):
+    """A job is recorded finished, but what its end sets off (its batch, its callbacks) could not be done:
+    its delivery is handed back, and the next one, finding the job finished, does it."""
+
+    def __init__(self, hand_back: HandBack) -> None:
+        super().__init__(hand_back.reason)
+        self.hand_back = hand_back
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,9 @@ class Completer:
         match verdict:
             case HandBack():
                 return self._hand_back(verdict, delivery)
+            case Duplicate(ended=Ended() as ended):
+                pending = self._follow_up(ended.job, ended.status, delivery)
+                return Outcome.DUPLICATE if pending is None else self._hand_back(pending, delivery)
             case Duplicate():
                 return Outcome.DUPLICATE
             case Unreadable():
@@ -112,7 +126,8 @@ class Completer:
             case Dead():
                 # Every attempt died without an outcome. DLQ first: a failure here leaves the job to retry.
                 queue.send_to_dlq(delivery.body, verdict.reason)
-                job_store.record_dead(verdict.job, verdict.reason, time.time())
+                if job_store.record_dead(verdict.job, verdict.reason, time.time()):
+                    return self._ended(verdict.job, Status.DEAD, Outcome.DEAD, delivery)
                 return Outcome.DEAD
             case RanUnclaimed():
                 return self._ran_unclaimed(verdict, delivery)
@@ -143,7 +158,9 @@ class Completer:
         late: list[LateHandBack] = []
         for delivery, future in self._writes:
             error = future.exception()
-            if error is not None:
+            if isinstance(error, FollowUpsPending):
+                late.append(LateHandBack(delivery, error.hand_back))
+            elif error is not None:
                 late.append(_unexpected(delivery, error))
         late += self._send_carried()
         for each in late:
@@ -159,6 +176,27 @@ class Completer:
             queue.retry_later(delivery.receipt_handle, hand_back.delay_seconds)
         return hand_back
 
+    def _follow_up(self, job: JobMessage, status: Status, delivery: Delivery) -> HandBack | None:
+        """Do what the recorded end of `job` sets off (shared/jobs/follow_ups.py): None once done, else the
+        hand-back that brings the delivery back to do it (the job is recorded: that delivery finds it
+        finished, and does only this)."""
+        if not follow_ups.has_follow_ups(job):
+            return None
+        if self._breaker.cooling:
+            return delivery.hand_back("store unavailable for its batch and callbacks: the job is recorded, they wait")
+        try:
+            follow_ups.job_ended(job, status, single_attempt=True)
+        except AWS_ERRORS as error:
+            if is_outage(error):
+                self._breaker.failed()
+            return delivery.hand_back(f"the job is recorded; its batch and callbacks wait: {error}")
+        return None
+
+    def _ended(self, job: JobMessage, status: Status, outcome: Outcome, delivery: Delivery) -> Settled:
+        """The answer of a delivery that recorded its job's end: `outcome` once its follow-ups are done."""
+        pending = self._follow_up(job, status, delivery)
+        return outcome if pending is None else self._hand_back(pending, delivery)
+
     def _applied(self, settled: Settled, delivery: Delivery) -> Settled:
         return self._hand_back(settled, delivery) if isinstance(settled, HandBack) else settled
 
@@ -168,7 +206,8 @@ class Completer:
         after a failed DLQ send writes nothing twice."""
         if verdict.job is not None:
             try:
-                job_store.record_dead(verdict.job, verdict.reason, time.time())
+                if job_store.record_dead(verdict.job, verdict.reason, time.time()):
+                    follow_ups.unrunnable_ended(verdict.job, single_attempt=True)
             except AWS_ERRORS as error:
                 if is_outage(error):
                     self._breaker.failed()
@@ -186,14 +225,17 @@ class Completer:
         try:
             if isinstance(verdict, Dead):
                 queue.send_to_dlq(delivery.body, verdict.reason)  # DLQ first: a failure here leaves the job to retry
-                job_store.record_dead(job, verdict.reason, time.time(), token=attempt.token, started=attempt.started)
-                return Outcome.DEAD
-            if not job_store.record_failure(
+                ended = job_store.record_dead(
+                    job, verdict.reason, time.time(), token=attempt.token, started=attempt.started
+                )
+            elif not job_store.record_failure(
                 job.id, attempt.token, verdict.reason, time.time(), started=attempt.started
             ):
                 return Outcome.LOST_CLAIM
         except AWS_ERRORS as error:
             return self._applied(self._outcome_not_written(error, attempt, delivery), delivery)
+        if isinstance(verdict, Dead):
+            return self._ended(job, Status.DEAD, Outcome.DEAD, delivery) if ended else Outcome.DEAD
         return self._hand_back(HandBack(verdict.delay_seconds, verdict.reason), delivery)
 
     def _outcome_not_written(self, error: Exception, attempt: Attempt, delivery: Delivery) -> Settled:
@@ -215,7 +257,7 @@ class Completer:
         attempt = verdict.attempt
         job = attempt.message
         try:
-            job_store.complete(
+            recorded = job_store.complete(
                 job.id, attempt.token, verdict.result, verdict.finished_at, started=attempt.started, single_attempt=True
             )
         except AWS_ERRORS as error:
@@ -239,6 +281,9 @@ class Completer:
                 return self._outcome_not_written(store_error, attempt, delivery)
 
             self._carried.append(_Carried(delivery, carried, OUTCOME_DELAY_SECONDS, not_sent))
+            return
+        if recorded and (pending := self._follow_up(job, Status.SUCCEEDED, delivery)) is not None:
+            raise FollowUpsPending(pending)
 
     def _ran_unclaimed(self, verdict: RanUnclaimed, delivery: Delivery) -> Outcome:
         outcome = verdict.outcome
@@ -264,11 +309,13 @@ class Completer:
         if self._breaker.cooling or not self.arrived(outcome.job):
             return False
         try:
-            job_store.record_carried(outcome, delivery.message_id, single_attempt=True)
+            recorded = job_store.record_carried(outcome, delivery.message_id, single_attempt=True)
         except AWS_ERRORS as error:
             if is_outage(error):
                 self._breaker.failed()
             return False  # the message carries it (a store that refuses it now refuses it there, with the DLQ)
+        if recorded and (pending := self._follow_up(outcome.job, outcome.status, delivery)) is not None:
+            raise FollowUpsPending(pending)
         return True
 
     def _late_outcome(self, verdict: LateOutcome, delivery: Delivery) -> Settled:
@@ -299,7 +346,24 @@ class Completer:
             reason = f"the store refused an outcome recorded late ({aws_error_code(error) or type(error).__name__})"
             queue.send_to_dlq(outcome.job.to_json(), reason)
             return Outcome.UNREADABLE
-        return Outcome.RECORDED_LATE if recorded else Outcome.DUPLICATE
+        answer = Outcome.RECORDED_LATE if recorded else Outcome.DUPLICATE
+        if not outcome.status.finished or not follow_ups.has_follow_ups(outcome.job):
+            return answer
+        if recorded:
+            return self._ended(outcome.job, outcome.status, answer, delivery)
+        return self._ended_as_recorded(outcome.job, answer, delivery)
+
+    def _ended_as_recorded(self, job: JobMessage, answer: Outcome, delivery: Delivery) -> Settled:
+        """A carried outcome found another recorded first: the follow-ups of the end the record says."""
+        try:
+            record = job_store.get(job.id, consistent=True, single_attempt=True)
+        except AWS_ERRORS as error:
+            if is_outage(error):
+                self._breaker.failed()
+            return self._hand_back(delivery.hand_back(f"store unavailable reading a finished job: {error}"), delivery)
+        if record is None or not record.status.finished:
+            return answer
+        return self._ended(job.in_run(record.retries), record.status, answer, delivery)
 
     # Writes beside the batch's next jobs, and outcome messages at its end -------------------------------
 

@@ -17,7 +17,7 @@ from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 
 from shared.aws import metrics
-from shared.jobs import job_types
+from shared.jobs import follow_ups, job_types
 from shared.model import JobMessage, Outcome, OutcomeMessage, Status, UnreadableMessage, read_message
 from shared.store import job_store
 from shared.store.id_secret import id_secret
@@ -26,7 +26,7 @@ from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.completer import Settled
 from shared.worker.delivery import Delivery
-from shared.worker.verdicts import Dead, Duplicate, HandBack, LateOutcome, Unreadable, Verdict
+from shared.worker.verdicts import Dead, Duplicate, Ended, HandBack, LateOutcome, Unreadable, Verdict
 
 # How long a delivery's handling may run before the batch's next one starts beside it.
 STAGGER_SECONDS = 0.05
@@ -120,10 +120,21 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
 
 
 def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool = True) -> Verdict:
-    """Claim and run the job of a readable message whose id verified.
+    """Claim and run the job of a readable message whose id verified, under its concurrency key's slot
+    if it has one (waiting in the batch for it, unclaimed: shared/worker/running_share.py).
 
     `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
     """
+    admission = batch.share.admit(message, delivery)
+    if admission.refused is not None:
+        return admission.refused
+    try:
+        return _claim_and_run(message, delivery, batch, first_run=first_run)
+    finally:
+        admission.release()  # the job has run (or never started): its key's slot passes on
+
+
+def _claim_and_run(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool) -> Verdict:
     timeout = deadline.timeout_of(message)
     ahead = batch.claims.take(message, delivery)
     if ahead is None and batch.breaker.cooling:
@@ -145,7 +156,9 @@ def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bo
         why = f"store unavailable for the claim: {error}"
         return unclaimed.without_claim(message, delivery, timeout, why, first_run=first_run)
     match claim:
-        case job_store.Finished():
+        case job_store.Finished(status=status, retries=retries):
+            if status is not None and follow_ups.has_follow_ups(message):
+                return Duplicate(Ended(message.in_run(retries), status))
             return Duplicate()
         case job_store.HeldElsewhere(by_this_message=True, lease_left_seconds=left):
             # Our own earlier attempt may still be running (or died recording its outcome):
@@ -162,8 +175,9 @@ def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bo
         case job_store.Exhausted(attempts=attempts):
             reason = f"gave up after {attempts} attempts that ended without an outcome (worker crash or timeout)"
             return Dead(reason, message)
-        case job_store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts):
-            message = replace(message, max_attempts=max_attempts)  # the record's number of attempts counts
+        case job_store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts, retries=retries):
+            # The record's number of attempts counts, and its run (a batch counts each run's end).
+            message = replace(message, max_attempts=max_attempts).in_run(retries)
             return executor.run_claimed(message, attempt, token, timeout, claimed_at + lease)
     raise AssertionError(f"unexpected claim result {claim!r}")
 

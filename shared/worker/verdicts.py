@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, OutcomeMessage
+from shared.model import JobMessage, OutcomeMessage, Status
 from shared.store.job_store import Started
 
 
@@ -72,8 +72,22 @@ class HandBack:
 
 
 @dataclass(frozen=True)
+class Ended:
+    """A finished job whose end sets something off: its batch's count, its callbacks (shared/jobs/follow_ups.py)."""
+
+    job: JobMessage  # its batch member's run as the record says
+    status: Status  # as the record says
+
+
+@dataclass(frozen=True)
 class Duplicate:
-    """The job is finished, or another message of it holds it: acknowledged unrun."""
+    """The job is finished, or another message of it holds it: acknowledged unrun.
+
+    `ended`: a finished job whose end sets something off. Its follow-ups are repeated (they are
+    idempotent) before the message is acknowledged, in case the delivery that recorded the job died
+    before them: this message is the one that carries them to the end."""
+
+    ended: Ended | None = None
 
 
 @dataclass(frozen=True)

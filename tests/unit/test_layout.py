@@ -187,6 +187,8 @@ KEY_PREFIXES = (
     "operatorkey#",
     "config#",
     "signing-secrets#",
+    "batch#",
+    "batches#",
 )
 
 

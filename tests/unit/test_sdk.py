@@ -303,3 +303,35 @@ def test_a_quota_refusal_is_raised_at_once_not_retried(stub, corral):
         corral.schedules.create("a", "rate(1 hour)", "echo")
     assert len(stub.requests) == 1
     assert isinstance(raised.value, errors.RateLimited) and "5 of 5" in raised.value.message
+
+
+def test_a_batch_retried_after_a_503_is_sent_again_with_the_same_idempotency_key(stub, corral):
+    stub.replies = [
+        (503, {"error": "unavailable", "message": "some jobs were not sent"}),
+        (201, {"id": "bsame", "status": "running", "total": 2}),
+    ]
+    created = corral.batches.create(
+        [{"type": "echo"}, {"type": "echo", "payload": 1}], on_complete={"type": "echo"}, description="two"
+    )
+    assert created == {"id": "bsame", "status": "running", "total": 2}
+    first, second = stub.requests
+    assert first.path == "/v1/batches" and first.body == second.body
+    assert first.body["idempotency_key"].startswith("sdk-")
+    assert first.body["on_complete"] == {"type": "echo"} and "on_success" not in first.body
+
+
+def test_a_batch_is_waited_for_until_no_job_is_pending(stub, corral):
+    running = {"id": "b1", "status": "running", "pending": 1, "total": 2}
+    done = {"id": "b1", "status": "completed_with_failures", "pending": 0, "total": 2}
+    stub.replies = [(200, running), (200, done)]
+    assert corral.batches.wait("b1", timeout=5)["status"] == "completed_with_failures"
+    assert [seen.path for seen in stub.requests] == ["/v1/batches/b1", "/v1/batches/b1"]
+
+
+def test_batches_are_listed_across_pages(stub, corral):
+    stub.replies = [
+        (200, {"batches": [{"id": "b2"}], "next_cursor": "c1"}),
+        (200, {"batches": [{"id": "b1"}], "next_cursor": None}),
+    ]
+    assert [batch["id"] for batch in corral.batches.list(status="running")] == ["b2", "b1"]
+    assert stub.requests[1].query == {"status": ["running"], "cursor": ["c1"]}

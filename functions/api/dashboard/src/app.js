@@ -5,6 +5,7 @@ import "../style.css";
 import { h, render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, api, onUnauthorized, session } from "./api.js";
+import { BatchDetail, BatchesPage } from "./batches.js";
 import { timeZone } from "./format.js";
 import { JobDetail, JobsPage } from "./jobs.js";
 import { OperatorPage } from "./operator.js";
@@ -18,6 +19,7 @@ const TENANT_NAV = [
   ["/jobs", "Jobs"],
   ["/dead", "Dead"],
   ["/delayed", "Delayed"],
+  ["/batches", "Batches"],
   ["/schedules", "Schedules"],
   ["/secrets", "Signing secrets"],
 ];
@@ -154,6 +156,8 @@ function page(operator, route) {
       return h(JobsPage, { mode: "dead", params: route.params, navigate, key: "dead" + JSON.stringify(route.params) });
     case "delayed":
       return h(JobsPage, { mode: "delayed", params: route.params, navigate, key: "delayed" + JSON.stringify(route.params) });
+    case "batches":
+      return rest ? h(BatchDetail, { batchId: rest }) : h(BatchesPage);
     case "schedules":
       return rest ? h(ScheduleDetail, { name: rest, navigate }) : h(SchedulesPage, { navigate });
     case "secrets":

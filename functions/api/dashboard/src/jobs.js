@@ -348,6 +348,17 @@ export function JobDetail({ jobId, navigate }) {
                   )
                 : null,
               data.scheduled_for ? fact("Scheduled for", h(Time, { value: data.scheduled_for })) : null,
+              data.batch ? fact("Batch", h("a", { href: `#/batches/${encodeURIComponent(data.batch)}`, class: "mono small" }, data.batch)) : null,
+              data.parent ? fact(`Callback (${data.parent.callback}) of`, parentLink(data.parent)) : null,
+              data.concurrency ? fact("Concurrency key", `${data.concurrency.key} (at most ${data.concurrency.limit} at once)`) : null,
+              ...Object.entries(data.callbacks || {}).map(([kind, callbackId]) =>
+                fact(
+                  kind,
+                  callbackId
+                    ? h("a", { href: `#/jobs/${encodeURIComponent(callbackId)}`, class: "mono small" }, callbackId)
+                    : h("span", { class: "muted" }, "not enqueued"),
+                ),
+              ),
             ),
           ),
           h(Card, { title: "Payload" }, h(Json, { value: data.payload, label: "payload" })),
@@ -360,4 +371,9 @@ export function JobDetail({ jobId, navigate }) {
 
 function fact(label, value) {
   return h("div", null, h("dt", null, label), h("dd", null, value));
+}
+
+function parentLink(parent) {
+  const path = parent.kind === "batch" ? "batches" : "jobs";
+  return h("a", { href: `#/${path}/${encodeURIComponent(parent.id)}`, class: "mono small" }, `${parent.kind} ${parent.id}`);
 }

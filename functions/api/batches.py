@@ -1,0 +1,139 @@
+"""Batches: create (jobs counted as one, with callbacks), get, list, cancel (shared/jobs/batches.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from functions.api.enqueue_routes import parse_job
+from functions.api.models import callback_model
+from functions.api.responses import documented, json_response
+from shared import settings
+from shared.aws.metrics import jobs_enqueued
+from shared.errors import InvalidRequest
+from shared.jobs import batches
+from shared.jobs.enqueue import JobRequest
+from shared.store.batch_items import STATUSES
+
+router = APIGatewayHttpRouter()
+_BATCH_ID = Path(max_length=64)
+
+
+OnCompleteIn = callback_model("OnCompleteIn")
+OnBatchSuccessIn = callback_model("OnBatchSuccessIn")
+
+
+def _tenant() -> str:
+    return router.context["tenant"]
+
+
+class BatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # Items are validated one by one (below), so a bad job is named `jobs[i].field`.
+    jobs: list[Any] = Field(
+        min_length=1,
+        max_length=settings.MAX_BATCH_SIZE,
+        description="Jobs shaped like POST /v1/jobs bodies (without idempotency_key: a member's id derives from "
+        "the batch)",
+    )
+    on_complete: OnCompleteIn | None = Field(
+        default=None, description="A job enqueued once every job has ended; its payload gets `batch`: the batch"
+    )
+    on_success: OnBatchSuccessIn | None = Field(
+        default=None, description="A job enqueued once every job has succeeded; its payload gets `batch`"
+    )
+    description: str | None = Field(default=None, max_length=settings.MAX_BATCH_DESCRIPTION_CHARS)
+    idempotency_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="The same key is the same batch: a retried request sends its jobs again, and none runs twice",
+    )
+
+
+def _requests(items: list[Any]) -> list[JobRequest]:
+    requests: list[JobRequest] = []
+    for index, item in enumerate(items):
+        parsed = parse_job(item)
+        if isinstance(parsed, InvalidRequest):
+            field = f"jobs[{index}]" + (f".{parsed.field}" if parsed.field else "")
+            raise InvalidRequest(field, parsed.message)
+        requests.append(parsed)
+    return requests
+
+
+@router.post(
+    "/v1/batches",
+    summary=f"Enqueue up to {settings.MAX_BATCH_SIZE} jobs as one batch, with callbacks when they end",
+    description=(
+        "Every job is checked first: one invalid job refuses the request (422 naming `jobs[i].field`) and nothing "
+        "is enqueued. Every job and callback counts against the tenant's rate limit. GET /v1/batches/{id} shows "
+        "its counts; `on_complete` runs once every job has ended (succeeded or dead), `on_success` only if all "
+        "succeeded, each exactly once."
+    ),
+    responses=documented({201: {"description": '{"id", "status": "running", "total"}'}}, 400, 403, 409, 413, 429),
+)
+def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
+    request = batches.BatchRequest(
+        jobs=_requests(batch.jobs),
+        on_complete=batch.on_complete,
+        on_success=batch.on_success,
+        description=batch.description,
+        idempotency_key=batch.idempotency_key,
+    )
+    created = batches.create(_tenant(), request)
+    jobs_enqueued(created.total)
+    return json_response(201, {"id": created.id, "status": created.status, "total": created.total})
+
+
+@router.get(
+    "/v1/batches",
+    summary="This tenant's batches, newest first (cursor-paginated)",
+    description=(
+        "Each with its counts. `status` filters after reading (a page may hold fewer than `limit` while "
+        f"`next_cursor` is set; each request reads at most {settings.LIST_READ_BUDGET} entries)."
+    ),
+    responses=documented({200: {"description": '{"batches": [...], "next_cursor": str | null}'}}),
+)
+def list_batches(
+    status: Annotated[str | None, Query(description=f"One of {', '.join(STATUSES)}", max_length=32)] = None,
+    cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
+    limit: Annotated[int, Query(ge=1, le=settings.BATCH_LIST_MAX_LIMIT)] = settings.BATCH_LIST_DEFAULT_LIMIT,
+) -> Response[dict[str, Any]]:
+    page = batches.list_batches(_tenant(), status=status, cursor=cursor, limit=limit)
+    return json_response(200, {"batches": page.batches, "next_cursor": page.next_cursor})
+
+
+@router.get(
+    "/v1/batches/<batch_id>",
+    summary="A batch's status, counts and callbacks",
+    responses=documented({200: {"description": "The batch"}}, 404),
+)
+def get_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    return json_response(200, batches.view(batches.get(_tenant(), batch_id)))
+
+
+@router.get(
+    "/v1/batches/<batch_id>/jobs",
+    summary="The ids of a batch's jobs, in the order they were given",
+    responses=documented({200: {"description": '{"jobs": [id, ...]}'}}, 404),
+)
+def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    batch = batches.get(_tenant(), batch_id)
+    return json_response(200, {"jobs": batches.member_ids(_tenant(), batch)})
+
+
+@router.post(
+    "/v1/batches/<batch_id>/cancel",
+    summary="Cancel a batch: its jobs that have not started are cancelled, and it runs no callback",
+    description="Idempotent. Jobs already running end on their own and are counted. Counts one against the "
+    "tenant's rate limit.",
+    responses=documented({200: {"description": "The batch, status cancelled"}}, 404, 429),
+)
+def cancel_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    return json_response(200, batches.view(batches.cancel(_tenant(), batch_id)))

@@ -1,0 +1,233 @@
+"""Batches: up to 1,000 jobs enqueued together and counted as one, with callbacks when they have all
+ended (`on_complete`) or all succeeded (`on_success`). See docs/decisions/batches.md.
+
+- `create` checks every job first (an invalid one refuses the whole request, naming `jobs[i].field`,
+  and nothing is sent), writes the batch's item, then sends its jobs. Each job's id is derived from
+  the batch and its index, so sending the same request again (its idempotency key) sends the same
+  jobs, which run once.
+- A member's end is counted by `member_ended`, called by the worker after the job's record is
+  written (and by a redelivery, if it died in between): one conditional write moves the member from
+  `pending` to its state (shared/store/batch_items.py `mark`), a second decides the batch's status
+  and which callbacks are due, exactly once (`settle`), and the callbacks are enqueued and marked
+  sent. Each step may be repeated: a delivery that finds its job finished repeats them all.
+- A retried dead member (POST /v1/jobs/{id}/retry) is pending again, in its next run
+  (`member_reopened`), and the batch is running again; a callback that already ran does not run again.
+- `cancel` cancels the members that have not started, and the batch runs no callback.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from shared import cursors, ids, settings
+from shared.aws import queue
+from shared.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded, Unavailable
+from shared.jobs import callbacks, enqueue
+from shared.model import BATCH_CALLBACK_KINDS, BatchMember, JobMessage, Status
+from shared.store import batch_items, job_control
+from shared.store.batch_items import BatchRecord, MemberState
+from shared.store.id_secret import id_secret
+from shared.tenants import quotas, rate_limit
+
+_MEMBER_STATE = {
+    Status.SUCCEEDED: batch_items.DONE,
+    Status.DEAD: batch_items.DEAD,
+    Status.CANCELLED: batch_items.CANCELLED_JOB,
+}
+# A batch's members are cancelled side by side, and a page's counts read side by side.
+_writers = ThreadPoolExecutor(max_workers=10, thread_name_prefix="batch")
+_CURSORS = cursors.Codec("b1", re.compile(r"\d{13}#b[a-z2-7]{1,64}"))  # a position in the batches' index
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    jobs: Sequence[enqueue.JobRequest]
+    on_complete: Mapping[str, Any] | None = None
+    on_success: Mapping[str, Any] | None = None
+    description: str | None = None
+    idempotency_key: str | None = None  # the same key is the same batch: a retried request sends its jobs again
+
+
+def create(tenant: str, request: BatchRequest) -> BatchRecord:
+    """Check every job and callback, write the batch, send its jobs. InvalidRequest (naming `jobs[i].field`),
+    QuotaExceeded or RateLimited before anything is written or sent; Unavailable if some jobs could not
+    be sent (the same request with the same idempotency key sends them)."""
+    now = time.time()
+    if not 1 <= len(request.jobs) <= settings.MAX_BATCH_SIZE:
+        raise InvalidRequest("jobs", f"a batch holds 1 to {settings.MAX_BATCH_SIZE} jobs")
+    checked = [_checked_member(tenant, index, job, now) for index, job in enumerate(request.jobs)]
+    specs = {
+        kind: enqueue.check_callback(tenant, body, field=kind, adds="batch")
+        for kind, body in (("on_complete", request.on_complete), ("on_success", request.on_success))
+        if body is not None
+    }
+    _check_far_future_quota(tenant, checked)
+    rate_limit.check(tenant, sum(job.jobs for job in request.jobs) + len(specs))  # every job, callbacks too
+    secret = id_secret()
+    batch_id = ids.batch_id(secret, tenant, now, request.idempotency_key)
+    batch = batch_items.create(batch_id, tenant, len(checked), now, description=request.description, callbacks=specs)
+    if batch.tenant != tenant or batch.total != len(checked):
+        raise Conflict(f"the idempotency_key {request.idempotency_key!r} names another batch; use a new key")
+    prepared = [
+        (
+            job,
+            JobMessage.of(
+                spec.spec,
+                job_id=ids.child_id(secret, tenant, batch_id, str(index)),
+                tenant=tenant,
+                enqueued_at=batch.created_at,
+                concurrency=job.concurrency,
+                callbacks=spec.callbacks,
+                batch=BatchMember(batch_id, index),
+            ),
+            spec.delay,
+        )
+        for index, (job, spec) in enumerate(zip(request.jobs, checked, strict=True))
+    ]
+    problems = [problem for problem in enqueue.send_prepared(prepared, now) if problem is not None]
+    if problems:
+        raise Unavailable(
+            f"{len(problems)} of the batch's {len(prepared)} jobs could not be sent; send the same request again "
+            "with the same idempotency_key: it sends them, and jobs sent already do not run twice"
+        )
+    return batch
+
+
+def _checked_member(tenant: str, index: int, job: enqueue.JobRequest, now: float) -> enqueue.CheckedJob:
+    field = f"jobs[{index}]"
+    if job.idempotency_key is not None:
+        why = "a batch's jobs take their ids from the batch: give the batch an idempotency_key instead"
+        raise InvalidRequest(f"{field}.idempotency_key", why)
+    return enqueue.checked(tenant, job, now, field_prefix=f"{field}.")
+
+
+def _check_far_future_quota(tenant: str, checked: list[enqueue.CheckedJob]) -> None:
+    """Jobs due beyond SQS's 15 minutes each hold a unit of the tenant's far-future quota: refuse the batch
+    before sending any if they would not all fit (each still takes its unit as it is sent)."""
+    far = sum(1 for job in checked if job.delay > settings.MAX_SQS_DELAY_SECONDS)
+    if not far:
+        return
+    limit = quotas.limits_for(tenant).max_far_future_jobs
+    held = quotas.usage(tenant)[quotas.FAR_FUTURE_JOBS.counter]
+    if held + far > limit:
+        raise QuotaExceeded(quotas.FAR_FUTURE_JOBS.noun, quotas.FAR_FUTURE_JOBS.limit_name, limit, held, far)
+
+
+def get(tenant: str, batch_id: str) -> BatchRecord:
+    """The batch, if it is this tenant's; NotFound otherwise (another tenant's looks like no batch)."""
+    if not ids.verify_batch(id_secret(), tenant, batch_id):
+        raise NotFound(batch_id)
+    batch = batch_items.get(batch_id)
+    if batch is None or batch.tenant != tenant:
+        raise NotFound(batch_id)
+    return batch
+
+
+def view(batch: BatchRecord) -> dict[str, Any]:
+    """What GET /v1/batches/{id} answers, and a batch callback's payload carries as `batch`."""
+    shown: dict[str, Any] = {
+        "id": batch.id,
+        "status": batch.status,
+        "total": batch.total,
+        "pending": batch.pending,
+        "succeeded": batch.succeeded,
+        "dead": batch.dead,
+        "cancelled": batch.cancelled,
+        "created_at": batch.created_at,
+        "finished_at": batch.finished_at if batch.pending == 0 else None,
+        "callbacks": {
+            kind: callbacks.callback_id(batch.tenant, batch.id, kind) if kind in batch.due else None
+            for kind in BATCH_CALLBACK_KINDS
+            if kind in batch.callbacks
+        },
+    }
+    if batch.description:
+        shown["description"] = batch.description
+    if batch.cancel_requested_at is not None:
+        shown["cancelled_at"] = batch.cancel_requested_at
+    return shown
+
+
+def member_ids(tenant: str, batch: BatchRecord) -> list[str]:
+    """Its jobs' ids, in order (derived, not stored)."""
+    secret = id_secret()
+    return [ids.child_id(secret, tenant, batch.id, str(index)) for index in range(batch.total)]
+
+
+@dataclass(frozen=True)
+class BatchPage:
+    batches: list[dict[str, Any]]
+    next_cursor: str | None
+
+
+def list_batches(tenant: str, *, status: str | None, cursor: str | None, limit: int) -> BatchPage:
+    """The tenant's batches, newest first; each with its counts."""
+    if status is not None and status not in batch_items.STATUSES:
+        raise InvalidRequest("status", f"must be one of {', '.join(batch_items.STATUSES)}")
+    before = _CURSORS.decode(cursor) if cursor else None
+    listed, next_before = batch_items.page(tenant, status=status, before=before, limit=limit)
+    found = list(_writers.map(batch_items.get, [each.id for each in listed]))
+    shown = [view(batch) for batch in found if batch is not None and batch.tenant == tenant]
+    return BatchPage(shown, _CURSORS.encode(next_before) if next_before else None)
+
+
+def cancel(tenant: str, batch_id: str) -> BatchRecord:
+    """Cancel the batch: its members that have not started are cancelled (as POST /v1/jobs/{id}/cancel
+    would), the rest run to their end and are counted, and the batch runs no callback. Idempotent."""
+    batch = get(tenant, batch_id)
+    rate_limit.check(tenant)
+    now = time.time()
+    batch_items.request_cancel(batch.id, now)
+    job_ids = member_ids(tenant, batch)
+    outcomes = list(_writers.map(lambda job_id: job_control.cancel(job_id, tenant, batch.created_at, now), job_ids))
+    cancelled = [
+        (index, outcome.retries)
+        for index, outcome in enumerate(outcomes)
+        if not isinstance(outcome, job_control.Refused)
+    ]
+    batch_items.mark_cancelled(batch.id, cancelled)
+    after = batch_items.get(batch.id)
+    return batch_items.settle(after, time.time()) if after is not None else batch
+
+
+def member_ended(member: BatchMember, status: Status, *, single_attempt: bool = False) -> None:
+    """Count the end of a batch's member (its record says `status`), settle the batch, and enqueue the
+    callbacks that makes due. Idempotent, and safe to repeat after a crash anywhere in it.
+    `single_attempt`: each store call makes one attempt (the worker's)."""
+    if status not in _MEMBER_STATE:
+        return
+    state = MemberState(_MEMBER_STATE[status], member.generation)
+    batch = batch_items.mark(member.id, member.index, state, single_attempt=single_attempt)
+    if batch is not None:
+        send_due_callbacks(batch, single_attempt=single_attempt)
+
+
+def member_reopened(tenant: str, batch_id: str, index: int, generation: int) -> None:
+    """A member retried after it ended dead (or cancelled): pending again in its run `generation`, and
+    its batch running again. A callback already enqueued is not enqueued again."""
+    batch = batch_items.mark(batch_id, index, MemberState(batch_items.PENDING, generation))
+    if batch is not None and batch.tenant == tenant:
+        batch_items.settle(batch, time.time())
+
+
+def send_due_callbacks(batch: BatchRecord, *, single_attempt: bool = False) -> None:
+    """Settle the batch (its status; which callbacks are due, decided once), then enqueue each callback
+    due and not yet sent, and mark it sent. A crash between a send and its mark sends it again from the
+    next delivery that gets here: the same job id, run once."""
+    settled = batch_items.settle(batch, time.time(), single_attempt=single_attempt)
+    unsent = settled.unsent()
+    if not unsent:
+        return
+    specs = batch_items.callback_specs(settled.id, single_attempt=single_attempt)
+    for kind in unsent:
+        spec = specs.get(kind)
+        if spec is not None:
+            parent = {"kind": "batch", "id": settled.id, "callback": kind}
+            shown, now = view(settled), time.time()
+            queue.send(callbacks.message(settled.tenant, spec, parent=parent, adds="batch", view=shown, now=now))
+        batch_items.mark_sent(settled.id, kind, time.time(), single_attempt=single_attempt)

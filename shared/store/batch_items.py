@@ -1,0 +1,493 @@
+"""Batch items: a batch's counts, its members' states and its callbacks' flags in one item
+(`batch#<id>`), its callbacks' specs in another (`batch#<id>#callbacks`). See docs/decisions/batches.md.
+
+The counts item holds `total`, `pending`, `succeeded`, `dead`, `cancelled`, the stored `status`, and
+one short attribute per member that has left `pending`: `j<index in base 36>` = its state, a letter
+(S succeeded, D dead, C cancelled, P pending again after a retry) and the run it belongs to (the
+job record's `retries`, left out when 0). Every change of a member's state is one conditional write
+(`mark`) that sets the member's attribute *from the state it was in* and moves one unit between two
+counters, so the counts always equal the members' states, and repeating a mark (a redelivery, a
+retried write, a crash between the job's record and its batch's) changes nothing.
+
+The batch's status and its callbacks are decided by a second conditional write (`settle`), pinned on
+the four counts the caller saw: it sets the status they say and, for each callback now due and not
+due before (`attribute_not_exists(due_<kind>)`), marks it due. Of all the writers that see a batch
+finish, exactly one makes a callback due; that one enqueues it and marks it sent (`mark_sent`).
+
+The counts item sits in the listing index (gsi2, partition `batches#<tenant>`) so a tenant's batches
+list newest first; the index copies only `status`, `finished_at`, `enqueued_at` (the creation time)
+and `tenant` (its INCLUDE projection), so a member's mark, which changes none of them, costs the
+index nothing.
+
+Cost (docs/decisions/batches.md): a write costs the item's size, ~0.4 KB plus ~4 bytes per member that
+has finished: one write unit per mark while fewer than ~150 have, 5 at the end of a 1,000-job batch.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from shared import settings
+from shared.aws.clients import client, is_condition_failure, single_attempt_client
+from shared.store import job_items, keys, table
+from shared.store.table_schema import JOBS_INDEX
+
+RUNNING = "running"
+SUCCEEDED = "succeeded"
+COMPLETED_WITH_FAILURES = "completed_with_failures"
+CANCELLED = "cancelled"
+STATUSES = (RUNNING, SUCCEEDED, COMPLETED_WITH_FAILURES, CANCELLED)
+
+PENDING, DONE, DEAD, CANCELLED_JOB = "P", "S", "D", "C"
+_COUNTER_OF = {PENDING: "pending", DONE: "succeeded", DEAD: "dead", CANCELLED_JOB: "cancelled"}
+_DAY = 86_400
+# A running batch's item outlives any message of its jobs (a message lives 14 days in the queue); a
+# finished one is kept as long as a finished job's record.
+_RUNNING_KEPT_SECONDS = (settings.MESSAGE_RETENTION_DAYS + settings.FINISHED_JOB_TTL_DAYS) * _DAY
+_FINISHED_KEPT_SECONDS = settings.FINISHED_JOB_TTL_DAYS * _DAY
+_DIGITS = string.digits + string.ascii_lowercase
+
+
+@dataclass(frozen=True)
+class MemberState:
+    """A member's state in its batch: a letter (PENDING, DONE, DEAD, CANCELLED_JOB) and its run."""
+
+    letter: str
+    generation: int = 0
+
+    def encoded(self) -> str:
+        return self.letter + (str(self.generation) if self.generation else "")
+
+    @classmethod
+    def decoded(cls, text: str | None) -> MemberState:
+        return cls(PENDING) if text is None else cls(text[0], int(text[1:] or 0))
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    id: str
+    tenant: str
+    total: int
+    pending: int
+    succeeded: int
+    dead: int
+    cancelled: int
+    stored_status: str  # as the last `settle` wrote it; `status` is what the counts say now
+    created_at: float
+    finished_at: float | None = None
+    description: str | None = None
+    cancel_requested_at: float | None = None
+    callbacks: tuple[str, ...] = ()  # the callbacks it was created with (on_complete, on_success)
+    due: dict[str, float] = field(default_factory=dict)  # kind -> when it became due (enqueued once)
+    sent: dict[str, float] = field(default_factory=dict)  # kind -> when its message was sent
+
+    @property
+    def status(self) -> str:
+        if self.cancel_requested_at is not None:
+            return CANCELLED
+        if self.pending > 0:
+            return RUNNING
+        return SUCCEEDED if self.dead == 0 and self.cancelled == 0 else COMPLETED_WITH_FAILURES
+
+    def wanted(self) -> list[str]:
+        """The callbacks the counts call for now: on_complete once every member has ended, on_success
+        once every member has succeeded; none for a cancelled batch."""
+        if self.status == CANCELLED or self.pending > 0:
+            return []
+        return [kind for kind in self.callbacks if kind == "on_complete" or self.status == SUCCEEDED]
+
+    def unsent(self) -> list[str]:
+        """Callbacks made due whose message is not known to be sent."""
+        return [kind for kind in self.due if kind not in self.sent]
+
+
+def member_attribute(index: int) -> str:
+    """The counts item's attribute for member `index`: `j` and the index in base 36 (1,000 -> "jrs")."""
+    digits = ""
+    while True:
+        index, rest = divmod(index, 36)
+        digits = _DIGITS[rest] + digits
+        if index == 0:
+            return "j" + digits
+
+
+def _dynamodb(single_attempt: bool) -> Any:
+    """`single_attempt`: no botocore retries, for the worker, whose fallback (handing the delivery back, to
+    do it at its next delivery) is cheaper than waiting out the backoff while the store fails."""
+    return single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
+
+
+def _key(batch_id: str) -> dict[str, Any]:
+    return keys.item_key(keys.batch_key(batch_id))
+
+
+def _callbacks_key(batch_id: str) -> dict[str, Any]:
+    return keys.item_key(keys.batch_callbacks_key(batch_id))
+
+
+# Counters and flags are always named through placeholders: `total`, `status` and others are reserved words.
+_COUNTS = {"#pending": "pending", "#succeeded": "succeeded", "#dead": "dead", "#cancelled": "cancelled"}
+_RECORD_ATTRIBUTES = (
+    "pk",
+    "tenant",
+    "total",
+    "pending",
+    "succeeded",
+    "dead",
+    "cancelled",
+    "status",
+    "enqueued_at",
+    "finished_at",
+    "description",
+    "cancel_requested_at",
+    "callbacks",
+    "due_on_complete",
+    "due_on_success",
+    "sent_on_complete",
+    "sent_on_success",
+)
+
+
+def _record(item: dict[str, Any]) -> BatchRecord:
+    def number(name: str) -> int:
+        return int(item.get(name, {"N": "0"})["N"])
+
+    callbacks = tuple(kind for kind in ("on_complete", "on_success") if kind in item.get("callbacks", {}).get("SS", []))
+    return BatchRecord(
+        id=keys.batch_id_of(item["pk"]["S"]),
+        tenant=item["tenant"]["S"],
+        total=number("total"),
+        pending=number("pending"),
+        succeeded=number("succeeded"),
+        dead=number("dead"),
+        cancelled=number("cancelled"),
+        stored_status=item["status"]["S"],
+        created_at=float(item["enqueued_at"]["N"]),
+        finished_at=job_items.as_float(item, "finished_at"),
+        description=job_items.as_str(item, "description"),
+        cancel_requested_at=job_items.as_float(item, "cancel_requested_at"),
+        callbacks=callbacks,
+        due={kind: float(item[f"due_{kind}"]["N"]) for kind in callbacks if f"due_{kind}" in item},
+        sent={kind: float(item[f"sent_{kind}"]["N"]) for kind in callbacks if f"sent_{kind}" in item},
+    )
+
+
+def create(
+    batch_id: str,
+    tenant: str,
+    total: int,
+    now: float,
+    *,
+    description: str | None,
+    callbacks: dict[str, dict[str, Any]],
+) -> BatchRecord:
+    """Write a new batch, running with every member pending; or, if it exists (a request retried with
+    its idempotency key), the batch as it is. The callbacks' specs first: a batch that exists has them."""
+    expires = {"N": str(int(now) + _RUNNING_KEPT_SECONDS)}
+    if callbacks:
+        client("dynamodb").put_item(
+            TableName=table.name(),
+            Item=_callbacks_key(batch_id)
+            | {
+                "tenant": {"S": tenant},
+                "specs": {"S": json.dumps(callbacks, separators=(",", ":"))},
+                "expires_at": expires,
+            },
+        )
+    item: dict[str, Any] = _key(batch_id) | {
+        "tenant": {"S": tenant},
+        "total": job_items.n(total),
+        "pending": job_items.n(total),
+        "succeeded": job_items.n(0),
+        "dead": job_items.n(0),
+        "cancelled": job_items.n(0),
+        "status": {"S": RUNNING},
+        "enqueued_at": job_items.n(now),
+        "expires_at": expires,
+        JOBS_INDEX.partition_key: {"S": keys.batches_partition(tenant)},
+        JOBS_INDEX.sort_key: {"S": job_items.index_sort_key(now, batch_id)},
+    }
+    if description:
+        item["description"] = {"S": description}
+    if callbacks:
+        item["callbacks"] = {"SS": sorted(callbacks)}
+    try:
+        client("dynamodb").put_item(TableName=table.name(), Item=item, ConditionExpression="attribute_not_exists(pk)")
+    except ClientError as error:
+        if not is_condition_failure(error):
+            raise
+        existing = get(batch_id)
+        if existing is None:
+            raise
+        return existing
+    return _record(item)
+
+
+def get(batch_id: str, *, single_attempt: bool = False) -> BatchRecord | None:
+    """The batch as it is (a consistent read of its counts, not its members' states), or None."""
+    item = (
+        _dynamodb(single_attempt)
+        .get_item(
+            TableName=table.name(),
+            Key=_key(batch_id),
+            ConsistentRead=True,
+            ProjectionExpression=", ".join(f"#a{n}" for n in range(len(_RECORD_ATTRIBUTES))),
+            ExpressionAttributeNames={f"#a{n}": name for n, name in enumerate(_RECORD_ATTRIBUTES)},
+        )
+        .get("Item")
+    )
+    return _record(item) if item else None
+
+
+def callback_specs(batch_id: str, *, single_attempt: bool = False) -> dict[str, dict[str, Any]]:
+    """The batch's callbacks as it was created with them: kind -> a job spec (type, payload, ...)."""
+    item = _dynamodb(single_attempt).get_item(TableName=table.name(), Key=_callbacks_key(batch_id)).get("Item")
+    return json.loads(item["specs"]["S"]) if item else {}
+
+
+def mark(batch_id: str, index: int, state: MemberState, *, single_attempt: bool = False) -> BatchRecord | None:
+    """Member `index` is in `state` now: its attribute set and one unit moved between two counts, in one
+    conditional write from the state it was in. Idempotent: a member already in `state`, or in a later
+    run's state (a stale delivery), is left as it is. The batch after; None if there is no such batch."""
+    name = member_attribute(index)
+    # The usual case first: a member leaving `pending` of its run, or a retried dead member reopening.
+    if state.letter == PENDING:
+        assumed = MemberState(DEAD, max(state.generation - 1, 0))
+    else:
+        assumed = MemberState(PENDING, state.generation)
+    for _ in range(4):  # each failed try learns the member's real state: at most a few
+        answer = _move(batch_id, name, assumed, state, single_attempt)
+        if isinstance(answer, BatchRecord):
+            return answer
+        if not answer:
+            return None  # no such batch
+        actual = MemberState.decoded(job_items.as_str(answer, name))
+        if actual == state or actual.generation > state.generation:
+            return _record(answer)  # counted already, or a later run's state that this one must not undo
+        if actual.generation == state.generation and actual.letter != PENDING:
+            return _record(answer)  # a run ends once: its first recorded end stands (as the job record's)
+        assumed = actual
+    raise RuntimeError(f"batch {batch_id}: member {index} kept changing while it was marked {state.encoded()}")
+
+
+def _move(
+    batch_id: str, name: str, old: MemberState, new: MemberState, single_attempt: bool
+) -> BatchRecord | dict[str, Any]:
+    """One member from `old` to `new`: the batch after, or the item as it was if it was not in `old`
+    ({} if there is no batch)."""
+    moves = old.letter != new.letter  # a pending member of one run pending in the next moves no unit
+    names = {"#member": name} | ({"#to": _COUNTER_OF[new.letter], "#from": _COUNTER_OF[old.letter]} if moves else {})
+    counted = " ADD #to :one, #from :minus" if moves else ""
+    if old == MemberState(PENDING):
+        in_old = "attribute_not_exists(#member)"
+        values: dict[str, Any] = {}
+    else:
+        in_old = "#member = :old"
+        values = {":old": {"S": old.encoded()}}
+    if new == MemberState(PENDING):
+        update = "REMOVE #member" + counted
+    else:
+        update = "SET #member = :new" + counted
+        values[":new"] = {"S": new.encoded()}
+    if moves:
+        values |= {":one": {"N": "1"}, ":minus": {"N": "-1"}}
+    try:
+        answer = _dynamodb(single_attempt).update_item(
+            TableName=table.name(),
+            Key=_key(batch_id),
+            UpdateExpression=update,
+            ConditionExpression=f"attribute_exists(pk) AND {in_old}",
+            ExpressionAttributeNames=names,
+            **({"ExpressionAttributeValues": values} if values else {}),
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except ClientError as error:
+        if not is_condition_failure(error):
+            raise
+        return error.response.get("Item") or _read(batch_id, single_attempt)
+    return _record(answer["Attributes"])
+
+
+def _read(batch_id: str, single_attempt: bool) -> dict[str, Any]:
+    # For stores that do not return ALL_OLD on a failed condition.
+    found = _dynamodb(single_attempt).get_item(TableName=table.name(), Key=_key(batch_id), ConsistentRead=True)
+    return found.get("Item") or {}
+
+
+# The conditions of a write that sets many members at once stay within DynamoDB's 4 KB expression limit.
+_MEMBERS_PER_WRITE = 80
+
+
+def mark_cancelled(batch_id: str, members: list[tuple[int, int]]) -> None:
+    """Members (index, run) cancelled while pending: marked together, up to 80 a write. A write whose
+    condition fails (a member moved meanwhile) falls back to one `mark` per member of it."""
+    for start in range(0, len(members), _MEMBERS_PER_WRITE):
+        chunk = members[start : start + _MEMBERS_PER_WRITE]
+        if not _cancel_together(batch_id, chunk):
+            for index, generation in chunk:
+                mark(batch_id, index, MemberState(CANCELLED_JOB, generation))
+
+
+def _cancel_together(batch_id: str, chunk: list[tuple[int, int]]) -> bool:
+    names = {f"#m{n}": member_attribute(index) for n, (index, _) in enumerate(chunk)}
+    values: dict[str, Any] = {":count": {"N": str(len(chunk))}, ":minus": {"N": str(-len(chunk))}}
+    conditions, sets = ["attribute_exists(pk)"], []
+    for n, (_, generation) in enumerate(chunk):
+        values[f":c{n}"] = {"S": MemberState(CANCELLED_JOB, generation).encoded()}
+        sets.append(f"#m{n} = :c{n}")
+        if generation:
+            values[f":p{n}"] = {"S": MemberState(PENDING, generation).encoded()}
+            conditions.append(f"#m{n} = :p{n}")
+        else:
+            conditions.append(f"attribute_not_exists(#m{n})")
+    try:
+        client("dynamodb").update_item(
+            TableName=table.name(),
+            Key=_key(batch_id),
+            UpdateExpression=f"SET {', '.join(sets)} ADD #cancelled :count, #pending :minus",
+            ConditionExpression=" AND ".join(conditions),
+            ExpressionAttributeNames=names | {"#cancelled": "cancelled", "#pending": "pending"},
+            ExpressionAttributeValues=values,
+        )
+    except ClientError as error:
+        if is_condition_failure(error):
+            return False
+        raise
+    return True
+
+
+def settle(batch: BatchRecord, now: float, *, single_attempt: bool = False) -> BatchRecord:
+    """Write the status `batch`'s counts say, and make due each callback they call for that is not due
+    yet, in one write pinned on those counts: of every writer that sees the batch finish, exactly one
+    makes a callback due. The batch after; unchanged if there was nothing to write or the counts (or a
+    callback's flag) moved meanwhile (then whoever moved them settles)."""
+    due_now = [kind for kind in batch.wanted() if kind not in batch.due]
+    status = batch.status
+    if status == batch.stored_status and not due_now:
+        return batch
+    sets = ["#status = :status", "expires_at = :expires"]
+    removes: list[str] = []
+    values: dict[str, Any] = {
+        ":status": {"S": status},
+        ":p": job_items.n(batch.pending),
+        ":s": job_items.n(batch.succeeded),
+        ":d": job_items.n(batch.dead),
+        ":c": job_items.n(batch.cancelled),
+    }
+    if batch.pending == 0 or due_now:
+        values[":now"] = job_items.n(now)
+    if batch.pending == 0:
+        sets.append("finished_at = :now")
+        values[":expires"] = {"N": str(int(now) + _FINISHED_KEPT_SECONDS)}
+    else:
+        removes.append("finished_at")
+        values[":expires"] = {"N": str(int(now) + _RUNNING_KEPT_SECONDS)}
+    conditions = ["#pending = :p", "#succeeded = :s", "#dead = :d", "#cancelled = :c"]
+    for kind in due_now:
+        sets.append(f"due_{kind} = :now")
+        conditions.append(f"attribute_not_exists(due_{kind})")
+    update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    try:
+        answer = _dynamodb(single_attempt).update_item(
+            TableName=table.name(),
+            Key=_key(batch.id),
+            UpdateExpression=update,
+            ConditionExpression=" AND ".join(conditions),
+            ExpressionAttributeNames={"#status": "status"} | _COUNTS,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+    except ClientError as error:
+        if not is_condition_failure(error):
+            raise
+        return batch
+    return _record(answer["Attributes"])
+
+
+def mark_sent(batch_id: str, kind: str, now: float, *, single_attempt: bool = False) -> None:
+    """The `kind` callback's message is sent: nobody sends it again."""
+    _dynamodb(single_attempt).update_item(
+        TableName=table.name(),
+        Key=_key(batch_id),
+        UpdateExpression=f"SET sent_{kind} = if_not_exists(sent_{kind}, :now)",
+        ConditionExpression="attribute_exists(pk)",
+        ExpressionAttributeValues={":now": job_items.n(now)},
+    )
+
+
+def request_cancel(batch_id: str, now: float) -> BatchRecord | None:
+    """The batch is cancelled (its members not started are cancelled by the caller): it runs no callback.
+    Idempotent; None if there is no such batch."""
+    try:
+        answer = client("dynamodb").update_item(
+            TableName=table.name(),
+            Key=_key(batch_id),
+            UpdateExpression="SET cancel_requested_at = if_not_exists(cancel_requested_at, :now)",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":now": job_items.n(now)},
+            ReturnValues="ALL_NEW",
+        )
+    except ClientError as error:
+        if is_condition_failure(error):
+            return None
+        raise
+    return _record(answer["Attributes"])
+
+
+@dataclass(frozen=True)
+class ListedBatch:
+    id: str
+    status: str  # as stored: the last settle's
+    created_at: float
+    finished_at: float | None
+
+
+def page(tenant: str, *, status: str | None, before: str | None, limit: int) -> tuple[list[ListedBatch], str | None]:
+    """The tenant's batches newest first, below the sort key `before`, at most `limit`, reading at most
+    settings.LIST_READ_BUDGET index entries (a status filter applies after reading): the batches and the
+    sort key to continue below, None when there are no more."""
+    params: dict[str, Any] = {
+        "TableName": table.name(),
+        "IndexName": JOBS_INDEX.name,
+        "KeyConditionExpression": f"{JOBS_INDEX.partition_key} = :pk"
+        + (f" AND {JOBS_INDEX.sort_key} < :before" if before else ""),
+        "ExpressionAttributeValues": {":pk": {"S": keys.batches_partition(tenant)}}
+        | ({":before": {"S": before}} if before else {}),
+        "ScanIndexForward": False,
+    }
+    if status:
+        params |= {"FilterExpression": "#status = :status", "ExpressionAttributeNames": {"#status": "status"}}
+        params["ExpressionAttributeValues"][":status"] = {"S": status}
+    found: list[ListedBatch] = []
+    read = 0
+    while True:
+        params["Limit"] = max(1, min(limit + 1 - len(found), settings.LIST_READ_BUDGET - read))
+        answer = client("dynamodb").query(**params)
+        read += answer.get("ScannedCount", 0)
+        for item in answer.get("Items", []):
+            found.append(
+                ListedBatch(
+                    id=keys.batch_id_of(item["pk"]["S"]),
+                    status=item["status"]["S"],
+                    created_at=float(item["enqueued_at"]["N"]),
+                    finished_at=job_items.as_float(item, "finished_at"),
+                )
+            )
+        last = answer.get("LastEvaluatedKey")
+        if len(found) > limit:
+            return found[:limit], _sort_key(found[limit - 1])
+        if last is None:
+            return found, None
+        if read >= settings.LIST_READ_BUDGET:
+            return found, last[JOBS_INDEX.sort_key]["S"]
+        params["ExclusiveStartKey"] = last
+
+
+def _sort_key(batch: ListedBatch) -> str:
+    return job_items.index_sort_key(batch.created_at, batch.id)

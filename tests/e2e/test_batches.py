@@ -1,0 +1,112 @@
+"""Batches on the embedded stack: a batch's counts are exact, its on_complete runs once every job has
+ended and its on_success once all succeeded, each exactly once (one record, one attempt, one
+`succeeded` write at the store, counted at the fault proxy as the resilience tests count), with a
+worker SIGKILLed mid-batch and with a 5 s store blip during it (docs/decisions/batches.md)."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from tests.e2e.helpers import outcome_writes
+
+CALLBACKS: dict[str, Any] = {
+    "on_complete": {"type": "echo", "payload": {"said": "complete"}},
+    "on_success": {"type": "echo", "payload": {"said": "success"}},
+}
+FAILING = {"type": "fail", "payload": {"times": 5}, "max_attempts": 1}  # dead at its first attempt
+BLIP_SECONDS = 5
+
+
+def _sleeping(seconds: float) -> dict[str, Any]:
+    # timeout_seconds: a short job asks for a short timeout, so a killed worker's jobs come back soon.
+    return {"type": "sleep", "payload": {"seconds": seconds}, "timeout_seconds": 3}
+
+
+def _fifty_with_failures(seconds: float) -> list[dict[str, Any]]:
+    jobs = [_sleeping(seconds)] * 46 + [FAILING] * 4
+    random.Random(24).shuffle(jobs)
+    return jobs
+
+
+def _ran_once(api, chaos, job_id: str) -> dict[str, Any]:
+    job = api.wait(job_id, timeout=120)
+    assert (job["status"], job["attempts"]) == ("succeeded", 1)
+    assert outcome_writes(chaos, job_id, "succeeded") == 1  # one record, written once
+    return job
+
+
+def _completed_with_failures(api, chaos, batch: dict[str, Any]) -> None:
+    assert (batch["status"], batch["succeeded"], batch["dead"], batch["cancelled"]) == (
+        "completed_with_failures",
+        46,
+        4,
+        0,
+    )
+    complete = _ran_once(api, chaos, batch["callbacks"]["on_complete"])
+    assert complete["result"]["said"] == "complete"
+    assert complete["result"]["batch"]["id"] == batch["id"] and complete["result"]["batch"]["dead"] == 4
+    assert complete["parent"] == {"kind": "batch", "id": batch["id"], "callback": "on_complete"}
+    assert api.batches.get(batch["id"])["callbacks"]["on_success"] is None  # never enqueued, so never ran
+
+
+def _all_succeeded(api, chaos, batch: dict[str, Any], total: int) -> None:
+    assert (batch["status"], batch["succeeded"], batch["dead"]) == ("succeeded", total, 0)
+    success = _ran_once(api, chaos, batch["callbacks"]["on_success"])
+    assert success["result"]["batch"]["succeeded"] == total
+    _ran_once(api, chaos, batch["callbacks"]["on_complete"])
+
+
+def _wait_running(api, job_ids: list[str], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(api.job(job_id)["status"] == "running" for job_id in job_ids[:10]):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no job of the batch ran within {timeout:.0f}s")
+
+
+def test_a_batch_of_fifty_with_failures_completes_with_failures_and_runs_on_complete_once(api, chaos):
+    created = api.batches.create(_fifty_with_failures(0), **CALLBACKS, description="fifty, four fail")
+    assert (created["status"], created["total"]) == ("running", 50)
+
+    batch = api.batches.wait(created["id"], timeout=180)
+
+    _completed_with_failures(api, chaos, batch)
+    member = api.job(api.batches.jobs(created["id"])[0])
+    assert member["batch"] == created["id"]
+
+
+def test_a_batch_of_twenty_that_all_succeed_runs_on_success_once(api, chaos):
+    created = api.batches.create([{"type": "echo", "payload": {"n": n}} for n in range(20)], **CALLBACKS)
+
+    batch = api.batches.wait(created["id"], timeout=180)
+
+    _all_succeeded(api, chaos, batch, 20)
+    assert created["id"] in [listed["id"] for listed in api.batches.list(status="succeeded", max_items=50)]
+
+
+def test_a_batch_with_a_worker_killed_mid_batch_still_counts_exactly_and_calls_back_once(api, chaos):
+    created = api.batches.create(_fifty_with_failures(1), **CALLBACKS)
+    _wait_running(api, api.batches.jobs(created["id"]))
+    time.sleep(0.5)  # inside the running jobs, once their batches' cover is set, as a real death would come
+
+    assert chaos.kill_worker(), "no worker process found to kill"
+    batch = api.batches.wait(created["id"], timeout=240)
+
+    _completed_with_failures(api, chaos, batch)
+
+
+def test_a_batch_through_a_five_second_store_blip_still_counts_exactly_and_calls_back_once(api, chaos):
+    created = api.batches.create([_sleeping(1)] * 20, **CALLBACKS)
+    _wait_running(api, api.batches.jobs(created["id"]))
+
+    injected_before = sum(n for name, n in chaos.stats()["proxy"].items() if name.endswith(".injected"))
+    chaos.blip(seconds=BLIP_SECONDS, service="dynamodb", mode="error")
+    time.sleep(BLIP_SECONDS + 0.5)  # the batch's status is read from the store, which answers 503 until then
+    batch = api.batches.wait(created["id"], timeout=240)
+
+    injected = sum(n for name, n in chaos.stats()["proxy"].items() if name.endswith(".injected"))
+    assert injected > injected_before, "the blip did not hit the store"
+    _all_succeeded(api, chaos, batch, 20)

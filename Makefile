@@ -37,8 +37,14 @@ $(STAMP)/chromium:
 up: install
 	$(PY) -m local.up $(ARGS)
 
+# The CLI's terminal test runs it in tmux at 80 columns (tests/e2e/test_cli_terminal.py).
+$(STAMP)/tmux:
+	@mkdir -p $(STAMP)
+	command -v tmux >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux; }
+	@touch $@
+
 # The dashboard tests drive Debian's Chromium; only the tests need it, not `make up`.
-test: install $(STAMP)/chromium
+test: install $(STAMP)/chromium $(STAMP)/tmux
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(ARGS)
 

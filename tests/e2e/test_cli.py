@@ -39,9 +39,9 @@ def test_payload_from_a_file_and_a_human_listing(deployed, tmp_path):
     job_id = enqueued.stdout.strip()
     assert run_cli(deployed, "wait", job_id, "--json").json()["result"] == {"marker": marker}
 
-    listed = run_cli(deployed, "list", "--type", "echo", "--limit", "50")
+    listed = run_cli(deployed, "list", "--type", "echo", "--limit", "50", "--wide")
     assert listed.code == 0, listed.stderr
-    header = next(line for line in listed.stdout.splitlines() if "status" in line and "attempts" in line)
+    header = next(line for line in listed.stdout.splitlines() if "status" in line and "tries" in line)
     assert "id" in header and "type" in header
     row = next(line for line in listed.stdout.splitlines() if job_id in line)
     assert "echo" in row and "succeeded" in row and "1/3" in row

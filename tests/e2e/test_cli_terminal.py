@@ -1,0 +1,89 @@
+"""`corral` in a real terminal: tmux at 80 columns against the deployed stack. `corral list` prints one
+line per job, none wrapped, and the short ids it shows work in `corral get`."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from local.deploy import create_api_key
+from tests.e2e.cli_runner import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (`make test` installs it)")
+COLUMNS = 80
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True, timeout=30).stdout
+
+
+@pytest.fixture
+def pane(deployed):
+    """A fresh tenant's shell in an 80-column tmux pane, with the stack's API in its environment."""
+    tenant = f"tmux-{uuid.uuid4().hex[:8]}"
+    key = create_api_key(deployed.aws_env, tenant, "cli terminal test")
+    session = f"corral-test-{uuid.uuid4().hex[:8]}"
+    env = {
+        "CORRAL_API_URL": deployed.api_url,
+        "CORRAL_API_KEY": key,
+        "CORRAL_ENDPOINT_FILE": str(ROOT / ".corral" / "no-such-endpoint.json"),
+        "PATH": os.environ["PATH"],
+        "TERM": "xterm-256color",
+        "PS1": "$ ",
+    }
+    exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+    _tmux(
+        "new-session", "-d", "-s", session, "-x", str(COLUMNS), "-y", "60", f"env -i {exports} bash --norc --noprofile"
+    )
+    try:
+        yield session, deployed.client(key)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=30, check=False)
+
+
+def _run_in(session: str, command: str, timeout: float = 120) -> list[str]:
+    """Type `command` into the pane and wait for it to end: the pane's lines it printed, as shown."""
+    marker = f"done-{uuid.uuid4().hex[:6]}"
+    _tmux("send-keys", "-t", session, "clear", "Enter")
+    _tmux("send-keys", "-t", session, f"{command}; echo {marker}", "Enter")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        shown = _tmux("capture-pane", "-p", "-t", session).splitlines()
+        if any(line.strip() == marker for line in shown):
+            joined = _tmux("capture-pane", "-p", "-J", "-t", session).splitlines()
+            # -J joins lines the terminal wrapped: a wrapped line makes the two captures differ
+            assert [line.rstrip() for line in joined] == [line.rstrip() for line in shown], "a line wrapped"
+            start = next(i for i, line in enumerate(shown) if command[:20] in line) + 1
+            return [line for line in shown[start:] if line.strip() and line.strip() != marker]
+        time.sleep(0.5)
+    raise AssertionError(f"{command!r} did not end within {timeout} s: {_tmux('capture-pane', '-p', '-t', session)}")
+
+
+def test_list_at_80_columns_prints_one_line_per_job_and_its_short_ids_work(pane):
+    session, api = pane
+    api.timeout = 30
+    ids = [api.enqueue("echo", {"n": n, "note": "a payload the list does not show"}) for n in range(6)]
+    for job_id in ids:
+        api.wait(job_id, timeout=120)
+    cli = f"{shlex.quote(sys.executable)} -m cli"
+
+    lines = _run_in(session, f"cd {shlex.quote(str(ROOT))} && {cli} list --limit 6")
+
+    assert all(len(line.rstrip()) <= COLUMNS for line in lines)
+    header, *rows = [line for line in lines if not line.startswith("$")]
+    assert header.split()[:3] == ["id", "type", "status"]
+    rows = [row for row in rows if row.split()[0].startswith("j")]
+    assert len(rows) == 6  # one line per job
+    shown = [row.split()[0] for row in rows]
+    assert sorted(next(job_id for job_id in ids if job_id.startswith(prefix)) for prefix in shown) == sorted(ids)
+    assert all(len(prefix) < len(ids[0]) for prefix in shown)
+
+    got = _run_in(session, f"{cli} get {shown[0]} --output yaml")
+    assert any(line.startswith("status: succeeded") for line in got)

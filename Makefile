@@ -10,7 +10,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install up test lint unit synth footprint smoke clean bench capacity fuzz
 
-install: $(STAMP)/venv $(STAMP)/npm $(STAMP)/cli
+install: $(STAMP)/venv $(STAMP)/npm $(STAMP)/cli $(STAMP)/client-ts
 
 $(STAMP)/venv: requirements.txt functions/requirements.txt
 	@mkdir -p $(STAMP)
@@ -26,6 +26,12 @@ $(STAMP)/cli: pyproject.toml $(STAMP)/venv
 $(STAMP)/npm: package.json package-lock.json
 	@mkdir -p $(STAMP)
 	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# The TypeScript SDK (client-ts/): its own pinned toolchain, built with tsc; `make test` runs its tests.
+$(STAMP)/client-ts: client-ts/package.json client-ts/package-lock.json $(wildcard client-ts/src/*.ts)
+	@mkdir -p $(STAMP)
+	cd client-ts && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
 	@touch $@
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright's own browser download is not used).

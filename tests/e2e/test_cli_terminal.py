@@ -7,7 +7,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 
@@ -34,7 +33,7 @@ def pane(deployed):
         "CORRAL_API_URL": deployed.api_url,
         "CORRAL_API_KEY": key,
         "CORRAL_ENDPOINT_FILE": str(ROOT / ".corral" / "no-such-endpoint.json"),
-        "PATH": os.environ["PATH"],
+        "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",  # `corral`, as `make install` puts it
         "TERM": "xterm-256color",
         "PS1": "$ ",
     }
@@ -72,9 +71,7 @@ def test_list_at_80_columns_prints_one_line_per_job_and_its_short_ids_work(pane)
     ids = [api.enqueue("echo", {"n": n, "note": "a payload the list does not show"}) for n in range(6)]
     for job_id in ids:
         api.wait(job_id, timeout=120)
-    cli = f"{shlex.quote(sys.executable)} -m cli"
-
-    lines = _run_in(session, f"cd {shlex.quote(str(ROOT))} && {cli} list --limit 6")
+    lines = _run_in(session, "corral list --limit 6")
 
     assert all(len(line.rstrip()) <= COLUMNS for line in lines)
     header, *rows = [line for line in lines if not line.startswith("$")]
@@ -85,5 +82,5 @@ def test_list_at_80_columns_prints_one_line_per_job_and_its_short_ids_work(pane)
     assert sorted(next(job_id for job_id in ids if job_id.startswith(prefix)) for prefix in shown) == sorted(ids)
     assert all(len(prefix) < len(ids[0]) for prefix in shown)
 
-    got = _run_in(session, f"{cli} get {shown[0]} --output yaml")
+    got = _run_in(session, f"corral get {shown[0]} -o yaml")
     assert any(line.startswith("status: succeeded") for line in got)

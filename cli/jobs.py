@@ -251,8 +251,8 @@ def list_jobs(
     shown = short_ids.shortest_unique_prefixes(job["id"] for job in jobs)
     rows = [[shown[job["id"]], *_job_cells(job, render.short_when)] for job in jobs]
     render.lines(["id", *_JOB_COLUMNS], rows)
-    if jobs:
-        render.err.print(f"[dim]{note}{more}[/]", highlight=False)
+    # The listing's note in a line that fits (--wide prints it whole): queued jobs are not listed yet.
+    render.err.print(f"[dim]jobs not yet picked up are not listed{'; more: raise --limit' if more else ''}[/]")
 
 
 _JOB_COLUMNS = ["type", "status", "tries", "enqueued", "finished"]

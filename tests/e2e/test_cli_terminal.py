@@ -1,11 +1,13 @@
 """`corral` in a real terminal: tmux at 80 columns against the deployed stack. `corral list` prints one
-line per job, none wrapped, and the short ids it shows work in `corral get`."""
+line per job, none wrapped, and the short ids it shows work in `corral get`; `corral watch` streams changes."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 import uuid
@@ -84,3 +86,35 @@ def test_list_at_80_columns_prints_one_line_per_job_and_its_short_ids_work(pane)
 
     got = _run_in(session, f"corral get {shown[0]} -o yaml")
     assert any(line.startswith("status: succeeded") for line in got)
+
+
+def test_watch_streams_a_jobs_changes_and_ends_cleanly_on_ctrl_c(deployed):
+    key = create_api_key(deployed.aws_env, f"watch-{uuid.uuid4().hex[:8]}", "cli watch test")
+    api = deployed.client(key)
+    api.timeout = 30
+    env = {
+        **{name: value for name, value in os.environ.items() if not name.startswith(("CORRAL_", "AWS_"))},
+        "CORRAL_API_URL": deployed.api_url,
+        "CORRAL_API_KEY": key,
+        "CORRAL_ENDPOINT_FILE": str(ROOT / ".corral" / "no-such-endpoint.json"),
+    }
+    watching = subprocess.Popen(
+        [str(ROOT / ".venv" / "bin" / "corral"), "watch", "--interval", "1", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        job_id = api.enqueue("sleep", {"seconds": 2})
+        api.wait(job_id, timeout=120)
+        time.sleep(2.5)  # the next looks see the finished job
+    finally:
+        watching.send_signal(signal.SIGINT)
+        stdout, stderr = watching.communicate(timeout=30)
+
+    seen = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    statuses = [each["status"] for each in seen if each["id"] == job_id]
+    assert statuses and statuses[-1] == "succeeded", seen
+    assert len(statuses) == len(set(statuses))  # a line per change, not per look
+    assert "Traceback" not in stderr and watching.returncode == 130

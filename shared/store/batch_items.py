@@ -35,6 +35,7 @@ from botocore.exceptions import ClientError
 from shared import settings
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.store import job_items, keys, table
+from shared.store.conditional import conditional_update
 from shared.store.table_schema import JOBS_INDEX
 
 RUNNING = "running"
@@ -346,20 +347,15 @@ def _cancel_together(batch_id: str, chunk: list[tuple[int, int]]) -> bool:
             conditions.append(f"#m{n} = :p{n}")
         else:
             conditions.append(f"attribute_not_exists(#m{n})")
-    try:
-        client("dynamodb").update_item(
-            TableName=table.name(),
-            Key=_key(batch_id),
-            UpdateExpression=f"SET {', '.join(sets)} ADD #cancelled :count, #pending :minus",
-            ConditionExpression=" AND ".join(conditions),
-            ExpressionAttributeNames=names | {"#cancelled": "cancelled", "#pending": "pending"},
-            ExpressionAttributeValues=values,
-        )
-    except ClientError as error:
-        if is_condition_failure(error):
-            return False
-        raise
-    return True
+    return conditional_update(
+        client("dynamodb"),
+        TableName=table.name(),
+        Key=_key(batch_id),
+        UpdateExpression=f"SET {', '.join(sets)} ADD #cancelled :count, #pending :minus",
+        ConditionExpression=" AND ".join(conditions),
+        ExpressionAttributeNames=names | {"#cancelled": "cancelled", "#pending": "pending"},
+        ExpressionAttributeValues=values,
+    )
 
 
 def settle(batch: BatchRecord, now: float, *, single_attempt: bool = False) -> BatchRecord:

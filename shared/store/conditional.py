@@ -24,6 +24,18 @@ def conditional_put(**params: Any) -> bool:
     return True
 
 
+def conditional_update(dynamodb: Any, **params: Any) -> bool:
+    """UpdateItem with a ConditionExpression through `dynamodb` (a caller's client: one making a single
+    attempt, say); False if the condition failed."""
+    try:
+        dynamodb.update_item(**params)
+    except ClientError as error:
+        if clients.is_condition_failure(error):
+            return False
+        raise
+    return True
+
+
 def conditional_delete(**params: Any) -> dict[str, Any] | None:
     """DeleteItem with a ConditionExpression, returning the deleted item (ReturnValues ALL_OLD); None if
     the condition failed."""

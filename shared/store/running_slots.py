@@ -27,10 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from shared.aws.clients import is_condition_failure, single_attempt_client
+from shared.aws.clients import single_attempt_client
 from shared.store import keys, table
+from shared.store.conditional import conditional_update
 
 _HOLDER_PREFIX = "h_"
 # A concurrency key's item goes when the key has been idle this long (the table's TTL): keys are the
@@ -159,39 +158,29 @@ def _put_holders(tenant: str, key: str | None, slots_of: dict[str, int], cap: Ca
     if key is not None:
         sets.append("expires_at = :idle")
         values[":idle"] = {"N": str(int(until) + _IDLE_KEY_KEPT_SECONDS)}
-    try:
-        _client().update_item(
-            TableName=table.name(),
-            Key=_key(tenant, key),
-            UpdateExpression=f"SET {', '.join(sets)} ADD running :slots, holders :count",
-            ConditionExpression="attribute_not_exists(running) OR (running <= :room AND holders <= :holders)",
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
-        )
-    except ClientError as error:
-        if is_condition_failure(error):
-            return False
-        raise
-    return True
+    return conditional_update(
+        _client(),
+        TableName=table.name(),
+        Key=_key(tenant, key),
+        UpdateExpression=f"SET {', '.join(sets)} ADD running :slots, holders :count",
+        ConditionExpression="attribute_not_exists(running) OR (running <= :room AND holders <= :holders)",
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues=values,
+    )
 
 
 def _remove(tenant: str, key: str | None, ended: list[Holder]) -> bool:
     """Remove `ended` holders and subtract their slots, if every one of them is still there."""
     names = {f"#h{index}": _HOLDER_PREFIX + each.id for index, each in enumerate(ended)}
-    try:
-        _client().update_item(
-            TableName=table.name(),
-            Key=_key(tenant, key),
-            UpdateExpression=f"REMOVE {', '.join(names)} ADD running :minus, holders :fewer",
-            ConditionExpression=" AND ".join(f"attribute_exists({name})" for name in names),
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues={
-                ":minus": {"N": str(-sum(each.slots for each in ended))},
-                ":fewer": {"N": str(-len(ended))},
-            },
-        )
-    except ClientError as error:
-        if is_condition_failure(error):
-            return False
-        raise
-    return True
+    return conditional_update(
+        _client(),
+        TableName=table.name(),
+        Key=_key(tenant, key),
+        UpdateExpression=f"REMOVE {', '.join(names)} ADD running :minus, holders :fewer",
+        ConditionExpression=" AND ".join(f"attribute_exists({name})" for name in names),
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues={
+            ":minus": {"N": str(-sum(each.slots for each in ended))},
+            ":fewer": {"N": str(-len(ended))},
+        },
+    )

@@ -44,6 +44,7 @@ from shared import settings
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
+from shared.targets.http_policy import Target
 
 SECRET_PREFIX = "whsec_"
 SIGNATURE_HEADER = "Corral-Signature"
@@ -78,9 +79,8 @@ def destination_origin(text: str) -> str:
         raise InvalidRequest("destination", "must name a host, and no credentials")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise InvalidRequest("destination", "must be an origin only (scheme://host[:port]): no path or query")
-    shown = f"[{host}]" if ":" in host else host
-    default = 443 if parts.scheme == "https" else 80
-    return f"{parts.scheme}://{shown}" if port in (None, default) else f"{parts.scheme}://{shown}:{port}"
+    # The same spelling as the origin of the requests it will sign (Target.origin), whatever was typed.
+    return Target(parts.scheme, host, port or (443 if parts.scheme == "https" else 80), "/").origin
 
 
 def active(tenant: str, now: float | None = None) -> list[SigningSecret]:

@@ -268,6 +268,11 @@ def _job_cells(job: Job, when: Any) -> list[Any]:
     ]
 
 
+def _watched_state(job: Job) -> tuple[Any, ...]:
+    """What `watch` prints a line for when it changes."""
+    return (job.get("status"), job.get("attempts"))
+
+
 def watch(
     status: StatusOption = None,
     job_type: TypeOption = None,
@@ -283,7 +288,7 @@ def watch(
     while True:
         page = next(iter(api.pages(page_size=limit, **filters)))
         for job in reversed(page.jobs):  # oldest first: changes print in the order they happened
-            state = (job.get("status"), job.get("attempts"))
+            state = _watched_state(job)
             if last.get(job["id"]) == state:
                 continue
             last[job["id"]] = state
@@ -294,7 +299,7 @@ def watch(
                 cells = [job["id"][: short_ids.MIN_PREFIX + 4], *_job_cells(job, render.short_when)]
                 render.out.print("  ".join(str(cell) for cell in cells), highlight=False)
         if len(last) > 10 * limit:  # jobs long past the newest --limit: forget them
-            last = {job["id"]: (job.get("status"), job.get("attempts")) for job in page.jobs}
+            last = {job["id"]: _watched_state(job) for job in page.jobs}
         time.sleep(interval)
 
 

@@ -26,7 +26,7 @@ def _tenant() -> str:
 
 
 def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
-    return {"secrets": [secret.public() for secret in secrets]}
+    return {"secrets": [signing_secrets.public(secret) for secret in secrets]}
 
 
 @router.get(

@@ -68,16 +68,19 @@ def _new_secret(now: float, destination: str | None = None) -> SigningSecret:
     )
 
 
-def destination_origin(text: str) -> str:
+def destination_origin(text: str, allow_plain_http: bool = False) -> str:
     """The origin a destination names (`https://host[:port]`, lower case, the default port left out);
-    InvalidRequest naming `destination` for anything else (a path, a query, credentials, another scheme)."""
+    InvalidRequest naming `destination` for anything else (a path, a query, credentials, another scheme).
+    `http://` only where the stack lets HTTP jobs call plain http (the local profile, or an operator's
+    choice): elsewhere no request goes to such an origin, so a secret bound to it would sign nothing."""
     try:
         parts = urlsplit(text.strip())
         port = parts.port
     except ValueError as error:
         raise InvalidRequest("destination", f"not a valid URL: {error}") from error
-    if parts.scheme not in ("https", "http"):
-        raise InvalidRequest("destination", "must be an https:// (or http://) origin, e.g. https://hooks.example.com")
+    schemes = ("https", "http") if allow_plain_http else ("https",)
+    if parts.scheme not in schemes:
+        raise InvalidRequest("destination", "must be an https:// origin, e.g. https://hooks.example.com")
     host = (parts.hostname or "").rstrip(".")
     if not host or parts.username is not None or parts.password is not None:
         raise InvalidRequest("destination", "must name a host, and no credentials")

@@ -539,7 +539,7 @@ def test_destinations_are_bounded_per_tenant(aws, monkeypatch):
     ],
 )
 def test_a_destination_is_kept_as_its_origin(given_, origin):
-    assert signing_secrets.destination_origin(given_) == origin
+    assert signing_secrets.destination_origin(given_, allow_plain_http=True) == origin
     assert (
         check_url(f"{given_.rstrip('/')}/hook?x=1", TargetPolicy(allow_plain_http=True, allow_loopback=True)).origin
         == origin
@@ -560,8 +560,17 @@ def test_a_destination_is_kept_as_its_origin(given_, origin):
 )
 def test_a_destination_that_is_not_an_origin_is_refused_naming_the_field(given_):
     with pytest.raises(InvalidRequest) as refused:
-        signing_secrets.destination_origin(given_)
+        signing_secrets.destination_origin(given_, allow_plain_http=True)
     assert refused.value.field == "destination"
+
+
+def test_a_plain_http_destination_is_refused_unless_the_stack_calls_plain_http():
+    with pytest.raises(InvalidRequest, match="https:// origin") as refused:
+        signing_secrets.destination_origin("http://hooks.example.com")  # no job could be sent there
+    assert refused.value.field == "destination"
+    assert signing_secrets.destination_origin("http://hooks.example.com", allow_plain_http=True) == (
+        "http://hooks.example.com"
+    )
 
 
 def test_the_api_rotates_a_destinations_secrets_and_refuses_a_bad_destination_with_422(call_api):
@@ -572,7 +581,13 @@ def test_the_api_rotates_a_destinations_secrets_and_refuses_a_bad_destination_wi
 
     status, refused = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "https://hooks.example.com/x"})
     assert status == 422 and refused["fields"][0]["field"] == "destination"
+    status, refused = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "http://hooks.example.com"})
+    assert status == 422 and refused["fields"][0]["field"] == "destination"  # the aws rules: https only
     status, refused = call_api("POST", "/v1/signing-secrets:rotate", {"destination": 7})
     assert status == 422
     status, listed = call_api("GET", "/v1/signing-secrets")
     assert len(listed["secrets"]) == 2  # nothing changed by the refused ones
+
+    environment.change(http_allow_plain=True)  # a stack whose HTTP jobs may call plain http (the local one)
+    status, rotated = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "http://hooks.example.com"})
+    assert status == 201 and rotated["secrets"][0]["destination"] == "http://hooks.example.com"

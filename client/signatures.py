@@ -23,6 +23,14 @@ terminates TLS or rewrites the host, pass your public URL.
     except SignatureVerificationError:
         return 400
 
+`secrets` are the `secret` strings of GET /v1/signing-secrets: Corral-Signature's HMAC key is the
+string's UTF-8 bytes. The same requests also carry the Standard Webhooks headers (`webhook-id`,
+`webhook-timestamp`, `webhook-signature`); to verify those instead, use the `standardwebhooks`
+package with each secret's `standard_webhooks_secret` (its key is the bytes the base64 encodes):
+
+    from standardwebhooks.webhooks import Webhook
+    Webhook(standard_webhooks_secret).verify(raw_body, request.headers, json_parse=False)
+
 Standard library only, so it can be copied into any receiver.
 """
 

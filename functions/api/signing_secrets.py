@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.api.responses import json_response
 from shared import settings
 from shared.targets import signing_secrets
+from shared.targets.http_policy import TargetPolicy
 from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
@@ -26,7 +27,7 @@ def _tenant() -> str:
 
 
 def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
-    return {"secrets": [secret.public() for secret in secrets]}
+    return {"secrets": [signing_secrets.public(secret) for secret in secrets]}
 
 
 @router.get(
@@ -61,7 +62,8 @@ class RotateIn(BaseModel):
 )
 def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:
     destination = request.destination if request is not None else None
-    origin = signing_secrets.destination_origin(destination) if destination is not None else None
+    plain_http = TargetPolicy.from_env(_tenant()).allow_plain_http
+    origin = None if destination is None else signing_secrets.destination_origin(destination, plain_http)
     rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
     return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin)))
 

@@ -24,9 +24,10 @@ The HMAC key is the secret string's UTF-8 bytes, exactly as the API shows it.
 Standard Webhooks (https://www.standardwebhooks.com), which maintained libraries verify in most languages:
     webhook-id: <job id>   webhook-timestamp: <t>   webhook-signature: v1,<base64>[ v1,<base64>...]
     v1 = base64(HMAC-SHA256(base64-decoded part of "whsec_<base64>", "<job id>.<t>.<raw body>"))
-Secrets are issued in that `whsec_<base64>` form. Secrets issued before it (whsec_ and URL-safe
-characters, not standard base64) sign Corral-Signature only: a rotation gives a tenant one of the new
-form (docs/decisions/standard-webhooks.md).
+Secrets are issued in that `whsec_<base64>` form. A secret issued before it (`whsec_` + 43 URL-safe
+characters) keeps its string, so Corral-Signature verifies as before; its Standard Webhooks key is the
+32 bytes those characters encode (URL-safe base64), which the libraries take only in the standard form,
+`standard_secret()`: the API shows it as `standard_webhooks_secret` (docs/decisions/standard-webhooks.md).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from dataclasses import replace
+from typing import Any
 from urllib.parse import urlsplit
 
 from shared import settings
@@ -55,6 +58,8 @@ WEBHOOK_ID_HEADER = "webhook-id"
 WEBHOOK_TIMESTAMP_HEADER = "webhook-timestamp"
 WEBHOOK_SIGNATURE_HEADER = "webhook-signature"
 _SECRET_BYTES = 32  # Standard Webhooks asks for 24 to 64
+# Secrets issued before the standard form: `secrets.token_urlsafe(32)`, 32 bytes as unpadded URL-safe base64.
+_EARLIER_SECRET = re.compile(r"whsec_[A-Za-z0-9_-]{43}")
 
 
 def _new_secret(now: float, destination: str | None = None) -> SigningSecret:
@@ -64,16 +69,19 @@ def _new_secret(now: float, destination: str | None = None) -> SigningSecret:
     )
 
 
-def destination_origin(text: str) -> str:
+def destination_origin(text: str, allow_plain_http: bool = False) -> str:
     """The origin a destination names (`https://host[:port]`, lower case, the default port left out);
-    InvalidRequest naming `destination` for anything else (a path, a query, credentials, another scheme)."""
+    InvalidRequest naming `destination` for anything else (a path, a query, credentials, another scheme).
+    `http://` only where the stack lets HTTP jobs call plain http (the local profile, or an operator's
+    choice): elsewhere no request goes to such an origin, so a secret bound to it would sign nothing."""
     try:
         parts = urlsplit(text.strip())
         port = parts.port
     except ValueError as error:
         raise InvalidRequest("destination", f"not a valid URL: {error}") from error
-    if parts.scheme not in ("https", "http"):
-        raise InvalidRequest("destination", "must be an https:// (or http://) origin, e.g. https://hooks.example.com")
+    schemes = ("https", "http") if allow_plain_http else ("https",)
+    if parts.scheme not in schemes:
+        raise InvalidRequest("destination", "must be an https:// origin, e.g. https://hooks.example.com")
     host = (parts.hostname or "").rstrip(".")
     if not host or parts.username is not None or parts.password is not None:
         raise InvalidRequest("destination", "must name a host, and no credentials")
@@ -206,9 +214,12 @@ def _hmac(secret: str, message: bytes) -> str:
 
 
 def standard_key(secret: str) -> bytes | None:
-    """The HMAC key Standard Webhooks libraries take from `whsec_<base64>`; None for a secret issued
-    before that form (not standard base64: libraries would disagree on its bytes)."""
+    """The HMAC key of the Standard Webhooks signature: the bytes the part after `whsec_` encodes, in
+    standard base64 (secrets issued now) or, for a secret issued before the standard form, in unpadded
+    URL-safe base64. None for anything else (no secret corral issued)."""
     encoded = secret.removeprefix(SECRET_PREFIX)
+    if _EARLIER_SECRET.fullmatch(secret):
+        return base64.urlsafe_b64decode(encoded + "=")
     if encoded == secret or len(encoded) % 4:
         return None
     try:
@@ -217,9 +228,23 @@ def standard_key(secret: str) -> bytes | None:
         return None
 
 
+def standard_secret(secret: str) -> str | None:
+    """`secret` as the Standard Webhooks libraries read it: `whsec_` + the standard base64 of its key.
+    The secret itself for one issued now; for an earlier one, the same key in the form the libraries
+    decode (they refuse, or silently misread, URL-safe characters)."""
+    key = standard_key(secret)
+    return None if key is None else SECRET_PREFIX + base64.b64encode(key).decode()
+
+
+def public(secret: SigningSecret) -> dict[str, Any]:
+    """A secret as the API shows it to its tenant: the stored fields, and the form to give a Standard
+    Webhooks library."""
+    return {**secret.public(), "standard_webhooks_secret": standard_secret(secret.secret)}
+
+
 def standard_signature(secrets_: list[str], message_id: str, timestamp: int, body: bytes) -> str | None:
-    """The webhook-signature value: a `v1,<base64>` per secret of the Standard Webhooks form, space
-    separated; None if none of them has that form."""
+    """The webhook-signature value: a `v1,<base64>` per secret, space separated, each keyed by
+    standard_key(); None if no secret has a key (never for secrets corral issued)."""
     message = f"{message_id}.{timestamp}.".encode() + body
     keys = [key for secret in secrets_ if (key := standard_key(secret)) is not None]
     if not keys:

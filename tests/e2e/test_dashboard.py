@@ -8,6 +8,7 @@ test-artifacts/dashboard/ (not committed); any console error or page error fails
 from __future__ import annotations
 
 import os
+import secrets
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,7 +19,9 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from client import FINISHED
-from local.deploy import create_api_key, create_operator_key
+from local.deploy import create_api_key, create_operator_key, function_environment
+from shared.store import signing_secret_items
+from shared.store.signing_secret_items import SigningSecret
 
 CHROMIUM = os.environ.get("CORRAL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -38,9 +41,14 @@ DELAY_SECONDS = 20  # the delayed job's SQS delay: long enough for the UI to can
 
 
 @pytest.fixture(scope="module")
-def tenant(deployed) -> Any:
+def tenant_name() -> str:
+    return f"dash-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def tenant(deployed, tenant_name) -> Any:
     deployed.require_aws()  # a fresh tenant (its key written straight into the table): its own clean world
-    api = deployed.client(create_api_key(deployed.aws_env, f"dash-{uuid.uuid4().hex[:8]}", label="dashboard tests"))
+    api = deployed.client(create_api_key(deployed.aws_env, tenant_name, label="dashboard tests"))
     api.timeout = 30  # a cold API environment on a busy machine can take longer than the default 10 s
     return api
 
@@ -189,6 +197,33 @@ def test_the_signing_secrets_page_rotates_when_the_route_exists(tab, tenant):
     page.get_by_role("button", name="Rotate").click()
     page.locator(".alert-success").wait_for()
     tab.shot("09-signing-secrets")
+
+
+def test_the_signing_secrets_page_shows_each_secrets_destination_and_standard_webhooks_form(
+    tab, tenant, tenant_name, deployed
+):
+    """A destination's secret says which origin it signs for; a secret issued before the Standard Webhooks
+    form also shows the string those libraries need (the same key, re-encoded)."""
+    earlier = SigningSecret(id="ss_earlier", secret="whsec_" + secrets.token_urlsafe(32), created_at=time.time())
+    with function_environment(deployed.aws_env):
+        stored, version = signing_secret_items.read(tenant_name) or ([], None)
+        assert signing_secret_items.write(tenant_name, [earlier, *stored], version)
+    rotated = tenant.request("POST", "/v1/signing-secrets:rotate", json={"destination": "https://hooks.example.com"})
+    assert rotated.status_code == 201, rotated.text
+    [shown_earlier] = [s for s in rotated.json()["secrets"] if s["id"] == earlier.id]
+    page = tab.page
+    tab.go("/overview")
+    tab.go("/secrets")
+
+    bound = page.get_by_test_id("secret-destination").filter(has_text="https://hooks.example.com")
+    bound.wait_for()
+    assert page.get_by_test_id("secret-destination").filter(has_text="every other destination").count() >= 1
+    row = page.locator("li.secret").filter(has=page.get_by_test_id("secret-standard"))
+    assert row.count() == 1  # the earlier secret only: for one issued now the two strings are the same
+    row.get_by_role("button", name="Show").click()
+    assert row.get_by_test_id("secret-standard").text_content().endswith(shown_earlier["standard_webhooks_secret"])
+    assert earlier.secret in row.text_content()
+    tab.shot("09b-signing-secrets-destinations")
 
 
 def test_the_operator_view_needs_an_operator_key_and_shows_the_queues(browser, deployed):

@@ -1,10 +1,12 @@
 """The http job type against a real server on 127.0.0.1 (moto for the store and the tenant's secrets):
 what is sent and signed, and how each kind of answer ends the attempt."""
 
+import base64
 import json
 import logging
 import socket
 import time
+from secrets import token_urlsafe
 
 import pytest
 from hypothesis import example, given
@@ -17,7 +19,8 @@ from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
 from shared.jobs.job_types import JobContext, JobDead, JobFailed
 from shared.model import JobMessage, JobSpec, Status
-from shared.store import job_store
+from shared.store import job_store, signing_secret_items
+from shared.store.signing_secret_items import SigningSecret
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
 from shared.targets.http_policy import AWS_RULES, TargetPolicy
@@ -79,6 +82,22 @@ def test_a_2xx_answer_is_the_result_and_the_request_is_signed_with_the_tenants_s
     assert verify_signature(request.headers, request.body, secrets, method="POST", url=server.url(path)) <= time.time()
     assert request.headers["webhook-id"] == "jt-http-1"  # the job id: the same on every attempt
     Webhook(secrets[0]).verify(request.body, request.headers, json_parse=False)  # Standard Webhooks' own library
+
+
+def test_a_tenant_on_a_secret_issued_before_the_standard_form_gets_both_schemes(server, local_profile):
+    earlier = "whsec_" + token_urlsafe(32)  # how secrets were issued before the standard form
+    signing_secret_items.write("acme", [SigningSecret(id="ss_earlier", secret=earlier, created_at=time.time())], None)
+    [shown] = signing_secrets.active("acme")
+    path = server.path()
+
+    _call(server, path, body="plain text")
+
+    [request] = server.received(path)
+    verify_signature(request.headers, request.body, [earlier], method="POST", url=server.url(path))  # as before
+    standard = signing_secrets.public(shown)["standard_webhooks_secret"]
+    Webhook(standard).verify(request.body, request.headers, json_parse=False)
+    key = base64.urlsafe_b64decode(earlier.removeprefix("whsec_") + "=")  # the 32 bytes the secret encodes
+    Webhook(key).verify(request.body, request.headers, json_parse=False)
 
 
 def test_the_v2_signature_binds_the_url_method_and_job_id_the_worker_called(server, local_profile):

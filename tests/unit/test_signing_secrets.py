@@ -308,6 +308,7 @@ def test_the_api_lists_and_rotates_the_tenants_secrets(call_api):
     assert status == 200
     [current] = listed["secrets"]
     assert current["secret"].startswith("whsec_") and current["expires_at"] is None
+    assert current["standard_webhooks_secret"] == current["secret"]
 
     status, rotated = call_api("POST", "/v1/signing-secrets:rotate")
 
@@ -403,37 +404,84 @@ def test_secrets_are_issued_in_the_standard_webhooks_form(aws):
 
     assert secret.secret.startswith("whsec_") and key is not None and len(key) == 32
     assert base64.b64decode(secret.secret.removeprefix("whsec_"), validate=True) == key
+    assert signing_secrets.standard_secret(secret.secret) == secret.secret  # one string for both schemes
+    assert signing_secrets.public(secret)["standard_webhooks_secret"] == secret.secret
 
 
-def test_a_secret_issued_before_the_standard_form_signs_corral_signature_only():
-    legacy = "whsec_" + "Ab-_" * 10 + "xyz"  # secrets.token_urlsafe(32): 43 URL-safe characters
+# Issued before the standard form: secrets.token_urlsafe(32), 43 URL-safe characters (here with both - and _).
+EARLIER = "whsec_" + "Ab-_" * 10 + "xyz"
 
-    assert signing_secrets.standard_key(legacy) is None
-    assert signing_secrets.standard_signature([legacy], "jt-1", 1_700_000_000, b"{}") is None
+
+def test_a_secret_issued_before_the_standard_form_keys_standard_webhooks_by_the_bytes_it_encodes():
+    key = base64.urlsafe_b64decode(EARLIER.removeprefix("whsec_") + "=")
+    standard = signing_secrets.standard_secret(EARLIER)
+    timestamp = int(time.time())
+    body = b'{"invoice":42}'
+    headers = {
+        "webhook-id": "jt-1",
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": signing_secrets.standard_signature([EARLIER], "jt-1", timestamp, body),
+        "Corral-Signature": signing_secrets.signature_header(
+            [EARLIER], timestamp, body, method="POST", url=URL, job_id="jt-1"
+        ),
+        **JOB,
+    }
+
+    assert len(key) == 32 and signing_secrets.standard_key(EARLIER) == key
+    assert standard is not None and standard != EARLIER and base64.b64decode(standard[6:], validate=True) == key
+    Webhook(standard).verify(body, headers, json_parse=False)  # the library, given the standard form
+    verify_signature(headers, body, [EARLIER], method="POST", url=URL)  # Corral-Signature: the string as before
+    with pytest.raises(WebhookVerificationError):  # why the API shows the standard form: the library
+        Webhook(EARLIER).verify(body, headers, json_parse=False)  # drops - and _ from the string and misreads it
+
+
+@pytest.mark.parametrize("text", ["sk_live_abc", "whsec_", "whsec_" + "a" * 42, "whsec_abc$", "whsec_YWJj="])
+def test_a_string_corral_never_issued_has_no_standard_key(text):
+    assert signing_secrets.standard_key(text) is None and signing_secrets.standard_secret(text) is None
+    assert signing_secrets.standard_signature([text], "jt-1", 1_700_000_000, b"{}") is None
+
+
+def _issued_now(key: bytes) -> str:
+    return "whsec_" + base64.b64encode(key).decode()
+
+
+def _issued_before(key: bytes) -> str:
+    return "whsec_" + base64.urlsafe_b64encode(key).decode().rstrip("=")
+
+
+# A key and the secret string it was issued as: either form, as a tenant mid-rotation may hold both.
+secrets_of_either_form = st.one_of(
+    st.binary(min_size=24, max_size=64).map(lambda key: (key, _issued_now(key))),
+    st.binary(min_size=32, max_size=32).map(lambda key: (key, _issued_before(key))),
+)
 
 
 @given(
     st.binary(max_size=2_000),
     st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=60),
-    st.lists(st.binary(min_size=24, max_size=64), min_size=1, max_size=3),
+    st.integers(min_value=-240, max_value=240),
+    st.lists(secrets_of_either_form, min_size=1, max_size=3),
 )
-def test_the_standard_webhooks_library_verifies_every_signature_the_worker_makes(body, job_id, keys):
-    secrets_ = ["whsec_" + base64.b64encode(key).decode() for key in keys]
-    timestamp = int(time.time())
+def test_the_standard_webhooks_library_verifies_every_signature_the_worker_makes(body, job_id, skew, issued):
+    secrets_ = [secret for _key, secret in issued]
+    timestamp = int(time.time()) + skew  # within the library's 5 minutes
     headers = {
         "webhook-id": job_id,
         "webhook-timestamp": str(timestamp),
         "webhook-signature": signing_secrets.standard_signature(secrets_, job_id, timestamp, body),
     }
 
-    for secret in secrets_:  # a receiver on any one of the valid secrets (a rotation) accepts it
-        Webhook(secret).verify(body, headers, json_parse=False)
+    assert headers["webhook-signature"].count("v1,") == len(secrets_)
+    for key, secret in issued:  # a receiver on any one of the valid secrets (a rotation) accepts it
+        assert signing_secrets.standard_key(secret) == key
+        Webhook(signing_secrets.standard_secret(secret)).verify(body, headers, json_parse=False)
+        Webhook(key).verify(body, headers, json_parse=False)  # the raw key bytes, as the spec defines them
     with pytest.raises(WebhookVerificationError):
-        Webhook("whsec_" + base64.b64encode(b"another key of 24 bytes!").decode()).verify(
-            body, headers, json_parse=False
-        )
+        Webhook(_issued_now(b"another key of 24 bytes!")).verify(body, headers, json_parse=False)
     with pytest.raises(WebhookVerificationError):
-        Webhook(secrets_[0]).verify(body + b"!", headers, json_parse=False)
+        Webhook(key).verify(body + b"!", headers, json_parse=False)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(key).verify(body, headers | {"webhook-id": job_id + "x"}, json_parse=False)
 
 
 # Per-destination secrets -------------------------------------------------------------------------------
@@ -491,7 +539,7 @@ def test_destinations_are_bounded_per_tenant(aws, monkeypatch):
     ],
 )
 def test_a_destination_is_kept_as_its_origin(given_, origin):
-    assert signing_secrets.destination_origin(given_) == origin
+    assert signing_secrets.destination_origin(given_, allow_plain_http=True) == origin
     assert (
         check_url(f"{given_.rstrip('/')}/hook?x=1", TargetPolicy(allow_plain_http=True, allow_loopback=True)).origin
         == origin
@@ -512,8 +560,17 @@ def test_a_destination_is_kept_as_its_origin(given_, origin):
 )
 def test_a_destination_that_is_not_an_origin_is_refused_naming_the_field(given_):
     with pytest.raises(InvalidRequest) as refused:
-        signing_secrets.destination_origin(given_)
+        signing_secrets.destination_origin(given_, allow_plain_http=True)
     assert refused.value.field == "destination"
+
+
+def test_a_plain_http_destination_is_refused_unless_the_stack_calls_plain_http():
+    with pytest.raises(InvalidRequest, match="https:// origin") as refused:
+        signing_secrets.destination_origin("http://hooks.example.com")  # no job could be sent there
+    assert refused.value.field == "destination"
+    assert signing_secrets.destination_origin("http://hooks.example.com", allow_plain_http=True) == (
+        "http://hooks.example.com"
+    )
 
 
 def test_the_api_rotates_a_destinations_secrets_and_refuses_a_bad_destination_with_422(call_api):
@@ -524,7 +581,13 @@ def test_the_api_rotates_a_destinations_secrets_and_refuses_a_bad_destination_wi
 
     status, refused = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "https://hooks.example.com/x"})
     assert status == 422 and refused["fields"][0]["field"] == "destination"
+    status, refused = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "http://hooks.example.com"})
+    assert status == 422 and refused["fields"][0]["field"] == "destination"  # the aws rules: https only
     status, refused = call_api("POST", "/v1/signing-secrets:rotate", {"destination": 7})
     assert status == 422
     status, listed = call_api("GET", "/v1/signing-secrets")
     assert len(listed["secrets"]) == 2  # nothing changed by the refused ones
+
+    environment.change(http_allow_plain=True)  # a stack whose HTTP jobs may call plain http (the local one)
+    status, rotated = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "http://hooks.example.com"})
+    assert status == 201 and rotated["secrets"][0]["destination"] == "http://hooks.example.com"

@@ -19,7 +19,7 @@ export function SecretsPage() {
       h(
         "p",
         { class: "muted" },
-        "HTTP targets receive a Corral-Signature header made with these. Rotating adds a new secret; the previous one stays valid for 24 hours, so receivers can switch without a gap. Expire a leaked secret to end it at once (the only one left cannot be: rotate first).",
+        "HTTP targets receive a Corral-Signature header and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) made with these. Rotating adds a new secret; the previous one stays valid for 24 hours, so receivers can switch without a gap. Expire a leaked secret to end it at once (the only one left cannot be: rotate first). A secret bound to a destination signs the requests to that origin alone.",
       ),
     ),
     h(Flash, { flash }),
@@ -53,7 +53,9 @@ export function SecretsPage() {
                   h(Secret, {
                     secret,
                     key: secret.id || index,
-                    canExpire: list.length > 1 && Boolean(secret.id),
+                    anyBound: list.some((other) => other.destination),
+                    // The server keeps at least one unbound secret (409); a destination's last one may go.
+                    canExpire: Boolean(secret.id) && (Boolean(secret.destination) || list.filter((other) => !other.destination).length > 1),
                     onExpired: () => {
                       showFlash("success", "The secret is expired: no new request is signed with it (workers stop within 60 s).");
                       secrets.reload();
@@ -68,16 +70,35 @@ export function SecretsPage() {
   );
 }
 
-function Secret({ secret, canExpire, onExpired, onError }) {
+function masked(value, shown) {
+  return shown ? value : `${value.slice(0, 6)}${"•".repeat(18)}`;
+}
+
+function Secret({ secret, anyBound, canExpire, onExpired, onError }) {
   const [shown, setShown] = useState(false);
   const [confirming, setConfirming] = useState(false);
   const value = secret.secret || secret.value || "";
+  // A secret issued before the Standard Webhooks form: the libraries need the same key re-encoded.
+  const standard = secret.standard_webhooks_secret && secret.standard_webhooks_secret !== value ? secret.standard_webhooks_secret : "";
   return h(
     "li",
     { class: "secret" },
-    h("code", { class: "mono break" }, shown ? value : value ? `${value.slice(0, 6)}${"•".repeat(18)}` : secret.id || "secret"),
+    h("code", { class: "mono break" }, value ? masked(value, shown) : secret.id || "secret"),
     value
       ? h("button", { type: "button", class: "btn btn-secondary btn-small", onClick: () => setShown(!shown) }, shown ? "Hide" : "Show")
+      : null,
+    secret.destination
+      ? h("span", { class: "small", "data-testid": "secret-destination" }, "signs requests to ", h("code", { class: "mono" }, secret.destination))
+      : anyBound
+        ? h("span", { class: "small", "data-testid": "secret-destination" }, "signs requests to every other destination")
+        : null,
+    standard
+      ? h(
+          "span",
+          { class: "small", "data-testid": "secret-standard" },
+          "for Standard Webhooks libraries: ",
+          h("code", { class: "mono break" }, masked(standard, shown)),
+        )
       : null,
     h(
       "span",

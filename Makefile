@@ -28,10 +28,13 @@ $(STAMP)/npm: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# The TypeScript SDK (client-ts/): its own pinned toolchain, built with tsc; `make test` runs its tests.
-$(STAMP)/client-ts: client-ts/package.json client-ts/package-lock.json $(wildcard client-ts/src/*.ts)
+# The TypeScript SDK (client-ts/): its own pinned toolchain; the build generates its types from the OpenAPI
+# document the API's code serves (so it follows the API's and shared code), then runs tsc. `make test` runs its tests.
+CLIENT_TS_SOURCES := $(filter-out client-ts/src/schema.ts,$(wildcard client-ts/src/*.ts client-ts/scripts/*))
+API_SOURCES := $(shell find functions/api shared -name '*.py' -not -path '*/__pycache__/*')
+$(STAMP)/client-ts: client-ts/package.json client-ts/package-lock.json $(CLIENT_TS_SOURCES) $(API_SOURCES) $(STAMP)/venv
 	@mkdir -p $(STAMP)
-	cd client-ts && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	cd client-ts && npm ci --no-audit --no-fund --loglevel=error && CORRAL_PYTHON=../$(PY) npm run --silent build
 	@touch $@
 
 # The dashboard's browser tests drive Debian's Chromium (Playwright's own browser download is not used).

@@ -1,12 +1,17 @@
-"""Write the OpenAPI document the API serves at /v1/openapi.json to a file, from the API's own handler (no
-stack needed): what client-ts's types are generated from (the Makefile's client-ts build,
-tests/unit/test_client_ts.py). Usage: python client-ts/scripts/served_openapi.py client-ts/openapi.json"""
+"""Print the OpenAPI document the API serves at /v1/openapi.json, from the API's own handler (no stack
+needed), keys sorted: what client-ts's types are generated from at build time (scripts/generate.mjs).
+
+    .venv/bin/python client-ts/scripts/served_openapi.py > openapi.json
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -17,16 +22,19 @@ for name, value in {
 }.items():
     os.environ.setdefault(name, value)
 
-from functions.api.handler import handler  # noqa: E402
-from tests.events import FakeLambdaContext, http_api_event  # noqa: E402
-
 
 def served_document() -> dict[str, object]:
-    answer = handler(http_api_event("GET", "/v1/openapi.json", None, None), FakeLambdaContext())
+    # The handler logs its request line to stdout, where the document goes: its logger is made at import.
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Powertools: "No application metrics to publish"
+        from functions.api.handler import handler
+        from tests.events import FakeLambdaContext, http_api_event  # the API handler's synthetic event
+
+        answer = handler(http_api_event("GET", "/v1/openapi.json"), FakeLambdaContext())
     if answer["statusCode"] != 200:
         raise SystemExit(f"the API answered {answer['statusCode']} for /v1/openapi.json")
     return json.loads(answer["body"])
 
 
 if __name__ == "__main__":
-    Path(sys.argv[1]).write_text(json.dumps(served_document(), indent=2, sort_keys=True) + "\n")
+    print(json.dumps(served_document(), indent=2, sort_keys=True))

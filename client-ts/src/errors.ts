@@ -29,17 +29,36 @@ export class CorralError extends Error {
   }
 }
 
+/** 401: missing, unknown or revoked API key. */
 export class Unauthorized extends CorralError {}
+/** 403: the request alone is larger than a quota of the tenant's; a retry never helps. */
 export class Forbidden extends CorralError {}
+/** 400/413/415/422: the request was refused as it is; `field` names what is wrong. */
 export class InvalidRequest extends CorralError {}
+/** 404: no such job, schedule or batch for this tenant (another tenant's id answers the same). */
 export class NotFound extends CorralError {}
+/** 409: the state does not allow it (cancel a running job, retry a queued one, a schedule name taken...). */
 export class Conflict extends CorralError {}
+/** 429, after the SDK's own retries. */
 export class RateLimited extends CorralError {}
+/** 429 `quota_exceeded`: the tenant holds its whole quota. Not retried: it passes once the tenant holds less. */
 export class QuotaExceeded extends RateLimited {}
+/** 503 or a 5xx gateway answer, after the SDK's own retries; nothing was accepted. */
 export class Unavailable extends CorralError {}
+/** 500: a bug on the server's side. */
 export class ServerError extends CorralError {}
+/** No HTTP answer (refused, dropped, timed out), after the SDK's own retries. */
 export class ConnectionFailed extends CorralError {}
-export class WaitTimeout extends CorralError {}
+
+/** `wait` gave up before the job (or batch) reached a wanted status; `job` is its last view (the batch's, for a batch). */
+export class WaitTimeout extends CorralError {
+  readonly job: unknown;
+
+  constructor(message: string, job: unknown) {
+    super(message, { code: "wait_timeout" });
+    this.job = job;
+  }
+}
 
 const BY_STATUS: Record<number, typeof CorralError> = {
   400: InvalidRequest,
@@ -57,16 +76,21 @@ const BY_STATUS: Record<number, typeof CorralError> = {
   504: Unavailable,
 };
 
-/** The error for an API answer: its JSON error body where there is one. */
+/**
+ * The error for an API answer: its JSON error body where there is one. A validation answer names its
+ * fields in `fields` only; when it names one, that one is `field` too.
+ */
 export function fromAnswer(status: number, body: unknown, retryAfter?: number): CorralError {
   const answer = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
   let kind = BY_STATUS[status] ?? (status >= 500 ? ServerError : InvalidRequest);
   if (status === 429 && answer.error === "quota_exceeded") kind = QuotaExceeded;
+  const fields = Array.isArray(answer.fields) ? (answer.fields as FieldProblem[]) : [];
+  const field = typeof answer.field === "string" ? answer.field : fields.length === 1 ? fields[0]?.field : undefined;
   return new kind(String(answer.message ?? `the API answered HTTP ${status}`), {
     status,
     code: String(answer.error ?? `http_${status}`),
-    field: typeof answer.field === "string" ? answer.field : undefined,
-    fields: Array.isArray(answer.fields) ? (answer.fields as FieldProblem[]) : undefined,
+    field,
+    fields,
     retryAfter,
   });
 }

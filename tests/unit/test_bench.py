@@ -372,6 +372,32 @@ def test_ratios_are_corral_over_each_other_system_and_the_targets_say_which_hold
     assert "cpu_per_job_corral_over_bare" in figures.table({}, found)
 
 
+def test_a_summary_of_several_runs_gives_each_figure_per_run_and_counts_the_runs_that_met_each_target(tmp_path):
+    from bench.compare import summary
+
+    def run(started, cpu_ratio, corral_cpu):
+        systems = {
+            "corral": {"lost": 0, "cpu_ms_per_job": corral_cpu, "cpu_ms_per_job_by_group": {"emulator": 6.0}},
+            "bare": {"lost": 0, "cpu_ms_per_job": 10.0, "cpu_ms_per_job_by_group": {"emulator": 4.0}},
+        }
+        ratios = {"cpu_per_job_corral_over_bare": cpu_ratio, "p99_corral_over_bare": 0.1}
+        return {"systems": systems, "ratios": ratios, "run": {"command": "make compare", "started_utc": started}}
+
+    for name, document in {"a": run("T1", 1.4, 14.0), "b": run("T2", 1.7, 17.0)}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "compare.json").write_text(json.dumps(document))
+
+    assert summary.main([str(tmp_path / "a"), str(tmp_path / "b" / "compare.json")]) == 0
+    text = summary.summary([summary.load(tmp_path / "a"), summary.load(tmp_path / "b")])
+
+    assert "2 runs of make compare, started T1, T2" in text
+    assert "| CPU ms per job (timeline) | 14.0 / 17.0 | 10.0 / 10.0 |" in text
+    assert "| cpu_per_job_corral_over_bare | 1.40 / 1.70 | <= 1.5 | 1 of 2 |" in text
+    assert "| p99_corral_over_bare | 0.10 / 0.10 | | |" in text, "a ratio without a target is shown, not judged"
+    assert "| corral | emulator | 6.00 / 6.00 |" in text
+    assert summary.main([str(tmp_path / "missing")]) == 2
+
+
 def test_the_fault_proxy_counts_the_accepted_outcome_writes_of_one_tables_items():
     from local.fault_proxy import _describe, successful_writes
     from local.proxy_base import Request

@@ -112,6 +112,10 @@ def private_host_entries(entries: tuple[str, ...]) -> list[PrivateHost]:
 AWS_RULES = TargetPolicy()  # what the aws profile enforces unless the operator relaxes it
 
 
+# The port a URL of each allowed scheme means when it names none.
+DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
 @dataclass(frozen=True)
 class Target:
     """A URL that passed the enqueue-time checks."""
@@ -124,8 +128,7 @@ class Target:
     @property
     def host_header(self) -> str:
         shown = f"[{self.host}]" if ":" in self.host else self.host
-        default = 443 if self.scheme == "https" else 80
-        return shown if self.port == default else f"{shown}:{self.port}"
+        return shown if self.port == DEFAULT_PORTS[self.scheme] else f"{shown}:{self.port}"
 
     @property
     def origin(self) -> str:
@@ -198,9 +201,7 @@ def check_url(url: str, policy: TargetPolicy) -> Target:
         raise Refused("url", "must not carry credentials; send them in headers")
     if any(ord(c) < 33 or ord(c) == 127 for c in url):
         raise Refused("url", "must not contain spaces or control characters")
-    target = Target(
-        scheme=parts.scheme, host=host, port=port or (443 if parts.scheme == "https" else 80), path=_request_path(parts)
-    )
+    target = Target(scheme=parts.scheme, host=host, port=port or DEFAULT_PORTS[parts.scheme], path=_request_path(parts))
     literal = _ip_literal(host)
     if literal is not None:
         if (reason := why_refused(literal, policy)) is not None:

@@ -47,7 +47,7 @@ from shared import settings
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
-from shared.targets.http_policy import Target
+from shared.targets.http_policy import DEFAULT_PORTS, Target
 
 SECRET_PREFIX = "whsec_"
 SIGNATURE_HEADER = "Corral-Signature"
@@ -88,7 +88,7 @@ def destination_origin(text: str, allow_plain_http: bool = False) -> str:
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise InvalidRequest("destination", "must be an origin only (scheme://host[:port]): no path or query")
     # The same spelling as the origin of the requests it will sign (Target.origin), whatever was typed.
-    return Target(parts.scheme, host, port or (443 if parts.scheme == "https" else 80), "/").origin
+    return Target(parts.scheme, host, port or DEFAULT_PORTS[parts.scheme], "/").origin
 
 
 def active(tenant: str, now: float | None = None) -> list[SigningSecret]:

@@ -141,13 +141,20 @@ def ratios(systems: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:
     return found
 
 
+def meets(value: float | None, target: tuple[str, float]) -> bool | None:
+    """Whether a ratio meets a target of TARGETS (comparison, bound); None when it was not measured."""
+    if value is None:
+        return None
+    op, bound = target
+    return {"<=": value <= bound, ">=": value >= bound, "<": value < bound}[op]
+
+
 def targets(found_ratios: Mapping[str, float | None], systems: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Each target of the issue: its value and whether it is met (None: not measured)."""
     met: dict[str, Any] = {}
     for name, (op, bound) in TARGETS.items():
         value = found_ratios.get(name)
-        verdict = None if value is None else {"<=": value <= bound, ">=": value >= bound, "<": value < bound}[op]
-        met[name] = {"value": value, "target": f"{op} {bound:g}", "met": verdict}
+        met[name] = {"value": value, "target": f"{op} {bound:g}", "met": meets(value, (op, bound))}
     corral = systems.get("corral", {})
     faultless = corral.get("lost") == 0 and corral.get("recorded_twice") == 0 if corral else None
     met["corral_loses_nothing_records_nothing_twice"] = {"value": faultless, "target": "true", "met": faultless}

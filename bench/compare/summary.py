@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.compare.figures import ROWS, TARGETS
+from bench.compare.figures import ROWS, TARGETS, meets
 from bench.report import format_value
 
 
@@ -27,13 +27,6 @@ def load(path: Path) -> dict[str, Any]:
 
 def _per_run(values: Sequence[Any]) -> str:
     return " / ".join(format_value(value) for value in values)
-
-
-def _met(value: float | None, target: tuple[str, float]) -> bool | None:
-    if value is None:
-        return None
-    op, bound = target
-    return {"<=": value <= bound, ">=": value >= bound, "<": value < bound}[op]
 
 
 def figures_table(runs: Sequence[Mapping[str, Any]]) -> str:
@@ -55,7 +48,7 @@ def ratios_table(runs: Sequence[Mapping[str, Any]]) -> str:
         if target is None:
             lines.append(f"| {name} | {_per_run(values)} | | |")
             continue
-        verdicts = [_met(value, target) for value in values]
+        verdicts = [meets(value, target) for value in values]
         met = sum(1 for verdict in verdicts if verdict)
         lines.append(f"| {name} | {_per_run(values)} | {target[0]} {target[1]:g} | {met} of {len(runs)} |")
     return "\n".join(lines)

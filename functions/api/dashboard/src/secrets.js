@@ -9,6 +9,9 @@ export function SecretsPage() {
   const [flash, showFlash] = useFlash();
   const secrets = usePoll(() => api("GET", "/v1/signing-secrets"), [], 0);
   const list = secrets.data?.secrets || secrets.data?.signing_secrets || [];
+  const anyBound = list.some((secret) => secret.destination);
+  // The server keeps at least one unbound secret (409); a destination's last one may go.
+  const unboundCount = list.filter((secret) => !secret.destination).length;
   return h(
     "div",
     { class: "page" },
@@ -53,9 +56,8 @@ export function SecretsPage() {
                   h(Secret, {
                     secret,
                     key: secret.id || index,
-                    anyBound: list.some((other) => other.destination),
-                    // The server keeps at least one unbound secret (409); a destination's last one may go.
-                    canExpire: Boolean(secret.id) && (Boolean(secret.destination) || list.filter((other) => !other.destination).length > 1),
+                    anyBound,
+                    canExpire: Boolean(secret.id) && (Boolean(secret.destination) || unboundCount > 1),
                     onExpired: () => {
                       showFlash("success", "The secret is expired: no new request is signed with it (workers stop within 60 s).");
                       secrets.reload();

@@ -198,17 +198,15 @@ def test_a_refused_connection_and_a_slow_endpoint_are_retried(server, local_prof
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    slow = server.path(Answer(200, b"late", {}, delay_seconds=3))
+    slow = server.path(Answer(200, b"late", {}, delay_seconds=30))  # waited for, the call would succeed
 
     with pytest.raises(JobFailed) as refused:
         http_jobs.call({"url": f"http://127.0.0.1:{port}/"}, CONTEXT, LOCAL_RULES)
-    started = time.monotonic()
     with pytest.raises(JobFailed) as timed_out:
         _call(server, slow)
 
     assert not isinstance(refused.value, JobDead) and "NewConnectionError" in str(refused.value)
     assert not isinstance(timed_out.value, JobDead) and "timed out after 2s" in str(timed_out.value)
-    assert time.monotonic() - started < 2.9
 
 
 @pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/"])

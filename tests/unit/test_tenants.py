@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 import string
+import threading
 import time
 
 import pytest
@@ -131,18 +132,20 @@ def test_a_request_never_waits_for_a_known_keys_reread(aws, monkeypatch):
     key, digest = _known_key_past_its_cache_time("acme")
     real_client = tenant_items.client
     reads = []
+    released, answered = threading.Event(), threading.Event()
 
     class Slow:
         def get_item(self, **kwargs):
             reads.append(kwargs)
-            time.sleep(1)  # a store answering slowly, e.g. botocore retrying a throttled read
+            released.wait(30)  # a store answering slowly, e.g. botocore retrying a throttled read
+            answered.set()
             return real_client("dynamodb").get_item(**kwargs)
 
     monkeypatch.setattr(tenant_items, "client", lambda _service: Slow())
-    started = time.monotonic()
     for _ in range(20):
         assert tenants.tenant_for(key) == "acme"
-    assert time.monotonic() - started < 0.5
+    assert not answered.is_set()  # all twenty answered while the re-read was still waiting on the store
+    released.set()
     tenants._lookup.refresher.wait()
     assert len(reads) == 1  # one re-read for the twenty requests
     assert tenants._lookup.known[digest].fresh_until > time.monotonic()

@@ -16,7 +16,14 @@ from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
 from functions.api import batches, control, dashboard_files, jobs, operator, schedules, signing_secrets
 from functions.api.openapi_docs import complete_error_responses
-from functions.api.responses import answer_for, answered_types, cut, error_response, invalid_fields, json_response
+from functions.api.responses import (
+    answer_for,
+    answered_types,
+    error_response,
+    invalid_fields,
+    json_response,
+    no_route_message,
+)
 
 # No job type's code is loaded here: the routes that check a job (schedules) read the declarations
 # written at synth, as the enqueue routes do (shared/jobs/job_types.py `declared`).
@@ -58,5 +65,4 @@ def internal_error(error: Exception) -> Response:
 
 @app.not_found
 def not_found(error: Exception) -> Response:
-    path = cut(app.current_event.path, 100)
-    return error_response(404, "not_found", f"no route {app.current_event.http_method} {path}")
+    return error_response(404, "not_found", no_route_message(app.current_event.http_method, app.current_event.path))

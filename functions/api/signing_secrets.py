@@ -62,8 +62,8 @@ class RotateIn(BaseModel):
 )
 def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:
     destination = request.destination if request is not None else None
-    plain_http = TargetPolicy.from_env(_tenant()).allow_plain_http
-    origin = None if destination is None else signing_secrets.destination_origin(destination, plain_http)
+    policy = TargetPolicy.from_env(_tenant())
+    origin = None if destination is None else signing_secrets.destination_origin(destination, policy)
     rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
     return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin)))
 

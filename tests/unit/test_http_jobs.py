@@ -416,3 +416,19 @@ def test_tls_goes_to_the_checked_address_with_the_name_as_sni_and_the_certificat
         assert server.received(path)[0].headers["host"] == f"hooks.customer.test:{server.port}"
         assert not isinstance(wrong_name.value, JobDead) and "SSLError" in str(wrong_name.value)
         assert len(server.received(path)) == 1
+
+
+def test_a_request_sent_right_after_a_rotation_verifies_with_the_new_secret_alone(server, local_profile):
+    signing_secrets.active("acme", now=time.time() - settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS)  # a while ago
+    path = server.path()
+    _call(server, path)  # the worker reads the tenant's secrets and keeps them for its cache time
+
+    [new, old] = signing_secrets.rotate("acme")
+    _call(server, path)  # well within that time
+
+    [before, after] = server.received(path)
+    url = server.url(path)
+    verify_signature(after.headers, after.body, [new.secret], method="POST", url=url)
+    Webhook(signing_secrets.public(new)["standard_webhooks_secret"]).verify(after.body, after.headers, json_parse=False)
+    verify_signature(after.headers, after.body, [old.secret], method="POST", url=url)  # the old one, in its grace
+    verify_signature(before.headers, before.body, [new.secret], method="POST", url=url)  # it signed before, unseen

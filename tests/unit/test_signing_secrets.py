@@ -696,3 +696,18 @@ def test_the_api_stores_a_destination_only_as_a_valid_origin_and_answers_422_oth
     _, listed = call_api("GET", "/v1/signing-secrets")
     for secret in listed["secrets"]:
         assert secret["destination"] is None or _ORIGIN_SHAPE.fullmatch(secret["destination"])
+
+
+def test_the_rotate_answer_says_from_when_each_secret_signs(call_api):
+    _, listed = call_api("GET", "/v1/signing-secrets")
+    [first] = listed["secrets"]
+    assert first["signs_from"] == first["created_at"]  # a tenant's first secret signs at once
+
+    status, rotated = call_api("POST", "/v1/signing-secrets:rotate")
+    assert status == 201
+    [new, old] = rotated["secrets"]
+    # Its secret was written with the first one, just now: workers that read the list before may not know it.
+    assert new["signs_from"] == pytest.approx(first["created_at"] + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS)
+    assert old["signs_from"] == first["created_at"]
+    status, bound = call_api("POST", "/v1/signing-secrets:rotate", {"destination": ORIGIN})
+    assert bound["secrets"][0]["signs_from"] > bound["secrets"][0]["created_at"]  # a destination's first secret

@@ -449,9 +449,37 @@ class JobMessage:
                 problems.append(f"field {name!r} {problem}")
             elif name in _FIELD_CHECKS:
                 valid[name] = value
+        if forged := _forged_lineage(secret, tenant, job_id, valid):
+            # Recorded dead without them: a forged batch or parent is never counted or named.
+            valid = {name: value for name, value in valid.items() if name not in forged}
+            problems += [f"field {name!r} is not this job's: its id is not derived from it" for name in forged]
         if problems:
             raise UnreadableMessage("unreadable job message: " + "; ".join(problems), job=valid)
         return cls(**_typed({"payload": None} | valid))  # no payload is a null payload, as the API accepts it
+
+
+def _forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, Any]) -> list[str]:
+    """Which of `batch` and `parent` the message's id does not come from. A batch member's id is derived
+    from its batch and index, a callback's from its parent and kind (`ids.child_id`), each batch and
+    parent minted for the same tenant: so a field naming another tenant's batch, or another job, is
+    forged, and the worker must not count the job in that batch (or name that parent)."""
+    forged = []
+    batch = fields.get("batch")
+    if batch is not None and not (
+        ids.verify_batch(secret, tenant, batch["id"])
+        and ids.child_id(secret, tenant, batch["id"], str(batch["index"])) == job_id
+    ):
+        forged.append("batch")
+    parent = fields.get("parent")
+    if parent is not None:
+        minted = (
+            ids.verify_batch(secret, tenant, parent["id"])
+            if parent["kind"] == "batch"
+            else ids.verify(secret, tenant, parent["id"]) is not None
+        )
+        if not (minted and ids.child_id(secret, tenant, parent["id"], parent["callback"]) == job_id):
+            forged.append("parent")
+    return forged
 
 
 def _typed(fields: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,11 @@ package with each secret's `standard_webhooks_secret` (its key is the bytes the 
     from standardwebhooks.webhooks import Webhook
     Webhook(standard_webhooks_secret).verify(raw_body, request.headers, json_parse=False)
 
+`webhook-signature` binds no URL: verify it with a secret bound to your receiver's own origin
+(`POST /v1/signing-secrets:rotate {"destination": "https://your.origin"}`). The unbound secrets also
+sign the tenant's requests to third parties, which could replay one to any receiver that verifies
+`webhook-signature` with an unbound secret. v2 of `Corral-Signature` binds the URL and is safe with either.
+
 Standard library only, so it can be copied into any receiver.
 """
 

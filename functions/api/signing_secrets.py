@@ -48,7 +48,9 @@ class RotateIn(BaseModel):
         default=None,
         max_length=300,
         description="An origin (https://host[:port]): the new secret signs requests to it alone, and only "
-        "this destination's secrets sign them. Without it, the unbound secrets every other request is signed with.",
+        "this destination's secrets sign them. Without it, the unbound secrets every other request is signed with, "
+        "third parties' included: a receiver that verifies webhook-signature (which binds no URL) should hold its "
+        "own destination's secret.",
     )
 
 

@@ -61,8 +61,9 @@ class RotateIn(BaseModel):
     " hours; requests carry one signature per valid secret of their set. The new secret is on every request of "
     "its set from its signs_from: at once (its created_at), as workers signed with it already, unless the set was "
     f"rotated less than {settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS} s before, or it is a destination's first "
-    "secret: then from when every worker knows it. Until a destination's first secret signs, its requests carry "
-    "the unbound signatures too, and from then its own only: give its receiver the new secret by then.",
+    "secret: then from when every worker knows it. Until a destination's first secret's signs_from, its requests "
+    "carry either the unbound signatures or its own (by the worker), and from then its own only: its receiver "
+    "should accept both meanwhile.",
     responses={201: {"description": "Rotated: the secrets, the new one first"}},
 )
 def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:

@@ -208,8 +208,7 @@ _CACHE_LIMIT = 10_000
 
 def for_signing(tenant: str, origin: str) -> list[str]:
     """The secrets to sign a request to `origin` with now, from a short per-process cache: its destination's
-    (issued and next) once every worker signs with them, else the unbound ones (issued and next); until
-    then a destination's first secrets too, on the workers that know them already."""
+    issued and next secrets, else the unbound ones. The next secret comes last: receivers hold none for it."""
     now = time.time()
     cached = _cache.get(tenant)
     if cached is None or now - cached[1] > settings.SIGNING_SECRETS_CACHE_SECONDS:
@@ -219,24 +218,8 @@ def for_signing(tenant: str, origin: str) -> list[str]:
         _cache[tenant] = cached
     valid = [secret for secret in cached[0] if secret.valid_at(now)]
     own = [secret for secret in valid if secret.destination == origin]
-    if any(secret.issued and _signs_by(secret, now) for secret in own):
-        return _issued_first(own)
-    # Before a destination's first secret is known everywhere, its receiver may get either set: both sign.
-    unbound = [secret for secret in valid if secret.destination is None]
-    return _issued_first(_issued(own) + unbound)[:_SIGNATURES_MAX]
-
-
-# At most this many signatures per version on a request: what a receiver's helper reads (client/signatures.py).
-_SIGNATURES_MAX = 10
-
-
-def _signs_by(secret: SigningSecret, now: float) -> bool:
-    """Whether every worker signs with it by `now`."""
-    return secret.signs_from is None or secret.signs_from <= now
-
-
-def _issued_first(secrets_: list[SigningSecret]) -> list[str]:
-    return [secret.secret for secret in secrets_ if secret.issued] + [s.secret for s in secrets_ if not s.issued]
+    signing = own if _issued(own) else [secret for secret in valid if secret.destination is None]
+    return [secret.secret for secret in _issued(signing)] + [s.secret for s in signing if not s.issued]
 
 
 def canonical_v2(method: str, url: str, job_id: str, timestamp: int, body: bytes) -> bytes:

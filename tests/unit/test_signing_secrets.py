@@ -627,14 +627,16 @@ def test_the_api_rotates_a_destinations_secrets_and_refuses_a_bad_destination_wi
     assert status == 201 and rotated["secrets"][0]["destination"] == "http://hooks.example.com"
 
 
-def test_a_destinations_first_secret_signs_beside_the_unbound_ones_until_every_worker_knows_it(aws):
-    [unbound] = signing_secrets.active("acme")
+def test_a_destinations_first_secret_says_it_signs_once_every_worker_knows_it(aws):
+    cached = signing_secrets.for_signing("acme", ORIGIN)  # a worker that read the list before
 
-    [own, _] = signing_secrets.rotate("acme", destination=ORIGIN)  # no worker could know it before
+    [own, unbound] = signing_secrets.rotate("acme", destination=ORIGIN)  # no worker could know it before
 
     assert signing_secrets.public(own)["signs_from"] == own.created_at + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS
-    signed = signing_secrets.for_signing("acme", ORIGIN)  # a worker that read the list after the rotation
-    assert own.secret in signed and unbound.secret in signed  # its receiver accepts either secret meanwhile
+    assert signing_secrets.for_signing("acme", ORIGIN) == cached and own.secret not in cached  # until its copy ends
+    signing_secrets._cache.clear()  # a worker that read the list after the rotation
+    signed = signing_secrets.for_signing("acme", ORIGIN)
+    assert signed[0] == own.secret and unbound.secret not in signed
 
 
 # A destination is read by the parser of HTTP jobs' URLs: an origin some job could call, or 422 ------------

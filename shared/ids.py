@@ -117,6 +117,8 @@ def verify_batch(secret: bytes, tenant: str, batch: str) -> bool:
 
 def _batch_tag(secret: bytes, tenant: str, core: bytes) -> bytes:
     return hmac.new(secret, f"{tenant}\0batch\0".encode() + core, hashlib.sha256).digest()[:_TAG_BYTES]
+
+
 def manual_run_id(secret: bytes, tenant: str, schedule: str, idempotency_key: str) -> str:
     """The id of a schedule's run triggered by hand with an idempotency key: a retried trigger is the same run.
 

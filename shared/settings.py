@@ -308,6 +308,9 @@ SIGNING_SECRET_GRACE_SECONDS = 24 * 3600  # a rotated-out secret stays valid thi
 SIGNING_SECRETS_MAX = 5  # valid secrets kept per set, unbound or a destination's (so at most 5 signatures per request)
 SIGNING_SECRET_DESTINATIONS_MAX = 20  # destinations with secrets of their own, per tenant (the item stays small)
 SIGNING_SECRETS_CACHE_SECONDS = 60  # a worker signs with a tenant's secrets read at most this long ago
+# A secret written now is known to every worker this long after: their cache time, and 5 s for the API's
+# and the workers' clocks to differ (its `signs_from`, docs/decisions/standard-webhooks.md).
+SIGNING_SECRET_KNOWN_AFTER_SECONDS = SIGNING_SECRETS_CACHE_SECONDS + 5
 
 
 @dataclass(frozen=True)

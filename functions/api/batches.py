@@ -23,8 +23,8 @@ router = APIGatewayHttpRouter()
 _BATCH_ID = Path(max_length=64)
 
 
-OnCompleteIn = callback_model("OnCompleteIn")
-OnBatchSuccessIn = callback_model("OnBatchSuccessIn")
+OnCompleteIn = callback_model("OnCompleteIn", adds="batch")
+OnBatchSuccessIn = callback_model("OnBatchSuccessIn", adds="batch")
 
 
 def _tenant() -> str:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -45,6 +46,16 @@ def served_document() -> dict[str, Any]:
 
 def _anchor(name: str) -> str:
     return "#" + re.sub(r"[^\w\- ]", "", name.lower()).replace(" ", "-")
+
+
+# The guide that explains each section's routes task by task.
+GUIDES = {
+    "jobs": "jobs.md",
+    "batches": "batches-and-callbacks.md",
+    "schedules": "schedules.md",
+    "signing secrets": "http-jobs.md#manage-your-signing-secrets",
+    "operator": "operating.md",
+}
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -90,7 +101,7 @@ def _bounds(low: float | None, high: float | None, unit: str) -> str:
 def _described(schema: dict[str, Any], description: str | None = None) -> str:
     text = description or schema.get("description") or ""
     if "default" in schema and schema["default"] is not None:
-        text = (text + "; " if text else "") + f"default `{schema['default']}`"
+        text = (text + "; " if text else "") + f"default `{json.dumps(schema['default'])}`"
     return _cell(text)
 
 
@@ -190,7 +201,14 @@ def api_reference(document: dict[str, Any]) -> str:
             sections.setdefault((operation.get("tags") or ["other"])[0], []).append((path, method, operation))
     descriptions = {tag["name"]: tag.get("description", "") for tag in tags}
     for name, operations in sections.items():
-        lines += [f"## {name}", ""] + ([descriptions[name] + ".", ""] if descriptions.get(name) else [])
+        lines += [f"## {name}", ""]
+        said = [descriptions[name] + "."] if descriptions.get(name) else []
+        said += (
+            [f"How to use them, and what each answer holds: [the guide](../guides/{GUIDES[name]})."]
+            if name in GUIDES
+            else []
+        )
+        lines += [" ".join(said), ""] if said else []
         for path, method, operation in operations:
             lines += _operation(path, method, operation)
     lines += ["## Body shapes", "", "The request bodies above, and the shapes their fields refer to.", ""]

@@ -28,6 +28,11 @@ _NOTICE = (
 )
 
 
+def _header(title: str, source: str, *intro: str) -> list[str]:
+    """A generated page's title, the notice that it is generated (from `source`), and its opening lines."""
+    return [f"# {title}", "", _NOTICE.format(command=COMMAND, source=source), "", *intro, ""]
+
+
 def _cell(text: object) -> str:
     """Text as one Markdown table cell: one line, its pipes escaped."""
     return " ".join(str(text).split()).replace("|", "\\|")
@@ -179,20 +184,16 @@ def _operation(path: str, method: str, operation: dict[str, Any]) -> list[str]:
 def api_reference(document: dict[str, Any]) -> str:
     schemas = document.get("components", {}).get("schemas", {})
     tags = document.get("tags", [])
-    lines = [
-        "# API reference",
-        "",
-        _NOTICE.format(command=COMMAND, source="docs/generate.py, from the OpenAPI document the API serves"),
-        "",
+    lines = _header(
+        "API reference",
+        "docs/generate.py, from the OpenAPI document the API serves",
         "Every route of the API, from the OpenAPI document it serves at `/v1/openapi.json`; every deployment",
         "also renders it with Swagger UI at `/docs`. Each call sends `Authorization: Bearer <key>`: a tenant's",
         "API key (`ck_…`) for `/v1/…`, an operator key (`co_…`) for `/operator/…`. Bodies are JSON, whatever",
         "their `Content-Type` says. Every error answers one shape: its codes and the limits behind them are in",
         "[errors-and-limits.md](errors-and-limits.md); how to use each feature, in [../guides/](../guides/).",
-        "",
-        "| section | what it holds |",
-        "|---|---|",
-    ]
+    )
+    lines += ["| section | what it holds |", "|---|---|"]
     lines += [f"| [{tag['name']}]({_anchor(tag['name'])}) | {_cell(tag.get('description', ''))} |" for tag in tags]
     lines.append("")
     sections: dict[str, list[tuple[str, str, dict[str, Any]]]] = {tag["name"]: [] for tag in tags}
@@ -271,16 +272,13 @@ def cli_reference() -> str:
     command = typer.main.get_command(app)
     with typer.Context(command, info_name="corral") as context:
         body = _command(command, context, 2)
-    lines = [
-        "# CLI reference",
-        "",
-        _NOTICE.format(command=COMMAND, source="docs/generate.py, from the typer app in cli/main.py"),
-        "",
+    lines = _header(
+        "CLI reference",
+        "docs/generate.py, from the typer app in cli/main.py",
         "Every command of `corral`, as `corral --help` and `corral <command> --help` print them. How to use",
         "it day to day: [../guides/cli-and-sdks.md](../guides/cli-and-sdks.md).",
-        "",
-        *body,
-    ]
+    )
+    lines += body
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -69,6 +69,7 @@ def _requests(items: list[Any]) -> list[JobRequest]:
 
 @router.post(
     "/v1/batches",
+    tags=["batches"],
     summary=f"Enqueue up to {settings.MAX_BATCH_SIZE} jobs as one batch, with callbacks when they end",
     description=(
         "Every job is checked first: one invalid job refuses the request (422 naming `jobs[i].field`) and nothing "
@@ -93,6 +94,7 @@ def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
 
 @router.get(
     "/v1/batches",
+    tags=["batches"],
     summary="This tenant's batches, newest first (cursor-paginated)",
     description=(
         "Each with its counts. `status` filters after reading (a page may hold fewer than `limit` while "
@@ -111,6 +113,7 @@ def list_batches(
 
 @router.get(
     "/v1/batches/<batch_id>",
+    tags=["batches"],
     summary="A batch's status, counts and callbacks",
     responses=documented({200: {"description": "The batch"}}, 404),
 )
@@ -120,6 +123,7 @@ def get_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
 
 @router.get(
     "/v1/batches/<batch_id>/jobs",
+    tags=["batches"],
     summary="The ids of a batch's jobs, in the order they were given",
     responses=documented({200: {"description": '{"jobs": [id, ...]}'}}, 404),
 )
@@ -130,6 +134,7 @@ def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, An
 
 @router.post(
     "/v1/batches/<batch_id>/cancel",
+    tags=["batches"],
     summary="Cancel a batch: its jobs that have not started are cancelled, and it runs no callback",
     description="Idempotent. Jobs already running end on their own and are counted. Counts one against the "
     "tenant's rate limit.",

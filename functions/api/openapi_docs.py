@@ -1,4 +1,4 @@
-"""The error shape in the OpenAPI document: every route's error answers, declared once.
+"""The OpenAPI document's error shape (every route's error answers, declared once) and its sections.
 
 Imported only when routes are declared or the document is built (functions/api/resolver.py), never
 on the enqueue path: pydantic and the resolver's OpenAPI models cost more to import than boto3.
@@ -59,6 +59,16 @@ ERRORS: dict[int, str] = {
 }
 
 
+# The reference's sections, in the order a reader looks for them: every route names one (`tags=[...]`).
+TAGS: dict[str, str] = {
+    "jobs": "Enqueue jobs, follow them, cancel and retry them; the tenant's counts",
+    "batches": "Jobs enqueued and counted as one, with callbacks when they have all ended",
+    "schedules": "Recurring and one-time jobs: create, change, pause, run now, backfill",
+    "signing secrets": "The secrets HTTP jobs' requests are signed with: rotate, expire, one set per destination",
+    "operator": "The queue and worker view, for an operator key (co_...), not a tenant's",
+}
+
+
 def documented(success: dict[int, OpenAPIResponse], *errors: int) -> dict[int, OpenAPIResponse]:
     """A route's OpenAPI responses: its successes, then the errors it can answer, shaped like ErrorOut."""
     shared = (401, 422, 500, 503)  # every route: the key, validation, a bug, AWS
@@ -109,3 +119,25 @@ def complete_error_responses(schema: dict[str, Any]) -> dict[str, Any]:
                         "content": {"application/json": {"schema": error_schema}},
                     }
     return schema
+
+
+def in_reading_order(schema: dict[str, Any], declared: list[tuple[str, str]]) -> dict[str, Any]:
+    """The document with its operations grouped by tag in `TAGS`' order and, within a tag, in the order the
+    routes were declared (`declared`: (METHOD, path) pairs), where Powertools lists every route with a path
+    parameter before the others. Swagger UI at /docs and docs/reference/api.md show them in this order."""
+    position = {route: index for index, route in enumerate(declared)}
+    sections = list(TAGS)
+
+    def place(entry: tuple[str, str, dict[str, Any]]) -> tuple[int, int]:
+        path, method, operation = entry
+        tags = operation.get("tags") or []
+        section = sections.index(tags[0]) if tags and tags[0] in TAGS else len(sections)
+        return section, position.get((method.upper(), path), len(position))
+
+    operations = [
+        (path, method, operation) for path, item in schema["paths"].items() for method, operation in item.items()
+    ]
+    paths: dict[str, dict[str, Any]] = {}
+    for path, method, operation in sorted(operations, key=place):
+        paths.setdefault(path, {})[method] = operation
+    return schema | {"paths": paths}

@@ -32,6 +32,7 @@ def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
 
 @router.get(
     "/v1/signing-secrets",
+    tags=["signing secrets"],
     summary="The secrets HTTP jobs are signed with",
     description="Newest first; a secret with expires_at was rotated out and stays valid until then; one with a "
     "destination signs requests to that origin only; signs_from is when every request of its set began to carry "
@@ -56,6 +57,7 @@ class RotateIn(BaseModel):
 
 @router.post(
     "/v1/signing-secrets:rotate",
+    tags=["signing secrets"],
     summary="Add a new signing secret (for one destination, or unbound)",
     description=f"The previous secrets of the same set stay valid for {settings.SIGNING_SECRET_GRACE_SECONDS // 3600}"
     " hours; requests carry one signature per valid secret of their set. The new secret is on every request of "
@@ -76,6 +78,7 @@ def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -
 
 @router.post(
     "/v1/signing-secrets/<secret_id>/expire",
+    tags=["signing secrets"],
     summary="Expire a signing secret now (a leaked one)",
     description="The secret is removed at once: the API no longer lists it and no new signature uses it "
     f"(workers that read it earlier stop within {settings.SIGNING_SECRETS_CACHE_SECONDS} s); receivers should "

@@ -205,13 +205,7 @@ class Alarms(Construct):
 
     def _scheduler(self, group: str) -> None:
         def metric(name: str, *, account_wide: bool = False) -> cloudwatch.Metric:
-            return cloudwatch.Metric(
-                namespace="AWS/Scheduler",
-                metric_name=name,
-                dimensions_map=None if account_wide else {"ScheduleGroup": group},
-                period=FIVE_MINUTES,
-                statistic="Sum",
-            )
+            return _five_minute_sum("AWS/Scheduler", name, None if account_wide else {"ScheduleGroup": group})
 
         self._alarm(
             "SchedulerTargetErrors",
@@ -253,13 +247,7 @@ class Alarms(Construct):
 
     def _dax(self, cluster: str) -> None:
         def metric(name: str) -> cloudwatch.Metric:
-            return cloudwatch.Metric(
-                namespace="AWS/DAX",
-                metric_name=name,
-                dimensions_map={"ClusterId": cluster},
-                period=FIVE_MINUTES,
-                statistic="Sum",
-            )
+            return _five_minute_sum("AWS/DAX", name, {"ClusterId": cluster})
 
         # Not ErrorRequestCount: it counts user errors, and every lost claim is a ConditionalCheckFailed one.
         self._alarm(
@@ -281,27 +269,18 @@ class Alarms(Construct):
         """The way out of HTTP jobs, Lambda targets and customer code: a NAT that fails makes their attempts
         fail as if the tenants' endpoints did, which pages no one else."""
         for number, nat_gateway in enumerate(nat_gateways, start=1):
-
-            def metric(name: str, nat_gateway: str = nat_gateway) -> cloudwatch.Metric:
-                return cloudwatch.Metric(
-                    namespace="AWS/NATGateway",
-                    metric_name=name,
-                    dimensions_map={"NatGatewayId": nat_gateway},
-                    period=FIVE_MINUTES,
-                    statistic="Sum",
-                )
-
+            gateway = {"NatGatewayId": nat_gateway}
             self._alarm(
                 f"NatGateway{number}PortAllocationErrors",
                 f"NAT gateway {number} could not open connections (55,000 at once to one destination): "
                 "HTTP jobs and Lambda targets fail",
-                metric("ErrorPortAllocation"),
+                _five_minute_sum("AWS/NATGateway", "ErrorPortAllocation", gateway),
                 threshold=settings.ALARM_NAT_PORT_ALLOCATION_ERRORS_PER_5_MIN,
             )
             self._alarm(
                 f"NatGateway{number}DroppedPackets",
                 f"NAT gateway {number} dropped packets for 15 minutes: check the AWS Health dashboard",
-                metric("PacketsDropCount"),
+                _five_minute_sum("AWS/NATGateway", "PacketsDropCount", gateway),
                 threshold=settings.ALARM_NAT_DROPPED_PACKETS_PER_5_MIN,
                 evaluation_periods=3,
             )
@@ -366,3 +345,10 @@ class Alarms(Construct):
         alarm.add_ok_action(actions.SnsAction(self.topic))
         self.alarms.append(alarm)
         return alarm
+
+
+def _five_minute_sum(namespace: str, name: str, dimensions: dict[str, str] | None) -> cloudwatch.Metric:
+    """An AWS service's metric, summed over 5 minutes (None: its account-wide form, without dimensions)."""
+    return cloudwatch.Metric(
+        namespace=namespace, metric_name=name, dimensions_map=dimensions, period=FIVE_MINUTES, statistic="Sum"
+    )

@@ -49,6 +49,12 @@ class ResourceNames:
         return f"{self.prefix}jobs-dlq"
 
     @property
+    def backstop(self) -> str:
+        """Where SQS moves a jobs-queue message after its receive budget (and Scheduler a firing it could
+        not deliver): the worker records each one's job `dead` and buries the message in the DLQ."""
+        return f"{self.prefix}jobs-backstop"
+
+    @property
     def table(self) -> str:
         return f"{self.prefix}jobs"
 
@@ -105,6 +111,7 @@ def names(stage: str = "") -> ResourceNames:
 _UNSTAGED = names()
 QUEUE_NAME = _UNSTAGED.queue
 DLQ_NAME = _UNSTAGED.dlq
+BACKSTOP_NAME = _UNSTAGED.backstop
 TABLE_NAME = _UNSTAGED.table
 SCHEDULE_GROUP = _UNSTAGED.schedule_group
 API_NAME = _UNSTAGED.api
@@ -127,8 +134,13 @@ WORKER_MAX_POLLERS = 60
 # Throttled receives count toward maxReceiveCount; the app counts attempts itself and
 # moves dead jobs to the DLQ, so this is only a backstop for messages that never reach
 # our code (a worker that dies before claiming): high enough that a herd cannot DLQ
-# unrun jobs.
+# unrun jobs. The aws profile's receive budget (Profile.receive_budget).
 MAX_RECEIVE_COUNT = 100
+# A job waiting its turn (its tenant's running cap, its concurrency key) is sent again as a fresh message
+# once its message has been received this many times, well before the budget: a wait never spends it,
+# and the receives between leave room for a failed send and for hand-backs of other kinds.
+# See docs/decisions/waiting-keeps-its-place.md.
+WAIT_RESEND_AT_RECEIVE = 90
 # A delivery handed back without running (the store is down, too little of the invocation is left)
 # comes back after HAND_BACK_UNIT_SECONDS * 2^((receives - 1) / HAND_BACK_DOUBLING_RECEIVES),
 # at most the queue's visibility timeout (FunctionEnv.hand_back_max_seconds, set per profile): the
@@ -329,6 +341,14 @@ class Profile:
     # timeout + JOB_START_RESERVE_SECONDS left of the invocation; a fresh invocation must fit any job,
     # with a few seconds for the batch's visibility call and the claim before it.
     job_timeout_ceiling_seconds: int = MAX_JOB_TIMEOUT_SECONDS - 5
+    # The jobs queue's maxReceiveCount (its receive budget), and the receive of a message at which a
+    # waiting job is sent again as a fresh one instead of handed back (docs/decisions/waiting-keeps-its-place.md).
+    receive_budget: int = MAX_RECEIVE_COUNT
+    wait_resend_at: int = WAIT_RESEND_AT_RECEIVE
+
+    def __post_init__(self) -> None:
+        if not 1 < self.wait_resend_at < self.receive_budget:
+            raise ValueError(f"profile {self.name}: wait_resend_at must be between 1 and the receive budget")
 
     @property
     def visibility_timeout_seconds(self) -> int:
@@ -378,5 +398,9 @@ PROFILES = {
         api_key_cache_seconds=5,  # so the revocation test waits seconds
         http_loopback_targets=True,
         plain_http_targets=True,
+        # Scaled down, so a test waits past the budget in a minute or two (tests/e2e/test_waiting.py). A store
+        # blip's hand-backs still last ~20 s before a job reaches the backstop (the suite's blips are 5 s).
+        receive_budget=10,
+        wait_resend_at=6,
     ),
 }

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import environment, settings
+from shared import environment
 from shared.aws import queue
 from shared.aws.clients import client
 from shared.errors import Conflict
@@ -29,9 +29,9 @@ from shared.model import Status
 from shared.store import job_store
 from shared.tenants import tenants
 
-REASON_ATTRIBUTE = "corral-reason"  # set by the worker when it buries a job (shared/aws/queue.py)
-_SCHEDULER_ERROR_ATTRIBUTES = ("ERROR_MESSAGE", "ERROR_CODE")  # EventBridge Scheduler's DLQ messages
-_BACKSTOP_REASON = f"moved by SQS after {settings.MAX_RECEIVE_COUNT} receives: no worker recorded an outcome"
+# Every message the worker buries says why; one without a reason was moved by SQS from the backstop,
+# after the worker failed to record it for the backstop's whole receive budget.
+_UNRECORDED_REASON = "moved by SQS from the backstop: the worker could not record it"
 _HOLD_SECONDS = 60  # a received message stays invisible this long while it is looked at or redriven
 
 
@@ -72,12 +72,8 @@ class DeadLetter:
 
 def _reason(message: dict[str, Any]) -> str:
     attributes = message.get("MessageAttributes") or {}
-    if REASON_ATTRIBUTE in attributes:
-        return attributes[REASON_ATTRIBUTE].get("StringValue", "")
-    scheduler = [attributes[name].get("StringValue", "") for name in _SCHEDULER_ERROR_ATTRIBUTES if name in attributes]
-    if scheduler:
-        return "EventBridge Scheduler could not deliver the firing: " + " ".join(scheduler)
-    return _BACKSTOP_REASON
+    strings = {name: value.get("StringValue", "") for name, value in attributes.items()}
+    return queue.dead_letter_reason(strings) or _UNRECORDED_REASON
 
 
 def _parse(message: dict[str, Any]) -> DeadLetter:

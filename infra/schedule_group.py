@@ -53,7 +53,7 @@ class Schedules(Construct):
         )
         # SQS-managed encryption on the queues: no KMS grant needed.
         queue.queue.grant_send_messages(self.role)
-        queue.dlq.grant_send_messages(self.role)  # firings Scheduler could not deliver, after its retries
+        queue.backstop.grant_send_messages(self.role)  # firings Scheduler could not deliver, after its retries
 
     def function_env(self) -> dict[str, str]:
         """What a function that creates schedules needs to know: these fields of its `FunctionEnv`."""
@@ -61,7 +61,7 @@ class Schedules(Construct):
             "schedule_group": self.group_name,
             "scheduler_role_arn": self.role.role_arn,
             "queue_arn": self.queue.queue.queue_arn,
-            "dlq_arn": self.queue.dlq.queue_arn,
+            "backstop_arn": self.queue.backstop.queue_arn,
         }
 
     def grant_manage(self, function: lambda_.IFunction) -> None:

@@ -188,8 +188,9 @@ ALARM_STORE_HAND_BACKS_PER_5_MIN = 100  # 10 minutes of them: a store outage, no
 # queue. At the 6,000 jobs/s SLO a healthy queue holds ~1,600 visible (p99 wait 260 ms); the herd
 # backs up ~18,000 for ~11 s (make capacity), which a 1-minute minimum does not see.
 ALARM_BACKLOG_MESSAGES = 10_000
-# The dead letters that page: messages dead for a platform reason (unreadable, unverifiable, a firing
-# Scheduler could not deliver). A tenant's job that used its attempts is the tenant's metric, not a page.
+# The dead letters that page: messages dead for a platform reason (unreadable, unverifiable, a job whose
+# message reached the backstop with no outcome recorded, a firing Scheduler could not deliver). A
+# tenant's job that used its attempts is the tenant's metric, not a page.
 ALARM_PLATFORM_DEAD_LETTERS_PER_5_MIN = 1
 
 # Job limits.

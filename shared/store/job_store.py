@@ -68,6 +68,10 @@ class Foreign:
 
 ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign
 
+# A job another delivery may take over: waiting (queued, or failed with its retry due), or held by a
+# lease that has ended.
+_TAKEABLE = "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now))"
+
 
 def get(job_id: str, *, consistent: bool = False, single_attempt: bool = False) -> JobRecord | None:
     """The job's record (its tenant in `tenant`), or None if no worker has seen the job.
@@ -191,8 +195,7 @@ def claim(
         # with the same idempotency key asks for another number; a retry raises it).
         ConditionExpression=(
             "attribute_not_exists(pk) OR (#tenant = :tenant "
-            "AND (attribute_not_exists(attempts) OR attempts < max_attempts) "
-            "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+            f"AND (attribute_not_exists(attempts) OR attempts < max_attempts) AND {_TAKEABLE})"
         ),
         ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
         ExpressionAttributeValues=values,
@@ -401,10 +404,7 @@ def record_dead_lettered(
         single_attempt=single_attempt,
         Key=job_items.key(message.id),
         UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
-        ConditionExpression=(
-            "attribute_not_exists(pk) OR (#tenant = :tenant "
-            "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
-        ),
+        ConditionExpression=f"attribute_not_exists(pk) OR (#tenant = :tenant AND {_TAKEABLE})",
         ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
         ExpressionAttributeValues=values,
         ReturnValues="ALL_NEW",

@@ -20,12 +20,11 @@ import time
 from shared import environment
 from shared.aws import queue
 from shared.model import OutcomeMessage, Status, UnreadableMessage, read_message
-from shared.store.id_secret import id_secret
 from shared.worker.batch import Batch
-from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.completer import Settled
 from shared.worker.delivery import Delivery
-from shared.worker.verdicts import DeadLettered, LateOutcome, Unreadable, Verdict
+from shared.worker.receive import id_secret_for
+from shared.worker.verdicts import DeadLettered, HandBack, LateOutcome, Unreadable, Verdict
 
 
 def drains(event_source_arn: str | None) -> bool:
@@ -41,13 +40,9 @@ def handle(delivery: Delivery, batch: Batch) -> Settled:
 def verdict(delivery: Delivery, batch: Batch) -> Verdict:
     """What to do with a message found in the backstop."""
     reason = reason_of(delivery)
-    try:
-        secret = id_secret()
-    except AWS_ERRORS as error:
-        if not is_outage(error):
-            raise
-        batch.breaker.failed()
-        return delivery.hand_back(f"store unavailable reading the id secret: {error}")
+    secret = id_secret_for(delivery, batch)
+    if isinstance(secret, HandBack):
+        return secret
     try:
         found = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
     except UnreadableMessage as unreadable:

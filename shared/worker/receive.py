@@ -92,15 +92,22 @@ def handle(delivery: Delivery, batch: Batch) -> Settled:
     return settled
 
 
-def receive(delivery: Delivery, batch: Batch) -> Verdict:
-    """What to do with one delivery of a queue message (running its job if it runs now)."""
+def id_secret_for(delivery: Delivery, batch: Batch) -> bytes | HandBack:
+    """The id secret that verifies the delivery's job id; a hand-back while the store cannot give it."""
     try:
-        secret = id_secret()
+        return id_secret()
     except AWS_ERRORS as error:
         if not is_outage(error):
             raise
         batch.breaker.failed()
         return delivery.hand_back(f"store unavailable reading the id secret: {error}")
+
+
+def receive(delivery: Delivery, batch: Batch) -> Verdict:
+    """What to do with one delivery of a queue message (running its job if it runs now)."""
+    secret = id_secret_for(delivery, batch)
+    if isinstance(secret, HandBack):
+        return secret
     try:
         parsed = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
         if isinstance(parsed, OutcomeMessage):

@@ -11,13 +11,11 @@ the send to anyone but Scheduler; the embedded emulator does not enforce queue p
 from __future__ import annotations
 
 import json
-import time
-import uuid
 
 import pytest
 
 from shared import ids, settings
-from tests.e2e.helpers import dlq_bodies
+from tests.e2e.helpers import dlq_bodies, job_message
 
 RECORDED_WITHIN_SECONDS = 60
 
@@ -27,17 +25,7 @@ def test_a_live_jobs_message_moved_to_the_dead_letter_queue_ends_it_dead_with_th
         pytest.skip("the backstop's policy denies direct sends outside the embedded stack")
     sqs = deployed.aws("sqs")
     job_id = ids.timed_id(job_id_secret, "demo")
-    body = json.dumps(
-        {
-            "v": 1,
-            "id": job_id,
-            "tenant": "demo",
-            "type": "echo",
-            "payload": {"marker": uuid.uuid4().hex},
-            "max_attempts": 3,
-            "enqueued_at": time.time(),
-        }
-    )
+    body = json.dumps(job_message(job_id))
     sqs.send_message(QueueUrl=deployed.queue_url(), MessageBody=body, DelaySeconds=settings.MAX_SQS_DELAY_SECONDS)
     assert api.job(job_id)["status"] == "queued"
 

@@ -23,7 +23,7 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import Concurrency, JobMessage, JobSpec, Status
 from shared.store import running_slots
 from shared.tenants import quotas
-from shared.worker import waiting
+from shared.worker import unclaimed, waiting
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import Waited
 from tests.unit.worker_harness import VirtualClock, messages_held, poll, record, send
@@ -207,3 +207,15 @@ def test_only_a_message_at_the_resend_receive_is_sent_again(aws):
     assert later.delay_seconds >= queue.hand_back_floor_seconds(9, 1.0)
     assert Waited.from_attribute("not ours") is None
     assert Delivery("m", "{}", attributes={queue.WAITING_ATTRIBUTE: "{}"}).waited is None
+
+
+def test_a_waiting_jobs_message_sent_again_is_no_first_delivery_for_a_store_blip(aws):
+    """A store blip runs only a job's first delivery without a claim; a waiting job's fresh message is not
+    one (an earlier message of the job may have started an unclaimed run that died)."""
+    message = build_message("acme", JobRequest(JobSpec("echo", payload=1)), time.time())
+    carried = {queue.WAITING_ATTRIBUTE: Waited(since=1.0, why="its tenant's running cap", receives=6).to_attribute()}
+
+    assert unclaimed.may_run_unclaimed(message, Delivery("m", message.to_json()), first_run=True)
+    assert not unclaimed.may_run_unclaimed(
+        message, Delivery("m", message.to_json(), attributes=carried), first_run=True
+    )

@@ -1,5 +1,9 @@
 """The dead-letter queue, for operators: what is in it (per tenant, with reasons) and redriving it.
 
+Only the worker puts messages there, each after recording its job `dead` (or counting an unreadable
+message); what SQS moves after the jobs queue's receive budget reaches it through the backstop, which
+the worker drains (shared/worker/backstop.py). So the DLQ is the list of dead jobs' messages to redrive.
+
 Redrive is done by the application (receive -> run again -> delete), not by SQS's
 StartMessageMoveTask, for three reasons:
 - a dead job's record says `dead`, and the worker acknowledges a delivery of a finished job unrun;
@@ -185,7 +189,8 @@ def _run_again(letter: DeadLetter) -> str:
         return "redriven"
     record = job_store.get(letter.job_id)
     if record is None:
-        # Never claimed (the SQS backstop moved it): its message is all there is; send it as it was.
+        # No record (SQS moved it on from the backstop before the worker could record it): its message is
+        # all there is; send it as it was.
         _send_as_it_was(letter.body)
         return "redriven"
     owner = record.tenant

@@ -31,7 +31,7 @@ def send(deployed):
     sqs, url = deployed.aws("sqs"), deployed.queue_url()
 
     def send_body(body: dict) -> None:
-        sqs.sendjob_message(QueueUrl=url, MessageBody=json.dumps(body))
+        sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
 
     return send_body
 
@@ -42,7 +42,7 @@ def _dead_letter(deployed, marker: str, timeout: float = 60) -> tuple[dict, str]
     sqs, url = deployed.aws("sqs"), deployed.queue_url(settings.DLQ_NAME)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for message in sqs.receivejob_message(
+        for message in sqs.receive_message(
             QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=3, MessageAttributeNames=["All"]
         ).get("Messages", []):
             if marker in message["Body"]:

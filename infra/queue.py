@@ -98,13 +98,15 @@ class JobQueue(Construct):
         )
 
     def allow_only_dead_letter_senders(self, worker: iam.IRole, scheduler: iam.IRole) -> None:
-        """Only the workers may send to the DLQ (they bury dead jobs there), and only Scheduler's role to the
-        backstop (firings it could not deliver); SQS's own redrives are allowed by each queue's
-        RedriveAllowPolicy. A message planted in the DLQ would run as a tenant's job once an operator
-        redrives it; one planted in the backstop would be recorded as a tenant's dead job."""
-        for queue, sid, sender in (
-            (self.dlq, "OnlyCorralBuries", worker),
-            (self.backstop, "OnlySchedulerFails", scheduler),
+        """Only the workers may send to the DLQ (they bury dead jobs there), and Scheduler's role, for the
+        schedules made before the backstop, which name the DLQ as their dead-letter target until they are
+        next updated; only Scheduler's role may send to the backstop (the firings it could not deliver).
+        SQS's own redrives are allowed by each queue's RedriveAllowPolicy. A message planted in the DLQ
+        would run as a tenant's job once an operator redrives it; one planted in the backstop would be
+        recorded as a tenant's dead job."""
+        for queue, sid, senders in (
+            (self.dlq, "OnlyCorralBuries", [worker, scheduler]),
+            (self.backstop, "OnlySchedulerFails", [scheduler]),
         ):
             queue.add_to_resource_policy(
                 iam.PolicyStatement(
@@ -113,6 +115,6 @@ class JobQueue(Construct):
                     principals=[iam.AnyPrincipal()],
                     actions=["sqs:SendMessage"],
                     resources=[queue.queue_arn],
-                    conditions={"ArnNotEquals": {"aws:PrincipalArn": [sender.role_arn]}},
+                    conditions={"ArnNotEquals": {"aws:PrincipalArn": [sender.role_arn for sender in senders]}},
                 )
             )

@@ -54,6 +54,7 @@ class Schedules(Construct):
         # SQS-managed encryption on the queues: no KMS grant needed.
         queue.queue.grant_send_messages(self.role)
         queue.backstop.grant_send_messages(self.role)  # firings Scheduler could not deliver, after its retries
+        queue.dlq.grant_send_messages(self.role)  # the same, for schedules made before the backstop
 
     def function_env(self) -> dict[str, str]:
         """What a function that creates schedules needs to know: these fields of its `FunctionEnv`."""

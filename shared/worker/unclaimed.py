@@ -30,12 +30,7 @@ def without_claim(message: JobMessage, delivery: Delivery, timeout: int, why: st
 
 def may_run_unclaimed(message: JobMessage, delivery: Delivery, *, first_run: bool) -> bool:
     job_type = job_types.lookup(message.type)
-    return (
-        first_run
-        and delivery.first_receive
-        and job_type is not None
-        and not job_type.is_exclusive(message.payload)
-    )
+    return first_run and delivery.first_receive and job_type is not None and not job_type.is_exclusive(message.payload)
 
 
 def run_unclaimed(message: JobMessage, job_type: job_types.JobType, timeout: int) -> RanUnclaimed:

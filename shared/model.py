@@ -57,6 +57,12 @@ class Outcome(StrEnum):
     # An outcome an earlier run carried in a message (a store blip's), now recorded: that run was counted
     # when it ended, so the record is not counted as a second success or death.
     RECORDED_LATE = "recorded-late"
+    # A job waiting its turn near the queue's receive budget: sent again as a fresh message, carrying its
+    # wait, and this one acknowledged (shared/worker/waiting.py).
+    RESENT = "resent"
+    # A message found in the backstop with no outcome recorded: its job recorded `dead`, the message buried
+    # in the DLQ (shared/worker/backstop.py).
+    DEAD_LETTERED = "dead-lettered"
 
 
 class UnreadableMessage(CorralError, ValueError):

@@ -68,6 +68,10 @@ class Foreign:
 
 ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign
 
+# A job another delivery may take over: waiting (queued, or failed with its retry due), or held by a
+# lease that has ended.
+_TAKEABLE = "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now))"
+
 
 def get(job_id: str, *, consistent: bool = False, single_attempt: bool = False) -> JobRecord | None:
     """The job's record (its tenant in `tenant`), or None if no worker has seen the job.
@@ -95,12 +99,15 @@ def mark_callback_sent(job_id: str, kind: str, callback_id: str, *, single_attem
     )
 
 
-def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict[str, Any]]:
+def _job_fields(message: JobMessage, started_at: float | None) -> tuple[list[str], dict[str, Any]]:
     """SET clauses (and values) recording what the message says of its job, written by every attempt:
-    its tenant and type, what a retry needs to run it again, and its place in the tenant's listing."""
+    its tenant and type, what a retry needs to run it again, and its place in the tenant's listing.
+    `started_at`: when its attempt started (None: none did)."""
+    started = {} if started_at is None else {"first_started_at": job_items.n(started_at)}
     first_seen, values = job_items.if_not_exists(
         job_items.index_attributes(message.tenant, message.enqueued_at, message.id)
-        | {"payload_json": job_items.payload_json(message.payload), "first_started_at": job_items.n(started_at)}
+        | {"payload_json": job_items.payload_json(message.payload)}
+        | started
         | job_items.relations(message)
     )
     values |= {
@@ -188,8 +195,7 @@ def claim(
         # with the same idempotency key asks for another number; a retry raises it).
         ConditionExpression=(
             "attribute_not_exists(pk) OR (#tenant = :tenant "
-            "AND (attribute_not_exists(attempts) OR attempts < max_attempts) "
-            "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+            f"AND (attribute_not_exists(attempts) OR attempts < max_attempts) AND {_TAKEABLE})"
         ),
         ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
         ExpressionAttributeValues=values,
@@ -359,6 +365,64 @@ def record_dead(
         ExpressionAttributeNames={"#status": "status"},
         ExpressionAttributeValues=values | {":running": {"S": Status.RUNNING}, ":failed": {"S": Status.FAILED}},
     )
+
+
+@dataclass(frozen=True)
+class DeadNow:
+    """Recorded `dead` by this write."""
+
+    retries: int = 0  # the record's: which run of the job ended
+
+
+def record_dead_lettered(
+    message: JobMessage, reason: str, now: float, *, single_attempt: bool = False
+) -> DeadNow | Finished | HeldElsewhere | Foreign:
+    """A job whose message reached the backstop with no outcome recorded (shared/worker/backstop.py): `dead`
+    with `reason`, in one conditional write, unless it has finished (Finished: the message was one left
+    over) or an attempt holds a live lease on it (HeldElsewhere: that attempt records its outcome). Written
+    where there is no record too, with what the message says of its job (GET, the listing and a retry see
+    it as any dead job), and over a `queued` or `failed` one, or a `running` one whose lease has ended."""
+    sets, values = _job_fields(message, None)
+    values |= {
+        ":dead": {"S": Status.DEAD},
+        ":queued": {"S": Status.QUEUED},
+        ":running": {"S": Status.RUNNING},
+        ":failed": {"S": Status.FAILED},
+        ":error": {"S": reason[:2000]},
+        ":zero": job_items.n(0),
+        ":now": job_items.n(now),
+        ":ttl": job_items.n(job_items.expires_at(now)),
+    }
+    sets += [
+        "#status = :dead",
+        "attempts = if_not_exists(attempts, :zero)",
+        "last_error = :error",
+        "finished_at = :now",
+        "expires_at = :ttl",
+    ]
+    answer = job_items.write(
+        single_attempt=single_attempt,
+        Key=job_items.key(message.id),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+        ConditionExpression=f"attribute_not_exists(pk) OR (#tenant = :tenant AND {_TAKEABLE})",
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values,
+        ReturnValues="ALL_NEW",
+        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+    )
+    if isinstance(answer, job_items.ConditionFailed):
+        old = job_items.old_item(answer, message.id)
+        if not old:
+            return HeldElsewhere(by_this_message=False, lease_left_seconds=0)  # there for the condition, gone since
+        if job_items.as_str(old, "tenant") != message.tenant:
+            return Foreign()
+        status = Status(old["status"]["S"])
+        if status.finished:
+            return Finished(status, job_items.as_int(old, "retries") or 0)
+        return HeldElsewhere(
+            by_this_message=False, lease_left_seconds=max((job_items.as_float(old, "lease_until") or now) - now, 0)
+        )
+    return DeadNow(job_items.as_int(answer["Attributes"], "retries") or 0)
 
 
 def release(job_id: str, token: str) -> bool:

@@ -1,0 +1,144 @@
+"""An idempotency key names one request (moto, the API handler in-process): the same request again answers
+as the first did, and another request with the key answers 409 naming `idempotency_key`, with nothing
+written or sent. Batches, schedule triggers, signing-secret rotations; and POST /v1/jobs, which writes
+nothing at enqueue, so its job's record says which request ran."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from functions.api.handler import handler as api_handler
+from shared import ids
+from shared.aws import queue
+from shared.jobs import batches
+from shared.jobs.enqueue import JobRequest
+from shared.model import JobSpec
+from shared.store import batch_items
+from shared.tenants import rate_limit, tenants
+from tests.events import FakeLambdaContext, http_api_event
+
+
+@pytest.fixture
+def key(aws) -> str:
+    return tenants.create_key("acme")
+
+
+def _api(method: str, path: str, key: str, body: Any = None) -> tuple[int, Any]:
+    answer = api_handler(http_api_event(method, path, body, key), FakeLambdaContext())
+    return answer["statusCode"], json.loads(answer["body"])
+
+
+def _queued(aws: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every message visible on the jobs queue (a delayed one is not, until its delay ends)."""
+    found = []
+    while got := aws["sqs"].receive_message(QueueUrl=aws["queue_url"], MaxNumberOfMessages=10).get("Messages", []):
+        found += [json.loads(m["Body"]) for m in got]
+    return found
+
+
+def _assert_key_refused(answer: tuple[int, Any]) -> None:
+    status, body = answer
+    assert status == 409, body
+    assert (body["error"], body["field"]) == ("conflict", "idempotency_key")
+
+
+# --- batches ----------------------------------------------------------------------------------------
+
+
+def test_batch_idempotency_key_with_other_jobs_is_refused_and_the_first_batch_keeps_its_jobs(aws, key):
+    first_body = {
+        "jobs": [{"type": "echo", "payload": {"order": 1}, "delay_seconds": 600}, {"type": "echo", "payload": 2}],
+        "idempotency_key": "nightly-2026-12-05",
+    }
+    other_body = {"jobs": [{"type": "echo", "payload": "other"}] * 2, "idempotency_key": "nightly-2026-12-05"}
+    status, first = _api("POST", "/v1/batches", key, first_body)
+    assert status == 201
+    assert [body["payload"] for body in _queued(aws)] == [2]  # the other waits its 600 s
+
+    _assert_key_refused(_api("POST", "/v1/batches", key, other_body))  # the same number of jobs, other jobs
+
+    assert _queued(aws) == []  # nothing sent under the first batch's members' ids, which would have run first
+    assert _delayed(aws) == 1  # the first request's delayed job still waits to run as its member
+    shown = _api("GET", f"/v1/batches/{first['id']}", key)[1]
+    assert (shown["total"], shown["pending"]) == (2, 2)
+
+
+def _delayed(aws: dict[str, Any]) -> int:
+    attributes = aws["sqs"].get_queue_attributes(
+        QueueUrl=aws["queue_url"], AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+
+def test_the_same_batch_request_again_answers_as_the_first_did(aws, key):
+    body = {
+        "jobs": [{"type": "echo", "payload": {"b": 1, "a": [1, 2]}}, {"type": "echo"}],
+        "on_complete": {"type": "echo", "payload": {}},
+        "idempotency_key": "k1",
+    }
+    # The same request: the same fields in another order, a field given as null where it was left out.
+    again_body = {
+        "idempotency_key": "k1",
+        "on_complete": {"payload": {}, "type": "echo", "max_attempts": None},
+        "jobs": [{"payload": {"a": [1, 2], "b": 1}, "type": "echo"}, {"type": "echo", "payload": None}],
+    }
+    first = _api("POST", "/v1/batches", key, body)
+    _queued(aws)
+    again = _api("POST", "/v1/batches", key, again_body)
+
+    assert first == again
+    assert first[0] == 201 and first[1]["status"] == "running"
+    assert _queued(aws) == []  # the first sent every job: the repeat sends none
+
+
+def test_a_repeated_batch_request_whose_first_could_not_send_every_job_sends_them_all(aws, key, monkeypatch):
+    body = {"jobs": [{"type": "echo", "payload": n} for n in range(3)], "idempotency_key": "k2"}
+    real = queue.send_batch
+    monkeypatch.setattr(queue, "send_batch", lambda messages: [None, "throttled", None][: len(messages)])
+    assert _api("POST", "/v1/batches", key, body)[0] == 503
+    monkeypatch.setattr(queue, "send_batch", real)
+
+    status, created = _api("POST", "/v1/batches", key, body)
+
+    assert status == 201
+    assert sorted(message["payload"] for message in _queued(aws)) == [0, 1, 2]
+    assert batch_items.get(created["id"]).all_sent_at is not None
+
+
+def test_a_repeated_batch_request_answered_from_its_key_counts_one(aws, key, monkeypatch):
+    body = {"jobs": [{"type": "echo"}] * 50, "idempotency_key": "k3"}
+    assert _api("POST", "/v1/batches", key, body)[0] == 201
+    asked: list[int] = []
+    real = rate_limit.check
+    monkeypatch.setattr(rate_limit, "check", lambda tenant, count=1: asked.append(count) or real(tenant, count))
+
+    assert _api("POST", "/v1/batches", key, body)[0] == 201
+    assert asked == [1]
+
+
+def test_another_request_cannot_replace_a_keyed_batchs_callbacks(aws, key):
+    """Two requests with one key racing: the second's write finds the batch, and its callbacks are not written."""
+    first = batches.BatchRequest([JobRequest(JobSpec("echo"))], on_complete={"type": "echo"}, idempotency_key="k4")
+    batch = batches.create("acme", first)
+    stored = batch_items.callback_specs(batch.id)
+
+    found = batch_items.create(batch.id, "acme", 1, 0.0, description=None, callbacks={"on_complete": {"type": "sleep"}})
+
+    assert found.request == first.fingerprint()  # the caller compares it, and refuses the other request
+    assert (
+        batch_items.callback_specs(batch.id)
+        == stored
+        == {"on_complete": {"type": "echo", "payload": None, "max_attempts": 3}}
+    )
+
+
+def test_a_batch_kept_without_a_fingerprint_is_compared_by_its_size(aws, key):
+    """Batches made before fingerprints were kept: the same key with another number of jobs is refused, as before."""
+    batch_id = ids.batch_id(batches.id_secret(), "acme", 0.0, "old-key")
+    batch_items.create(batch_id, "acme", 2, 0.0, description=None, callbacks={})
+
+    _assert_key_refused(_api("POST", "/v1/batches", key, {"jobs": [{"type": "echo"}], "idempotency_key": "old-key"}))
+    assert _api("POST", "/v1/batches", key, {"jobs": [{"type": "echo"}] * 2, "idempotency_key": "old-key"})[0] == 201

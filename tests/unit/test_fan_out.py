@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,12 +16,17 @@ import pytest
 from functions.api.handler import handler as api_handler
 from shared import ids, settings
 from shared.jobs import batches
+from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import JobMessage, JobSpec, Status
+from shared.operations import dead_letters
+from shared.schedules import customer_schedules
 from shared.store import batch_items, job_items, job_store, keys
 from shared.store.batch_items import MemberState
 from shared.store.id_secret import id_secret
 from shared.tenants import quotas, rate_limit, tenants
+from shared.worker.delivery import Delivery
 from tests.events import FakeLambdaContext, http_api_event
+from tests.unit.worker_harness import work
 
 
 @pytest.fixture
@@ -251,3 +257,111 @@ def test_R5_a_bulk_retry_over_the_read_meter_reads_nothing(aws, key, monkeypatch
 
     assert status == 429 and body["error"] == "rate_limited"
     assert reads == []
+
+
+# --- bulk retry -------------------------------------------------------------------------------------------
+
+
+def _dead(tenant: str = "acme") -> str:
+    message = enqueue(tenant, JobRequest(JobSpec("fail", payload={"times": 9}, max_attempts=1)))
+    assert work(message, Delivery(message_id=f"m-{message.id}", body=message.to_json())) == "dead"
+    return message.id
+
+
+def test_a_bulk_retry_costs_a_unit_per_job_it_resets_and_a_refusal_brings_no_record_back(aws, key, units, job_writes):
+    dead = [_dead() for _ in range(2)]
+    unrunnable = ids.timed_id(id_secret(), "acme")  # dead with no payload recorded: its reset is refused
+    job_store.record_dead({"id": unrunnable, "tenant": "acme"}, "unreadable message", time.time())
+    units.clear()
+    job_writes.clear()
+
+    status, body = _api("POST", "/v1/jobs:retry", key, {})
+
+    assert status == 200 and sorted(body["ids"]) == sorted(dead)
+    assert body["skipped"] == [
+        {"id": unrunnable, "reason": "its payload was not recorded (a record older than payload recording)"}
+    ]
+    assert units == [3]  # every dead job found, before any reset
+    resets = [params for params in job_writes if "attempt_budget" in params["UpdateExpression"]]
+    assert len(resets) == 3
+    assert all("ReturnValuesOnConditionCheckFailure" not in params for params in resets)
+
+
+def test_a_bulk_retry_that_finds_nothing_answers_at_once(aws, key, units, job_writes):
+    status, body = _api("POST", "/v1/jobs:retry", key, {})
+
+    assert (status, body["retried"], body["more"]) == (200, 0, False)
+    assert units == [] and job_writes == []
+
+
+# --- batch create ------------------------------------------------------------------------------------------
+
+
+def test_a_batch_create_costs_a_unit_per_job_and_callback_it_sends(aws, key, units):
+    job = {"type": "echo", "on_success": {"type": "echo"}}
+    assert _api("POST", "/v1/batches", key, {"jobs": [job] * 3, "on_complete": {"type": "echo"}})[0] == 201
+    assert units == [3 * 2 + 1]
+
+
+def test_a_batch_create_over_the_rate_limit_writes_and_sends_nothing(aws, key):
+    quotas.set_limits("acme", enqueue_rate_per_second=1 / 86_400, enqueue_burst=3)
+    assert _api("POST", "/v1/jobs", key, {"type": "echo"})[0] == 202
+    before = _visible(aws)
+
+    status, body = _api("POST", "/v1/batches", key, {"jobs": [{"type": "echo"}] * 3})
+
+    assert (status, body["error"]) == (429, "rate_limited")
+    assert _api("GET", "/v1/batches", key)[1]["batches"] == []
+    assert _visible(aws) == before
+
+
+def _visible(aws: dict[str, Any]) -> int:
+    answer = aws["sqs"].get_queue_attributes(QueueUrl=aws["queue_url"], AttributeNames=["ApproximateNumberOfMessages"])
+    return int(answer["Attributes"]["ApproximateNumberOfMessages"])
+
+
+# --- backfill ----------------------------------------------------------------------------------------------
+
+
+def test_a_backfill_costs_a_unit_per_run_and_a_window_without_a_firing_answers_at_once(scheduler_env, key, units):
+    customer_schedules.create("acme", customer_schedules.ScheduleRequest("tick", "rate(1 minute)", JobSpec("echo")))
+    end = datetime.now(UTC)
+    units.clear()
+
+    status, body = _api(
+        "POST",
+        "/v1/schedules/tick:backfill",
+        key,
+        {"start": (end - timedelta(minutes=3)).isoformat(), "end": end.isoformat()},
+    )
+    assert status == 202 and len(body["runs"]) == 3
+    assert units == [3]
+
+    units.clear()
+    hourly = customer_schedules.ScheduleRequest("hourly", "cron(0 * * * ? *)", JobSpec("echo"))
+    customer_schedules.create("acme", hourly)
+    units.clear()
+    top = end.replace(minute=0, second=0, microsecond=0)
+    quiet = {"start": (top + timedelta(seconds=1)).isoformat(), "end": (top + timedelta(seconds=2)).isoformat()}
+    assert _api("POST", "/v1/schedules/hourly:backfill", key, quiet) == (202, {"runs": []})
+    assert units == []
+
+
+# --- the operator's redrive --------------------------------------------------------------------------------
+
+
+def test_the_operators_redrive_is_not_metered_against_the_tenant(aws, key):
+    """Redrive is the operator's (AWS credentials, the CLI); no tenant key reaches it, so a tenant's empty
+    bucket does not hold it up."""
+    dead = _dead()
+    aws_sqs = aws["sqs"]
+    while aws_sqs.receive_message(QueueUrl=aws["queue_url"]).get("Messages"):
+        pass
+    quotas.set_limits("acme", enqueue_rate_per_second=1 / 86_400, enqueue_burst=1)
+    assert _api("POST", "/v1/jobs", key, {"type": "echo"})[0] == 202
+    assert _api("POST", "/v1/jobs", key, {"type": "echo"})[0] == 429
+
+    report = dead_letters.redrive(tenant="acme")
+
+    assert report.redriven == [dead]
+    assert job_store.get(dead).status is Status.QUEUED

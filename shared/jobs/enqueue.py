@@ -278,6 +278,8 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         enqueued_at=now,
         concurrency=request.concurrency,
         callbacks=job.callbacks,
+        # One key, one request: the job's record keeps the first claimed request's, and only it runs.
+        request=ids.request_fingerprint(request.canonical()) if request.idempotency_key else None,
     )
 
 

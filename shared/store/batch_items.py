@@ -151,7 +151,7 @@ _RECORD_ATTRIBUTES = (
     "description",
     "cancel_requested_at",
     "cancel_done_at",
-    "request",
+    "request_sha",
     "all_sent_at",
     "callbacks",
     "due_on_complete",
@@ -180,7 +180,7 @@ def _record(item: dict[str, Any]) -> BatchRecord:
         description=job_items.as_str(item, "description"),
         cancel_requested_at=job_items.as_float(item, "cancel_requested_at"),
         cancel_done_at=job_items.as_float(item, "cancel_done_at"),
-        request=job_items.as_str(item, "request"),
+        request=job_items.as_str(item, "request_sha"),
         all_sent_at=job_items.as_float(item, "all_sent_at"),
         callbacks=callbacks,
         due={kind: float(item[f"due_{kind}"]["N"]) for kind in callbacks if f"due_{kind}" in item},
@@ -229,7 +229,7 @@ def create(
     if description:
         item["description"] = {"S": description}
     if request:
-        item["request"] = {"S": request}
+        item["request_sha"] = {"S": request}
     if callbacks:
         item["callbacks"] = {"SS": sorted(callbacks)}
     try:

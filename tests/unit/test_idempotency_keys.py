@@ -6,6 +6,7 @@ nothing at enqueue, so its job's record says which request ran."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -15,10 +16,12 @@ from shared import ids
 from shared.aws import queue
 from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest
-from shared.model import JobSpec
-from shared.store import batch_items
+from shared.model import JobMessage, JobSpec
+from shared.store import batch_items, job_store
 from shared.tenants import rate_limit, tenants
+from shared.worker.delivery import Delivery
 from tests.events import FakeLambdaContext, http_api_event
+from tests.unit.worker_harness import RetryLater, work
 
 
 @pytest.fixture
@@ -142,3 +145,73 @@ def test_a_batch_kept_without_a_fingerprint_is_compared_by_its_size(aws, key):
 
     _assert_key_refused(_api("POST", "/v1/batches", key, {"jobs": [{"type": "echo"}], "idempotency_key": "old-key"}))
     assert _api("POST", "/v1/batches", key, {"jobs": [{"type": "echo"}] * 2, "idempotency_key": "old-key"})[0] == 201
+
+
+# --- POST /v1/jobs: nothing stored at enqueue; the record says which request runs --------------------------
+
+
+def _enqueued(key: str, body: dict[str, Any]) -> dict[str, Any]:
+    status, answer = _api("POST", "/v1/jobs", key, body)
+    assert status == 202, answer
+    return answer
+
+
+def test_the_same_keyed_job_request_answers_as_the_first_did(aws, key):
+    body = {"type": "echo", "payload": {"n": 1}, "idempotency_key": "order-1"}
+    first = _enqueued(key, body)
+
+    assert _enqueued(key, {"idempotency_key": "order-1", "payload": {"n": 1}, "type": "echo", "run_at": None}) == first
+    assert first["request"] == ids.request_fingerprint({"type": "echo", "payload": {"n": 1}})
+    assert "request" not in _enqueued(key, {"type": "echo"})  # without a key, nothing to tell apart
+
+
+def test_a_keyed_job_sent_by_two_requests_runs_one_and_its_view_says_which(aws, key):
+    first = _enqueued(key, {"type": "echo", "payload": {"n": 1}, "idempotency_key": "order-2"})
+    other = _enqueued(key, {"type": "echo", "payload": {"n": 2}, "idempotency_key": "order-2"})
+    assert first["id"] == other["id"] and first["request"] != other["request"]
+
+    messages = _queued_messages(aws)
+    assert [work(message, _delivery(message)) for message in messages] == ["succeeded", "duplicate"]
+
+    shown = _api("GET", f"/v1/jobs/{first['id']}", key)[1]
+    assert (shown["status"], shown["attempts"], shown["payload"]) == ("succeeded", 1, {"n": 1})
+    assert shown["request"] == first["request"]  # the first request ran; the other's never did
+
+
+def test_another_requests_message_never_runs_a_retry_of_a_keyed_job(aws, key):
+    """The first request's attempt failed with attempts left: the other request's message must not run
+    its own payload as the job's next attempt (it is acknowledged unrun, its callbacks too)."""
+    first = _enqueued(key, {"type": "fail", "payload": {"times": 1}, "max_attempts": 3, "idempotency_key": "k5"})
+    other_body = {"type": "fail", "payload": {"times": 9}, "idempotency_key": "k5", "on_failure": {"type": "echo"}}
+    _enqueued(key, other_body)
+    first_message, other_message = _queued_messages(aws)
+    with pytest.raises(RetryLater):  # failed: its message comes back for the retry
+        work(first_message, _delivery(first_message))
+
+    assert work(other_message, _delivery(other_message)) == "duplicate"
+    assert work(first_message, _delivery(first_message, "again")) == "succeeded"  # its retry, its own payload
+
+    shown = _api("GET", f"/v1/jobs/{first['id']}", key)[1]
+    assert (shown["status"], shown["attempts"], shown["request"]) == ("succeeded", 2, first["request"])
+    assert _queued_messages(aws) == []  # the other request's on_failure never ran
+
+
+def test_a_retried_keyed_job_keeps_its_request(aws, key):
+    from shared.jobs import control
+
+    first = _enqueued(key, {"type": "fail", "payload": {"times": 9}, "max_attempts": 1, "idempotency_key": "k6"})
+    (message,) = _queued_messages(aws)
+    assert work(message, _delivery(message)) == "dead"
+
+    retried = control.retry("acme", first["id"])
+
+    assert retried.request == first["request"]
+    assert isinstance(job_store.claim(retried, "m-retry", time.time(), 60), job_store.Claimed)
+
+
+def _queued_messages(aws: dict[str, Any]) -> list[JobMessage]:
+    return [JobMessage.from_dict(body) for body in _queued(aws)]
+
+
+def _delivery(message: JobMessage, attempt: str = "") -> Delivery:
+    return Delivery(message_id=f"m-{message.request}{attempt}", body=message.to_json())

@@ -16,7 +16,8 @@ from shared import ids
 from shared.aws import queue
 from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest
-from shared.model import JobMessage, JobSpec
+from shared.model import JobMessage, JobSpec, Status
+from shared.schedules import customer_schedules, runs
 from shared.store import batch_items, job_store
 from shared.tenants import rate_limit, tenants
 from shared.worker.delivery import Delivery
@@ -215,3 +216,43 @@ def _queued_messages(aws: dict[str, Any]) -> list[JobMessage]:
 
 def _delivery(message: JobMessage, attempt: str = "") -> Delivery:
     return Delivery(message_id=f"m-{message.request}{attempt}", body=message.to_json())
+
+
+# --- schedule triggers ----------------------------------------------------------------------------------
+
+
+def _schedule(overlap: str = "skip") -> None:
+    request = customer_schedules.ScheduleRequest("report", "rate(1 hour)", JobSpec("echo"), overlap=overlap)
+    customer_schedules.create("acme", request)
+
+
+def _claim_next(aws: dict[str, Any]) -> job_store.ClaimResult:
+    (message,) = _queued_messages(aws)
+    return job_store.claim(message, f"m-{message.id}", time.time(), 300)
+
+
+def test_a_retried_trigger_answers_queued_as_the_first_did_though_its_claim_skipped_the_run(scheduler_env, key):
+    _schedule()
+    first = _api("POST", "/v1/schedules/report:trigger", key, {"idempotency_key": "t1"})
+    assert first[0] == 202
+    keyed_message = _queued_messages(scheduler_env)
+    other = runs.trigger("acme", "report")  # a second run, started before the first is claimed
+    assert isinstance(_claim_next(scheduler_env), job_store.Claimed)
+    claimed = job_store.claim(keyed_message[0], "m-keyed", time.time(), 300)
+    assert isinstance(claimed, job_store.Skipped)  # skipped at its claim: the other run was live
+
+    again = _api("POST", "/v1/schedules/report:trigger", key, {"idempotency_key": "t1"})
+
+    assert again == first == (202, {"id": first[1]["id"], "status": "queued"})
+    assert other.status is Status.QUEUED
+    assert _queued_messages(scheduler_env) == []  # not sent again
+
+
+def test_a_retried_trigger_that_the_first_skipped_answers_skipped_again(scheduler_env, key):
+    _schedule()
+    runs.trigger("acme", "report")
+    assert isinstance(_claim_next(scheduler_env), job_store.Claimed)  # a live run
+    first = _api("POST", "/v1/schedules/report:trigger", key, {"idempotency_key": "t2"})
+    assert first[0] == 200 and first[1]["status"] == "skipped"
+
+    assert _api("POST", "/v1/schedules/report:trigger", key, {"idempotency_key": "t2"}) == first

@@ -49,6 +49,13 @@ class RotateIn(BaseModel):
         description="An origin (https://host[:port]): the new secret signs requests to it alone, and only "
         "this destination's secrets sign them. Without it, the unbound secrets every other request is signed with.",
     )
+    idempotency_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="A rotation retried with its key adds no second secret: the same request answers the secrets "
+        "as they stand; another request with the key answers 409 naming idempotency_key",
+    )
 
 
 @router.post(
@@ -58,14 +65,18 @@ class RotateIn(BaseModel):
     f" hours; requests carry one signature per valid secret of their set. Workers pick the new secret up within "
     f"{settings.SIGNING_SECRETS_CACHE_SECONDS} s. The first secret of a destination takes its requests over "
     "from the unbound secrets: give its receiver the new secret first.",
-    responses={201: {"description": "Rotated: the secrets, the new one first"}},
+    responses={
+        201: {"description": "Rotated: the secrets, the new one first"},
+        409: {"description": "The idempotency_key was used for another rotation (field: idempotency_key)"},
+    },
 )
 def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:
     destination = request.destination if request is not None else None
     plain_http = TargetPolicy.from_env(_tenant()).allow_plain_http
     origin = None if destination is None else signing_secrets.destination_origin(destination, plain_http)
     rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
-    return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin)))
+    key = request.idempotency_key if request is not None else None
+    return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin, idempotency_key=key)))
 
 
 @router.post(

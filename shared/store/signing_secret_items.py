@@ -22,6 +22,8 @@ class SigningSecret:
     created_at: float
     expires_at: float | None = None  # None: current; otherwise valid until then (rotated out)
     destination: str | None = None  # an origin ("https://host[:port]") it alone signs for; None: every other
+    # The rotation that made it, if it was given an idempotency key: (the key's fingerprint, the request's).
+    rotation: tuple[str, str] | None = None
 
     def valid_at(self, now: float) -> bool:
         return self.expires_at is None or self.expires_at > now
@@ -50,6 +52,8 @@ def _to_value(secret: SigningSecret) -> dict[str, Any]:
         value["expires_at"] = {"N": repr(secret.expires_at)}
     if secret.destination is not None:
         value["destination"] = {"S": secret.destination}
+    if secret.rotation is not None:
+        value["rotation_key"], value["rotation_request"] = ({"S": part} for part in secret.rotation)
     return {"M": value}
 
 
@@ -61,6 +65,7 @@ def _from_value(value: dict[str, Any]) -> SigningSecret:
         created_at=float(fields["created_at"]["N"]),
         expires_at=float(fields["expires_at"]["N"]) if "expires_at" in fields else None,
         destination=fields["destination"]["S"] if "destination" in fields else None,
+        rotation=(fields["rotation_key"]["S"], fields["rotation_request"]["S"]) if "rotation_key" in fields else None,
     )
 
 

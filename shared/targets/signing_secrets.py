@@ -43,7 +43,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from shared import settings
+from shared import ids, settings
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
@@ -62,10 +62,14 @@ _SECRET_BYTES = 32  # Standard Webhooks asks for 24 to 64
 _EARLIER_SECRET = re.compile(r"whsec_[A-Za-z0-9_-]{43}")
 
 
-def _new_secret(now: float, destination: str | None = None) -> SigningSecret:
+def _new_secret(now: float, destination: str | None = None, rotation: tuple[str, str] | None = None) -> SigningSecret:
     key = base64.b64encode(secrets.token_bytes(_SECRET_BYTES)).decode()
     return SigningSecret(
-        id="ss_" + secrets.token_hex(6), secret=SECRET_PREFIX + key, created_at=now, destination=destination
+        id="ss_" + secrets.token_hex(6),
+        secret=SECRET_PREFIX + key,
+        created_at=now,
+        destination=destination,
+        rotation=rotation,
     )
 
 
@@ -103,13 +107,29 @@ def active(tenant: str, now: float | None = None) -> list[SigningSecret]:
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
 
 
-def rotate(tenant: str, now: float | None = None, destination: str | None = None) -> list[SigningSecret]:
+def rotate(
+    tenant: str, now: float | None = None, destination: str | None = None, idempotency_key: str | None = None
+) -> list[SigningSecret]:
     """Add a new current secret (for `destination`, an origin, or unbound); the previous ones of the same
-    set stay valid for the grace period (or less, if already set), the other sets as they were."""
+    set stay valid for the grace period (or less, if already set), the other sets as they were.
+
+    With `idempotency_key`, a rotation retried adds nothing: while the secret the key's first rotation
+    made is kept, the same request answers the secrets as they stand (that one among them while it is
+    valid), and another request with the key is refused (Conflict naming `idempotency_key`). Without
+    one, each retry adds a secret, and five retries would push the secret receivers use out of its set."""
     now = time.time() if now is None else now
     grace_until = now + settings.SIGNING_SECRET_GRACE_SECONDS
+    rotation = None
+    if idempotency_key is not None:
+        rotation = (ids.request_fingerprint(idempotency_key), ids.request_fingerprint({"destination": destination}))
     for _ in range(_WRITE_CONFLICT_RETRIES):
         stored = signing_secret_items.read(tenant)
+        if (
+            rotation is not None
+            and stored is not None
+            and (earlier := _rotated_by(stored[0], rotation, now)) is not None
+        ):
+            return earlier
         # A tenant's first secret is unbound, whichever set its first rotation is for: every request is signed.
         first = [] if destination is None else [_new_secret(now)]
         previous, version = stored if stored is not None else (first, None)
@@ -123,11 +143,25 @@ def rotate(tenant: str, now: float | None = None, destination: str | None = None
                 "expire one destination's secrets first"
             )
         kept = [replace(s, expires_at=s.expires_at if s.expires_at is not None else grace_until) for s in same]
-        updated = [_new_secret(now, destination), *kept][: settings.SIGNING_SECRETS_MAX] + others
+        updated = [_new_secret(now, destination, rotation), *kept][: settings.SIGNING_SECRETS_MAX] + others
         updated = _newest_first(updated)
         if signing_secret_items.write(tenant, updated, version):
             return updated
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
+
+
+def _rotated_by(stored: list[SigningSecret], rotation: tuple[str, str], now: float) -> list[SigningSecret] | None:
+    """The answer to a rotation whose idempotency key made one of `stored` already: the valid secrets, newest
+    first; Conflict if that rotation was another request; None if the key made none of them."""
+    made = next((secret for secret in stored if secret.rotation and secret.rotation[0] == rotation[0]), None)
+    if made is None:
+        return None
+    if made.rotation != rotation:
+        raise Conflict(
+            "this idempotency_key rotated another destination's secrets; a key names one request: use a new key",
+            field="idempotency_key",
+        )
+    return [secret for secret in stored if secret.valid_at(now)]
 
 
 def _newest_first(secrets_: list[SigningSecret]) -> list[SigningSecret]:

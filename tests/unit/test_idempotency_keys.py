@@ -256,3 +256,36 @@ def test_a_retried_trigger_that_the_first_skipped_answers_skipped_again(schedule
     assert first[0] == 200 and first[1]["status"] == "skipped"
 
     assert _api("POST", "/v1/schedules/report:trigger", key, {"idempotency_key": "t2"}) == first
+
+
+# --- signing-secret rotation -----------------------------------------------------------------------------
+
+
+def test_a_rotation_retried_with_its_key_adds_no_second_secret_and_answers_as_the_first(aws, key):
+    _api("GET", "/v1/signing-secrets", key)  # the tenant's first secret
+    first = _api("POST", "/v1/signing-secrets:rotate", key, {"idempotency_key": "r1"})
+    assert first[0] == 201 and len(first[1]["secrets"]) == 2
+
+    assert _api("POST", "/v1/signing-secrets:rotate", key, {"idempotency_key": "r1", "destination": None}) == first
+    assert len(_api("GET", "/v1/signing-secrets", key)[1]["secrets"]) == 2
+
+
+def test_a_rotation_key_reused_for_another_destination_is_refused(aws, key):
+    _api("POST", "/v1/signing-secrets:rotate", key, {"idempotency_key": "r2"})
+    before = _api("GET", "/v1/signing-secrets", key)[1]
+
+    other = {"idempotency_key": "r2", "destination": "https://hooks.example.com"}
+    _assert_key_refused(_api("POST", "/v1/signing-secrets:rotate", key, other))
+
+    assert _api("GET", "/v1/signing-secrets", key)[1] == before
+    same_origin = {"idempotency_key": "r3", "destination": "https://hooks.example.com"}
+    made = _api("POST", "/v1/signing-secrets:rotate", key, same_origin)
+    spelled_otherwise = {"idempotency_key": "r3", "destination": "HTTPS://Hooks.Example.com:443/"}
+    assert _api("POST", "/v1/signing-secrets:rotate", key, spelled_otherwise) == made  # the same origin
+
+
+def test_rotations_without_a_key_each_add_a_secret(aws, key):
+    _api("GET", "/v1/signing-secrets", key)  # the tenant's first secret
+    for _ in range(3):
+        assert _api("POST", "/v1/signing-secrets:rotate", key)[0] == 201
+    assert len(_api("GET", "/v1/signing-secrets", key)[1]["secrets"]) == 4

@@ -15,6 +15,7 @@ import pytest
 
 from functions.api.handler import handler as api_handler
 from shared import ids, settings
+from shared.errors import RateLimited
 from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import JobMessage, JobSpec, Status
@@ -176,7 +177,7 @@ def test_R1_a_cancelled_batch_answers_again_at_once_with_no_member_write(aws, ke
     assert job_writes == [] and units == [1]
 
 
-def test_R1_a_cancel_cut_short_is_finished_by_the_next_one(aws, key, monkeypatch):
+def test_a_batch_cancel_cut_short_is_finished_by_the_next_one(aws, key, monkeypatch):
     """A cancel that died after marking the batch cancelled, before its members: the next cancel writes them."""
     batch_id = _batch(key, 4)
     monkeypatch.setattr(batches, "_writers", _Dying())
@@ -195,18 +196,29 @@ class _Dying:
         raise RuntimeError("the request died here")
 
 
-def test_R1_a_cancel_over_the_rate_limit_writes_nothing(aws, key, job_writes):
+def test_a_batch_cancel_over_the_rate_limit_writes_nothing(aws, key, job_writes, monkeypatch):
     batch_id = _batch(key, 5)
-    quotas.set_limits("acme", enqueue_rate_per_second=1 / 86_400, enqueue_burst=5)
-    rate_limit.reset()
-    assert _api("POST", "/v1/jobs", key, {"type": "echo"})[0] == 202  # 4 units left of 5: too few for 5 members
+    asked = _refusing(monkeypatch)
     job_writes.clear()
 
     status, body = _api("POST", f"/v1/batches/{batch_id}/cancel", key)
 
     assert (status, body["error"]) == (429, "rate_limited")
+    assert asked == [5]
     assert job_writes == []
     assert batch_items.get(batch_id).status == "running"
+
+
+def _refusing(monkeypatch) -> list[int]:
+    """A tenant over its rate: every check refuses; the counts asked, in order."""
+    asked: list[int] = []
+
+    def refuse(tenant: str, count: int = 1) -> None:
+        asked.append(count)
+        raise RateLimited(1)
+
+    monkeypatch.setattr(rate_limit, "check", refuse)
+    return asked
 
 
 # --- heavy reads (R5) -------------------------------------------------------------------------------------
@@ -303,16 +315,15 @@ def test_a_batch_create_costs_a_unit_per_job_and_callback_it_sends(aws, key, uni
     assert units == [3 * 2 + 1]
 
 
-def test_a_batch_create_over_the_rate_limit_writes_and_sends_nothing(aws, key):
-    quotas.set_limits("acme", enqueue_rate_per_second=1 / 86_400, enqueue_burst=3)
-    assert _api("POST", "/v1/jobs", key, {"type": "echo"})[0] == 202
-    before = _visible(aws)
+def test_a_batch_create_over_the_rate_limit_writes_and_sends_nothing(aws, key, monkeypatch):
+    asked = _refusing(monkeypatch)
 
     status, body = _api("POST", "/v1/batches", key, {"jobs": [{"type": "echo"}] * 3})
 
     assert (status, body["error"]) == (429, "rate_limited")
+    assert asked == [3]
     assert _api("GET", "/v1/batches", key)[1]["batches"] == []
-    assert _visible(aws) == before
+    assert _visible(aws) == 0
 
 
 def _visible(aws: dict[str, Any]) -> int:

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.enqueue_routes import parse_job
-from functions.api.models import callback_model
+from functions.api.models import callback_model, idempotency_key_field
 from functions.api.responses import documented, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
@@ -49,12 +49,9 @@ class BatchIn(BaseModel):
         default=None, description="A job enqueued once every job has succeeded; its payload gets `batch`"
     )
     description: str | None = Field(default=None, max_length=settings.MAX_BATCH_DESCRIPTION_CHARS)
-    idempotency_key: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=255,
-        description="The same key is the same batch: the same request again answers as the first did, and none of "
-        "its jobs runs twice; another request with the key answers 409 naming idempotency_key",
+    idempotency_key: str | None = idempotency_key_field(
+        "The same key is the same batch: the same request again answers as the first did, and none of "
+        "its jobs runs twice; another request with the key answers 409 naming idempotency_key"
     )
 
 

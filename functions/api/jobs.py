@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.enqueue_routes import accepted, enqueue_items
-from functions.api.models import JobSpecIn, callback_model, concurrency_model
+from functions.api.models import JobSpecIn, callback_model, concurrency_model, idempotency_key_field
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
@@ -33,13 +33,10 @@ OnFailureIn = callback_model("OnFailureIn")
 # A job's spec, then its enqueue options, in one flat body (JobRequest.from_fields splits them). No
 # docstring: the OpenAPI document would show it as the schema's description.
 class JobIn(JobSpecIn):
-    idempotency_key: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=255,
-        description="The same key is the same job (the same id), run once. Another request with the key is not "
+    idempotency_key: str | None = idempotency_key_field(
+        "The same key is the same job (the same id), run once. Another request with the key is not "
         "refused at enqueue (nothing is stored then): the first request a worker claims is the job's, the others "
-        "never run, and the job's `request` says which ran",
+        "never run, and the job's `request` says which ran"
     )
     delay_seconds: int | None = Field(
         default=None, ge=0, le=settings.MAX_RUN_AT_DAYS * 86_400, description="Run this many seconds from now"

@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.models import idempotency_key_field
 from functions.api.responses import json_response
 from shared import settings
 from shared.targets import signing_secrets
@@ -49,12 +50,9 @@ class RotateIn(BaseModel):
         description="An origin (https://host[:port]): the new secret signs requests to it alone, and only "
         "this destination's secrets sign them. Without it, the unbound secrets every other request is signed with.",
     )
-    idempotency_key: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=255,
-        description="A rotation retried with its key adds no second secret: the same request answers the secrets "
-        "as they stand; another request with the key answers 409 naming idempotency_key",
+    idempotency_key: str | None = idempotency_key_field(
+        "A rotation retried with its key adds no second secret: the same request answers the secrets "
+        "as they stand; another request with the key answers 409 naming idempotency_key"
     )
 
 

@@ -5,7 +5,6 @@ batch listing and of a bulk retry (R5), bulk retry, backfill, batch create, and 
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -13,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from functions.api.handler import handler as api_handler
 from shared import ids, settings
 from shared.errors import RateLimited
 from shared.jobs import batches
@@ -26,22 +24,13 @@ from shared.store.batch_items import MemberState
 from shared.store.id_secret import id_secret
 from shared.tenants import quotas, rate_limit, tenants
 from shared.worker.delivery import Delivery
-from tests.events import FakeLambdaContext, http_api_event
+from tests.unit.api_harness import answer as _api
 from tests.unit.worker_harness import work
 
 
 @pytest.fixture
 def key(aws) -> str:
     return tenants.create_key("acme")
-
-
-def _api(method: str, path: str, key: str, body: Any = None, query: dict[str, str] | None = None) -> tuple[int, Any]:
-    event = http_api_event(method, path, body, key)
-    if query:
-        event["queryStringParameters"] = query
-        event["rawQueryString"] = "&".join(f"{k}={v}" for k, v in query.items())
-    answer = api_handler(event, FakeLambdaContext())
-    return answer["statusCode"], json.loads(answer["body"])
 
 
 @pytest.fixture

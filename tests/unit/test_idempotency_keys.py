@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from functions.api.handler import handler as api_handler
 from shared import ids
 from shared.aws import queue
 from shared.jobs import batches
@@ -21,18 +20,13 @@ from shared.schedules import customer_schedules, runs
 from shared.store import batch_items, job_store
 from shared.tenants import rate_limit, tenants
 from shared.worker.delivery import Delivery
-from tests.events import FakeLambdaContext, http_api_event
+from tests.unit.api_harness import answer as _api
 from tests.unit.worker_harness import RetryLater, work
 
 
 @pytest.fixture
 def key(aws) -> str:
     return tenants.create_key("acme")
-
-
-def _api(method: str, path: str, key: str, body: Any = None) -> tuple[int, Any]:
-    answer = api_handler(http_api_event(method, path, body, key), FakeLambdaContext())
-    return answer["statusCode"], json.loads(answer["body"])
 
 
 def _queued(aws: dict[str, Any]) -> list[dict[str, Any]]:

@@ -134,8 +134,8 @@ def _same_request(batch: BatchRecord, request: BatchRequest, fingerprint: str | 
     same = batch.request == fingerprint if batch.request is not None else batch.total == len(request.jobs)
     if not same:
         raise Conflict(
-            f"the idempotency_key {request.idempotency_key!r} was used for another request (batch {batch.id}); "
-            "a key names one request: use a new key for a new batch",
+            f"this idempotency_key was used for another request (batch {batch.id}); a key names one request: "
+            "use a new key for a new batch",
             field="idempotency_key",
         )
 
@@ -162,12 +162,17 @@ def _check_far_future_quota(tenant: str, checked: list[enqueue.CheckedJob]) -> N
 
 def get(tenant: str, batch_id: str) -> BatchRecord:
     """The batch, if it is this tenant's; NotFound otherwise (another tenant's looks like no batch)."""
-    if not ids.verify_batch(id_secret(), tenant, batch_id):
-        raise NotFound(batch_id)
+    _verified(tenant, batch_id)
     batch = batch_items.get(batch_id)
     if batch is None or batch.tenant != tenant:
         raise NotFound(batch_id)
     return batch
+
+
+def _verified(tenant: str, batch_id: str) -> None:
+    """NotFound unless `batch_id` was minted for this tenant: another tenant's id is not even read."""
+    if not ids.verify_batch(id_secret(), tenant, batch_id):
+        raise NotFound(batch_id)
 
 
 def view(batch: BatchRecord) -> dict[str, Any]:
@@ -255,8 +260,7 @@ def cancel(tenant: str, batch_id: str) -> BatchRecord:
 
 
 def _owned_with_members(tenant: str, batch_id: str) -> batch_items.BatchWithMembers:
-    if not ids.verify_batch(id_secret(), tenant, batch_id):
-        raise NotFound(batch_id)
+    _verified(tenant, batch_id)
     found = batch_items.get_with_members(batch_id)
     if found is None or found.batch.tenant != tenant:
         raise NotFound(batch_id)

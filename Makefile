@@ -8,7 +8,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install up test lint unit synth footprint smoke clean bench capacity fuzz
+.PHONY: install up test lint docs synth footprint smoke clean bench capacity fuzz
 
 install: $(STAMP)/venv $(STAMP)/npm $(STAMP)/cli $(STAMP)/client-ts
 
@@ -60,6 +60,11 @@ test: install $(STAMP)/chromium $(STAMP)/tmux
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+
+# The generated references (docs/reference/api.md from the served OpenAPI document, cli.md from the CLI);
+# tests/unit/test_docs.py fails when the committed files differ from what this writes.
+docs: $(STAMP)/venv
+	$(PY) -m docs.generate
 
 # API fuzzing against a stack it deploys (tests/e2e/test_api_fuzz.py), many more examples than `make test`.
 FUZZ_EXAMPLES ?= 300

@@ -63,6 +63,7 @@ _API_EXITS = {
     errors.Conflict: Exit.CONFLICT,
     errors.Unauthorized: Exit.AUTH,
     errors.Forbidden: Exit.AUTH,
+    errors.PermissionDenied: Exit.AUTH,
     errors.InvalidRequest: Exit.INVALID,
     errors.RateLimited: Exit.UNAVAILABLE,
     errors.Unavailable: Exit.UNAVAILABLE,
@@ -111,6 +112,8 @@ def main() -> None:
         exit_code = _API_EXITS.get(type(error), Exit.INVALID)
         details = {"status": error.status, "field": error.field} if error.status else {}
         message = str(error)
+        if isinstance(error, errors.PermissionDenied):
+            message += " (use a key of that scope: --api-key or CORRAL_API_KEY; `corral keys create` mints one)"
         if isinstance(error, errors.RateLimited) and error.retry_after:
             details["retry_after_seconds"] = math.ceil(error.retry_after)
             message += f" (still limited after the SDK's retries: try again in {math.ceil(error.retry_after)} s)"

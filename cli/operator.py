@@ -15,7 +15,8 @@ from cli.common import CliError, Exit, JsonFlag
 from shared import settings
 from shared.errors import InvalidRequest
 from shared.operations import dead_letters, queue_health
-from shared.tenants import operators, quotas, tenants
+from shared.tenants import operators, quotas, scopes, tenants
+from shared.tenants.scopes import Scope
 
 PANEL = "Operator (AWS credentials)"
 
@@ -176,6 +177,13 @@ def tenant_limits(
 def create_key(
     tenant: TenantArgument,
     label: Annotated[str, typer.Option(help="What the key is for (shown in listings).")] = "",
+    scope: Annotated[
+        Scope,
+        typer.Option(
+            help="What the key may do: read (see jobs, batches, schedules, stats), enqueue (add jobs and batches,"
+            " read nothing), full (everything)."
+        ),
+    ] = scopes.DEFAULT,
     new_tenant: Annotated[bool, typer.Option(help="Create the tenant if it does not exist.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -188,21 +196,25 @@ def create_key(
                 Exit.NOT_FOUND,
                 "not_found",
             )
-        key = tenants.create_key(tenant, label=label)
+        key = tenants.create_key(tenant, label=label, scope=scope)
     except tenants.TenantError as error:
         raise _operator_error(error) from error
     from shared.tenants import api_keys
 
     if as_json:
-        render.emit_json({"tenant": tenant, "key": key, "key_id": api_keys.key_id(key), "label": label})
+        render.emit_json(
+            {"tenant": tenant, "key": key, "key_id": api_keys.key_id(key), "label": label, "scope": scope.value}
+        )
         return
     render.out.print(key, highlight=False)
-    render.err.print(f"[dim]key id {api_keys.key_id(key)} for tenant {tenant}: store it now, it is not shown again[/]")
+    render.err.print(
+        f"[dim]{scope.value} key {api_keys.key_id(key)} for tenant {tenant}: store it now, it is not shown again[/]"
+    )
 
 
 @keys_app.command("list")
 def list_keys(tenant: TenantArgument, as_json: JsonFlag = False) -> None:
-    """A tenant's keys: id, label, created, last 4 characters (never the key)."""
+    """A tenant's keys: id, scope, label, created, last 4 characters (never the key)."""
     _connect()
     found = tenants.list_keys(tenant)
     if as_json:
@@ -210,8 +222,8 @@ def list_keys(tenant: TenantArgument, as_json: JsonFlag = False) -> None:
         return
     render.table(
         f"keys of {tenant}",
-        ["key id", "label", "created", "ends with"],
-        [[k.key_id, k.label, k.created_at[:19], "…" + k.last4] for k in found],
+        ["key id", "scope", "label", "created", "ends with"],
+        [[k.key_id, k.scope, k.label, k.created_at[:19], "…" + k.last4] for k in found],
     )
 
 

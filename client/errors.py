@@ -38,7 +38,16 @@ class Unauthorized(CorralError):
 
 
 class Forbidden(CorralError):
-    """403."""
+    """403: the request alone is larger than a quota of the tenant's (`forbidden`), or the key's scope
+    does not open the route (`PermissionDenied`). A retry never helps."""
+
+
+class PermissionDenied(Forbidden):
+    """403 `insufficient_scope`: this API key's scope (`scope`: read, enqueue) does not open the route;
+    a key of one of `needed_scopes` does. Mint one with `corral keys create TENANT --scope ...`."""
+
+    scope: str | None = None
+    needed_scopes: tuple[str, ...] = ()
 
 
 class InvalidRequest(CorralError):
@@ -105,7 +114,9 @@ def from_answer(status: int, body: Any, retry_after: float | None = None) -> Cor
     kind = _BY_STATUS.get(status, ServerError if status >= 500 else InvalidRequest)
     if status == 429 and body.get("error") == "quota_exceeded":
         kind = QuotaExceeded
-    return kind(
+    if status == 403 and body.get("error") == "insufficient_scope":
+        kind = PermissionDenied
+    error = kind(
         str(body.get("message") or f"the API answered HTTP {status}"),
         status=status,
         code=str(body.get("error") or f"http_{status}"),
@@ -113,3 +124,7 @@ def from_answer(status: int, body: Any, retry_after: float | None = None) -> Cor
         fields=body.get("fields"),
         retry_after=retry_after,
     )
+    if isinstance(error, PermissionDenied):
+        error.scope = body.get("scope")
+        error.needed_scopes = tuple(str(scope) for scope in body.get("needed_scopes") or ())
+    return error

@@ -4,7 +4,8 @@
     v2 = HMAC-SHA256(secret, "v2\\n<METHOD>\\n<url>\\n<Corral-Job-Id>\\n<t>\\n<raw body>")
     v1 = HMAC-SHA256(secret, "<t>.<raw body>")
 
-There is one signature per valid secret and version (two secrets for 24 hours after a rotation).
+There is one signature per valid secret and version (two secrets for 24 hours after a rotation),
+and one more made with the next secret, which nobody holds until a rotation issues it.
 v2 binds the method, the URL, the `Corral-Job-Id` header and the body: a request captured at one
 of your endpoints does not verify at another, with another method, or under another job id.
 v1 binds only the timestamp and the body, so within the timestamp tolerance a captured request
@@ -31,6 +32,11 @@ package with each secret's `standard_webhooks_secret` (its key is the bytes the 
     from standardwebhooks.webhooks import Webhook
     Webhook(standard_webhooks_secret).verify(raw_body, request.headers, json_parse=False)
 
+`webhook-signature` binds no URL: verify it with a secret bound to your receiver's own origin
+(`POST /v1/signing-secrets:rotate {"destination": "https://your.origin"}`). The unbound secrets also
+sign the tenant's requests to third parties, which could replay one to any receiver that verifies
+`webhook-signature` with an unbound secret. v2 of `Corral-Signature` binds the URL and is safe with either.
+
 Standard library only, so it can be copied into any receiver.
 """
 
@@ -45,7 +51,7 @@ from urllib.parse import urlsplit
 SIGNATURE_HEADER = "Corral-Signature"
 JOB_ID_HEADER = "Corral-Job-Id"
 DEFAULT_TOLERANCE_SECONDS = 300
-MAX_SIGNATURES = 10  # per version; corral sends at most 5 (one per valid secret): more is not a corral header
+MAX_SIGNATURES = 10  # per version; corral sends at most 6 (5 valid secrets and the next one): more is not corral's
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 

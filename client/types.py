@@ -47,13 +47,15 @@ class Concurrency(TypedDict):
 
 class Callback(TypedDict, total=False):
     """A job enqueued when another ends (on_success, on_failure) or a batch does (on_complete, on_success):
-    its payload, an object, gets `parent` (the finished job's view) or `batch` (the batch's)."""
+    its payload, an object, gets `parent` (the finished job's view, without its payload unless
+    `include_parent_payload`) or `batch` (the batch's)."""
 
     type: str
     payload: dict[str, Any] | None
     max_attempts: int
     timeout_seconds: int
     concurrency: Concurrency
+    include_parent_payload: bool  # a job's callbacks only; an http parent's header values are redacted anyway
     on_success: Callback
     on_failure: Callback
 

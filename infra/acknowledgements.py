@@ -26,7 +26,7 @@ _PYTHON_311 = (
 )
 
 
-def lambda_function(function: lambda_.Function, *, traced: bool) -> None:
+def lambda_function(function: lambda_.Function, *, traced: bool, customer_code: bool = False) -> None:
     _acknowledge(function, "AwsSolutions::AwsSolutions-L1", _PYTHON_311)
     _acknowledge(function, "Serverless::Serverless-LambdaLatestVersion", _PYTHON_311)
     _acknowledge(
@@ -40,7 +40,11 @@ def lambda_function(function: lambda_.Function, *, traced: bool) -> None:
         _acknowledge(
             function,
             "Serverless::Serverless-LambdaTracing",
-            "The local profile deploys into the emulator, which has no X-Ray; the aws profile traces "
+            "The jobs function runs a customer's code: tracing would let it write any segment into the account's "
+            "traces (xray:PutTraceSegments has no resource form); the worker's trace shows each invoke of it "
+            "(docs/decisions/tracing.md)."
+            if customer_code
+            else "The local profile deploys into the emulator, which has no X-Ray; the aws profile traces "
             "(docs/decisions/tracing.md).",
         )
 
@@ -140,3 +144,13 @@ def lambda_targets(grantee: IConstruct, patterns: tuple[str, ...]) -> None:
         for resource in (arn, f"{arn}:*"):
             if "*" in resource or "?" in resource:
                 _acknowledge(grantee, f"AwsSolutions::AwsSolutions-IAM5[Resource::{resource}]", reason)
+
+
+def customer_code_acl(acl: IConstruct) -> None:
+    _acknowledge(
+        acl,
+        "AwsSolutions::AwsSolutions-VPC3",
+        "The jobs function's subnets hold customer code alone: the ACL keeps private routes an operator adds "
+        "for the worker's private hosts (peering, Transit Gateway, VPN) from it, whatever its security group "
+        "allows (docs/decisions/egress.md).",
+    )

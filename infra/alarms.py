@@ -9,6 +9,7 @@ dashboard's), and only dead letters of the platform's own making page.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Duration, Stack
@@ -24,6 +25,7 @@ from infra.queue import JobQueue
 from infra.store import JobStore
 from shared import settings
 from shared.settings import Profile, ResourceNames
+from shared.store import table_schema
 
 ONE_MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)
@@ -46,6 +48,8 @@ class Watched:
     schedule_group: str
     dax_cluster: str | None  # the cluster's name, where there is one (profile aws)
     jobs_function: lambda_.IFunction | None = None  # where a customer's jobs package is deployed
+    nat_gateways: tuple[str, ...] = ()  # their ids, where there is a VPC (profile aws)
+    account_concurrency: int | None = None  # the Region's Lambda concurrency quota (profile aws)
 
 
 class Alarms(Construct):
@@ -66,6 +70,9 @@ class Alarms(Construct):
             self._dax(watched.dax_cluster)
         if watched.jobs_function is not None:
             self._jobs_function(watched.jobs_function)
+        self._nat_gateways(watched.nat_gateways)
+        if watched.account_concurrency is not None:
+            self._account_concurrency(watched.account_concurrency)
         self.topic.add_to_resource_policy(self._cloudwatch_may_publish())
 
     def _cloudwatch_may_publish(self) -> iam.PolicyStatement:
@@ -156,20 +163,32 @@ class Alarms(Construct):
 
     def _table(self, store: JobStore) -> None:
         table = {"TableName": store.table.table_name}
-        for direction in ("Read", "Write"):
-            self._alarm(
-                f"Table{direction}Throttles",
-                f"the jobs table throttled {direction.lower()}s every minute for 5 minutes",
-                cloudwatch.Metric(
-                    namespace="AWS/DynamoDB",
-                    metric_name=f"{direction}ThrottleEvents",
-                    dimensions_map=table,
-                    period=ONE_MINUTE,
-                    statistic="Sum",
-                ),
-                threshold=settings.ALARM_TABLE_THROTTLES_PER_MINUTE,
-                evaluation_periods=5,
+        # The table's own throttles, and each index's: DynamoDB reports an index's under its name, and a
+        # write the index throttles throttles the table write that feeds it.
+        throttled = {"Table": table} | {
+            f"Index{index.name.title()}": {**table, "GlobalSecondaryIndexName": index.name}
+            for index in table_schema.INDEXES
+        }
+        for where, dimensions in throttled.items():
+            what = (
+                "the jobs table"
+                if where == "Table"
+                else f"the jobs table's index {dimensions['GlobalSecondaryIndexName']}"
             )
+            for direction in ("Read", "Write"):
+                self._alarm(
+                    f"{where}{direction}Throttles",
+                    f"{what} throttled {direction.lower()}s every minute for 5 minutes",
+                    cloudwatch.Metric(
+                        namespace="AWS/DynamoDB",
+                        metric_name=f"{direction}ThrottleEvents",
+                        dimensions_map=dimensions,
+                        period=ONE_MINUTE,
+                        statistic="Sum",
+                    ),
+                    threshold=settings.ALARM_TABLE_THROTTLES_PER_MINUTE,
+                    evaluation_periods=5,
+                )
         for operation in TABLE_OPERATIONS:
             self._alarm(
                 f"TableSystemErrors{operation}",
@@ -185,14 +204,8 @@ class Alarms(Construct):
             )
 
     def _scheduler(self, group: str) -> None:
-        def metric(name: str) -> cloudwatch.Metric:
-            return cloudwatch.Metric(
-                namespace="AWS/Scheduler",
-                metric_name=name,
-                dimensions_map={"ScheduleGroup": group},
-                period=FIVE_MINUTES,
-                statistic="Sum",
-            )
+        def metric(name: str, *, account_wide: bool = False) -> cloudwatch.Metric:
+            return _five_minute_sum("AWS/Scheduler", name, None if account_wide else {"ScheduleGroup": group})
 
         self._alarm(
             "SchedulerTargetErrors",
@@ -206,6 +219,16 @@ class Alarms(Construct):
             "SchedulerThrottles",
             "Scheduler throttled firings for 15 minutes: raise its invocation quota (docs/decisions/the-herd.md)",
             metric("InvocationThrottleCount"),
+            threshold=1,
+            evaluation_periods=3,
+        )
+        # The invocation quota is the account's, and AWS's pages do not say whether Scheduler reports its
+        # throttles per group as well: the account-wide figure too (every stage of the Region counts in it).
+        self._alarm(
+            "SchedulerThrottlesAccountWide",
+            "Scheduler throttled firings of the account for 15 minutes (every stage's and other users' count): "
+            "raise its invocation quota (docs/decisions/the-herd.md)",
+            metric("InvocationThrottleCount", account_wide=True),
             threshold=1,
             evaluation_periods=3,
         )
@@ -224,13 +247,7 @@ class Alarms(Construct):
 
     def _dax(self, cluster: str) -> None:
         def metric(name: str) -> cloudwatch.Metric:
-            return cloudwatch.Metric(
-                namespace="AWS/DAX",
-                metric_name=name,
-                dimensions_map={"ClusterId": cluster},
-                period=FIVE_MINUTES,
-                statistic="Sum",
-            )
+            return _five_minute_sum("AWS/DAX", name, {"ClusterId": cluster})
 
         # Not ErrorRequestCount: it counts user errors, and every lost claim is a ConditionalCheckFailed one.
         self._alarm(
@@ -246,6 +263,42 @@ class Alarms(Construct):
             metric("ThrottledRequestCount"),
             threshold=1,
             evaluation_periods=2,
+        )
+
+    def _nat_gateways(self, nat_gateways: tuple[str, ...]) -> None:
+        """The way out of HTTP jobs, Lambda targets and customer code: a NAT that fails makes their attempts
+        fail as if the tenants' endpoints did, which pages no one else."""
+        for number, nat_gateway in enumerate(nat_gateways, start=1):
+            gateway = {"NatGatewayId": nat_gateway}
+            self._alarm(
+                f"NatGateway{number}PortAllocationErrors",
+                f"NAT gateway {number} could not open connections (55,000 at once to one destination): "
+                "HTTP jobs and Lambda targets fail",
+                _five_minute_sum("AWS/NATGateway", "ErrorPortAllocation", gateway),
+                threshold=settings.ALARM_NAT_PORT_ALLOCATION_ERRORS_PER_5_MIN,
+            )
+            self._alarm(
+                f"NatGateway{number}DroppedPackets",
+                f"NAT gateway {number} dropped packets for 15 minutes: check the AWS Health dashboard",
+                _five_minute_sum("AWS/NATGateway", "PacketsDropCount", gateway),
+                threshold=settings.ALARM_NAT_DROPPED_PACKETS_PER_5_MIN,
+                evaluation_periods=3,
+            )
+
+    def _account_concurrency(self, quota: int) -> None:
+        """Lambda's account-wide claim (reservations + unreserved in use) near the Region's quota: the
+        worker, and every unreserved function of the account, is about to be throttled."""
+        threshold = math.ceil(quota * settings.ALARM_ACCOUNT_CONCURRENCY_SHARE)
+        self._alarm(
+            "AccountConcurrency",
+            f"the account's claimed Lambda concurrency reached {threshold} of its {quota} for 5 minutes: "
+            "unreserved functions (the worker among them) throttle next; raise the quota or give stages "
+            'smaller shares (docs/deploy.md "Quotas")',
+            cloudwatch.Metric(
+                namespace="AWS/Lambda", metric_name="ClaimedAccountConcurrency", period=ONE_MINUTE, statistic="Maximum"
+            ),
+            threshold=threshold,
+            evaluation_periods=5,
         )
 
     def _worker_metric(self, name: str) -> cloudwatch.Metric:
@@ -292,3 +345,10 @@ class Alarms(Construct):
         alarm.add_ok_action(actions.SnsAction(self.topic))
         self.alarms.append(alarm)
         return alarm
+
+
+def _five_minute_sum(namespace: str, name: str, dimensions: dict[str, str] | None) -> cloudwatch.Metric:
+    """An AWS service's metric, summed over 5 minutes (None: its account-wide form, without dimensions)."""
+    return cloudwatch.Metric(
+        namespace=namespace, metric_name=name, dimensions_map=dimensions, period=FIVE_MINUTES, statistic="Sum"
+    )

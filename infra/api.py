@@ -12,10 +12,10 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import acknowledgements, table_access
+from infra.capacity import Capacity
 from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
-from shared import settings
 from shared.settings import Profile, ResourceNames
 
 API_TIMEOUT_SECONDS = 10
@@ -48,6 +48,7 @@ class Api(Construct):
         functions: FunctionFactory,
         store: JobStore,
         queue: JobQueue,
+        capacity: Capacity,
     ) -> None:
         super().__init__(scope, id)
         self.function = functions.function(
@@ -58,8 +59,8 @@ class Api(Construct):
             timeout_seconds=API_TIMEOUT_SECONDS,
             memory_mb=API_MEMORY_MB,
             service="corral-api",
-            # On AWS a flood of jobs cannot take the API's concurrency: settings.API_RESERVED_CONCURRENCY.
-            reserved_concurrency=settings.API_RESERVED_CONCURRENCY if profile.production else None,
+            # On AWS a flood of jobs cannot take the API's concurrency: its share of the stage's (infra/capacity.py).
+            reserved_concurrency=capacity.api_reserved if profile.production else None,
         )
         queue.queue.grant_send_messages(self.function)
         # The operator view (functions/api/operator.py): queue counts and the worker's metrics, read only.
@@ -88,9 +89,8 @@ class Api(Construct):
             http_api=self.http_api,
             stage_name="$default",
             auto_deploy=True,
-            throttle=apigwv2.ThrottleSettings(
-                rate_limit=settings.API_THROTTLE_RATE_PER_SECOND, burst_limit=settings.API_THROTTLE_BURST
-            ),
+            # The stage's share of the account's API Gateway quota (infra/capacity.py).
+            throttle=apigwv2.ThrottleSettings(rate_limit=capacity.throttle_rate, burst_limit=capacity.throttle_burst),
         )
         # Set on the L1 stage: the L2's IAccessLogSettings is an interface Python cannot pass as a dict.
         cfn_stage: apigwv2.CfnStage = self.stage.node.default_child  # type: ignore[assignment]

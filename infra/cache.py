@@ -6,6 +6,7 @@ side lives in shared/aws/status_cache.py.
 
 from __future__ import annotations
 
+from aws_cdk import Stack
 from aws_cdk import aws_dax as dax
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -27,7 +28,17 @@ class StatusCache(Construct):
         # DAX reads and writes the table with this role, on the callers' behalf.
         self.cluster_name = names.dax_cluster
         self.role = iam.Role(
-            self, "Role", assumed_by=iam.ServicePrincipal("dax.amazonaws.com"), description="DAX -> jobs table"
+            self,
+            "Role",
+            # Only DAX acting for this account. DAX documents no source keys for the roles it assumes, and a
+            # condition on a key a service does not send would refuse DAX the table, so the guard holds
+            # when the key is there (IfExists); without it, only a cluster created in this account can use
+            # the role, since creating one takes iam:PassRole on it (docs/decisions/least-privilege.md).
+            assumed_by=iam.ServicePrincipal(
+                "dax.amazonaws.com",
+                conditions={"StringEqualsIfExists": {"aws:SourceAccount": Stack.of(self).account}},
+            ),
+            description="DAX -> jobs table",
         )
         table_access.grant_dax_role(self.role, store)
         self.security_group = ec2.SecurityGroup(

@@ -1,5 +1,6 @@
-"""The operators' CloudWatch dashboard (`corral-operations`): the figures the benchmark reports, from
-CloudWatch itself, so it still answers when the API (and its /operator view) does not.
+"""The operators' CloudWatch dashboard (`corral-operations`, a stage's `corral-<stage>-operations-<region>`):
+the figures the benchmark reports, from CloudWatch itself, so it still answers when the API (and its
+/operator view) does not.
 
 Rows: the API (requests, 5xx, p99 latency), enqueue-to-run p99, the queue (waiting, in flight, oldest),
 the workers (concurrency, errors, throttles, hand-backs), dead letters by reason and by tenant, the
@@ -8,7 +9,7 @@ table, and on AWS the DAX cache. Metric names as in infra/alarms.py and shared/a
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
@@ -131,7 +132,8 @@ class OperationsDashboard(Construct):
         self.dashboard = cloudwatch.Dashboard(
             self,
             "Dashboard",
-            dashboard_name=names.dashboard,
+            # Dashboards are global to the account: a stage's name carries its Region.
+            dashboard_name=names.account_wide(names.dashboard, Stack.of(self).region),
             default_interval=Duration.hours(3),
             widgets=rows,
         )

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aws_cdk import ArnFormat, Duration, Stack
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -118,14 +117,18 @@ class FunctionFactory(Construct):
         service: str,
         reserved_concurrency: int | None = None,
         runs_customer_code: bool = False,
-        security_group: ec2.ISecurityGroup | None = None,
     ) -> lambda_.Function:
         """A function with its own role and log group. `runs_customer_code`: the jobs function's asset,
-        layers and environment instead of the platform's. `security_group`: in the VPC, instead of the
-        platform functions' group."""
+        layers and environment instead of the platform's, its own subnets and security group in the VPC,
+        and no tracing (below)."""
         log_group = logs.LogGroup(scope, f"{id}Logs", retention=logs.RetentionDays.ONE_MONTH)
         if runs_customer_code and self.jobs_code is None:
             raise ValueError("no customer job package is deployed: there is nothing for a jobs function to run")
+        # The customer's code is not traced: active tracing needs xray:PutTraceSegments on "*" in the role, and
+        # with it the code could write any segment into the account's traces (docs/decisions/tracing.md). The
+        # worker's trace still shows each invoke of the jobs function, and how long it took.
+        traced = self.tracing and not runs_customer_code
+        otel = [self.otel] if self.otel and not runs_customer_code else []
         function = lambda_.Function(
             scope,
             id,
@@ -135,7 +138,7 @@ class FunctionFactory(Construct):
             architecture=lambda_.Architecture.X86_64,
             code=self.jobs_code if runs_customer_code and self.jobs_code else self.code,
             handler=handler,
-            layers=[*(self.jobs_layers if runs_customer_code else self.layers), *([self.otel] if self.otel else [])],
+            layers=[*(self.jobs_layers if runs_customer_code else self.layers), *otel],
             timeout=Duration.seconds(timeout_seconds),
             memory_size=memory_mb,
             # The log level is explicit: otherwise Powertools falls back to LOG_LEVEL, which the
@@ -145,20 +148,16 @@ class FunctionFactory(Construct):
                 **(self.jobs_environment if runs_customer_code else self.environment),
                 "POWERTOOLS_SERVICE_NAME": service,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
-                "POWERTOOLS_TRACE_DISABLED": "false" if self.tracing and not self.otel else "true",
-                **(
-                    {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/otel-instrument", "OTEL_SERVICE_NAME": service}
-                    if self.otel
-                    else {}
-                ),
+                "POWERTOOLS_TRACE_DISABLED": "false" if traced and not otel else "true",
+                **({"AWS_LAMBDA_EXEC_WRAPPER": "/opt/otel-instrument", "OTEL_SERVICE_NAME": service} if otel else {}),
             },
-            tracing=lambda_.Tracing.ACTIVE if self.tracing else lambda_.Tracing.DISABLED,
+            tracing=lambda_.Tracing.ACTIVE if traced else lambda_.Tracing.DISABLED,
             log_group=log_group,
             reserved_concurrent_executions=reserved_concurrency,
-            **self._placement(security_group),
+            **self._placement(scope, runs_customer_code),
         )
-        acknowledgements.lambda_function(function, traced=self.tracing)
-        if self.tracing:
+        acknowledgements.lambda_function(function, traced=traced, customer_code=runs_customer_code)
+        if traced:
             acknowledgements.xray_writer(function)
         return function
 
@@ -168,7 +167,12 @@ class FunctionFactory(Construct):
         Not AWS's managed execution policies: those let any code in the function write every log group
         of the account and create or delete network interfaces in any subnet. Lambda's own interface
         calls carry no `lambda:SourceFunctionArn`; calls from the function's code do, so the Deny
-        takes the interface actions from the code and leaves them to Lambda.
+        takes the interface actions, reads included (every interface and subnet of the account), from
+        the code and leaves them to Lambda. The key names the function, or a version or alias of it.
+
+        The role lists the interface policy among its managed policies, so CloudFormation attaches it
+        before it creates the function (Lambda refuses a VPC function whose role cannot make interfaces)
+        and keeps it until the function is deleted (Lambda deletes the interfaces with the role).
         """
         role = iam.Role(scope, f"{id}ServiceRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
         role.add_to_policy(
@@ -182,29 +186,29 @@ class FunctionFactory(Construct):
             )
             # A policy of its own, as AWS's VPC execution policy was: Lambda's plumbing, apart from what
             # the function's code may do.
-            iam.ManagedPolicy(
+            network_interfaces = iam.ManagedPolicy(
                 scope,
                 f"{id}NetworkInterfaces",
                 description=f"Lambda puts {name} in the VPC; the function's own code may not",
-                roles=[role],
                 statements=[
                     iam.PolicyStatement(actions=[*ENI_ACTIONS, *ENI_READS], resources=["*"]),
                     iam.PolicyStatement(
                         effect=iam.Effect.DENY,
-                        actions=list(ENI_ACTIONS),
+                        actions=[*ENI_ACTIONS, *ENI_READS],
                         resources=["*"],
-                        conditions={"ArnEquals": {"lambda:SourceFunctionArn": function_arn}},
+                        conditions={"ArnLike": {"lambda:SourceFunctionArn": [function_arn, f"{function_arn}:*"]}},
                     ),
                 ],
             )
-            acknowledgements.network_interfaces(scope.node.find_child(f"{id}NetworkInterfaces"))
+            role.add_managed_policy(network_interfaces)
+            acknowledgements.network_interfaces(network_interfaces)
         return role
 
-    def _placement(self, security_group: ec2.ISecurityGroup | None) -> dict[str, object]:
+    def _placement(self, scope: Construct, runs_customer_code: bool) -> dict[str, object]:
         if self.network is None:
             return {}
-        return {
-            "vpc": self.network.vpc,
-            "vpc_subnets": self.network.subnets,
-            "security_groups": [security_group or self.network.functions_security_group],
-        }
+        if runs_customer_code:  # subnets and a security group of its own (infra/network.py)
+            subnets, group = self.network.customer_code_subnets, self.network.customer_code_security_group(scope)
+        else:
+            subnets, group = self.network.subnets, self.network.functions_security_group
+        return {"vpc": self.network.vpc, "vpc_subnets": subnets, "security_groups": [group]}

@@ -9,6 +9,8 @@ CDK context (all optional):
                                                (`*`: every tenant)
   -c corral:http_private_bodies=crm.corp       of those, the hosts whose response bodies come back to
                                                the tenant (default: status and headers only)
+  -c corral:http_ports=8443,9443               ports HTTP jobs may call besides 443 (and 80 with plain
+                                               http); any other port is refused (docs/decisions/ssrf.md)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 from constructs import Construct
 
 from shared.settings import Profile
-from shared.targets.http_policy import private_host_entry
+from shared.targets.http_policy import extra_port, private_host_entry
 
 
 def _flag(raw: object) -> bool:
@@ -55,6 +57,17 @@ def _private_bodies(raw: object, hosts: list[str]) -> list[str]:
     return bodies
 
 
+def _ports(raw: object) -> list[str]:
+    """Each extra port as its number, sorted, or the synth fails saying which is not a port."""
+    found = set()
+    for text in _entries(str(raw) if isinstance(raw, int) else raw):  # cdk.json may hold one number
+        port = extra_port(text)
+        if port is None:
+            raise SystemExit(f"corral:http_ports: {text!r} is not a port (1-65535)")
+        found.add(port)
+    return [str(port) for port in sorted(found)]
+
+
 def function_env(scope: Construct, profile: Profile) -> dict[str, Any]:
     """The HTTP targets' fields of the functions' `FunctionEnv`."""
     allow_plain = profile.plain_http_targets or _flag(scope.node.try_get_context("corral:http_allow_plain"))
@@ -64,5 +77,6 @@ def function_env(scope: Construct, profile: Profile) -> dict[str, Any]:
         "http_allow_loopback": profile.http_loopback_targets,
         "http_private_hosts": tuple(hosts),
         "http_private_bodies": tuple(_private_bodies(scope.node.try_get_context("corral:http_private_bodies"), hosts)),
+        "http_ports": tuple(_ports(scope.node.try_get_context("corral:http_ports"))),
         "http_timeout_seconds": profile.http_timeout_seconds,
     }

@@ -9,9 +9,12 @@ corral's (infra/lambda_targets.py). Tenants' Lambda targets can never name it: i
 like every function of the stack, which the allow-list refuses at synth and at run.
 
 Its timeout is the worker's: a job runs at most the worker's job ceiling, and the function stops the
-job's code itself at the job's time left (shared/jobs/time_limit.py). On AWS it runs in the VPC's
-function subnets, so a job's requests leave from the stack's `EgressIps` as they did from the
-worker, in a security group of its own that DAX does not admit (infra/network.py).
+job's code itself at the job's time left (shared/jobs/time_limit.py). On AWS it runs in subnets of its
+own whose only route out is the stack's NAT gateways, so a job's requests leave from the stack's
+`EgressIps` as they did from the worker, in a security group of its own that DAX does not admit, and
+no private route an operator adds for the worker reaches it (infra/network.py). Its reserved
+concurrency is its share of the stage's (infra/capacity.py): a throttled invoke is a failed attempt.
+It is not traced (infra/functions.py).
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ from __future__ import annotations
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from infra.capacity import Capacity
 from infra.functions import FunctionFactory
-from infra.network import Network
 from shared import settings
 from shared.settings import Profile, ResourceNames
 
@@ -36,8 +39,8 @@ class JobsFunction(Construct):
         *,
         profile: Profile,
         functions: FunctionFactory,
-        network: Network | None,
         names: ResourceNames,
+        reserved_concurrency: int | None,
     ) -> None:
         super().__init__(scope, id)
         self.function = functions.function(
@@ -49,14 +52,17 @@ class JobsFunction(Construct):
             memory_mb=JOBS_FUNCTION_MEMORY_MB,
             service=settings.JOBS_FUNCTION,  # the logs' service name, the same in every stage
             runs_customer_code=True,
-            security_group=network.customer_code_security_group(self) if network else None,
+            reserved_concurrency=reserved_concurrency,
         )
 
 
 def deploy_if_needed(
-    scope: Construct, *, profile: Profile, functions: FunctionFactory, network: Network | None, names: ResourceNames
+    scope: Construct, *, profile: Profile, functions: FunctionFactory, names: ResourceNames, capacity: Capacity
 ) -> lambda_.Function | None:
     """The jobs function, if the stack has a customer's job package to run in it; else None."""
     if not functions.runs_customer_code:
         return None
-    return JobsFunction(scope, "Jobs", profile=profile, functions=functions, network=network, names=names).function
+    reserved = capacity.jobs_reserved if profile.production else None
+    return JobsFunction(
+        scope, "Jobs", profile=profile, functions=functions, names=names, reserved_concurrency=reserved
+    ).function

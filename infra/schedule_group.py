@@ -3,7 +3,7 @@ assumes to put a firing straight onto the job queue (no Lambda between the clock
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
@@ -11,16 +11,21 @@ from constructs import Construct
 
 from infra import acknowledgements
 from infra.queue import JobQueue
-from shared.settings import ResourceNames
+from shared.settings import Profile, ResourceNames
 
 
 class Schedules(Construct):
-    def __init__(self, scope: Construct, id: str, *, names: ResourceNames, queue: JobQueue) -> None:
+    def __init__(self, scope: Construct, id: str, *, names: ResourceNames, profile: Profile, queue: JobQueue) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         self.queue = queue
         self.group_name = names.schedule_group
         self.group = scheduler.CfnScheduleGroup(self, "Group", name=self.group_name)
+        if profile.production:
+            # Deleting the group deletes every customer's schedule in it, while the table keeps their
+            # records: on AWS it stays with the table when the stack is deleted (but not when its first
+            # create fails), and both are imported into the stack that comes back (docs/deploy.md "Teardown").
+            self.group.apply_removal_policy(RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE)
         self.schedules_arn = stack.format_arn(
             service="scheduler",
             resource="schedule",
@@ -38,7 +43,7 @@ class Schedules(Construct):
             "Role",
             # IAM names are global to the account: a stage's role carries its Region too, so the same
             # stage deploys in two Regions. Unstaged, the name an existing stack's schedules were made with.
-            role_name=f"{names.scheduler_role}-{stack.region}" if names.stage else names.scheduler_role,
+            role_name=names.account_wide(names.scheduler_role, stack.region),
             # Only Scheduler running a schedule of corral's group in this account may assume it
             # (confused-deputy guard). Scheduler's documented aws:SourceArn is the schedule group's
             # ARN; the group's schedules are matched as well.
@@ -51,9 +56,12 @@ class Schedules(Construct):
             ),
             description="EventBridge Scheduler sends corral schedule firings to the job queue",
         )
+        # SendMessage and nothing else (not the GetQueueAttributes and GetQueueUrl of CDK's grant: Scheduler
+        # sends by ARN). The DLQ takes the firings Scheduler could not deliver, after its retries.
         # SQS-managed encryption on the queues: no KMS grant needed.
-        queue.queue.grant_send_messages(self.role)
-        queue.dlq.grant_send_messages(self.role)  # firings Scheduler could not deliver, after its retries
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queue.queue.queue_arn, queue.dlq.queue_arn])
+        )
 
     def function_env(self) -> dict[str, str]:
         """What a function that creates schedules needs to know: these fields of its `FunctionEnv`."""

@@ -7,13 +7,15 @@ import json
 import re
 from collections.abc import Sequence
 
-from aws_cdk import Stack
-from constructs import Construct
+from aws_cdk import CfnResource, RemovalPolicy, Stack, Tags
+from aws_cdk import aws_logs as logs
+from constructs import Construct, Node
 
-from infra import http_targets
+from infra import http_targets, jobs_package
 from infra.alarms import Alarms, Watched
 from infra.api import Api
 from infra.cache import StatusCache
+from infra.capacity import Capacity
 from infra.dashboard import OperationsDashboard
 from infra.functions import FunctionFactory
 from infra.jobs_function import deploy_if_needed
@@ -44,11 +46,19 @@ class CorralStack(Stack):
     ) -> None:
         super().__init__(scope, id, **kwargs)
         lambda_targets = lambda_targets or LambdaTargets(())
-        store = JobStore(self, "Store", names=names, profile=profile)
+        runs_customer_code = bool(jobs_package.customers(jobs))
+        capacity = Capacity.from_context(self.node, runs_customer_code=runs_customer_code)
+        store = JobStore(
+            self,
+            "Store",
+            names=names,
+            profile=profile,
+            deletion_protection=flag_from_context(self.node, "corral:table_deletion_protection", default=True),
+        )
         queue = JobQueue(self, "Queue", names=names, profile=profile)
-        schedules = Schedules(self, "Schedules", names=names, queue=queue)
+        schedules = Schedules(self, "Schedules", names=names, profile=profile, queue=queue)
         # DAX lives only in a VPC; the emulator has neither, so the local profile has no network and no cache.
-        network = Network(self, "Network") if profile.dax else None
+        network = Network(self, "Network", customer_code=runs_customer_code) if profile.dax else None
         cache = StatusCache(self, "StatusCache", names=names, network=network, store=store) if network else None
         functions = FunctionFactory(
             self,
@@ -74,14 +84,25 @@ class CorralStack(Stack):
             ),
             extra_environment=extra_function_env,
         )
-        api = Api(self, "Api", names=names, profile=profile, functions=functions, store=store, queue=queue)
+        api = Api(
+            self, "Api", names=names, profile=profile, functions=functions, store=store, queue=queue, capacity=capacity
+        )
         schedules.grant_manage(api.function)
         api_role = api.function.role
         assert api_role is not None  # every function built here has its own role
         operator_roles = [
             arn.strip() for arn in str(self.node.try_get_context("corral:operator_roles") or "").split(",")
         ]
-        workers = Workers(self, "Workers", names=names, profile=profile, functions=functions, store=store, queue=queue)
+        workers = Workers(
+            self,
+            "Workers",
+            names=names,
+            profile=profile,
+            functions=functions,
+            store=store,
+            queue=queue,
+            capacity=capacity,
+        )
         worker_role = workers.function.role
         assert worker_role is not None
         # The workers send outcome messages recorded late (a store outage): shared/worker/completer.py.
@@ -91,7 +112,7 @@ class CorralStack(Stack):
         queue.allow_only_dead_letter_senders(worker_role, schedules.role)
         # A customer's job package runs in a function of its own, which the worker invokes: its role holds
         # nothing of corral's (docs/decisions/customer-code-fence.md).
-        jobs_function = deploy_if_needed(self, profile=profile, functions=functions, network=network, names=names)
+        jobs_function = deploy_if_needed(self, profile=profile, functions=functions, names=names, capacity=capacity)
         lambda_targets.grant_invoke(self, workers.function, jobs_function, names)
         if cache:
             cache.grant_data_access(api.function)
@@ -104,9 +125,32 @@ class CorralStack(Stack):
             schedule_group=schedules.group_name,
             dax_cluster=cache.cluster_name if cache else None,
             jobs_function=jobs_function,
+            nat_gateways=network.nat_gateway_ids if network else (),
+            account_concurrency=capacity.account_concurrency if profile.production else None,
         )
         Alarms(self, "Alarms", names=names, profile=profile, watched=watched)
         OperationsDashboard(self, "Operations", names=names, watched=watched)
+        # Every resource that takes tags says whose it is: cost allocation and an account's inventory.
+        Tags.of(self).add("corral:stage", names.stage or "unstaged")
+        Tags.of(self).add("corral:profile", profile.name)
+        if network:
+            expire_cdk_handler_logs(self)
+
+
+def expire_cdk_handler_logs(stack: Stack) -> None:
+    """CDK's custom-resource handler (it empties the VPC's default security group at deploy time) logs to an
+    implicit /aws/lambda group that never expires: give it a group of its own with the stack's retention."""
+    for construct in stack.node.children:
+        handler = construct.node.try_find_child("Handler")
+        if not (isinstance(handler, CfnResource) and handler.cfn_resource_type == "AWS::Lambda::Function"):
+            continue
+        log_group = logs.LogGroup(
+            stack,
+            f"{construct.node.id.replace(':', '')}Logs",
+            retention=logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        handler.add_property_override("LoggingConfig.LogGroup", log_group.log_group_name)
 
 
 def function_env_from_context(raw: object) -> dict[str, str]:
@@ -123,6 +167,16 @@ def aws_services_from_context(raw: object, profile: Profile) -> tuple[str, ...] 
     if profile.name != "local":
         return None
     return tuple(name.strip() for name in str(raw or "").split(",") if name.strip())
+
+
+def flag_from_context(node: Node, key: str, *, default: bool) -> bool:
+    """`-c key=true` or `-c key=false` (anything else fails the synth); absent: the default."""
+    raw = node.try_get_context(key)
+    if raw in (None, ""):
+        return default
+    if str(raw).lower() not in ("true", "false"):
+        raise SystemExit(f"{key}: {raw!r} is neither true nor false")
+    return str(raw).lower() == "true"
 
 
 def profile_from_context(raw: object) -> Profile:

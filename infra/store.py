@@ -39,17 +39,24 @@ def _warm_throughput(profile: Profile) -> dict[str, dynamodb.WarmThroughput]:
     }
 
 
-def _removal(profile: Profile) -> dict[str, object]:
+def _removal(profile: Profile, deletion_protection: bool) -> dict[str, object]:
     """The emulator's table goes with its stack. On AWS it stays when the stack is deleted or the table
     replaced, but not when its first create fails (RETAIN would keep a half-deployed table whose name
-    every retry then collides with), and a DeleteTable call is refused until protection is turned off."""
+    every retry then collides with), and a DeleteTable call is refused while protection is on.
+
+    Protection and that rollback exclude each other: CloudFormation cannot delete a protected table, so
+    a failed first create would end ROLLBACK_FAILED with the table left behind. A stage's first deploy
+    therefore turns protection off (`-c corral:table_deletion_protection=false`), and the next deploy,
+    without the flag, turns it on in place (docs/decisions/table-protection.md)."""
     if not profile.production:
         return {"removal_policy": RemovalPolicy.DESTROY}
-    return {"removal_policy": RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE, "deletion_protection": True}
+    return {"removal_policy": RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE, "deletion_protection": deletion_protection}
 
 
 class JobStore(Construct):
-    def __init__(self, scope: Construct, id: str, *, names: ResourceNames, profile: Profile) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, names: ResourceNames, profile: Profile, deletion_protection: bool = True
+    ) -> None:
         super().__init__(scope, id)
         self.table = dynamodb.TableV2(
             self,
@@ -64,5 +71,5 @@ class JobStore(Construct):
             # CloudFormation adds one new index per table update; an existing stack gains gsi2 in one deploy.
             global_secondary_indexes=[_index_props(index, profile) for index in table_schema.INDEXES],
             **_warm_throughput(profile),
-            **_removal(profile),  # type: ignore[arg-type]
+            **_removal(profile, deletion_protection),  # type: ignore[arg-type]
         )

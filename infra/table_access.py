@@ -37,7 +37,12 @@ NEVER = (
     "dynamodb:BatchWriteItem",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
+    # PartiQL statements are authorised as these actions, not as GetItem or PutItem: none of them is held,
+    # and naming them here keeps it so whatever a later Allow says.
     "dynamodb:PartiQLSelect",
+    "dynamodb:PartiQLInsert",
+    "dynamodb:PartiQLUpdate",
+    "dynamodb:PartiQLDelete",
 )
 # DAX carries GetItem, PutItem and UpdateItem on job items (shared/store/job_store.py `_jobs_client`).
 DAX_FUNCTION_ACTIONS = ("dax:GetItem", "dax:PutItem", "dax:UpdateItem")
@@ -95,12 +100,16 @@ def grant(function: lambda_.IFunction, store: JobStore, *, worker: bool) -> None
 
 
 def grant_dax_role(role: iam.IRole, store: JobStore) -> None:
-    """What DAX does on the callers' behalf: job items only (their `pk` starts with job#)."""
+    """What DAX does on the callers' behalf: job items only (their `pk` starts with job#). `ForAllValues`
+    holds for a request with no key at all, so the Null condition requires one."""
     role.add_to_principal_policy(
         iam.PolicyStatement(
             actions=list(DAX_ROLE_ITEM_ACTIONS),
             resources=[store.table.table_arn],
-            conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{keys.JOB}*"]}},
+            conditions={
+                "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{keys.JOB}*"]},
+                "Null": {"dynamodb:LeadingKeys": "false"},
+            },
         )
     )
     role.add_to_principal_policy(iam.PolicyStatement(actions=list(DESCRIBE), resources=[store.table.table_arn]))

@@ -8,6 +8,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
 from infra import acknowledgements, table_access
+from infra.capacity import Capacity
 from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
@@ -17,16 +18,17 @@ from shared.settings import Profile, ResourceNames
 WORKER_MEMORY_MB = 1024
 
 
-def scaling(profile: Profile) -> dict[str, object]:
+def scaling(profile: Profile, capacity: Capacity) -> dict[str, object]:
     """How the event source scales: provisioned pollers on AWS, MaximumConcurrency in the emulator.
 
     The two are mutually exclusive on AWS; the emulator knows only MaximumConcurrency.
-    Why provisioned mode for the midnight herd: docs/decisions/production-stack.md.
+    Why provisioned mode for the midnight herd: docs/decisions/production-stack.md. How many pollers:
+    the stage's share of the account's concurrency (infra/capacity.py).
     """
     if profile.provisioned_pollers:
         return {
             "provisioned_poller_config": lambda_.ProvisionedPollerConfig(
-                minimum_pollers=settings.WORKER_MIN_POLLERS, maximum_pollers=settings.WORKER_MAX_POLLERS
+                minimum_pollers=capacity.worker_min_pollers, maximum_pollers=capacity.worker_max_pollers
             )
         }
     return {"max_concurrency": settings.WORKER_MAX_CONCURRENCY}
@@ -43,6 +45,7 @@ class Workers(Construct):
         functions: FunctionFactory,
         store: JobStore,
         queue: JobQueue,
+        capacity: Capacity,
     ) -> None:
         super().__init__(scope, id)
         self.function = functions.function(
@@ -68,7 +71,7 @@ class Workers(Construct):
                 batch_size=settings.WORKER_BATCH_SIZE,
                 max_batching_window=Duration.seconds(settings.WORKER_BATCHING_WINDOW_SECONDS),
                 report_batch_item_failures=True,
-                **scaling(profile),
+                **scaling(profile, capacity),
             )
         )
         acknowledgements.sqs_event_source(self.function)

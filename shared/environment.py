@@ -53,6 +53,8 @@ class FunctionEnv:
     http_private_hosts: tuple[str, ...] = field(default=(), metadata={"list": _COMMA_LIST})
     # Of those, the hosts whose response bodies come back in a job's result and errors.
     http_private_bodies: tuple[str, ...] = field(default=(), metadata={"list": _COMMA_LIST})
+    # Ports HTTP jobs may call besides 443 (and 80 with plain http): "8443,9443".
+    http_ports: tuple[str, ...] = field(default=(), metadata={"list": _COMMA_LIST})
     http_timeout_seconds: float = settings.HTTP_DEFAULT_TIMEOUT_SECONDS
     # Job packages this function imports (comma-separated): on the jobs function the customer's
     # (`corral:jobs`), on the worker only the local profile's test tooling (local/chaos_jobs).

@@ -193,7 +193,8 @@ def _batch_member(value: Any) -> str | None:
 
 CALLBACK_KINDS = ("on_success", "on_failure")  # a job's own callbacks; a batch's: BATCH_CALLBACK_KINDS
 BATCH_CALLBACK_KINDS = ("on_complete", "on_success")
-_CALLBACK_SPEC_FIELDS = {"type", "payload", "max_attempts", "timeout_seconds", "concurrency"}
+# `include_parent_payload`: a job's callback asks for its parent's payload in the parent's view.
+_CALLBACK_SPEC_FIELDS = {"type", "payload", "max_attempts", "timeout_seconds", "concurrency", "include_parent_payload"}
 
 
 def _callbacks(value: Any) -> str | None:
@@ -208,7 +209,7 @@ def _callbacks(value: Any) -> str | None:
             return shape
         if _text(_MAX_NAME_LENGTH)(spec["type"]) or _int_between(1, settings.MAX_MAX_ATTEMPTS)(spec["max_attempts"]):
             return shape
-        if _concurrency(spec.get("concurrency")):
+        if _concurrency(spec.get("concurrency")) or spec.get("include_parent_payload", True) is not True:
             return shape
     return _payload(value)  # both callbacks' payloads together within a payload's limit (the record keeps them)
 
@@ -455,9 +456,37 @@ class JobMessage:
                 problems.append(f"field {name!r} {problem}")
             elif name in _FIELD_CHECKS:
                 valid[name] = value
+        if forged := _forged_lineage(secret, tenant, job_id, valid):
+            # Recorded dead without them: a forged batch or parent is never counted or named.
+            valid = {name: value for name, value in valid.items() if name not in forged}
+            problems += [f"field {name!r} is not this job's: its id is not derived from it" for name in forged]
         if problems:
             raise UnreadableMessage("unreadable job message: " + "; ".join(problems), job=valid)
         return cls(**_typed({"payload": None} | valid))  # no payload is a null payload, as the API accepts it
+
+
+def _forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, Any]) -> list[str]:
+    """Which of `batch` and `parent` the message's id does not come from. A batch member's id is derived
+    from its batch and index, a callback's from its parent and kind (`ids.child_id`), each batch and
+    parent minted for the same tenant: so a field naming another tenant's batch, or another job, is
+    forged, and the worker must not count the job in that batch (or name that parent)."""
+    forged = []
+    batch = fields.get("batch")
+    if batch is not None and not (
+        ids.verify_batch(secret, tenant, batch["id"])
+        and ids.child_id(secret, tenant, batch["id"], str(batch["index"])) == job_id
+    ):
+        forged.append("batch")
+    parent = fields.get("parent")
+    if parent is not None:
+        minted = (
+            ids.verify_batch(secret, tenant, parent["id"])
+            if parent["kind"] == "batch"
+            else ids.verify(secret, tenant, parent["id"]) is not None
+        )
+        if not (minted and ids.child_id(secret, tenant, parent["id"], parent["callback"]) == job_id):
+            forged.append("parent")
+    return forged
 
 
 def _typed(fields: dict[str, Any]) -> dict[str, Any]:
@@ -490,6 +519,19 @@ def result_problem(result: object) -> str | None:
 
 
 _NOT_RECORDED = object()
+
+REDACTED = "[redacted]"
+# Job types whose payload holds a request's headers (shared/targets/http.py): no view shows their values,
+# which are credentials as often as not (Authorization, X-Api-Key, a partner's token by any name); the
+# worker sends them as stored.
+HEADER_PAYLOAD_TYPES = frozenset({"http"})
+
+
+def shown_payload(job_type: str | None, payload: Any) -> Any:
+    """A job's payload as every view shows it: an `http` job's header values redacted, their names kept."""
+    if job_type in HEADER_PAYLOAD_TYPES and isinstance(payload, dict) and isinstance(payload.get("headers"), dict):
+        return {**payload, "headers": dict.fromkeys(payload["headers"], REDACTED)}
+    return payload
 
 
 @dataclass
@@ -528,7 +570,8 @@ class JobRecord:
         return self.payload is not _NOT_RECORDED
 
     def public(self, *, with_bodies: bool = True) -> dict[str, Any]:
-        """The API's job view; `with_bodies=False` leaves out result and payload (list pages)."""
+        """The API's job view (GET, the dashboard, a callback's `parent`); `with_bodies=False` leaves out
+        result and payload (list pages). An `http` job's header values are redacted (`shown_payload`)."""
         view: dict[str, Any] = {
             "id": self.id,
             "type": self.type,
@@ -544,7 +587,7 @@ class JobRecord:
         if not with_bodies:
             del view["result"]
         elif self.payload_recorded:
-            view["payload"] = self.payload
+            view["payload"] = shown_payload(self.type, self.payload)
         if self.timeout_seconds is not None:
             view["timeout_seconds"] = self.timeout_seconds
         if self.schedule:

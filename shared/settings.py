@@ -14,7 +14,9 @@ STACK_NAME = "corral"
 # stages deploy side by side in one account and Region. No stage keeps the names below, which an
 # existing stack was deployed with: renaming the table, the schedule group or the scheduler role
 # would replace them (and with them every job record and customer schedule). At most 6 characters:
-# the DAX cluster's name (`corral-<stage>-status`) may be 20. See docs/decisions/stages.md.
+# the DAX cluster's name (`corral-<stage>-status`) may be 20. A stage's name is public: DAX's TLS
+# certificate carries the cluster's name, and certificates are logged in public Certificate
+# Transparency logs, so never name a stage after a customer. See docs/decisions/stages.md.
 STAGE_PATTERN = re.compile(r"[a-z][a-z0-9]{0,5}")
 
 
@@ -82,6 +84,7 @@ class ResourceNames:
 
     @property
     def dashboard(self) -> str:
+        """Dashboards are global to the account: a stage's also carries its Region (infra adds it)."""
         return f"{self.prefix}operations"
 
     @property
@@ -95,6 +98,12 @@ class ResourceNames:
 
     def alarm(self, name: str) -> str:
         return self.prefix + name
+
+    def account_wide(self, name: str, region: str) -> str:
+        """A name that must be unique in the whole account (IAM roles, CloudWatch dashboards): a stage's
+        carries its Region, so the same stage deploys in two Regions. Unstaged, the name as it is, which
+        an existing stack was deployed with (an unstaged stack is one Region per account)."""
+        return f"{name}-{region}" if self.stage else name
 
 
 def names(stage: str = "") -> ResourceNames:
@@ -121,9 +130,10 @@ WORKER_BATCHING_WINDOW_SECONDS = 0  # latency first: enqueue-to-run p99 is an SL
 WORKER_MAX_CONCURRENCY = 8
 # ESM provisioned mode on AWS (profile aws); see docs/decisions/production-stack.md "Worker scaling".
 # Each SQS event poller drives up to 10 concurrent invokes; the minimum keeps the 3x midnight
-# herd's worth of pollers warm, the maximum caps worker concurrency below the account's 1,000.
+# herd's worth of pollers warm. The maximum is what a stage's Lambda concurrency leaves the worker
+# once the API's reservation is taken (infra/capacity.py; docs/decisions/capacity.md).
+INVOKES_PER_POLLER = 10
 WORKER_MIN_POLLERS = 21
-WORKER_MAX_POLLERS = 60
 # Throttled receives count toward maxReceiveCount; the app counts attempts itself and
 # moves dead jobs to the DLQ, so this is only a backstop for messages that never reach
 # our code (a worker that dies before claiming): high enough that a herd cannot DLQ
@@ -144,10 +154,21 @@ FINISHED_JOB_TTL_DAYS = 30  # > retention, so a record outlives any message for 
 # a third to spare. See docs/decisions/capacity.md.
 API_THROTTLE_RATE_PER_SECOND = 8_000
 API_THROTTLE_BURST = 4_000
-# Concurrency reserved for the API function (profile aws): what a flood of jobs (the workers scale
-# to WORKER_MAX_POLLERS x 10 = 600 invokes) can never take from it. The herd needs ~360 (18,000
-# requests/s x ~20 ms); 400 leaves a margin, and 400 + 600 fits the default account quota of 1,000.
+# Lambda concurrency (profile aws). The Region's account quota is 1,000 by default, and Lambda
+# refuses a reservation that leaves less than 100 of it unreserved; the same 100 is what functions
+# outside corral's plan (a tenant's Lambda targets, other stages' unreserved functions, CDK's
+# deploy-time handlers) keep. A stage may take the rest: API + worker + jobs function <= 900
+# (`-c corral:concurrency` gives a stage less: infra/capacity.py, docs/decisions/capacity.md).
+ACCOUNT_CONCURRENCY = 1_000
+LAMBDA_UNRESERVED_MINIMUM = 100
+STAGE_CONCURRENCY = ACCOUNT_CONCURRENCY - LAMBDA_UNRESERVED_MINIMUM
+# Concurrency reserved for the API function: what a flood of jobs can never take from it. The herd
+# needs ~360 (18,000 requests/s x ~20 ms); 400 leaves a margin.
 API_RESERVED_CONCURRENCY = 400
+# The worker's most, without a customer's jobs package: what the stage's concurrency leaves it
+# ((900 - 400) / 10 = 50 pollers, 500 invokes; the herd needs ~205). With a package the jobs function
+# takes a reservation of its own out of the same 500 (infra/capacity.py).
+WORKER_MAX_POLLERS = (STAGE_CONCURRENCY - API_RESERVED_CONCURRENCY) // INVOKES_PER_POLLER
 # DynamoDB warm throughput (profile aws): what a new on-demand table serves from its first second.
 # `make capacity` (bench/models/capacity.py): the 3x herd is 18,000 jobs/s, two writes each (claim,
 # outcome), 36,000 writes/s; a new on-demand table starts near 4,000/s. Each index takes every job
@@ -171,6 +192,13 @@ ALARM_TABLE_THROTTLES_PER_MINUTE = 1  # each minute for 5 minutes: sustained, no
 ALARM_TABLE_SYSTEM_ERRORS_PER_5_MIN = 1
 ALARM_DAX_FAULTS_PER_5_MIN = 1  # FaultRequestCount: DAX's own failures (ErrorRequestCount counts lost claims)
 ALARM_SCHEDULER_ERRORS_PER_5_MIN = 1  # the queue refused a firing (Scheduler retries it)
+# Lambda's ClaimedAccountConcurrency (reservations + unreserved in use) at this share of the account's
+# quota: what is left for unreserved functions (the worker among them) is nearly gone.
+ALARM_ACCOUNT_CONCURRENCY_SHARE = 0.95
+ALARM_NAT_PORT_ALLOCATION_ERRORS_PER_5_MIN = 1  # a NAT gateway could not open a connection: HTTP jobs fail
+# Packets a NAT gateway dropped, each 5 minutes for 15 minutes. AWS suggests 0.01 % of its packets,
+# which needs metric math; a plain count is the emulator-friendly rule (docs/decisions/alarms.md).
+ALARM_NAT_DROPPED_PACKETS_PER_5_MIN = 100
 ALARM_STORE_HAND_BACKS_PER_5_MIN = 100  # 10 minutes of them: a store outage, not a blip
 # Messages waiting for a worker, the least of each minute for 5 minutes: workers are not draining the
 # queue. At the 6,000 jobs/s SLO a healthy queue holds ~1,600 visible (p99 wait 260 ms); the herd
@@ -308,6 +336,9 @@ SIGNING_SECRET_GRACE_SECONDS = 24 * 3600  # a rotated-out secret stays valid thi
 SIGNING_SECRETS_MAX = 5  # valid secrets kept per set, unbound or a destination's (so at most 5 signatures per request)
 SIGNING_SECRET_DESTINATIONS_MAX = 20  # destinations with secrets of their own, per tenant (the item stays small)
 SIGNING_SECRETS_CACHE_SECONDS = 60  # a worker signs with a tenant's secrets read at most this long ago
+# A secret written now is known to every worker this long after: their cache time, and 5 s for the API's
+# and the workers' clocks to differ (its `signs_from`, docs/decisions/standard-webhooks.md).
+SIGNING_SECRET_KNOWN_AFTER_SECONDS = SIGNING_SECRETS_CACHE_SECONDS + 5
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,19 @@ export class CorralError extends Error {
 
 /** 401: missing, unknown or revoked API key. */
 export class Unauthorized extends CorralError {}
-/** 403: the request alone is larger than a quota of the tenant's; a retry never helps. */
+/**
+ * 403: the request alone is larger than a quota of the tenant's (`forbidden`), or the key's scope does not
+ * open the route (`PermissionDenied`). A retry never helps.
+ */
 export class Forbidden extends CorralError {}
+/**
+ * 403 `insufficient_scope`: this API key's scope (`scope`: read, enqueue) does not open the route; a key of
+ * one of `neededScopes` does. Mint one with `corral keys create TENANT --scope ...`.
+ */
+export class PermissionDenied extends Forbidden {
+  scope: string | undefined;
+  neededScopes: string[] = [];
+}
 /** 400/413/415/422: the request was refused as it is; `field` names what is wrong. */
 export class InvalidRequest extends CorralError {}
 /** 404: no such job, schedule or batch for this tenant (another tenant's id answers the same). */
@@ -84,13 +95,19 @@ export function fromAnswer(status: number, body: unknown, retryAfter?: number): 
   const answer = (body && typeof body === "object" ? body : {}) as Record<string, unknown>;
   let kind = BY_STATUS[status] ?? (status >= 500 ? ServerError : InvalidRequest);
   if (status === 429 && answer.error === "quota_exceeded") kind = QuotaExceeded;
+  if (status === 403 && answer.error === "insufficient_scope") kind = PermissionDenied;
   const fields = Array.isArray(answer.fields) ? (answer.fields as FieldProblem[]) : [];
   const field = typeof answer.field === "string" ? answer.field : fields.length === 1 ? fields[0]?.field : undefined;
-  return new kind(String(answer.message ?? `the API answered HTTP ${status}`), {
+  const error = new kind(String(answer.message ?? `the API answered HTTP ${status}`), {
     status,
     code: String(answer.error ?? `http_${status}`),
     field,
     fields,
     retryAfter,
   });
+  if (error instanceof PermissionDenied) {
+    error.scope = typeof answer.scope === "string" ? answer.scope : undefined;
+    error.neededScopes = Array.isArray(answer.needed_scopes) ? answer.needed_scopes.map(String) : [];
+  }
+  return error;
 }

@@ -13,6 +13,7 @@ import {
   Forbidden,
   InvalidRequest,
   NotFound,
+  PermissionDenied,
   QuotaExceeded,
   RateLimited,
   ServerError,
@@ -205,6 +206,18 @@ test("answers become errors by kind, naming the field; quotas and long Retry-Aft
     assert.equal(error.code, code);
   }
   assert.equal(seen.length, 2 + kinds.length, "none of them retried");
+  script.push([403, { error: "forbidden", message: "the request alone is larger than a quota" }]);
+  const tooLarge = await corral.get("jt1").catch((error) => error);
+  assert.ok(tooLarge instanceof Forbidden && !(tooLarge instanceof PermissionDenied));
+
+  script.push([403, { error: "insufficient_scope", message: "this key's scope is 'read'; POST /v1/jobs needs 'enqueue' or 'full'", scope: "read", needed_scopes: ["enqueue", "full"] }]);
+  const denied = await corral.enqueue("echo").catch((error) => error);
+  assert.ok(denied instanceof PermissionDenied && denied instanceof Forbidden && denied instanceof CorralError);
+  assert.equal(denied.name, "PermissionDenied");
+  assert.equal(denied.status, 403);
+  assert.equal(denied.scope, "read");
+  assert.deepEqual(denied.neededScopes, ["enqueue", "full"]);
+  assert.equal(seen.length, 4 + kinds.length, "a scope refusal is not retried");
 
   script.push([429, { error: "quota_exceeded", message: "100 schedules held" }]);
   const quota = await corral.get("jt1").catch((error) => error);
@@ -213,7 +226,7 @@ test("answers become errors by kind, naming the field; quotas and long Retry-Aft
   const limited = await corral.get("jt1").catch((error) => error);
   assert.ok(limited instanceof RateLimited && !(limited instanceof QuotaExceeded));
   assert.equal(limited.retryAfter, 3600);
-  assert.equal(seen.length, 2 + kinds.length + 2);
+  assert.equal(seen.length, 4 + kinds.length + 2);
 
   script.push([502, "<html>Bad Gateway</html>", { "content-type": "text/html" }]);
   const gateway = await client({ retry: { retries: 0 } }).get("jt1").catch((error) => error);

@@ -24,8 +24,8 @@ router = APIGatewayHttpRouter()
 _BATCH_ID = Path(max_length=64)
 
 
-OnCompleteIn = callback_model("OnCompleteIn")
-OnBatchSuccessIn = callback_model("OnBatchSuccessIn")
+OnCompleteIn = callback_model("OnCompleteIn", adds="batch")
+OnBatchSuccessIn = callback_model("OnBatchSuccessIn", adds="batch")
 
 
 def _tenant() -> str:
@@ -68,6 +68,7 @@ def _requests(items: list[Any]) -> list[JobRequest]:
 
 @router.post(
     "/v1/batches",
+    tags=["batches"],
     summary=f"Enqueue up to {settings.MAX_BATCH_SIZE} jobs as one batch, with callbacks when they end",
     description=(
         "Every job is checked first: one invalid job refuses the request (422 naming `jobs[i].field`) and nothing "
@@ -95,6 +96,7 @@ def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
 
 @router.get(
     "/v1/batches",
+    tags=["batches"],
     summary="This tenant's batches, newest first (cursor-paginated)",
     description=(
         "Each with its counts. `status` filters after reading (a page may hold fewer than `limit` while "
@@ -117,6 +119,7 @@ def list_batches(
 
 @router.get(
     "/v1/batches/<batch_id>",
+    tags=["batches"],
     summary="A batch's status, counts and callbacks",
     responses=documented({200: {"description": "The batch"}}, 404),
 )
@@ -126,6 +129,7 @@ def get_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
 
 @router.get(
     "/v1/batches/<batch_id>/jobs",
+    tags=["batches"],
     summary="The ids of a batch's jobs, in the order they were given",
     responses=documented({200: {"description": '{"jobs": [id, ...]}'}}, 404),
 )
@@ -136,6 +140,7 @@ def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, An
 
 @router.post(
     "/v1/batches/<batch_id>/cancel",
+    tags=["batches"],
     summary="Cancel a batch: its jobs that have not started are cancelled, and it runs no callback",
     description="Idempotent: a cancelled batch answers 200 again at once. A finished batch answers 409 and stays "
     "as it ended. Jobs already running end on their own (retries included) and are counted. Counts one against "

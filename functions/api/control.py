@@ -49,6 +49,7 @@ def _refused(job_id: str, refusal: NotFound | Conflict) -> Response:
 
 @router.get(
     "/v1/jobs",
+    tags=["jobs"],
     summary="This tenant's jobs, newest first (cursor-paginated)",
     description=(
         "Filters: status, type, schedule (applied after reading: a page may hold fewer than `limit` jobs while "
@@ -94,6 +95,7 @@ def list_jobs(
 
 @router.post(
     "/v1/jobs/<job_id>/cancel",
+    tags=["jobs"],
     summary="Cancel a job that has not started (queued, delayed or waiting for a retry)",
     description=(
         "Idempotent: a cancelled job answers 200 again. A running job answers 409 (it ends on its own); a finished "
@@ -112,6 +114,7 @@ def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
 
 @router.post(
     "/v1/jobs/<job_id>/retry",
+    tags=["jobs"],
     summary="Run a dead or cancelled job again, with a fresh attempt budget (same id)",
     description=(
         "Idempotent: a job a retry already queued answers 202 again and is not sent again. Counts one against the "
@@ -137,6 +140,7 @@ class BulkRetryIn(BaseModel):
 
 @router.post(
     "/v1/jobs:retry",
+    tags=["jobs"],
     summary=f"Retry this tenant's dead jobs, newest first, at most {settings.BULK_RETRY_MAX} a request",
     description=(
         "Its read of the index is metered first, found or not, with filtered listings: "
@@ -160,6 +164,7 @@ def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[st
 
 @router.get(
     "/v1/stats",
+    tags=["jobs"],
     summary="This tenant's counts by status, per-minute throughput (last hour), enqueue-to-run percentiles",
     description=(
         "From the job store (the answer's `source` says exactly what was read); jobs no worker has picked up yet "

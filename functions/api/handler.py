@@ -1,11 +1,12 @@
-"""API Lambda: HTTP API (payload v2) -> key -> body checked and parsed once -> route -> domain.
+"""API Lambda: HTTP API (payload v2) -> key and its scope -> body checked and parsed once -> route -> domain.
 
-The key is checked first, before anything reads the body, then the body's size, nesting and
-numbers (functions/api/body.py). The enqueue path (POST /v1/jobs, POST /v1/jobs:batch,
-GET /v1/jobs/{id}) is answered by functions/api/enqueue_routes.py; every other route by the
-Powertools resolver (functions/api/resolver.py), built on the first request that needs it. So a
-cold start imports what an enqueue needs, not the resolver's OpenAPI models, pydantic, the
-dashboard or the operator routes (tests/unit/test_api_cold_start.py keeps it so).
+The key is checked first, before anything reads the body, and whether its scope opens the route
+(functions/api/auth.py), then the body's size, nesting and numbers (functions/api/body.py). The
+enqueue path (POST /v1/jobs, POST /v1/jobs:batch, GET /v1/jobs/{id}) is answered by
+functions/api/enqueue_routes.py; every other route by the Powertools resolver
+(functions/api/resolver.py), built on the first request that needs it. So a cold start imports what an
+enqueue needs, not the resolver's OpenAPI models, pydantic, the dashboard or the operator routes
+(tests/unit/test_api_cold_start.py keeps it so).
 """
 
 from __future__ import annotations
@@ -41,15 +42,19 @@ def _resolver() -> Any:
 
 def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     path = str(event.get("rawPath") or "")
+    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
     tenant = None
     if auth.is_operator_path(path):
         if not auth.is_operator(event.get("headers")):
             return error_result(401, "unauthorized", auth.OPERATOR_UNAUTHORIZED_MESSAGE)
     elif not auth.is_public(path):
-        tenant = auth.tenant_of(event.get("headers"))
-        if tenant is None:
+        owner = auth.owner_of(event.get("headers"))
+        if owner is None:
             return error_result(401, "unauthorized", auth.UNAUTHORIZED_MESSAGE)
-    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
+        refused = auth.refusal(owner, method, path)
+        if refused is not None:
+            return refused
+        tenant = owner.tenant
     checked = body.check(event) if method in body.METHODS_WITH_BODY else body.CheckedBody(event)
     if isinstance(checked, body.BodyProblem):
         return error_result(checked.status, checked.code, checked.message, field=checked.field)

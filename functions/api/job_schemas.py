@@ -148,6 +148,11 @@ JOB_IN = {
                                     },
                                     "required": False,
                                 },
+                                "include_parent_payload": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "nullable", "schema": {"type": "bool", "strict": True}},
+                                    "required": False,
+                                },
                             },
                             "computed_fields": [],
                             "extra_behavior": "forbid",
@@ -219,6 +224,11 @@ JOB_IN = {
                                             },
                                         },
                                     },
+                                    "required": False,
+                                },
+                                "include_parent_payload": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "nullable", "schema": {"type": "bool", "strict": True}},
                                     "required": False,
                                 },
                             },

@@ -68,6 +68,7 @@ def _tenant() -> str:
 
 @router.post(
     "/v1/jobs",
+    tags=["jobs"],
     summary="Enqueue a job",
     responses=documented(
         {
@@ -91,6 +92,7 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
 
 @router.post(
     "/v1/jobs:batch",
+    tags=["jobs"],
     summary="Enqueue up to 100 jobs",
     responses=documented(
         {
@@ -109,6 +111,7 @@ def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str,
 
 @router.get(
     "/v1/jobs/<job_id>",
+    tags=["jobs"],
     summary="A job's status and result",
     responses=documented({200: {"description": "The job"}}, 404, 422),
 )

@@ -56,13 +56,26 @@ def concurrency_model(name: str) -> Any:
     return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
 
 
-def callback_model(name: str) -> Any:
-    """A job enqueued when another job (or a batch) ends; its payload, an object, gets `parent` (or `batch`)."""
-    fields = {
+def callback_model(name: str, *, adds: str = "parent") -> Any:
+    """A job enqueued when another job (or a batch) ends; its payload, an object, gets `adds`: `parent` (the
+    job's view) or `batch` (the batch's). A job's callback may ask for its parent's payload in that view."""
+    fields: dict[str, Any] = {
         "type": Annotated[str, Field(min_length=1, max_length=64)],
         "payload": NotRequired[dict[str, Any] | None],
         "max_attempts": NotRequired[Annotated[int, Field(ge=1, le=settings.MAX_MAX_ATTEMPTS)] | None],
         "timeout_seconds": NotRequired[Annotated[int, Field(ge=1, le=settings.MAX_JOB_TIMEOUT_SECONDS)] | None],
         "concurrency": NotRequired[concurrency_model(f"{name}Concurrency") | None],
     }
+    if adds == "parent":
+        fields["include_parent_payload"] = NotRequired[
+            Annotated[
+                bool | None,
+                Field(
+                    strict=True,  # true or false, not "yes" or 1
+                    description="Put the parent's payload in its view (`parent.payload`); left out by default, "
+                    "as a callback may go to another party than its parent did. An http parent's header values "
+                    "are redacted either way.",
+                ),
+            ]
+        ]
     return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]

@@ -17,6 +17,10 @@ router = APIGatewayHttpRouter()
 PREFIX = "/operator/"
 
 
-@router.get("/operator/v1/queues", summary="Operator: queue depth, in flight, oldest age, DLQ, worker health")
+@router.get(
+    "/operator/v1/queues",
+    tags=["operator"],
+    summary="Operator: queue depth, in flight, oldest age, DLQ, worker health",
+)
 def queues() -> Response[dict[str, Any]]:
     return json_response(200, queue_health.snapshot())

@@ -9,14 +9,22 @@ the OpenAPI document describes the enqueue routes that functions/api/enqueue_rou
 from __future__ import annotations
 
 import json
+import re
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 
 from functions.api import batches, control, dashboard_files, jobs, operator, schedules, signing_secrets
-from functions.api.openapi_docs import complete_error_responses
-from functions.api.responses import answer_for, answered_types, cut, error_response, invalid_fields, json_response
+from functions.api.openapi_docs import TAGS, complete_error_responses, in_reading_order
+from functions.api.responses import (
+    answer_for,
+    answered_types,
+    error_response,
+    invalid_fields,
+    json_response,
+    no_route_message,
+)
 
 # No job type's code is loaded here: the routes that check a job (schedules) read the declarations
 # written at synth, as the enqueue routes do (shared/jobs/job_types.py `declared`).
@@ -30,14 +38,26 @@ app.include_router(operator.router)
 app.include_router(dashboard_files.router)
 
 
+def _declared_routes() -> list[tuple[str, str]]:
+    """Every route as (METHOD, OpenAPI path), in the order the routers declare them (Powertools records each
+    route's key, "POST/v1/jobs/<job_id>", as it is registered)."""
+    routes = []
+    for key in app._route_keys:
+        method, _, rule = key.partition("/")
+        routes.append((method, "/" + re.sub(r"<(\w+)>", r"{\1}", rule)))
+    return routes
+
+
 @app.get("/v1/openapi.json", include_in_schema=False)
 def openapi() -> Response[str]:
     schema = app.get_openapi_json_schema(
-        title="corral", security_schemes={"apiKey": HTTPBearer(description="an API key")}, security=[{"apiKey": []}]
+        title="corral",
+        security_schemes={"apiKey": HTTPBearer(description="an API key")},
+        security=[{"apiKey": []}],
+        tags=[Tag(name=name, description=description) for name, description in TAGS.items()],
     )
-    return Response(
-        status_code=200, content_type="application/json", body=json.dumps(complete_error_responses(json.loads(schema)))
-    )
+    document = in_reading_order(complete_error_responses(json.loads(schema)), _declared_routes())
+    return Response(status_code=200, content_type="application/json", body=json.dumps(document))
 
 
 @app.exception_handler(RequestValidationError)
@@ -58,5 +78,4 @@ def internal_error(error: Exception) -> Response:
 
 @app.not_found
 def not_found(error: Exception) -> Response:
-    path = cut(app.current_event.path, 100)
-    return error_response(404, "not_found", f"no route {app.current_event.http_method} {path}")
+    return error_response(404, "not_found", no_route_message(app.current_event.http_method, app.current_event.path))

@@ -52,6 +52,11 @@ def error_response(status: int, code: str, message: str, **details: Any) -> Resp
     return json_response(status, error_body(code, message, **details))
 
 
+def no_route_message(method: str, path: str) -> str:
+    """The 404 for a path no route matches (the resolver's, and a narrower key's: functions/api/auth.py)."""
+    return f"no route {method} {cut(path, 100)}"
+
+
 def json_result(status: int, body: dict[str, Any]) -> dict[str, Any]:
     """A JSON answer as the Lambda's return value (API Gateway payload 2.0), for answers given without the resolver."""
     return {

@@ -119,6 +119,7 @@ def _tenant() -> str:
 
 @router.post(
     "/v1/schedules",
+    tags=["schedules"],
     summary="Create a schedule",
     responses=documented({201: {"description": "Created"}}, 400, 403, 409, 413, 422, 429),
 )
@@ -143,6 +144,7 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
 
 @router.get(
     "/v1/schedules",
+    tags=["schedules"],
     summary="This tenant's schedules by name (cursor-paginated)",
     description="Pass `next_cursor` back as `cursor` for the next page; null: that was the last.",
     responses=documented({200: {"description": '{"schedules": [...], "next_cursor": str | null}'}}),
@@ -159,6 +161,7 @@ def list_schedules(
 
 @router.get(
     "/v1/schedules/<name>",
+    tags=["schedules"],
     summary="A schedule, its next firings and its recent runs, newest first",
     responses=documented({200: {"description": "The schedule"}}, 404, 422),
 )
@@ -172,6 +175,7 @@ def get_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
 
 @router.patch(
     "/v1/schedules/<name>",
+    tags=["schedules"],
     summary="Change a schedule: any of expression, timezone, job, flexible_window_minutes, start, end, overlap,"
     " description",
     description=(
@@ -197,6 +201,7 @@ def patch_schedule(
 
 @router.post(
     "/v1/schedules/<name>:pause",
+    tags=["schedules"],
     summary="Pause a schedule: it does not fire until resumed",
     description="Idempotent: pausing a paused schedule changes nothing. A trigger still runs it by hand. Counts one"
     " against the tenant's rate limit.",
@@ -211,6 +216,7 @@ def pause_schedule(
 
 @router.post(
     "/v1/schedules/<name>:resume",
+    tags=["schedules"],
     summary="Resume a paused schedule",
     description="Idempotent: resuming an enabled schedule changes nothing. Counts one against the tenant's rate limit.",
     responses=documented({200: {"description": 'The schedule, "state": "enabled"'}}, 404, 409, 422, 429),
@@ -221,6 +227,7 @@ def resume_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
 
 @router.post(
     "/v1/schedules/<name>:trigger",
+    tags=["schedules"],
     summary="Run a schedule's job now, as a run of the schedule (trigger: manual)",
     description=(
         "202 when queued. Under overlap skip, while an earlier run is still queued, running or waiting to retry, "
@@ -250,6 +257,7 @@ def trigger_schedule(
 
 @router.delete(
     "/v1/schedules/<name>",
+    tags=["schedules"],
     summary="Delete a schedule (its runs stay)",
     responses=documented({200: {"description": "Deleted"}}, 404, 409, 422, 429),
 )
@@ -261,6 +269,7 @@ def delete_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
 
 @router.post(
     "/v1/schedules/<name>:backfill",
+    tags=["schedules"],
     summary=f"Run the schedule's firings of a past window now, at most {settings.BACKFILL_MAX_RUNS}",
     description=(
         "One run per firing time from start (included) to end (excluded), each with the id of that occurrence: "

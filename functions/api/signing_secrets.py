@@ -33,9 +33,11 @@ def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
 
 @router.get(
     "/v1/signing-secrets",
+    tags=["signing secrets"],
     summary="The secrets HTTP jobs are signed with",
     description="Newest first; a secret with expires_at was rotated out and stays valid until then; one with a "
-    "destination signs requests to that origin only. The first call creates the tenant's first secret.",
+    "destination signs requests to that origin only; signs_from is when every request of its set began to carry "
+    "its signature. The first call creates the tenant's first secret.",
 )
 def get_signing_secrets() -> Response[dict[str, Any]]:
     return json_response(200, _view(signing_secrets.active(_tenant())))
@@ -48,7 +50,9 @@ class RotateIn(BaseModel):
         default=None,
         max_length=300,
         description="An origin (https://host[:port]): the new secret signs requests to it alone, and only "
-        "this destination's secrets sign them. Without it, the unbound secrets every other request is signed with.",
+        "this destination's secrets sign them. Without it, the unbound secrets every other request is signed with, "
+        "third parties' included: a receiver that verifies webhook-signature (which binds no URL) should hold its "
+        "own destination's secret.",
     )
     idempotency_key: str | None = idempotency_key_field(
         "A rotation retried with its key adds no second secret: the same request answers the secrets "
@@ -58,11 +62,15 @@ class RotateIn(BaseModel):
 
 @router.post(
     "/v1/signing-secrets:rotate",
+    tags=["signing secrets"],
     summary="Add a new signing secret (for one destination, or unbound)",
     description=f"The previous secrets of the same set stay valid for {settings.SIGNING_SECRET_GRACE_SECONDS // 3600}"
-    f" hours; requests carry one signature per valid secret of their set. Workers pick the new secret up within "
-    f"{settings.SIGNING_SECRETS_CACHE_SECONDS} s. The first secret of a destination takes its requests over "
-    "from the unbound secrets: give its receiver the new secret first.",
+    " hours; requests carry one signature per valid secret of their set. The new secret is on every request of "
+    "its set from its signs_from: at once (its created_at), as workers signed with it already, unless the set was "
+    f"rotated less than {settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS} s before, or it is a destination's first "
+    "secret: then from when every worker knows it. Until a destination's first secret's signs_from, its requests "
+    "carry either the unbound signatures or its own (by the worker), and from then its own only: its receiver "
+    "should accept both meanwhile.",
     responses={
         201: {"description": "Rotated: the secrets, the new one first"},
         409: {"description": "The idempotency_key was used for another rotation (field: idempotency_key)"},
@@ -70,8 +78,8 @@ class RotateIn(BaseModel):
 )
 def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:
     destination = request.destination if request is not None else None
-    plain_http = TargetPolicy.from_env(_tenant()).allow_plain_http
-    origin = None if destination is None else signing_secrets.destination_origin(destination, plain_http)
+    policy = TargetPolicy.from_env(_tenant())
+    origin = None if destination is None else signing_secrets.destination_origin(destination, policy)
     rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
     key = request.idempotency_key if request is not None else None
     return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin, idempotency_key=key)))
@@ -79,6 +87,7 @@ def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -
 
 @router.post(
     "/v1/signing-secrets/<secret_id>/expire",
+    tags=["signing secrets"],
     summary="Expire a signing secret now (a leaked one)",
     description="The secret is removed at once: the API no longer lists it and no new signature uses it "
     f"(workers that read it earlier stop within {settings.SIGNING_SECRETS_CACHE_SECONDS} s); receivers should "

@@ -2,7 +2,10 @@
 
 A job's `on_success` / `on_failure` is a job body (type, payload, max_attempts, timeout_seconds,
 concurrency); it is enqueued once the job is recorded `succeeded` / `dead`, with its payload plus
-`"parent"`: the finished job's view, with its result or error. A batch's `on_complete` / `on_success`
+`"parent"`: the finished job's view, with its result or error, and with its payload only if the callback
+asks (`"include_parent_payload": true`): a callback often goes to another party than its parent did, and
+a payload may hold what only the parent's target should see (an `http` job's header values are
+redacted in every view anyway: shared/model.py `shown_payload`). A batch's `on_complete` / `on_success`
 (shared/jobs/batches.py) gets `"batch"`: the batch's view. Any type will do: an `http` callback is a
 callback URL, signed like every HTTP job.
 
@@ -22,7 +25,7 @@ from typing import Any
 from shared import ids, settings
 from shared.aws import queue
 from shared.jobs import enqueue
-from shared.model import Concurrency, JobMessage, JobSpec, Status
+from shared.model import Concurrency, JobMessage, JobRecord, JobSpec, Status
 from shared.store import job_store
 from shared.store.id_secret import id_secret
 
@@ -66,6 +69,14 @@ def _fitted(view: dict[str, Any], room: int) -> dict[str, Any]:
     return {name: view.get(name) for name in ("id", "status") if name in view} | {"omitted": ["the rest"]}
 
 
+def parent_view(record: JobRecord, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The finished job's view a callback gets: GET's, without the payload unless the callback asks for it."""
+    view = record.public()
+    if not spec.get("include_parent_payload"):
+        view.pop("payload", None)
+    return view
+
+
 def enqueue_job_callback(job: JobMessage, status: Status, *, single_attempt: bool = False) -> None:
     """Enqueue the callback `job`'s end calls for (on_success when it succeeded, on_failure when it is
     dead), unless its record says it was sent. Idempotent; raises what the store or queue raises.
@@ -79,6 +90,6 @@ def enqueue_job_callback(job: JobMessage, status: Status, *, single_attempt: boo
         return  # not ended so (retried since), or sent already
     now = time.time()
     parent = {"kind": "job", "id": job.id, "callback": kind}
-    callback = message(job.tenant, spec, parent=parent, adds="parent", view=record.public(), now=now)
+    callback = message(job.tenant, spec, parent=parent, adds="parent", view=parent_view(record, spec), now=now)
     queue.send(callback)
     job_store.mark_callback_sent(job.id, kind, callback.id, single_attempt=single_attempt)

@@ -137,7 +137,7 @@ def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_i
         raise InvalidRequest(f"{field_prefix}{error.field}", error.message) from error
 
 
-_CALLBACK_FIELDS = ("type", "payload", "max_attempts", "timeout_seconds", "concurrency")
+_CALLBACK_FIELDS = ("type", "payload", "max_attempts", "timeout_seconds", "concurrency", "include_parent_payload")
 # What a callback's payload gets, so its check at enqueue measures it with that key in it: a job's
 # view (all but its result, which may be dropped to fit: `_fitted`) or a batch's.
 _PLACEHOLDER_PARENT_VIEW = {
@@ -161,6 +161,11 @@ def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: st
     unknown = sorted(set(body) - set(_CALLBACK_FIELDS))
     if unknown:
         raise InvalidRequest(f"{field}.{unknown[0]}", "not a field of a callback")
+    include_payload = body.get("include_parent_payload")
+    if include_payload is not None and adds != "parent":
+        raise InvalidRequest(f"{field}.include_parent_payload", f"a job's callbacks only: this one gets {adds!r}")
+    if include_payload not in (None, True, False):
+        raise InvalidRequest(f"{field}.include_parent_payload", "must be true or false")
     payload = body.get("payload")
     job_type = body.get("type", "")
     if payload is not None and not isinstance(payload, dict):
@@ -188,6 +193,8 @@ def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: st
         kept["timeout_seconds"] = spec.timeout_seconds
     if body.get("concurrency") is not None:
         kept["concurrency"] = dict(body["concurrency"])
+    if include_payload:
+        kept["include_parent_payload"] = True
     return kept
 
 

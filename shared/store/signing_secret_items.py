@@ -22,6 +22,11 @@ class SigningSecret:
     created_at: float
     expires_at: float | None = None  # None: current; otherwise valid until then (rotated out)
     destination: str | None = None  # an origin ("https://host[:port]") it alone signs for; None: every other
+    # False: its set's next secret, which signs already but is shown to nobody until a rotation issues it.
+    issued: bool = True
+    # From when every worker signs with it (it was written then less the workers' cache time); None: a
+    # secret written before this was recorded, long signing.
+    signs_from: float | None = None
     # The rotation that made it, if it was given an idempotency key: (the key's fingerprint, the request's).
     rotation: tuple[str, str] | None = None
 
@@ -52,6 +57,10 @@ def _to_value(secret: SigningSecret) -> dict[str, Any]:
         value["expires_at"] = {"N": repr(secret.expires_at)}
     if secret.destination is not None:
         value["destination"] = {"S": secret.destination}
+    if not secret.issued:
+        value["issued"] = {"BOOL": False}
+    if secret.signs_from is not None:
+        value["signs_from"] = {"N": repr(secret.signs_from)}
     if secret.rotation is not None:
         value["rotation_key"], value["rotation_request"] = ({"S": part} for part in secret.rotation)
     return {"M": value}
@@ -65,6 +74,8 @@ def _from_value(value: dict[str, Any]) -> SigningSecret:
         created_at=float(fields["created_at"]["N"]),
         expires_at=float(fields["expires_at"]["N"]) if "expires_at" in fields else None,
         destination=fields["destination"]["S"] if "destination" in fields else None,
+        issued=fields.get("issued", {"BOOL": True})["BOOL"],
+        signs_from=float(fields["signs_from"]["N"]) if "signs_from" in fields else None,
         rotation=(fields["rotation_key"]["S"], fields["rotation_request"]["S"]) if "rotation_key" in fields else None,
     )
 

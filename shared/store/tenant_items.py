@@ -2,9 +2,10 @@
 
 - `tenant#<name>`: a tenant, with the limit overrides an operator set (`limits`, a map of
   name -> number); gsi1 partition `tenants`, sort key the name.
-- `apikey#<sha256>`: a key of `tenant`, with its label, creation time, key id and last 4
-  characters; gsi1 partition `apikeys#<tenant>`, sort key `<created_at>#<key id>`.
-- `operatorkey#<sha256>`: an operator key, `kind` = operator, with its label.
+- `apikey#<sha256>`: a key of `tenant`, with its scope (none on a key minted before scopes), label,
+  creation time, key id and last 4 characters; gsi1 partition `apikeys#<tenant>`, sort key
+  `<created_at>#<key id>`.
+- `operatorkey#<sha256>`: an operator key, `kind` = operator, with its label and expiry.
 
 Low-level client: a key is looked up on API requests, and a tenant's limits on its enqueues
 (docs/decisions/storage-idioms.md).
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from shared.aws.clients import client, single_attempt_client
 from shared.store import keys, table
@@ -38,6 +39,14 @@ class KeyInfo:
     label: str
     created_at: str
     last4: str
+    scope: str | None  # None: minted before scopes (shared/tenants/scopes.py `stored`)
+
+
+class KeyOwner(NamedTuple):
+    """What the API's request path reads of a key: its tenant and its scope as stored."""
+
+    tenant: str
+    scope: str | None
 
 
 def _tenant_item_key(tenant: str) -> dict[str, Any]:
@@ -143,6 +152,7 @@ def put_api_key(digest: str, key: KeyInfo) -> None:
             "created_at": {"S": key.created_at},
             "last4": {"S": key.last4},
             "key_id": {"S": key.key_id},
+            **({} if key.scope is None else {"scope": {"S": key.scope}}),
             "gsi1pk": {"S": keys.api_keys_partition(key.tenant)},
             "gsi1sk": {"S": f"{key.created_at}#{key.key_id}"},
         },
@@ -158,6 +168,7 @@ def _key_info(item: dict[str, Any]) -> KeyInfo:
         label=item.get("label", {}).get("S", ""),
         created_at=item["created_at"]["S"],
         last4=item["last4"]["S"],
+        scope=item.get("scope", {}).get("S"),
     )
 
 
@@ -184,10 +195,11 @@ def delete_api_key(digest: str) -> str | None:
     return None if old is None else old["tenant"]["S"]
 
 
-def api_key_owner(digest: str) -> str | None:
-    """The tenant of the key with this digest, or None (the API's request path: one eventually consistent read)."""
+def api_key_owner(digest: str) -> KeyOwner | None:
+    """The tenant and scope of the key with this digest, or None (the API's request path: one eventually
+    consistent read)."""
     item = client("dynamodb").get_item(TableName=table.name(), Key=keys.item_key(keys.api_key_key(digest))).get("Item")
-    return item["tenant"]["S"] if item else None
+    return KeyOwner(item["tenant"]["S"], item.get("scope", {}).get("S")) if item else None
 
 
 # Operator keys ------------------------------------------------------------------------------------
@@ -243,9 +255,18 @@ def delete_operator_key(digest: str) -> None:
     client("dynamodb").delete_item(TableName=table.name(), Key=keys.item_key(keys.operator_key_key(digest)))
 
 
-def operator_key_owner(digest: str) -> str | None:
-    """ "operator" if a live operator key with this digest exists (not expired), else None (the operator
-    routes' request path)."""
+class LiveOperatorKey(NamedTuple):
+    """An operator key found live in the store, with its expiry (ISO 8601 UTC; None: it does not expire),
+    which its holder checks again on every use of a cached lookup (`has_expired`)."""
+
+    expires_at: str | None
+
+    def has_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def operator_key_owner(digest: str) -> LiveOperatorKey | None:
+    """The live operator key with this digest (not expired), or None (the operator routes' request path)."""
     item = (
         client("dynamodb")
         .get_item(TableName=table.name(), Key=keys.item_key(keys.operator_key_key(digest)))
@@ -253,7 +274,5 @@ def operator_key_owner(digest: str) -> str | None:
     )
     if not item or item.get("kind", {}).get("S") != _OPERATOR:
         return None
-    expires_at = item.get("expires_at_iso", {}).get("S")
-    if expires_at is not None and expires_at <= datetime.now(UTC).isoformat(timespec="seconds"):
-        return None
-    return _OPERATOR
+    found = LiveOperatorKey(item.get("expires_at_iso", {}).get("S"))
+    return None if found.has_expired() else found

@@ -8,14 +8,24 @@ are refused. The host is resolved once, every address it resolves to is checked,
 connection goes to the checked address (shared/targets/http.py), so a name cannot pass the
 check and then resolve elsewhere (DNS rebinding).
 
+Ports: a job calls port 443 (and 80 where the stack calls plain http), and the extra ports the
+operator lists (`corral:http_ports`): the platform's shared egress addresses are not a way to
+reach a third party's mail or database ports. A URL whose host is itself loopback may name any
+port: only the local profile reaches loopback, and its test servers listen on ephemeral ports.
+
+One parser reads every URL a tenant gives: a job's target (`check_url`) and a signing secret's
+destination (`check_origin`), so both refuse the same malformed hosts, naming their own field.
+
 Stack-level exceptions (set from the profile and CDK context, shared/settings.py):
 plain `http` (`https` only by default), loopback (the local profile, so tests reach a
-server on 127.0.0.1), and named hosts an operator permits to resolve to private addresses.
+server on 127.0.0.1), extra ports, and named hosts an operator permits to resolve to private
+addresses.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +62,8 @@ class TargetPolicy:
     private_hosts: frozenset[str] = field(default_factory=frozenset)
     # Of those, the ones whose response bodies may come back to the tenant (else only status and headers).
     private_bodies: frozenset[str] = field(default_factory=frozenset)
+    # Ports a URL may name besides its allowed schemes' defaults (443, and 80 with plain http).
+    extra_ports: frozenset[int] = field(default_factory=frozenset)
 
     @classmethod
     def from_env(cls, tenant: str | None = None) -> TargetPolicy:
@@ -63,7 +75,17 @@ class TargetPolicy:
             allow_loopback=found.http_allow_loopback,
             private_hosts=frozenset(granted),
             private_bodies=frozenset(_host_name(host) for host in found.http_private_bodies) & frozenset(granted),
+            extra_ports=frozenset(port for text in found.http_ports if (port := extra_port(text)) is not None),
         )
+
+    @property
+    def schemes(self) -> tuple[str, ...]:
+        return ("https", "http") if self.allow_plain_http else ("https",)
+
+    @property
+    def ports(self) -> frozenset[int]:
+        """The ports a URL may name (a loopback host aside)."""
+        return frozenset(DEFAULT_PORTS[scheme] for scheme in self.schemes) | self.extra_ports
 
     def withholds_body(self, host: str) -> bool:
         """Whether a response from `host` comes back without its body (an internal host not opened for it)."""
@@ -107,6 +129,15 @@ def private_host_entries(entries: tuple[str, ...]) -> list[PrivateHost]:
         except ValueError:
             continue
     return found
+
+
+def extra_port(text: str) -> int | None:
+    """A port of `corral:http_ports` (1-65535), or None for anything else (infra refuses it at synth)."""
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()):
+        return None
+    port = int(text)
+    return port if 0 < port < 65536 else None
 
 
 AWS_RULES = TargetPolicy()  # what the aws profile enforces unless the operator relaxes it
@@ -182,33 +213,93 @@ def why_refused(address: IPAddress, policy: TargetPolicy, *, private_allowed: bo
     return None
 
 
-def check_url(url: str, policy: TargetPolicy) -> Target:
-    """Enqueue-time checks: scheme, shape, and the host when the URL alone shows it unsafe."""
+# A DNS name's label: letters, digits, hyphens (not first or last) and underscores, 1 to 63 of them.
+_LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
+_NAME_MAX_LENGTH = 253
+_NUMBER = re.compile(r"[0-9]+|0x[0-9a-f]*")  # a last label a resolver would read as part of an IPv4 address
+
+
+def check_url(url: str, policy: TargetPolicy, field: str = "url") -> Target:
+    """Enqueue-time checks of a job's URL: scheme, shape, port, and the host when the URL alone shows it
+    unsafe. Refused names `field`."""
+    return _parse(url, policy, field, origin_only=False)
+
+
+def check_origin(text: str, policy: TargetPolicy, field: str = "destination") -> Target:
+    """`check_url` for an origin (`scheme://host[:port]`, no path, query or fragment): the URL a
+    destination names, which the requests it signs must be able to reach. Refused names `field`."""
+    return _parse(text, policy, field, origin_only=True)
+
+
+def _parse(url: str, policy: TargetPolicy, field: str, *, origin_only: bool) -> Target:
+    """The one parser of a tenant's URLs; Refused naming `field` for anything it would not call."""
     if len(url) > settings.HTTP_URL_MAX_LENGTH:
-        raise Refused("url", f"longer than {settings.HTTP_URL_MAX_LENGTH} characters")
+        raise Refused(field, f"longer than {settings.HTTP_URL_MAX_LENGTH} characters")
+    if any(ord(c) < 33 or ord(c) == 127 for c in url):
+        raise Refused(field, "must not contain spaces or control characters")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as error:
-        raise Refused("url", f"not a valid URL: {error}") from error
-    schemes = ("https", "http") if policy.allow_plain_http else ("https",)
-    if parts.scheme not in schemes:
-        raise Refused("url", f"scheme must be {' or '.join(schemes)}")
+        raise Refused(field, f"not a valid URL: {error}") from error
+    if parts.scheme not in policy.schemes:
+        if origin_only:
+            shown = " or ".join(f"{scheme}://" for scheme in policy.schemes)
+            raise Refused(field, f"must be an {shown} origin, e.g. https://hooks.example.com")
+        raise Refused(field, f"scheme must be {' or '.join(policy.schemes)}")
+    if "@" in parts.netloc:
+        raise Refused(field, "must not carry credentials (user:password@); an HTTP job sends them in headers")
     host = (parts.hostname or "").rstrip(".")
     if not host:
-        raise Refused("url", "has no host")
-    if parts.username is not None or parts.password is not None:
-        raise Refused("url", "must not carry credentials; send them in headers")
-    if any(ord(c) < 33 or ord(c) == 127 for c in url):
-        raise Refused("url", "must not contain spaces or control characters")
-    target = Target(scheme=parts.scheme, host=host, port=port or DEFAULT_PORTS[parts.scheme], path=_request_path(parts))
+        raise Refused(field, "has no host")
+    if (problem := _host_problem(host)) is not None:
+        raise Refused(field, f"{host[:100]!r} is not a host name or IP address: {problem}")
+    if origin_only and (parts.path not in ("", "/") or parts.query or parts.fragment or url.endswith(("?", "#"))):
+        raise Refused(field, "must be an origin only (scheme://host[:port]): no path, query or fragment")
     literal = _ip_literal(host)
+    loopback_host = (literal is not None and literal.is_loopback) or _loopback_name(host)
+    if port == 0 or (port is not None and port not in policy.ports and not loopback_host):
+        allowed = ", ".join(str(allowed) for allowed in sorted(policy.ports))
+        raise Refused(field, f"port {port} is not one HTTP jobs may call: {allowed} (an operator may add more)")
+    target = Target(
+        scheme=parts.scheme,
+        host=host,
+        port=port if port is not None else DEFAULT_PORTS[parts.scheme],
+        path=_request_path(parts),
+    )
     if literal is not None:
         if (reason := why_refused(literal, policy)) is not None:
-            raise Refused("url", f"not a public address: {reason}")
-    elif (host in _LOCALHOST_NAMES or host.endswith(".localhost")) and not policy.allow_loopback:
-        raise Refused("url", f"{host} is a loopback name")
+            raise Refused(field, f"not a public address: {reason}")
+    elif _loopback_name(host) and not policy.allow_loopback:
+        raise Refused(field, f"{host} is a loopback name")
     return target
+
+
+def _host_problem(host: str) -> str | None:
+    """Why `host` (lower case, no trailing dot) is neither a DNS name nor an IP address, or None."""
+    if ":" in host:  # inside [...]: only an IPv6 address, without a zone (a zone names this machine's interface)
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return "not an IPv6 address"
+        return "an IPv6 zone is not allowed" if "%" in host else None
+    if not host.isascii():
+        return "write an internationalised name in its IDNA form (xn--...)"
+    if len(host) > _NAME_MAX_LENGTH:
+        return f"longer than {_NAME_MAX_LENGTH} characters"
+    labels = host.split(".")
+    for label in labels:
+        if not label:
+            return "an empty label"
+        if not _LABEL.fullmatch(label):
+            return f"the label {label[:64]!r} (letters, digits, '-' and '_', 1 to 63 of them)"
+    if _NUMBER.fullmatch(labels[-1]) and _ip_literal(host) is None:  # as a browser's URL parser reads it
+        return "it ends in a number, and is no IPv4 address"
+    return None
+
+
+def _loopback_name(host: str) -> bool:
+    return host in _LOCALHOST_NAMES or host.endswith(".localhost")
 
 
 def _request_path(parts: SplitResult) -> str:

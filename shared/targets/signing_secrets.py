@@ -10,7 +10,15 @@ plaintext exists only in that item and in the API answers to its tenant: it is n
 A secret may be bound to one destination (an origin, `https://hooks.example.com`): requests to that
 origin are then signed with its destination's secrets only, and requests elsewhere with the tenant's
 unbound ones, so a receiver that leaks its secret hands out nothing another receiver accepts. Each
-destination's secrets rotate and expire as a set of their own.
+destination's secrets rotate and expire as a set of their own. The unbound secrets sign requests to
+every origin without a set of its own, third parties included: a receiver that verifies
+`webhook-signature` (which binds no URL) should hold a destination's secret, not an unbound one.
+
+Each set also holds its next secret, unissued: workers sign with it already, and nobody is shown it.
+A rotation issues it and writes the set's next one, so the new secret is on every request at once,
+though workers cache a tenant's secrets for SIGNING_SECRETS_CACHE_SECONDS: they knew it before the
+rotation. A secret every worker may not know yet (a destination's first, a set's second rotation
+within that time, a set written before next secrets) says from when it signs (`signs_from`).
 
 Scheme (docs/decisions/http-jobs.md):
     Corral-Signature: t=<unix seconds>,v1=<hex>[,v1=...],v2=<hex>[,v2=...]
@@ -41,13 +49,12 @@ import secrets
 import time
 from dataclasses import replace
 from typing import Any
-from urllib.parse import urlsplit
 
 from shared import ids, settings
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
-from shared.targets.http_policy import DEFAULT_PORTS, Target
+from shared.targets.http_policy import Refused, TargetPolicy, check_origin
 
 SECRET_PREFIX = "whsec_"
 SIGNATURE_HEADER = "Corral-Signature"
@@ -62,61 +69,86 @@ _SECRET_BYTES = 32  # Standard Webhooks asks for 24 to 64
 _EARLIER_SECRET = re.compile(r"whsec_[A-Za-z0-9_-]{43}")
 
 
-def _new_secret(now: float, destination: str | None = None, rotation: tuple[str, str] | None = None) -> SigningSecret:
+def _new_secret(now: float, destination: str | None = None, *, issued: bool = True) -> SigningSecret:
+    """A fresh secret written now: every worker signs with it from SIGNING_SECRET_KNOWN_AFTER_SECONDS on."""
     key = base64.b64encode(secrets.token_bytes(_SECRET_BYTES)).decode()
     return SigningSecret(
         id="ss_" + secrets.token_hex(6),
         secret=SECRET_PREFIX + key,
         created_at=now,
         destination=destination,
-        rotation=rotation,
+        issued=issued,
+        signs_from=now + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS,
     )
 
 
-def destination_origin(text: str, allow_plain_http: bool = False) -> str:
+def _first_secrets(now: float) -> list[SigningSecret]:
+    """A tenant's first unbound secret, signing at once (no worker can hold an older list: there is none),
+    and its next one."""
+    return [replace(_new_secret(now), signs_from=now), _new_secret(now, issued=False)]
+
+
+def _with_next_secrets(valid: list[SigningSecret], now: float) -> list[SigningSecret]:
+    """`valid` with a next secret for every set that has issued secrets and none (a set written before
+    next secrets were kept); a set with no issued secret left keeps no next one either."""
+    issued_sets = {secret.destination for secret in valid if secret.issued}
+    kept = [secret for secret in valid if secret.issued or secret.destination in issued_sets]
+    have_next = {secret.destination for secret in kept if not secret.issued}
+    return kept + [_new_secret(now, destination, issued=False) for destination in issued_sets - have_next]
+
+
+def destination_origin(text: str, policy: TargetPolicy) -> str:
     """The origin a destination names (`https://host[:port]`, lower case, the default port left out);
-    InvalidRequest naming `destination` for anything else (a path, a query, credentials, another scheme).
-    `http://` only where the stack lets HTTP jobs call plain http (the local profile, or an operator's
-    choice): elsewhere no request goes to such an origin, so a secret bound to it would sign nothing."""
+    InvalidRequest naming `destination` for anything else. Read by the parser of HTTP jobs' URLs with
+    the stack's rules (`policy`), so a destination is an origin some job could call: a malformed host,
+    credentials, a path or query, another scheme (`http://` only where the stack calls plain http) or
+    a port no job may call is refused, since a secret bound to it would sign nothing."""
     try:
-        parts = urlsplit(text.strip())
-        port = parts.port
-    except ValueError as error:
-        raise InvalidRequest("destination", f"not a valid URL: {error}") from error
-    schemes = ("https", "http") if allow_plain_http else ("https",)
-    if parts.scheme not in schemes:
-        raise InvalidRequest("destination", "must be an https:// origin, e.g. https://hooks.example.com")
-    host = (parts.hostname or "").rstrip(".")
-    if not host or parts.username is not None or parts.password is not None:
-        raise InvalidRequest("destination", "must name a host, and no credentials")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise InvalidRequest("destination", "must be an origin only (scheme://host[:port]): no path or query")
-    # The same spelling as the origin of the requests it will sign (Target.origin), whatever was typed.
-    return Target(parts.scheme, host, port or DEFAULT_PORTS[parts.scheme], "/").origin
+        target = check_origin(text.strip(), policy, "destination")
+    except Refused as refused:
+        raise InvalidRequest(refused.field, refused.message) from refused
+    return target.origin  # the same spelling as the origin of the requests it will sign, whatever was typed
+
+
+def _valid(tenant: str, now: float) -> list[SigningSecret]:
+    """Every valid secret of the tenant, issued or next; the first call for a tenant creates its first
+    secret, and a set without a next secret gets one."""
+    for _ in range(_WRITE_CONFLICT_RETRIES):
+        stored = signing_secret_items.read(tenant)
+        if stored is None:
+            # A concurrent first call may win instead: read back either way.
+            signing_secret_items.write(tenant, _first_secrets(now), None)
+            continue
+        valid = [secret for secret in stored[0] if secret.valid_at(now)]
+        completed = _with_next_secrets(valid, now)
+        if completed == valid or signing_secret_items.write(tenant, _newest_first(completed), stored[1]):
+            return completed
+    raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
+
+
+def _issued(secrets_: list[SigningSecret]) -> list[SigningSecret]:
+    return [secret for secret in secrets_ if secret.issued]
 
 
 def active(tenant: str, now: float | None = None) -> list[SigningSecret]:
-    """The tenant's valid secrets, newest first; the first call for a tenant creates its first secret."""
-    now = time.time() if now is None else now
-    for _ in range(_WRITE_CONFLICT_RETRIES):
-        stored = signing_secret_items.read(tenant)
-        if stored is not None:
-            return [secret for secret in stored[0] if secret.valid_at(now)]
-        # A concurrent first call may win instead: read back either way.
-        signing_secret_items.write(tenant, [_new_secret(now)], None)
-    raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
+    """The tenant's valid issued secrets (what the API shows), newest first; the first call for a tenant
+    creates its first secret."""
+    return _issued(_newest_first(_valid(tenant, time.time() if now is None else now)))
 
 
 def rotate(
     tenant: str, now: float | None = None, destination: str | None = None, idempotency_key: str | None = None
 ) -> list[SigningSecret]:
-    """Add a new current secret (for `destination`, an origin, or unbound); the previous ones of the same
-    set stay valid for the grace period (or less, if already set), the other sets as they were.
+    """Issue the set's next secret (for `destination`, an origin, or unbound) as its current one, and write
+    its next; the previous ones of the set stay valid for the grace period (or less, if already set), the
+    other sets as they were. A set without a next secret (a destination's first rotation) gets a fresh
+    one, which every worker signs with from its `signs_from`. Returns the issued secrets, newest first.
 
-    With `idempotency_key`, a rotation retried adds nothing: while the secret the key's first rotation
-    made is kept, the same request answers the secrets as they stand (that one among them while it is
-    valid), and another request with the key is refused (Conflict naming `idempotency_key`). Without
-    one, each retry adds a secret, and five retries would push the secret receivers use out of its set."""
+    With `idempotency_key`, a rotation retried issues nothing: while the secret the key's first rotation
+    issued is kept, the same request answers the issued secrets as they stand (that one among them while
+    it is valid), and another request with the key is refused (Conflict naming `idempotency_key`).
+    Without one, each retry issues a secret, and five retries would push the secret receivers use out of
+    its set."""
     now = time.time() if now is None else now
     grace_until = now + settings.SIGNING_SECRET_GRACE_SECONDS
     rotation = None
@@ -131,7 +163,7 @@ def rotate(
         ):
             return earlier
         # A tenant's first secret is unbound, whichever set its first rotation is for: every request is signed.
-        first = [] if destination is None else [_new_secret(now)]
+        first = [] if destination is None else _first_secrets(now)
         previous, version = stored if stored is not None else (first, None)
         valid = [s for s in previous if s.valid_at(now)]
         same = [s for s in valid if s.destination == destination]
@@ -142,11 +174,14 @@ def rotate(
                 f"at most {settings.SIGNING_SECRET_DESTINATIONS_MAX} destinations have secrets of their own: "
                 "expire one destination's secrets first"
             )
-        kept = [replace(s, expires_at=s.expires_at if s.expires_at is not None else grace_until) for s in same]
-        updated = [_new_secret(now, destination, rotation), *kept][: settings.SIGNING_SECRETS_MAX] + others
-        updated = _newest_first(updated)
+        waiting = [s for s in same if not s.issued]
+        current = replace(waiting[0], issued=True, created_at=now) if waiting else _new_secret(now, destination)
+        current = replace(current, rotation=rotation)
+        kept = [replace(s, expires_at=s.expires_at if s.expires_at is not None else grace_until) for s in _issued(same)]
+        issued = [current, *kept][: settings.SIGNING_SECRETS_MAX]
+        updated = _newest_first([*issued, _new_secret(now, destination, issued=False), *others])
         if signing_secret_items.write(tenant, updated, version):
-            return updated
+            return _issued(updated)
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
 
 
@@ -161,7 +196,7 @@ def _rotated_by(stored: list[SigningSecret], rotation: tuple[str, str], now: flo
             "this idempotency_key rotated another destination's secrets; a key names one request: use a new key",
             field="idempotency_key",
         )
-    return [secret for secret in stored if secret.valid_at(now)]
+    return _issued(_newest_first([secret for secret in stored if secret.valid_at(now)]))
 
 
 def _newest_first(secrets_: list[SigningSecret]) -> list[SigningSecret]:
@@ -169,11 +204,12 @@ def _newest_first(secrets_: list[SigningSecret]) -> list[SigningSecret]:
 
 
 def expire(tenant: str, secret_id: str, now: float | None = None) -> list[SigningSecret]:
-    """Remove one valid secret now (a leaked one need not wait out a rotation's 24 hours); returns the
-    secrets left, newest first. NotFound if the tenant has no valid secret with that id (an expired
-    secret is already gone); Conflict if it is the tenant's only valid unbound secret: nothing would
-    sign then, so rotate first and expire the old one after. A destination's last secret may go: its
-    requests are then signed with the unbound secrets, which its receiver does not know.
+    """Remove one valid issued secret now (a leaked one need not wait out a rotation's 24 hours); returns
+    the issued secrets left, newest first. NotFound if the tenant has no valid issued secret with that id
+    (an expired secret is already gone); Conflict if it is the tenant's only valid unbound secret: nothing
+    would sign then, so rotate first and expire the old one after. A destination's last secret may go
+    (with its next one): its requests are then signed with the unbound secrets, which its receiver does
+    not know.
 
     The store and the API drop it at once; a worker that read the list earlier may sign with it for up
     to SIGNING_SECRETS_CACHE_SECONDS more, so receivers should stop accepting it themselves."""
@@ -181,17 +217,19 @@ def expire(tenant: str, secret_id: str, now: float | None = None) -> list[Signin
     for _ in range(_WRITE_CONFLICT_RETRIES):
         stored = signing_secret_items.read(tenant)
         valid, version = ([s for s in stored[0] if s.valid_at(now)], stored[1]) if stored is not None else ([], None)
-        if not any(secret.id == secret_id for secret in valid):
+        found = [secret for secret in _issued(valid) if secret.id == secret_id]
+        if not found:
             raise NotFound(f"no valid signing secret {secret_id!r}")
-        [expiring] = [secret for secret in valid if secret.id == secret_id]
-        if expiring.destination is None and sum(secret.destination is None for secret in valid) == 1:
+        expiring = found[0]
+        if expiring.destination is None and sum(secret.destination is None for secret in _issued(valid)) == 1:
             raise Conflict(
                 f"{secret_id!r} is the only valid signing secret: rotate first (POST /v1/signing-secrets:rotate), "
                 "then expire it"
             )
-        kept = [secret for secret in valid if secret.id != secret_id]
+        left = [secret for secret in valid if secret.id != secret_id]
+        kept = [s for s in left if s.issued or any(o.issued and o.destination == s.destination for o in left)]
         if signing_secret_items.write(tenant, kept, version):
-            return kept
+            return _issued(kept)
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
 
 
@@ -201,18 +239,19 @@ _CACHE_LIMIT = 10_000
 
 
 def for_signing(tenant: str, origin: str) -> list[str]:
-    """The secrets to sign a request to `origin` with now: its destination's, else the unbound ones,
-    from a short per-process cache (a rotation reaches it within the bound)."""
+    """The secrets to sign a request to `origin` with now, from a short per-process cache: its destination's
+    issued and next secrets, else the unbound ones. The next secret comes last: receivers hold none for it."""
     now = time.time()
     cached = _cache.get(tenant)
     if cached is None or now - cached[1] > settings.SIGNING_SECRETS_CACHE_SECONDS:
         if len(_cache) > _CACHE_LIMIT:
             _cache.clear()
-        cached = (active(tenant, now), now)
+        cached = (_valid(tenant, now), now)
         _cache[tenant] = cached
     valid = [secret for secret in cached[0] if secret.valid_at(now)]
-    own = [secret.secret for secret in valid if secret.destination == origin]
-    return own or [secret.secret for secret in valid if secret.destination is None]
+    own = [secret for secret in valid if secret.destination == origin]
+    signing = own if _issued(own) else [secret for secret in valid if secret.destination is None]
+    return [secret.secret for secret in _issued(signing)] + [s.secret for s in signing if not s.issued]
 
 
 def canonical_v2(method: str, url: str, job_id: str, timestamp: int, body: bytes) -> bytes:
@@ -271,9 +310,11 @@ def standard_secret(secret: str) -> str | None:
 
 
 def public(secret: SigningSecret) -> dict[str, Any]:
-    """A secret as the API shows it to its tenant: the stored fields, and the form to give a Standard
-    Webhooks library."""
-    return {**secret.public(), "standard_webhooks_secret": standard_secret(secret.secret)}
+    """A secret as the API shows it to its tenant: the stored fields, the form to give a Standard
+    Webhooks library, and from when every request of its set carries its signature (`signs_from`: its
+    `created_at` when at once, later when workers may not know it yet)."""
+    signs_from = secret.created_at if secret.signs_from is None else max(secret.created_at, secret.signs_from)
+    return {**secret.public(), "standard_webhooks_secret": standard_secret(secret.secret), "signs_from": signs_from}
 
 
 def standard_signature(secrets_: list[str], message_id: str, timestamp: int, body: bytes) -> str | None:

@@ -4,9 +4,9 @@
 a key's shape and checksum are checked in microseconds, before any cache or store lookup, so a
 flood of made-up keys costs no I/O (a random string passes the checksum once in 2^32).
 
-Keys minted before the checksum (`ck_` + 43 URL-safe characters, `secrets.token_urlsafe(32)`) are
-still accepted: their shape is recognised, and unknown ones are remembered in the negative cache
-(shared/tenants/tenants.py). They are listed as `legacy` once re-minted; nothing else differs.
+A key without the checksum opens nothing: the format of the earliest keys (`ck_` + 43 URL-safe
+characters) is refused like any other malformed key, so no string a caller makes up costs a store
+read (docs/decisions/api-keys.md, "No key without a checksum", has the migration).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import hashlib
 import re
 import secrets
 import zlib
-from enum import StrEnum
 
 PREFIX = "ck_"  # a tenant's key; operator keys are "co_" (shared/tenants/operators.py), same format otherwise
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -24,16 +23,9 @@ _RANDOM_CHARS = 32
 _CHECKSUM_CHARS = 6  # 62^6 > 2^32
 
 
-class KeyShape(StrEnum):
-    CURRENT = "current"  # checksum verified
-    LEGACY = "legacy"  # minted before checksums; only a lookup can tell
-
-
 @functools.cache
-def _patterns(prefix: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    current = re.compile(rf"{re.escape(prefix)}[0-9A-Za-z]{{{_RANDOM_CHARS + _CHECKSUM_CHARS}}}")
-    legacy = re.compile(rf"{re.escape(prefix)}[0-9A-Za-z_-]{{43}}")  # secrets.token_urlsafe(32)
-    return current, legacy
+def _pattern(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"{re.escape(prefix)}[0-9A-Za-z]{{{_RANDOM_CHARS + _CHECKSUM_CHARS}}}")
 
 
 def _base62(number: int, width: int) -> str:
@@ -54,15 +46,13 @@ def mint(prefix: str = PREFIX) -> str:
     return body + _checksum(body)
 
 
-def shape(api_key: str, prefix: str = PREFIX) -> KeyShape | None:
-    """The key's format if it could be a real key with this prefix, else None; no I/O."""
-    current, legacy = _patterns(prefix)
-    if current.fullmatch(api_key):
-        body, checksum = api_key[:-_CHECKSUM_CHARS], api_key[-_CHECKSUM_CHARS:]
-        return KeyShape.CURRENT if secrets.compare_digest(_checksum(body), checksum) else None
-    if legacy.fullmatch(api_key):
-        return KeyShape.LEGACY
-    return None
+def is_well_formed(api_key: str, prefix: str = PREFIX) -> bool:
+    """Whether the key has this prefix, the format and a checksum that verifies: whether it could be a
+    real key at all. No I/O."""
+    if not _pattern(prefix).fullmatch(api_key):
+        return False
+    body, checksum = api_key[:-_CHECKSUM_CHARS], api_key[-_CHECKSUM_CHARS:]
+    return secrets.compare_digest(_checksum(body), checksum)
 
 
 def digest(api_key: str) -> str:

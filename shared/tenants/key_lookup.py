@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from shared.refresh import Refresher
 from shared.tenants import api_keys
@@ -30,32 +30,35 @@ UNKNOWN_KEY_CACHE_SECONDS = 10  # a key created a moment ago starts working with
 STALE_KNOWN_SECONDS = 15 * 60
 
 
-class Known(NamedTuple):
-    owner: str
+Owner = TypeVar("Owner")  # what the store says of a key: its tenant and scope, an operator key's expiry
+
+
+class Known(NamedTuple, Generic[Owner]):
+    owner: Owner
     fresh_until: float  # time.monotonic(): re-read after this
     stale_until: float  # served while the re-reads fail until this; then read on the request's path
 
 
-class KeyLookup:
+class KeyLookup(Generic[Owner]):
     """Whom a key of one kind (`prefix`) belongs to; `read_owner(digest)` reads it from the store."""
 
     def __init__(
         self,
         prefix: str,
-        read_owner: Callable[[str], str | None],
+        read_owner: Callable[[str], Owner | None],
         known_seconds: Callable[[], float],
     ) -> None:
         self.prefix = prefix
         self.unknown_limit = UNKNOWN_KEYS_CACHED
         self._read_owner = read_owner
         self._known_seconds = known_seconds
-        self.known: dict[str, Known] = {}  # by key digest
+        self.known: dict[str, Known[Owner]] = {}  # by key digest
         self.unknown: OrderedDict[str, float] = OrderedDict()  # key digest -> cached until, LRU first
         self.refresher = Refresher(f"{prefix}-keys")
 
-    def owner(self, key: str) -> str | None:
+    def owner(self, key: str) -> Owner | None:
         """The key's owner, or None; malformed keys and bad checksums cost no I/O."""
-        if api_keys.shape(key, self.prefix) is None:
+        if not api_keys.is_well_formed(key, self.prefix):
             return None
         digest = api_keys.digest(key)
         now = time.monotonic()
@@ -72,7 +75,7 @@ class KeyLookup:
             del self.unknown[digest]
         return self._read(digest)
 
-    def _read(self, digest: str) -> str | None:
+    def _read(self, digest: str) -> Owner | None:
         """Read the key's owner and cache what the store says; a failed read raises and changes nothing."""
         owner = self._read_owner(digest)
         now = time.monotonic()

@@ -64,12 +64,18 @@ def revoke_key(operator_key: str) -> None:
     _lookup.forget(operator_key)
 
 
-_lookup = KeyLookup(KEY_PREFIX, tenant_items.operator_key_owner, lambda: environment.current().api_key_cache_seconds)
+_lookup: KeyLookup[tenant_items.LiveOperatorKey] = KeyLookup(
+    KEY_PREFIX, tenant_items.operator_key_owner, lambda: environment.current().api_key_cache_seconds
+)
 
 
 def is_operator(operator_key: str) -> bool:
-    """Whether this is a live operator key; a malformed one costs no I/O, a flood of made-up ones a bounded cache."""
-    return _lookup.owner(operator_key) is not None
+    """Whether this is a live operator key; a malformed one costs no I/O, a flood of made-up ones a bounded cache.
+
+    The expiry is checked on every use, the cached lookup's too: a key stops working the second it
+    expires, on every instance, with no store read (revocation waits for the cache time instead)."""
+    found = _lookup.owner(operator_key)
+    return found is not None and not found.has_expired()
 
 
 def clear_cache() -> None:

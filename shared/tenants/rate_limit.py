@@ -1,19 +1,28 @@
 """A tenant's enqueue rate limit (steady rate + burst), enforced without a store write per enqueue.
 
 Each API instance keeps one token bucket per tenant, sized from the instance's share of the limit:
-rate x s and burst x s, where s is this instance's part of the tenant's recent demand (jobs/s asked
-of it over the jobs/s asked of every instance that served the tenant in the last COUNTED_SECONDS),
-or 1/n of n instances while no demand is known. Instances learn it from one shared item per tenant
-(shared/store/counters.py: a map of instance id -> the last second it served the tenant and its demand):
-an instance writes its entry at most once per second per tenant it serves, off the request path
-(except its first: see `_first_sight`), and reads the others' in what the write returns. So a
-tenant's enqueue costs no store call, and the store sees one small write per second per
+rate x s and burst x s. Instances learn each other's demand from one shared item per tenant
+(shared/store/counters.py: a map of instance id -> the last second it served the tenant and its demand
+since its previous report): an instance writes its entry at most once per second per tenant it serves,
+off the request path (except its first: see `_first_sight`), and reads the others' in what the write
+returns. So a tenant's enqueue costs no store call, and the store sees one small write per second per
 (instance, active tenant).
+
+The share (`share_of`) divides the rate by demand, and every instance's share, computed from one
+census, sums to at most 1:
+- only demand reported in the last FRESH_SECONDS counts: an instance that served a burst and went quiet
+  stops holding the limit within two seconds (it reports only when it serves again);
+- each instance's demand counts up to the rate: a burst spends the tenant's burst, it does not claim
+  more than the whole steady rate;
+- while the tenant's counted demand is under its rate, the headroom is split equally among the n
+  instances that served it within COUNTED_SECONDS, so a newly busy instance gets at least
+  (1 - demand/rate)/n of the limit however much others asked before.
 
 Accuracy (measured by `python -m bench.models.rate_limit`, docs/benchmark.md): 0.95-1.00 of the limit at
 100/s and more, however unevenly requests reach 1-50 instances; less at low rates over many
 instances (small buckets overflow: conservative); k instances appearing at once admit about
-burst x (1 + 1/2 + ... + 1/k) in their first second.
+burst x (1 + 1/2 + ... + 1/k) in their first second. tests/unit/test_rate_limit.py proves the share's
+bounds and the fleet's under interleaved bursts, lulls and routings (hypothesis).
 
 A batch of more jobs than the bucket holds is admitted only into a full bucket and leaves it in
 debt: per instance, admitted <= rate x t + max(burst share, largest batch).
@@ -40,6 +49,10 @@ DIRECTORY_ITEM_SECONDS_KEPT = 3600  # a tenant idle this long loses its director
 # long enough that instances each seeing the tenant rarely (many instances, a low rate) are all
 # counted; short enough that instances gone idle stop shrinking the others' shares within seconds.
 COUNTED_SECONDS = 10
+# An instance's reported demand counts this long after the second it reported it. A busy instance
+# reports at its first request of every second, so its entry is at most a second old; an instance
+# that went quiet stops counting after this.
+FRESH_SECONDS = 2
 STALE_WINDOWS = 60  # an instance silent this many seconds is dropped from the directory
 PRUNE_PER_REPORT = 10
 
@@ -75,10 +88,14 @@ class TokenBucket:
 
 @dataclass(frozen=True)
 class Census:
-    """What a report learns: how many instances served the tenant lately, and their recent demand."""
+    """What a report learns: how many instances served the tenant lately, and their fresh demand."""
 
-    instances: int  # within COUNTED_SECONDS
-    demand: float  # jobs per second asked of those instances, as each last reported
+    instances: int  # served the tenant within COUNTED_SECONDS
+    demands: tuple[float, ...]  # jobs/s asked of each instance that reported within FRESH_SECONDS
+
+    @property
+    def demand(self) -> float:
+        return sum(self.demands)
 
 
 class InstanceDirectory(Protocol):
@@ -106,9 +123,24 @@ class DynamoDirectory:
 
 def census(entries: Iterable[tuple[int, float]], window: int) -> Census:
     """From (last window, demand) per instance: the instances that served the tenant within
-    COUNTED_SECONDS of `window`, and their demand."""
-    recent = [demand for last, demand in entries if last > window - COUNTED_SECONDS]
-    return Census(len(recent), sum(recent))
+    COUNTED_SECONDS of `window`, and the demands reported within FRESH_SECONDS of it."""
+    recent = [(last, demand) for last, demand in entries if last > window - COUNTED_SECONDS]
+    return Census(len(recent), tuple(sorted(demand for last, demand in recent if last >= window - FRESH_SECONDS)))
+
+
+def share_of(demand: float, seen: Census, rate: float) -> float:
+    """This instance's part of the tenant's limit, given its own demand (part of `seen`).
+
+    Demands count up to the rate each. Over the rate, the limit is split by demand; under it, each
+    instance gets its demand plus an equal part of the headroom. Shares computed from one census sum
+    to at most 1, so the fleet admits no more than the limit whatever the instances' views agree on.
+    """
+    instances = max(1, seen.instances)
+    if rate <= 0:
+        return 1.0 / instances
+    counted = sum(min(other, rate) for other in seen.demands)
+    headroom = max(0.0, rate - counted)
+    return min(1.0, (min(max(demand, 0.0), rate) + headroom / instances) / max(counted, rate))
 
 
 @dataclass
@@ -153,7 +185,7 @@ class RateLimiter:
                 state = self._first_sight(tenant, count, rate, burst, now)
             else:
                 state.asked += count
-                self._report(tenant, state)
+                self._report(tenant, state, rate)
             state.bucket.resize(rate * state.share, max(1.0, burst * state.share), now)
             wait = state.bucket.take(count, now)
             if wait > 0:  # a share shrunk by a lull grows back with the next report: wait at least an equal share
@@ -172,11 +204,11 @@ class RateLimiter:
         state = _TenantState(TokenBucket(rate, float(burst), float(burst), now))
         if self._directory is not None:
             state.reported_window = int(self._wall_clock())
-            self._record(state, state.reported_window, tenant, count)
+            self._record(state, state.reported_window, tenant, count, rate)
         self._tenants[tenant] = state
         return state
 
-    def _report(self, tenant: str, state: _TenantState) -> None:
+    def _report(self, tenant: str, state: _TenantState, rate: float) -> None:
         """Say once per window that this instance serves the tenant (off the request path)."""
         window = int(self._wall_clock())
         if self._directory is None or state.reported_window == window:
@@ -184,24 +216,21 @@ class RateLimiter:
         demand = state.asked / max(1, window - state.reported_window)  # jobs/s since the last report
         state.reported_window, state.asked = window, 0
         if self._reporter is None:
-            self._record(state, window, tenant, demand)
+            self._record(state, window, tenant, demand, rate)
         else:
-            self._reporter.submit(self._record, state, window, tenant, demand)
+            self._reporter.submit(self._record, state, window, tenant, demand, rate)
 
-    def _record(self, state: _TenantState, window: int, tenant: str, demand: float) -> None:
-        """Report, then size this instance's share: its part of the recent demand, so that an instance
-        Lambda sends most requests to gets most of the limit (equal shares left busy instances short
-        while idle ones held tokens); 1/instances when no demand is known."""
+    def _record(self, state: _TenantState, window: int, tenant: str, demand: float, rate: float) -> None:
+        """Report, then size this instance's share (`share_of`): its part of the fresh demand, so that an
+        instance Lambda sends most requests to gets most of the limit (equal shares left busy instances
+        short while idle ones held tokens)."""
         assert self._directory is not None
         try:
             seen = self._directory.report(tenant, self.instance_id, window, demand)
         except Exception:  # an outage of the directory keeps the last estimate; enqueues go on
             return
         state.instances = max(1, seen.instances)
-        if seen.demand > 0 and demand > 0:
-            state.share = min(1.0, demand / seen.demand)
-        else:
-            state.share = 1.0 / state.instances
+        state.share = share_of(demand, seen, rate)
 
 
 _limiter: RateLimiter | None = None

@@ -2,21 +2,25 @@
 (the items: shared/store/tenant_items.py).
 
 Looking a key up (every API request) is shared/tenants/key_lookup.py: a checksum check, then two caches
-(real keys, and a bounded LRU of unknown ones), then one GetItem.
+(real keys, and a bounded LRU of unknown ones), then one GetItem. What a key may do is its scope
+(shared/tenants/scopes.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from shared import environment
 from shared.errors import CorralError
 from shared.store import tenant_items
 from shared.store.tenant_items import KeyInfo, Tenant
-from shared.tenants import api_keys
+from shared.tenants import api_keys, scopes
 from shared.tenants.key_lookup import KeyLookup
+from shared.tenants.scopes import Scope
 
 TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -62,21 +66,26 @@ def list_tenants() -> list[Tenant]:
 # Keys ---------------------------------------------------------------------------------------------
 
 
-def create_key(tenant: str, label: str = "") -> str:
-    """Mint a key for `tenant` (creating the tenant if it has no record yet); the plaintext is
+def create_key(tenant: str, label: str = "", scope: Scope = scopes.DEFAULT) -> str:
+    """Mint a key of `scope` for `tenant` (creating the tenant if it has no record yet); the plaintext is
     returned once and never stored."""
     create_tenant(tenant, exist_ok=True)
     api_key = api_keys.mint()
     info = KeyInfo(
-        key_id=api_keys.key_id(api_key), tenant=tenant, label=label, created_at=_now_iso(), last4=api_key[-4:]
+        key_id=api_keys.key_id(api_key),
+        tenant=tenant,
+        label=label,
+        created_at=_now_iso(),
+        last4=api_key[-4:],
+        scope=Scope(scope).value,
     )
     tenant_items.put_api_key(api_keys.digest(api_key), info)
     return api_key
 
 
 def list_keys(tenant: str) -> list[KeyInfo]:
-    """The tenant's keys, oldest first (keys minted before listing existed are not indexed)."""
-    return tenant_items.list_api_keys(tenant)
+    """The tenant's keys, oldest first, each with its scope (keys minted before listing existed are not indexed)."""
+    return [dataclasses.replace(info, scope=scopes.stored(info.scope)) for info in tenant_items.list_api_keys(tenant)]
 
 
 @dataclass(frozen=True)
@@ -91,7 +100,7 @@ def revoke_key(key: str, *, tenant: str | None = None) -> Revoked:
 
     It stops working once the API instances' caches expire it: within `API_KEY_CACHE_SECONDS`.
     """
-    if api_keys.shape(key) is not None:
+    if key.startswith(api_keys.PREFIX):  # the key itself, even one of the earliest, without a checksum
         digest = api_keys.digest(key)
     else:
         if tenant is None:
@@ -113,12 +122,30 @@ def _known_key_seconds() -> float:
     return environment.current().api_key_cache_seconds
 
 
-_lookup = KeyLookup(api_keys.PREFIX, tenant_items.api_key_owner, _known_key_seconds)
+class KeyOwner(NamedTuple):
+    """Whose a key is, and what it may do."""
+
+    tenant: str
+    scope: str  # a Scope's value; one this code does not know opens nothing (scopes.opens)
+
+
+def _read_owner(digest: str) -> KeyOwner | None:
+    found = tenant_items.api_key_owner(digest)
+    return None if found is None else KeyOwner(found.tenant, scopes.stored(found.scope))
+
+
+_lookup: KeyLookup[KeyOwner] = KeyLookup(api_keys.PREFIX, _read_owner, _known_key_seconds)
+
+
+def owner_of(api_key: str) -> KeyOwner | None:
+    """The tenant and scope of a key, or None; malformed keys and bad checksums cost no I/O."""
+    return _lookup.owner(api_key)
 
 
 def tenant_for(api_key: str) -> str | None:
-    """The tenant a key belongs to, or None; malformed keys and bad checksums cost no I/O."""
-    return _lookup.owner(api_key)
+    """The tenant a key belongs to, or None."""
+    owner = owner_of(api_key)
+    return None if owner is None else owner.tenant
 
 
 def clear_caches() -> None:

@@ -22,6 +22,8 @@ from client import FINISHED
 from local.deploy import create_api_key, create_operator_key, function_environment
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
+from shared.tenants import tenants
+from shared.tenants.scopes import Scope
 
 CHROMIUM = os.environ.get("CORRAL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -237,6 +239,31 @@ def test_the_operator_view_needs_an_operator_key_and_shows_the_queues(browser, d
         assert operator.errors == []
     finally:
         operator.context.close()
+
+
+def test_Ld_a_read_only_key_sees_a_dead_job_and_is_told_plainly_that_it_cannot_retry_it(
+    browser, deployed, tenant, tenant_name
+):
+    dead = tenant.enqueue("fail", {"times": 1}, max_attempts=1)
+    _wait_for(tenant, dead, ("dead",))
+    with function_environment(deployed.aws_env):
+        read_key = tenants.create_key(tenant_name, label="dashboard tests, read only", scope=Scope.READ)
+    reader = Tab(browser, deployed.api_url + "/dashboard")
+    try:
+        reader.sign_in(read_key)
+        reader.go("/dead")
+        reader.page.get_by_test_id(f"retry-{dead}").click()
+        refusal = reader.page.locator(".alert-error")
+        refusal.wait_for()
+        reader.shot("13-read-only-retry")
+        text = refusal.text_content()
+        assert "read-only API key" in text and "POST /v1/jobs/{job_id}/retry needs 'full'" in text, text
+        assert "sign in with a key of scope 'full'" in text
+        assert tenant.get(dead)["status"] == "dead"  # nothing was done
+        # The browser reports the refused request itself; nothing else may have failed on the page.
+        assert [error for error in reader.errors if "403" not in error] == []
+    finally:
+        reader.context.close()
 
 
 def test_the_api_reference_lists_every_route_of_the_served_document_with_no_error(browser, deployed):

@@ -6,7 +6,9 @@ The rotation runs twice: from a secret issued now (`whsec_<base64>`) and from on
 standard form (`whsec_` + 43 URL-safe characters, put in the tenant's item as the store held them),
 which keeps its string for Corral-Signature and gives the libraries its `standard_webhooks_secret`.
 Each phase has a tenant of its own whose secrets no worker has cached yet, so what the API says of its
-secrets is what the worker signs with at once (otherwise within SIGNING_SECRETS_CACHE_SECONDS).
+secrets is what the worker signs with (a destination's first secret, and an expired one, otherwise
+within SIGNING_SECRETS_CACHE_SECONDS). Every request also carries a signature of its set's next secret,
+which nobody holds until a rotation issues it: one `v1,` entry more than the secrets shown.
 """
 
 from __future__ import annotations
@@ -160,7 +162,7 @@ def test_before_a_rotation_every_attempt_verifies_with_both_libraries(deployed, 
 
     assert [r.headers["webhook-id"] for r in attempts] == [job_id, job_id]  # one id across attempts
     for request in attempts:
-        assert request.headers["webhook-signature"].count("v1,") == 1
+        assert request.headers["webhook-signature"].count("v1,") == 2  # the secret and the next one
         assert _both_libraries_accept(secret, request)
         _corral_signature_verifies(secret, request, url)
     job = _through_node(api, [secret], body="plain text")
@@ -176,7 +178,7 @@ def test_during_a_rotation_receivers_on_the_old_and_on_the_new_secret_both_accep
     _job_id, url, attempts = _run_retried_job(api, hooks)
 
     for request in attempts:
-        assert request.headers["webhook-signature"].count("v1,") == 2
+        assert request.headers["webhook-signature"].count("v1,") == 3  # old, new, and the next one
         for secret in (old, new):
             assert _both_libraries_accept(secret, request)
             _corral_signature_verifies(secret, request, url)
@@ -195,7 +197,7 @@ def test_after_the_old_secret_is_expired_only_the_new_one_verifies(deployed, hoo
     _job_id, _url, attempts = _run_retried_job(api, hooks)
 
     for request in attempts:
-        assert request.headers["webhook-signature"].count("v1,") == 1
+        assert request.headers["webhook-signature"].count("v1,") == 2  # the new secret and the next one
         assert _both_libraries_accept(new, request)
         assert not _python_accepts(old, request) and not _node_accepts(old, request)
     assert _through_node(api, [new])["status"] == "succeeded"

@@ -48,3 +48,20 @@ def test_an_operator_may_allow_plain_http_and_name_private_hosts():
 def test_a_private_host_entry_that_is_not_a_name_fails_the_synth():
     with pytest.raises(SystemExit, match="not a host name"):
         _environment_with({"corral:http_private_hosts": "10.0.0.0/8"})
+
+
+def test_Lf_an_operator_may_allow_extra_ports_and_the_default_stack_allows_none(aws_template: Template):
+    for environment in _environments(aws_template):
+        assert environment["CORRAL_HTTP_PORTS"] == ""  # 443 only (80 too where plain http is allowed)
+
+    environment = _environment_with({"corral:http_ports": "9443, 8443,8443"})
+
+    assert environment["CORRAL_HTTP_PORTS"] == "8443,9443"
+    assert FunctionEnv.from_environment(environment).http_ports == ("8443", "9443")
+    assert _environment_with({"corral:http_ports": 8443})["CORRAL_HTTP_PORTS"] == "8443"  # a number in cdk.json
+
+
+@pytest.mark.parametrize("ports", ["25,smtp", "0", "65536", "-1", "8443.5"])
+def test_Lf_an_extra_port_that_is_not_a_port_fails_the_synth(ports):
+    with pytest.raises(SystemExit, match="is not a port"):
+        _environment_with({"corral:http_ports": ports})

@@ -9,12 +9,15 @@ from typing import Any
 import pytest
 
 from functions.api.handler import handler as api_handler
+from shared import environment
+from shared.errors import InvalidRequest
 from shared.jobs import callbacks, enqueue, follow_ups
 from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage, Status
 from shared.store import job_store
 from shared.tenants import rate_limit, tenants
 from tests.events import FakeLambdaContext, http_api_event
+from tests.receiver import Answer, receiver
 from tests.unit.worker_harness import poll
 
 
@@ -125,3 +128,52 @@ def test_an_http_callback_is_a_callback_url_that_receives_the_view_in_its_body(a
     get = {"type": "http", "payload": {"url": "https://hooks.example.com/done", "method": "GET"}}
     status, refused = _post(key, {"type": "echo", "on_success": get})
     assert status == 422 and refused["fields"][0]["field"] == "on_success.payload.body"  # a GET carries no body
+
+
+def test_R3_a_callbacks_parent_view_carries_no_payload_unless_asked_and_no_view_shows_header_values(
+    aws, key, monkeypatch
+):
+    environment.change(http_allow_plain=True, http_allow_loopback=True, http_timeout_seconds=2)
+    with receiver() as partner:
+        path = partner.path(Answer(400, b"card declined"), Answer(400, b"card declined"))
+        credential = {"Authorization": "Bearer sk_live_PARTNER_SECRET", "X-Partner-Ref": "acct-7"}
+        charge = {"url": partner.url(path), "headers": credential, "body": {"charge": 5}}
+        parent = {"type": "http", "max_attempts": 1, "payload": charge}
+        notify = {"type": "http", "payload": {"url": "https://hooks.example.com/notify"}}  # a third party
+        plain = _post(key, parent | {"on_failure": notify})[1]
+        asked = _post(key, parent | {"on_failure": notify | {"include_parent_payload": True}})[1]
+        sent: list[JobMessage] = []
+        monkeypatch.setattr(callbacks.queue, "send", lambda message, delay=0: sent.append(message))
+
+        _drain(aws)
+
+        assert [request.headers["authorization"] for request in partner.received(path)] == [
+            "Bearer sk_live_PARTNER_SECRET"
+        ] * 2  # the worker sends the real headers
+    by_parent = {message.parent["id"]: message.payload["body"]["parent"] for message in sent}
+    assert by_parent[plain["id"]]["status"] == "dead" and "payload" not in by_parent[plain["id"]]
+    shown = by_parent[asked["id"]]["payload"]
+    assert shown["headers"] == {"Authorization": "[redacted]", "X-Partner-Ref": "[redacted]"}
+    assert shown["body"] == {"charge": 5} and shown["url"] == charge["url"]
+    assert "sk_live" not in json.dumps([message.to_dict() for message in sent])
+    answer = api_handler(http_api_event("GET", f"/v1/jobs/{plain['id']}", None, key), FakeLambdaContext())
+    assert json.loads(answer["body"])["payload"]["headers"] == {
+        "Authorization": "[redacted]",
+        "X-Partner-Ref": "[redacted]",
+    }
+    assert job_store.get(plain["id"]).payload["headers"] == credential  # the record keeps them to send
+
+
+def test_only_a_jobs_callbacks_may_ask_for_their_parents_payload(aws, key):
+    asking = {"type": "echo", "include_parent_payload": True}
+    status, _ = _post(key, {"type": "echo", "on_success": asking})
+    assert status == 202
+
+    status, refused = _post(key, {"type": "echo", "on_success": asking | {"include_parent_payload": "yes"}})
+    assert status == 422 and refused["fields"][0]["field"].startswith("on_success.include_parent_payload")
+    batch = {"jobs": [{"type": "echo"}], "on_complete": asking}
+    answer = api_handler(http_api_event("POST", "/v1/batches", batch, key), FakeLambdaContext())
+    assert answer["statusCode"] == 422 and "include_parent_payload" in json.loads(answer["body"])["fields"][0]["field"]
+    with pytest.raises(InvalidRequest, match="a job's callbacks only") as refused_batch:
+        enqueue.check_callback("acme", asking, field="on_complete", adds="batch")
+    assert refused_batch.value.field == "on_complete.include_parent_payload"

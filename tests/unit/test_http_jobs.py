@@ -6,6 +6,7 @@ import json
 import logging
 import socket
 import time
+from dataclasses import replace
 from secrets import token_urlsafe
 
 import pytest
@@ -107,7 +108,8 @@ def test_the_v2_signature_binds_the_url_method_and_job_id_the_worker_called(serv
     secrets = [s.secret for s in signing_secrets.active("acme")]
     url = server.url(path) + "?ref=7"
 
-    assert request.headers["corral-signature"].count("v1=") == request.headers["corral-signature"].count("v2=") == 1
+    # The current secret and the next one, which nobody holds yet.
+    assert request.headers["corral-signature"].count("v1=") == request.headers["corral-signature"].count("v2=") == 2
     assert verify_signature(request.headers, request.body, secrets, method="PUT", url=url)
     for method, elsewhere in (("PUT", server.url(path)), ("PUT", server.url("/other") + "?ref=7"), ("POST", url)):
         with pytest.raises(SignatureVerificationError):
@@ -198,17 +200,15 @@ def test_a_refused_connection_and_a_slow_endpoint_are_retried(server, local_prof
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    slow = server.path(Answer(200, b"late", {}, delay_seconds=3))
+    slow = server.path(Answer(200, b"late", {}, delay_seconds=30))  # waited for, the call would succeed
 
     with pytest.raises(JobFailed) as refused:
         http_jobs.call({"url": f"http://127.0.0.1:{port}/"}, CONTEXT, LOCAL_RULES)
-    started = time.monotonic()
     with pytest.raises(JobFailed) as timed_out:
         _call(server, slow)
 
     assert not isinstance(refused.value, JobDead) and "NewConnectionError" in str(refused.value)
     assert not isinstance(timed_out.value, JobDead) and "timed out after 2s" in str(timed_out.value)
-    assert time.monotonic() - started < 2.9
 
 
 @pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/"])
@@ -227,7 +227,8 @@ def test_on_the_aws_rules_a_name_resolving_to_loopback_is_refused_and_never_cont
         http_jobs.call(
             {"url": f"http://hooks.customer.example:{server.port}{path}"},
             CONTEXT,
-            TargetPolicy(allow_plain_http=True),  # the aws rules, with http allowed to reach the test server
+            # the aws rules, with http and the test server's port allowed
+            TargetPolicy(allow_plain_http=True, extra_ports=frozenset({server.port})),
             resolver=lambda host, port: ["127.0.0.1"],
         )
 
@@ -401,10 +402,11 @@ def test_tls_goes_to_the_checked_address_with_the_name_as_sni_and_the_certificat
         path = server.path(Answer(200, b'{"secure": true}'))
         url = f"https://hooks.customer.test:{server.port}{path}"
 
-        result = http_jobs.call({"url": url}, CONTEXT, LOCAL_RULES, resolver=to_loopback)
+        rules = replace(LOCAL_RULES, extra_ports=frozenset({server.port}))  # a name may call allowed ports only
+        result = http_jobs.call({"url": url}, CONTEXT, rules, resolver=to_loopback)
         with pytest.raises(JobFailed) as wrong_name:  # the same server, but not the certificate's name
             http_jobs.call(
-                {"url": f"https://other.customer.test:{server.port}{path}"}, CONTEXT, LOCAL_RULES, resolver=to_loopback
+                {"url": f"https://other.customer.test:{server.port}{path}"}, CONTEXT, rules, resolver=to_loopback
             )
 
         assert result["body"] == {"secure": True}
@@ -412,3 +414,19 @@ def test_tls_goes_to_the_checked_address_with_the_name_as_sni_and_the_certificat
         assert server.received(path)[0].headers["host"] == f"hooks.customer.test:{server.port}"
         assert not isinstance(wrong_name.value, JobDead) and "SSLError" in str(wrong_name.value)
         assert len(server.received(path)) == 1
+
+
+def test_a_request_sent_right_after_a_rotation_verifies_with_the_new_secret_alone(server, local_profile):
+    signing_secrets.active("acme", now=time.time() - settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS)  # a while ago
+    path = server.path()
+    _call(server, path)  # the worker reads the tenant's secrets and keeps them for its cache time
+
+    [new, old] = signing_secrets.rotate("acme")
+    _call(server, path)  # well within that time
+
+    [before, after] = server.received(path)
+    url = server.url(path)
+    verify_signature(after.headers, after.body, [new.secret], method="POST", url=url)
+    Webhook(signing_secrets.public(new)["standard_webhooks_secret"]).verify(after.body, after.headers, json_parse=False)
+    verify_signature(after.headers, after.body, [old.secret], method="POST", url=url)  # the old one, in its grace
+    verify_signature(before.headers, before.body, [new.secret], method="POST", url=url)  # it signed before, unseen

@@ -18,6 +18,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -242,17 +243,20 @@ def test_an_answer_the_worker_cannot_read_is_a_failed_attempt(jobs_function, bod
 def test_a_job_still_running_in_the_jobs_function_at_its_timeout_is_timed_out_by_the_worker(jobs_function, declared):
     declared(FENCED, timeout_seconds=1)
 
+    released, answered = threading.Event(), threading.Event()
+
     def slow(request: dict[str, Any]) -> dict[str, Any]:
-        time.sleep(2.5)
+        released.wait(30)
+        answered.set()
         return _answering({"result": "too late"})(request)
 
     jobs_function.respond = slow
-    started = time.monotonic()
 
     with pytest.raises(RetryLater):
         _deliver(_message())
 
-    assert time.monotonic() - started < 2.2  # the worker stopped waiting at 1 s, not when the answer came
+    assert not answered.is_set()  # the worker stopped waiting at 1 s, not when the answer came
+    released.set()
     record = job_store.get(f"jt-{FENCED}")
     assert (record.status, record.error) == (Status.FAILED, "timed out after 1 s")
 
@@ -343,11 +347,10 @@ def test_the_function_tells_the_job_its_attempt_and_stops_it_at_its_time_left(in
             pass
 
     in_the_function(FENCED, spin)
-    started = time.monotonic()
 
     answer = fenced_job.answer(_request(seconds_left=0.3, attempt=2, max_attempts=5, tenant="globex"))
 
-    assert time.monotonic() - started < 1.5
+    # A job that spins forever came back: the function stopped it at its time left.
     assert answer == {"failure": "timed out after 0.3 s", "retry_after": None, "dead": False}
     (context,) = seen
     assert (context.job_id, context.attempt, context.max_attempts, context.tenant) == ("jt-1", 2, 5, "globex")

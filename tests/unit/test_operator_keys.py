@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from functions.api.handler import handler
 from shared.errors import InvalidRequest
 from shared.store import keys, tenant_items
 from shared.tenants import api_keys, operators
+from tests.events import FakeLambdaContext, http_api_event
 
 
 def test_operator_keys_are_listed_by_id_and_label_never_by_key(aws):
@@ -61,3 +64,21 @@ def test_an_expiry_out_of_range_is_refused_naming_it(aws, days):
         operators.create_key("x", expires_in_days=days)
     assert refused.value.field == "expires_in_days"
     assert operators.list_keys() == []
+
+
+def test_I1_a_cached_operator_key_stops_working_the_moment_it_expires_with_no_store_read(aws, monkeypatch):
+    key = operators.create_key("short-lived", expires_in_days=2 / 86_400)  # two seconds
+    assert operators.is_operator(key)  # looked up once: cached for api_key_cache_seconds (60 s here)
+    expires_at = next(info.expires_at for info in operators.list_keys())
+    assert expires_at is not None
+
+    def no_io(*_args, **_kwargs):
+        raise AssertionError("the store was read")
+
+    monkeypatch.setattr(tenant_items, "client", no_io)
+    while datetime.now(UTC).isoformat(timespec="seconds") < expires_at:  # two seconds at most
+        time.sleep(0.2)
+
+    assert not operators.is_operator(key)
+    event = http_api_event("GET", "/operator/v1/queues", api_key=key)
+    assert handler(event, FakeLambdaContext())["statusCode"] == 401

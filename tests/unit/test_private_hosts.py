@@ -54,6 +54,12 @@ def _to_loopback(host: str, port: int) -> list[str]:
     return ["127.0.0.1"]
 
 
+def _allow_port(port: int) -> None:
+    """The test server's ephemeral port, as an operator allows one (corral:http_ports): a name that is not
+    loopback itself may call only the allowed ports."""
+    environment.change(http_ports=(str(port),))
+
+
 def http_jobs_resolves_for(tenant: str, host: str, resolver: object) -> str:
     from shared.targets.http_policy import Target, resolve
 
@@ -67,6 +73,7 @@ def test_an_internal_host_is_granted_only_to_its_tenants(internal_hosts):
 
 
 def test_another_tenants_job_is_dead_before_contacting_an_internal_host(internal_hosts, server):
+    _allow_port(server.port)
     path = server.path(Answer(200, b'{"secret": "payroll"}'))
     url = f"http://billing.internal:{server.port}{path}"
     to_private = lambda host, port: ["10.0.0.5"]  # noqa: E731 - where the internal host really lives
@@ -77,6 +84,7 @@ def test_another_tenants_job_is_dead_before_contacting_an_internal_host(internal
 
 
 def test_an_internal_hosts_answer_comes_back_without_its_body_unless_opened(internal_hosts, server):
+    _allow_port(server.port)
     path = server.path(Answer(200, b'{"secret": "payroll"}', {"Content-Type": "application/json"}))
     closed = http_jobs.call(
         {"url": f"http://billing.internal:{server.port}{path}", "method": "GET"},
@@ -98,6 +106,7 @@ def test_an_internal_hosts_answer_comes_back_without_its_body_unless_opened(inte
 
 
 def test_an_internal_hosts_error_does_not_carry_its_body(internal_hosts, server):
+    _allow_port(server.port)
     path = server.path(Answer(404, b"no such employee: alice, salary 120k"))
     with pytest.raises(JobDead) as dead:
         http_jobs.call(

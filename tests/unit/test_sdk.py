@@ -167,6 +167,30 @@ def test_errors_carry_status_code_and_field_and_are_never_assertion_errors(stub,
     assert not issubclass(CorralError, AssertionError)
 
 
+def test_Ld_a_scope_refusal_is_a_permission_denied_naming_the_scopes_and_never_retried(stub, corral):
+    stub.replies = [
+        (
+            403,
+            {
+                "error": "insufficient_scope",
+                "message": "this key's scope is 'read'; POST /v1/jobs needs 'enqueue' or 'full'",
+                "scope": "read",
+                "needed_scopes": ["enqueue", "full"],
+            },
+        ),
+        (403, {"error": "forbidden", "message": "the request alone is larger than a quota"}),
+    ]
+    with pytest.raises(errors.PermissionDenied) as denied:
+        corral.enqueue("echo")
+    assert isinstance(denied.value, errors.Forbidden)
+    assert (denied.value.status, denied.value.code, denied.value.scope) == (403, "insufficient_scope", "read")
+    assert denied.value.needed_scopes == ("enqueue", "full")
+    with pytest.raises(errors.Forbidden) as too_large:
+        corral.enqueue("echo")
+    assert not isinstance(too_large.value, errors.PermissionDenied)
+    assert len(stub.requests) == 2  # neither is retried
+
+
 def _batch_answer(seen: Seen) -> Any:
     results = []
     for index, job in enumerate(seen.body["jobs"]):

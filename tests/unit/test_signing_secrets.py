@@ -4,10 +4,13 @@ verify_signature (v2 binds the method, URL and job id; v1 only the timestamp and
 
 import base64
 import random
+import re
 import time
+from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, example, given
+from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
@@ -22,12 +25,14 @@ from shared import environment, settings
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
-from shared.targets.http_policy import TargetPolicy, check_url
+from shared.targets.http_policy import AWS_RULES, TargetPolicy, check_url
 
 DAY = 86_400
 URL = "https://hooks.example.com/invoices?ref=7"
 ORIGIN = "https://hooks.example.com"
 JOB = {"Corral-Job-Id": "jt-1"}
+# The local profile's rules, with one extra port an operator allowed (corral:http_ports).
+LOCAL_RULES = TargetPolicy(allow_plain_http=True, allow_loopback=True, extra_ports=frozenset({8443}))
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +122,7 @@ def test_the_worker_stops_signing_with_an_expired_secret_within_its_cache_bound(
 
     monkeypatch.setattr(settings, "SIGNING_SECRETS_CACHE_SECONDS", 0)
     assert old.secret not in signing_secrets.for_signing("acme", ORIGIN)
-    assert len(signing_secrets.for_signing("acme", ORIGIN)) == 1
+    assert len(signing_secrets.for_signing("acme", ORIGIN)) == 2  # the new secret, and the next one
 
 
 def test_the_worker_signs_with_every_valid_secret_and_each_verifies(aws):
@@ -129,20 +134,51 @@ def test_the_worker_signs_with_every_valid_secret_and_each_verifies(aws):
         signing_secrets.for_signing("acme", ORIGIN), 1_700_000_000, body, method="POST", url=URL, job_id="jt-1"
     )
 
-    assert header.startswith("t=1700000000,v1=") and header.count("v1=") == 2 and header.count("v2=") == 2
+    # The old and the new secret, and the next one (issued by the next rotation, shown to nobody yet).
+    assert header.startswith("t=1700000000,v1=") and header.count("v1=") == 3 and header.count("v2=") == 3
     for secret in secrets:  # a receiver that knows only the old, or only the new secret, accepts it
         headers = {"corral-signature": header} | JOB
         verify_signature(headers, body, [secret], method="POST", url=URL, now=1_700_000_010)
         verify_signature(headers, body, [secret], allow_v1=True, now=1_700_000_010)  # a receiver written before v2
 
 
-def test_the_worker_cache_picks_a_rotation_up_within_its_bound(aws, monkeypatch):
-    signing_secrets.for_signing("acme", ORIGIN)
-    signing_secrets.rotate("acme")
+def test_a_rotated_secret_signs_at_once_though_the_worker_read_the_list_before_the_rotation(aws):
+    signing_secrets.active("acme", now=time.time() - settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS)  # long enough ago
+    cached = signing_secrets.for_signing("acme", ORIGIN)  # the worker's copy, kept for its cache time
 
-    assert len(signing_secrets.for_signing("acme", ORIGIN)) == 1  # cached
-    monkeypatch.setattr(settings, "SIGNING_SECRETS_CACHE_SECONDS", 0)
-    assert len(signing_secrets.for_signing("acme", ORIGIN)) == 2
+    [new, old] = signing_secrets.rotate("acme")
+
+    assert signing_secrets.for_signing("acme", ORIGIN) == cached  # still the copy read before
+    assert new.secret in cached and old.secret in cached
+    assert signing_secrets.public(new)["signs_from"] == new.created_at  # the API says: at once
+    shown = {secret.secret for secret in signing_secrets.active("acme")}
+    assert shown == {new.secret, old.secret}  # the next secret is shown to nobody
+    [third, _, _] = signing_secrets.rotate("acme", now=new.created_at + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS)
+    assert third.secret not in cached  # a second rotation issues the next secret written by the first
+
+
+def test_a_rotation_soon_after_the_last_says_from_when_every_worker_signs_with_it(aws):
+    signing_secrets.active("acme", now=1000.0)
+    signing_secrets.rotate("acme", now=2000.0)
+
+    [soon, _, _] = signing_secrets.rotate("acme", now=2010.0)  # its secret was written 10 s ago, at 2000
+
+    assert signing_secrets.public(soon)["signs_from"] == 2000.0 + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS
+
+
+def test_a_set_written_without_a_next_secret_gets_one_and_its_first_rotation_says_when_it_signs(aws):
+    from shared.store import signing_secret_items
+    from shared.store.signing_secret_items import SigningSecret
+
+    earlier = SigningSecret(id="ss_earlier", secret="whsec_" + "A" * 43, created_at=100.0)
+    signing_secret_items.write("acme", [earlier], None)  # as stored before sets kept a next secret
+    [fresh, _] = signing_secrets.rotate("acme", now=1000.0)  # nothing was signing with it
+    assert signing_secrets.public(fresh)["signs_from"] == 1000.0 + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS
+
+    signing_secret_items.write("globex", [replace(earlier, id="ss_g")], None)
+    assert [s.id for s in signing_secrets.active("globex", now=1000.0)] == ["ss_g"]  # the read adds a next secret
+    [issued, _] = signing_secrets.rotate("globex", now=1000.0 + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS)
+    assert signing_secrets.public(issued)["signs_from"] == issued.created_at  # every worker knew it by then
 
 
 def _signed(secret: str, timestamp: int, body: bytes, method: str = "POST", url: str = URL) -> dict[str, str]:
@@ -246,7 +282,7 @@ def test_the_receiver_may_give_the_url_in_any_equivalent_spelling_of_scheme_host
     ],
 )
 def test_the_url_the_worker_signs_is_the_one_the_receiver_rebuilds(url):
-    target = check_url(url, TargetPolicy(allow_plain_http=True, allow_loopback=True))
+    target = check_url(url, LOCAL_RULES)
 
     signed = http_jobs.signed_url(target)
 
@@ -492,9 +528,11 @@ def test_a_destinations_secrets_alone_sign_its_requests_and_the_unbound_ones_sig
     [own, _] = signing_secrets.rotate("acme", now=2000.0, destination=ORIGIN)
 
     assert own.destination == ORIGIN
-    assert signing_secrets.for_signing("acme", ORIGIN) == [own.secret]
-    assert signing_secrets.for_signing("acme", "https://other.example.com") == [unbound.secret]
-    assert signing_secrets.for_signing("acme", "http://hooks.example.com") == [unbound.secret]  # another origin
+    bound = signing_secrets.for_signing("acme", ORIGIN)
+    assert bound[0] == own.secret and unbound.secret not in bound  # and the destination's next secret
+    elsewhere = signing_secrets.for_signing("acme", "https://other.example.com")
+    assert elsewhere[0] == unbound.secret and not set(elsewhere) & set(bound)
+    assert signing_secrets.for_signing("acme", "http://hooks.example.com") == elsewhere  # another origin
 
 
 def test_a_destinations_rotation_and_expiry_leave_the_other_sets_as_they_were(aws):
@@ -515,7 +553,8 @@ def test_a_destinations_rotation_and_expiry_leave_the_other_sets_as_they_were(aw
 
     assert all(secret.destination is None for secret in left)
     signing_secrets._cache.clear()
-    assert signing_secrets.for_signing("acme", ORIGIN) == [s.secret for s in left if s.expires_at is None]
+    [current] = [s.secret for s in left if s.expires_at is None]
+    assert signing_secrets.for_signing("acme", ORIGIN)[0] == current  # the unbound set's, and its next
 
 
 def test_destinations_are_bounded_per_tenant(aws, monkeypatch):
@@ -539,11 +578,8 @@ def test_destinations_are_bounded_per_tenant(aws, monkeypatch):
     ],
 )
 def test_a_destination_is_kept_as_its_origin(given_, origin):
-    assert signing_secrets.destination_origin(given_, allow_plain_http=True) == origin
-    assert (
-        check_url(f"{given_.rstrip('/')}/hook?x=1", TargetPolicy(allow_plain_http=True, allow_loopback=True)).origin
-        == origin
-    )
+    assert signing_secrets.destination_origin(given_, LOCAL_RULES) == origin
+    assert check_url(f"{given_.rstrip('/')}/hook?x=1", LOCAL_RULES).origin == origin
 
 
 @pytest.mark.parametrize(
@@ -560,17 +596,15 @@ def test_a_destination_is_kept_as_its_origin(given_, origin):
 )
 def test_a_destination_that_is_not_an_origin_is_refused_naming_the_field(given_):
     with pytest.raises(InvalidRequest) as refused:
-        signing_secrets.destination_origin(given_, allow_plain_http=True)
+        signing_secrets.destination_origin(given_, LOCAL_RULES)
     assert refused.value.field == "destination"
 
 
 def test_a_plain_http_destination_is_refused_unless_the_stack_calls_plain_http():
     with pytest.raises(InvalidRequest, match="https:// origin") as refused:
-        signing_secrets.destination_origin("http://hooks.example.com")  # no job could be sent there
+        signing_secrets.destination_origin("http://hooks.example.com", AWS_RULES)  # no job could be sent there
     assert refused.value.field == "destination"
-    assert signing_secrets.destination_origin("http://hooks.example.com", allow_plain_http=True) == (
-        "http://hooks.example.com"
-    )
+    assert signing_secrets.destination_origin("http://hooks.example.com", LOCAL_RULES) == "http://hooks.example.com"
 
 
 def test_the_api_rotates_a_destinations_secrets_and_refuses_a_bad_destination_with_422(call_api):
@@ -591,3 +625,91 @@ def test_the_api_rotates_a_destinations_secrets_and_refuses_a_bad_destination_wi
     environment.change(http_allow_plain=True)  # a stack whose HTTP jobs may call plain http (the local one)
     status, rotated = call_api("POST", "/v1/signing-secrets:rotate", {"destination": "http://hooks.example.com"})
     assert status == 201 and rotated["secrets"][0]["destination"] == "http://hooks.example.com"
+
+
+def test_a_destinations_first_secret_says_it_signs_once_every_worker_knows_it(aws):
+    cached = signing_secrets.for_signing("acme", ORIGIN)  # a worker that read the list before
+
+    [own, unbound] = signing_secrets.rotate("acme", destination=ORIGIN)  # no worker could know it before
+
+    assert signing_secrets.public(own)["signs_from"] == own.created_at + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS
+    assert signing_secrets.for_signing("acme", ORIGIN) == cached and own.secret not in cached  # until its copy ends
+    signing_secrets._cache.clear()  # a worker that read the list after the rotation
+    signed = signing_secrets.for_signing("acme", ORIGIN)
+    assert signed[0] == own.secret and unbound.secret not in signed
+
+
+# A destination is read by the parser of HTTP jobs' URLs: an origin some job could call, or 422 ------------
+
+_ORIGIN_SHAPE = re.compile(
+    r"https?://(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*"
+    r"|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?"
+)
+_URLISH = st.builds(
+    lambda scheme, userinfo, host, port, rest: f"{scheme}{userinfo}{host}{port}{rest}",
+    st.sampled_from(["https://"] * 6 + ["http://", "HTTPS://", "ftp://", "https:/", ""]),
+    st.sampled_from([""] * 8 + ["u@", "u:p@", "@"]),
+    st.one_of(
+        st.from_regex(r"[a-z0-9]{1,8}(\.[a-zA-Z0-9_-]{1,8}){0,3}\.?", fullmatch=True),
+        st.from_regex(r"[a-zA-Z0-9_.-]{0,20}", fullmatch=True),
+        st.text(alphabet="abc. -_%/\\[]:@\u00e9\x00", max_size=12),
+        st.sampled_from(["exa mple.com", "a..b.com", "[::1]", "[fe80::1%25eth0]", "127.0.0.1", "[127.0.0.1]"]),
+    ),
+    st.sampled_from([""] * 6 + [":443", ":8443", ":25", ":0", ":", ":99999", ": 1"]),
+    st.sampled_from([""] * 6 + ["/", "/path", "?q=1", "#f", "?", " "]),
+)
+
+
+def _destination_or_refusal(text: str, rules: TargetPolicy) -> str | None:
+    try:
+        return signing_secrets.destination_origin(text, rules)
+    except InvalidRequest as refused:
+        assert refused.field == "destination"
+        return None
+
+
+@given(st.one_of(st.text(max_size=60), _URLISH))
+@example("https://exa mple.com")
+@example("https://a..b.com")
+@example("https://hooks.example.com:8443")
+def test_any_destination_is_an_origin_a_job_could_call_or_a_refusal_naming_the_field(text):
+    for rules in (AWS_RULES, LOCAL_RULES):
+        origin = _destination_or_refusal(text, rules)
+        if origin is None:
+            continue
+        assert _ORIGIN_SHAPE.fullmatch(origin), origin
+        assert signing_secrets.destination_origin(origin, rules) == origin  # already in its one spelling
+        assert check_url(origin + "/hook?x=1", rules).origin == origin  # the origin of the requests it signs
+
+
+@hypothesis_settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_URLISH)
+@example("https://exa mple.com")
+def test_the_api_stores_a_destination_only_as_a_valid_origin_and_answers_422_otherwise(call_api, text):
+    status, answer = call_api("POST", "/v1/signing-secrets:rotate", {"destination": text})
+
+    if status == 201:
+        stored = answer["secrets"][0]["destination"]
+        assert stored == signing_secrets.destination_origin(stored, AWS_RULES)
+    elif status == 422:
+        assert answer["fields"][0]["field"] == "destination"
+    else:
+        assert status == 409  # a valid origin past the tenant's bound of destinations
+    _, listed = call_api("GET", "/v1/signing-secrets")
+    for secret in listed["secrets"]:
+        assert secret["destination"] is None or _ORIGIN_SHAPE.fullmatch(secret["destination"])
+
+
+def test_the_rotate_answer_says_from_when_each_secret_signs(call_api):
+    _, listed = call_api("GET", "/v1/signing-secrets")
+    [first] = listed["secrets"]
+    assert first["signs_from"] == first["created_at"]  # a tenant's first secret signs at once
+
+    status, rotated = call_api("POST", "/v1/signing-secrets:rotate")
+    assert status == 201
+    [new, old] = rotated["secrets"]
+    # Its secret was written with the first one, just now: workers that read the list before may not know it.
+    assert new["signs_from"] == pytest.approx(first["created_at"] + settings.SIGNING_SECRET_KNOWN_AFTER_SECONDS)
+    assert old["signs_from"] == first["created_at"]
+    status, bound = call_api("POST", "/v1/signing-secrets:rotate", {"destination": ORIGIN})
+    assert bound["secrets"][0]["signs_from"] > bound["secrets"][0]["created_at"]  # a destination's first secret

@@ -1,5 +1,9 @@
 """The SSRF guard: which URLs and resolved addresses an HTTP job may reach, by the aws and local rules."""
 
+import json
+import logging
+import time
+
 import pytest
 
 from shared.targets.http_policy import AWS_RULES, Refused, TargetPolicy, check_url, resolve
@@ -60,7 +64,8 @@ def test_a_public_url_passes_and_keeps_its_path_and_query():
 
     assert (target.scheme, target.host, target.port, target.path) == ("https", "example.com", 443, "/hooks/a?x=1&y=2")
     assert target.host_header == "example.com"
-    assert check_url("https://93.184.216.34:8443", AWS_RULES).host_header == "93.184.216.34:8443"
+    with_8443 = TargetPolicy(extra_ports=frozenset({8443}))  # an operator's corral:http_ports=8443
+    assert check_url("https://93.184.216.34:8443", with_8443).host_header == "93.184.216.34:8443"
 
 
 def test_the_local_rules_allow_loopback_and_http_but_not_private_addresses():
@@ -116,3 +121,72 @@ def test_an_allowlisted_private_host_may_resolve_privately_but_never_to_metadata
     other = check_url("https://other.internal/", policy)
     with pytest.raises(Refused):
         resolve(other, policy, _resolver({"other.internal": ["10.1.2.3"]}))
+
+
+# Ports (L-f): the platform's egress addresses call web ports only -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url", ["https://smtp.example.com:25/", "https://db.example.com:5432/", "https://x.example:22"]
+)
+def test_Lf_a_port_other_than_443_is_refused_at_enqueue(url):
+    with pytest.raises(Refused, match="is not one HTTP jobs may call: 443") as refused:
+        check_url(url, AWS_RULES)
+    assert refused.value.field == "url"
+
+
+def test_Lf_port_80_only_where_the_stack_calls_plain_http_and_extra_ports_only_where_the_operator_lists_them():
+    assert check_url("https://example.com:443/", AWS_RULES).port == 443
+    with pytest.raises(Refused, match="port 80 "):
+        check_url("https://example.com:80/", AWS_RULES)
+    assert check_url("http://example.com:80/", TargetPolicy(allow_plain_http=True)).port == 80
+    with pytest.raises(Refused, match="port 8443 "):
+        check_url("https://example.com:8443/", AWS_RULES)
+    assert check_url("https://example.com:8443/", TargetPolicy(extra_ports=frozenset({8443, 9443}))).port == 8443
+    with pytest.raises(Refused, match="port 0 "):
+        check_url("https://example.com:0/", TargetPolicy(extra_ports=frozenset({8443})))
+
+
+def test_Lf_a_loopback_host_may_name_any_port_where_loopback_is_allowed_and_nowhere_else():
+    assert check_url("http://127.0.0.1:54321/x", LOCAL_RULES).port == 54321  # the local profile's test servers
+    assert check_url("http://[::1]:54321/x", LOCAL_RULES).port == 54321
+    with pytest.raises(Refused, match="port 54321"):
+        check_url("http://hooks.example.com:54321/x", LOCAL_RULES)  # a name: it may resolve anywhere
+    with pytest.raises(Refused, match="loopback"):
+        check_url("https://127.0.0.1:54321/x", AWS_RULES)
+
+
+def test_Lf_the_api_answers_422_naming_payload_url_and_sends_nothing(aws):
+    from functions.api.handler import handler
+    from shared.tenants import tenants
+    from tests.events import FakeLambdaContext, http_api_event
+
+    key = tenants.create_key("acme")
+    job = {"type": "http", "payload": {"url": "https://smtp.example.com:25/"}}
+
+    response = handler(http_api_event("POST", "/v1/jobs", job, key), FakeLambdaContext())
+
+    assert response["statusCode"] == 422
+    assert json.loads(response["body"])["fields"][0]["field"] == "payload.url"
+    assert "Messages" not in aws["sqs"].receive_message(QueueUrl=aws["queue_url"], WaitTimeSeconds=0)
+
+
+def test_Lf_a_job_accepted_before_the_list_changed_is_dead_and_not_contacted(aws):
+    from shared import environment
+    from shared.jobs.enqueue import check_job
+    from shared.jobs.job_types import JobContext, JobDead
+    from shared.model import JobSpec
+    from shared.targets import http as http_jobs
+    from tests.receiver import receiver
+
+    with receiver() as server:
+        payload = {"url": f"http://hooks.customer.test:{server.port}/hook"}
+        environment.change(http_allow_plain=True, http_allow_loopback=True, http_ports=(str(server.port),))
+        check_job(JobSpec("http", payload, 1), tenant="acme")  # accepted at enqueue
+
+        environment.change(http_ports=())  # the operator redeployed without that port
+        context = JobContext("jt-1", 1, 1, time.time() + 5, logging.LoggerAdapter(logging.getLogger("t")), "acme")
+        with pytest.raises(JobDead, match=r"port \d+ is not one HTTP jobs may call.*not contacted"):
+            http_jobs.call(payload, context, TargetPolicy.from_env("acme"), lambda host, port: ["127.0.0.1"])
+
+        assert server.total() == 0

@@ -5,36 +5,40 @@ from __future__ import annotations
 
 import secrets
 import string
+import threading
 import time
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from functions.api.handler import handler
 from shared import environment
 from shared.aws.clients import client
 from shared.store import tenant_items
 from shared.tenants import api_keys, operators, tenants
+from tests.events import FakeLambdaContext, http_api_event
 
 
 def test_minted_keys_pass_their_checksum_and_one_changed_character_fails():
     key = api_keys.mint()
-    assert api_keys.shape(key) is api_keys.KeyShape.CURRENT
+    assert api_keys.is_well_formed(key)
     for position in range(len(api_keys.PREFIX), len(key)):
         other = "A" if key[position] != "A" else "B"
-        assert api_keys.shape(key[:position] + other + key[position + 1 :]) is None
+        assert not api_keys.is_well_formed(key[:position] + other + key[position + 1 :])
 
 
 @given(st.text(alphabet=string.ascii_letters + string.digits, min_size=38, max_size=38))
 def test_made_up_keys_of_the_right_shape_almost_never_pass(body):
     # CRC32 lets one in 2^32 through; hypothesis would need billions of tries to find one.
-    assert api_keys.shape("ck_" + body) is None
+    assert not api_keys.is_well_formed("ck_" + body)
 
 
-def test_legacy_keys_are_recognised_by_shape():
-    assert api_keys.shape("ck_" + secrets.token_urlsafe(32)) is api_keys.KeyShape.LEGACY
-    assert api_keys.shape("ck_short") is None
-    assert api_keys.shape("") is None
+def test_La_keys_without_a_checksum_are_malformed():
+    assert not api_keys.is_well_formed("ck_" + secrets.token_urlsafe(32))  # the earliest keys' format
+    assert not api_keys.is_well_formed("co_" + secrets.token_urlsafe(32), operators.KEY_PREFIX)
+    assert not api_keys.is_well_formed("ck_short")
+    assert not api_keys.is_well_formed("")
 
 
 def test_a_bad_checksum_costs_no_lookup(aws, monkeypatch):
@@ -79,12 +83,39 @@ def test_an_unknown_key_is_looked_up_once_within_its_cache_time(aws, monkeypatch
     assert len(calls) == 1
 
 
-def test_legacy_keys_in_the_store_still_work(aws):
+class _StoreWithoutTheKey:
+    """The store's client for key lookups: it holds none of the keys asked for, and counts the reads."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def get_item(self, **_kwargs):
+        self.reads += 1
+        return {}
+
+
+@given(st.lists(st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=43, max_size=43), max_size=50))
+def test_La_made_up_keys_without_a_checksum_cost_no_store_read(bodies):
+    tenants.clear_caches()
+    operators.clear_cache()
+    store = _StoreWithoutTheKey()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tenant_items, "client", lambda _service: store)
+        for body in bodies:
+            assert tenants.tenant_for("ck_" + body) is None
+            assert not operators.is_operator("co_" + body)
+    assert store.reads == 0
+
+
+def test_La_a_key_without_a_checksum_in_the_store_opens_nothing_and_can_be_revoked(aws):
     legacy = "ck_" + secrets.token_urlsafe(32)
     client("dynamodb").put_item(
         TableName="corral-jobs", Item={"pk": {"S": "apikey#" + api_keys.digest(legacy)}, "tenant": {"S": "old"}}
     )
-    assert tenants.tenant_for(legacy) == "old"
+    assert tenants.tenant_for(legacy) is None
+    answer = handler(http_api_event("GET", "/v1/jobs", api_key=legacy), FakeLambdaContext())
+    assert answer["statusCode"] == 401
+    assert tenants.revoke_key(legacy).tenant == "old"  # the migration's clean-up: the item goes
 
 
 def test_keys_are_listed_without_secrets_and_revoked_by_id(aws):
@@ -131,18 +162,20 @@ def test_a_request_never_waits_for_a_known_keys_reread(aws, monkeypatch):
     key, digest = _known_key_past_its_cache_time("acme")
     real_client = tenant_items.client
     reads = []
+    released, answered = threading.Event(), threading.Event()
 
     class Slow:
         def get_item(self, **kwargs):
             reads.append(kwargs)
-            time.sleep(1)  # a store answering slowly, e.g. botocore retrying a throttled read
+            released.wait(30)  # a store answering slowly, e.g. botocore retrying a throttled read
+            answered.set()
             return real_client("dynamodb").get_item(**kwargs)
 
     monkeypatch.setattr(tenant_items, "client", lambda _service: Slow())
-    started = time.monotonic()
     for _ in range(20):
         assert tenants.tenant_for(key) == "acme"
-    assert time.monotonic() - started < 0.5
+    assert not answered.is_set()  # all twenty answered while the re-read was still waiting on the store
+    released.set()
     tenants._lookup.refresher.wait()
     assert len(reads) == 1  # one re-read for the twenty requests
     assert tenants._lookup.known[digest].fresh_until > time.monotonic()
@@ -160,7 +193,7 @@ def test_tenants_are_created_once_with_valid_names(aws):
 def test_operator_keys_share_the_format_and_the_flood_proof_lookup(aws, monkeypatch):
     operator_key = operators.create_key("tests")
     assert operator_key.startswith("co_")
-    assert api_keys.shape(operator_key, operators.KEY_PREFIX) is api_keys.KeyShape.CURRENT
+    assert api_keys.is_well_formed(operator_key, operators.KEY_PREFIX)
     assert operators.is_operator(operator_key)
     assert not operators.is_operator(api_keys.mint())  # a tenant's key never opens operator routes
     monkeypatch.setattr(operators._lookup, "unknown_limit", 20)

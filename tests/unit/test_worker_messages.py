@@ -217,3 +217,53 @@ def test_the_parser_knows_every_field_a_message_carries():
     from shared.model import _FIELD_CHECKS
 
     assert set(JobMessage.__dataclass_fields__) - {"id", "tenant"} == set(_FIELD_CHECKS)
+
+
+def test_M7_a_message_naming_another_tenants_batch_or_another_job_as_its_parent_counts_nowhere(aws, monkeypatch):
+    from shared.jobs import batches
+    from shared.jobs.enqueue import JobRequest as Request
+    from shared.store import batch_items
+
+    monkeypatch.setattr(batches.queue, "send_batch", lambda messages: [None] * len(messages))  # members unsent
+    acme_batch = batches.create("acme", batches.BatchRequest(jobs=[Request(JobSpec("echo"))] * 2)).id
+    secret = id_secret()
+    mallory = {"tenant": "mallory", "id": ids.timed_id(secret, "mallory")}
+    # A message for a real job of mallory's (its id verifies), naming acme's batch; and a callback-shaped
+    # one naming a parent its id is not derived from.
+    forged_batch = _job(**mallory, batch={"id": acme_batch, "index": 0})
+    forged_parent = _job(
+        tenant="acme",
+        id=ids.timed_id(secret, "acme", time.time() + 1),
+        parent={"kind": "job", "id": ids.timed_id(secret, "acme"), "callback": "on_success"},
+    )
+
+    for fields in (forged_batch, forged_parent):
+        with pytest.raises(UnreadableMessage, match="is not this job's") as unreadable:
+            JobMessage.from_body(body(**fields), sent_at=time.time(), secret=secret)
+        assert not {"batch", "parent"} & set(unreadable.value.job)  # recorded dead without them
+        deliver(aws, body(**fields))
+        assert record(fields["id"]).status is Status.DEAD
+
+    counts = batch_items.get(acme_batch)
+    assert (counts.pending, counts.dead) == (2, 0)  # acme's batch counted nothing of mallory's message
+    assert record(forged_batch["id"]).batch is None and record(forged_parent["id"]).parent is None
+
+
+def test_M7_a_batch_members_and_a_callbacks_own_lineage_is_read_as_sent(aws):
+    secret = id_secret()
+    batch = ids.batch_id(secret, "acme", time.time())
+    member = _job(id=ids.child_id(secret, "acme", batch, "3"), batch={"id": batch, "index": 3})
+    parent_id = ids.timed_id(secret, "acme")
+    callback = _job(
+        id=ids.child_id(secret, "acme", parent_id, "on_failure"),
+        parent={"kind": "job", "id": parent_id, "callback": "on_failure"},
+    )
+    batch_callback = _job(
+        id=ids.child_id(secret, "acme", batch, "on_complete"),
+        parent={"kind": "batch", "id": batch, "callback": "on_complete"},
+    )
+
+    for fields in (member, callback, batch_callback):
+        message = JobMessage.from_body(body(**fields), sent_at=time.time(), secret=secret)
+        assert message.parent == fields.get("parent")
+        assert (message.batch.to_dict() if message.batch else None) == fields.get("batch")

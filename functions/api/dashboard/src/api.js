@@ -51,13 +51,21 @@ export async function api(method, path, body, key = session.key()) {
     const error = new ApiError(
       response.status,
       data?.error || "http_" + response.status,
-      data?.message || `The API answered ${response.status}.`,
+      data?.error === "insufficient_scope" ? scopeMessage(data) : data?.message || `The API answered ${response.status}.`,
       data?.field,
     );
     if (response.status === 401) unauthorizedHandler(error);
     throw error;
   }
   return data;
+}
+
+// A key whose scope does not open the route (a read-only key retrying a job, say): what it is, and how to
+// get further, instead of a bare 403.
+function scopeMessage(data) {
+  const needed = (data.needed_scopes || ["full"]).map((scope) => `'${scope}'`).join(" or ");
+  const kind = { read: "read-only", enqueue: "enqueue-only" }[data.scope] || `'${data.scope}'`;
+  return `Not allowed with this ${kind} API key: ${data.message}. Sign out and sign in with a key of scope ${needed} to do this.`;
 }
 
 export function query(params) {

@@ -41,6 +41,13 @@ class Skipped(Finished):
 
 
 @dataclass(frozen=True)
+class OtherRequest(Finished):
+    """A keyed job's message of another request than the one its record keeps (two requests sent with
+    one idempotency key): the job is the first request's, so this message is acknowledged unrun, as a
+    duplicate's is, and its callbacks never run (docs/decisions/idempotency-keys.md)."""
+
+
+@dataclass(frozen=True)
 class HeldElsewhere:
     """Another delivery holds a live lease on the job."""
 
@@ -109,6 +116,7 @@ def _job_fields(message: JobMessage, started_at: float | None) -> tuple[list[str
         | {"payload_json": job_items.payload_json(message.payload)}
         | started
         | job_items.relations(message)
+        | _request(message)
     )
     values |= {
         ":tenant": {"S": message.tenant},
@@ -147,12 +155,20 @@ def _job_fields(message: JobMessage, started_at: float | None) -> tuple[list[str
     return sets, values
 
 
+def _request(message: JobMessage) -> dict[str, dict[str, str]]:
+    """A keyed job's request fingerprint, as the record keeps it (written once, by the first message)."""
+    return {job_items.REQUEST: {"S": message.request}} if message.request else {}
+
+
 def claim(
     message: JobMessage, message_id: str, now: float, lease_seconds: int, *, single_attempt: bool = False
 ) -> ClaimResult:
     """Start an attempt: the job is new, queued again by a retry, failed (retry due) or its holder's lease expired.
 
     `single_attempt`: no botocore retries, for a delivery that runs without the claim if this one fails.
+
+    A keyed job's message claims only a record of its own request, or of none (OtherRequest otherwise):
+    of two requests sent with one idempotency key, every attempt runs the same one.
 
     A run of a schedule that skips overlaps is first checked against its schedule's runs: while an
     earlier one is live, this one is recorded `skipped` (Skipped) and never claimed. Backfilled runs
@@ -195,7 +211,13 @@ def claim(
         # with the same idempotency key asks for another number; a retry raises it).
         ConditionExpression=(
             "attribute_not_exists(pk) OR (#tenant = :tenant "
-            f"AND (attribute_not_exists(attempts) OR attempts < max_attempts) AND {_TAKEABLE})"
+            f"AND (attribute_not_exists(attempts) OR attempts < max_attempts) AND {_TAKEABLE}"
+            + (
+                f" AND (attribute_not_exists({job_items.REQUEST}) OR {job_items.REQUEST} = :{job_items.REQUEST})"
+                if message.request
+                else ""
+            )
+            + ")"
         ),
         ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
         ExpressionAttributeValues=values,
@@ -218,11 +240,15 @@ def claim(
 
 def _record_cancelled_message(message: JobMessage) -> None:
     """A job cancelled before any worker saw it: keep its message's content, so it can be retried."""
-    known = {
-        "payload_json": job_items.payload_json(message.payload),
-        "job_type": {"S": message.type},
-        "max_attempts": job_items.n(message.max_attempts),
-    } | job_items.relations(message)
+    known = (
+        {
+            "payload_json": job_items.payload_json(message.payload),
+            "job_type": {"S": message.type},
+            "max_attempts": job_items.n(message.max_attempts),
+        }
+        | job_items.relations(message)
+        | _request(message)
+    )
     if message.schedule:
         known |= {"schedule_name": {"S": message.schedule}, "scheduled_for": {"S": message.scheduled_for or ""}}
     sets, values = job_items.if_not_exists(known)
@@ -242,6 +268,9 @@ def _why_not_claimed(old: dict[str, Any], message: JobMessage, message_id: str, 
         return Contended()  # the record was there for the condition, gone for the re-read
     if job_items.as_str(old, "tenant") != message.tenant:
         return Foreign()
+    kept = job_items.as_str(old, job_items.REQUEST)
+    if message.request and kept is not None and kept != message.request:
+        return OtherRequest()
     status = Status(old["status"]["S"])
     if status.finished:
         return Finished(status, job_items.as_int(old, "retries") or 0)

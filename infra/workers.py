@@ -63,7 +63,7 @@ class Workers(Construct):
         # The event source grants what the worker does on the jobs queue (receive, delete,
         # ChangeMessageVisibility for hand-backs). SendMessage there carries an outcome produced while
         # the store failed (shared/worker/completer.py), or a callback a finished job or batch calls for
-        # (shared/jobs/callbacks.py); the queue's policy names this role among its senders.
+        # (shared/batches/callbacks.py); the queue's policy names this role among its senders.
         queue.dlq.grant_send_messages(self.function)
         queue.queue.grant_send_messages(self.function)
         self.function.add_event_source(

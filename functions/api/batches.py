@@ -1,4 +1,4 @@
-"""Batches: create (jobs counted as one, with callbacks), get, list, cancel (shared/jobs/batches.py)."""
+"""Batches: create (jobs counted as one, with callbacks), get, list, cancel (shared/batches/batches.py)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from functions.api.models import callback_model, idempotency_key_field
 from functions.api.responses import documented, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
+from shared.batches import batches, callbacks
 from shared.errors import InvalidRequest
-from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest
 from shared.store.batch_items import RUNNING, STATUSES
 from shared.tenants import rate_limit
@@ -124,7 +124,7 @@ def list_batches(
     responses=documented({200: {"description": "The batch"}}, 404),
 )
 def get_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, batches.view(batches.get(_tenant(), batch_id)))
+    return json_response(200, callbacks.batch_view(batches.get(_tenant(), batch_id)))
 
 
 @router.get(
@@ -148,4 +148,4 @@ def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, An
     responses=documented({200: {"description": "The batch, status cancelled"}}, 404, 409, 429),
 )
 def cancel_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, batches.view(batches.cancel(_tenant(), batch_id)))
+    return json_response(200, callbacks.batch_view(batches.cancel(_tenant(), batch_id)))

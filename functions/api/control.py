@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.responses import error_response, json_response
 from shared import settings
+from shared.control import cancel, retry
 from shared.errors import Conflict, InvalidRequest, NotFound
-from shared.jobs import control, listing, stats
-from shared.model import Status
+from shared.jobs import listing, stats
+from shared.model.states import Status
 from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
@@ -106,7 +107,7 @@ def list_jobs(
 )
 def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
-        record = control.cancel(_tenant(), job_id)
+        record = cancel.cancel(_tenant(), job_id)
     except (NotFound, Conflict) as refusal:
         return _refused(job_id, refusal)
     return json_response(200, record.public())
@@ -124,7 +125,7 @@ def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
 )
 def retry_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
-        message = control.retry(_tenant(), job_id)
+        message = retry.retry(_tenant(), job_id)
     except (NotFound, Conflict) as refusal:
         return _refused(job_id, refusal)
     return json_response(202, {"id": message.id, "status": "queued"})
@@ -157,7 +158,7 @@ class BulkRetryIn(BaseModel):
     | _RATE_LIMITED,
 )
 def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
-    outcome = control.retry_dead(_tenant(), request.type, _epoch(request.since), request.limit)
+    outcome = retry.retry_dead(_tenant(), request.type, _epoch(request.since), request.limit)
     body = {"retried": len(outcome.ids), "ids": outcome.ids, "more": outcome.more, "skipped": outcome.skipped}
     return json_response(200, body)
 

@@ -29,7 +29,7 @@ from shared.aws.metrics import jobs_enqueued
 from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
 from shared.jobs.enqueue import BulkOutcome, JobRequest, NotSent, enqueue, enqueue_many
 from shared.jobs.status import job_status
-from shared.model import JobMessage
+from shared.model.message import JobMessage
 
 if TYPE_CHECKING:
     from pydantic_core import SchemaValidator

@@ -12,11 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import NotRequired, TypedDict  # noqa: UP035 - pydantic needs these on Python < 3.12
 
 from shared import settings
-from shared.model import JobSpec
+from shared.model.spec import JobSpec
 
 
 class JobSpecIn(BaseModel):
-    """What a job is: shared.model.JobSpec, field for field."""
+    """What a job is: shared.model.spec.JobSpec, field for field."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.api.models import JobSpecIn, idempotency_key_field
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
-from shared.model import Overlap, Status
+from shared.model.states import Overlap, Status
 from shared.schedules import customer_schedules, runs
 
 router = APIGatewayHttpRouter()

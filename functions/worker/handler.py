@@ -26,7 +26,7 @@ from shared import environment
 from shared.aws import tracing
 from shared.aws.metrics import handed_back, job_outcome, metrics
 from shared.jobs import job_types
-from shared.model import Outcome
+from shared.model.outcome import Outcome
 from shared.worker import backstop
 from shared.worker.batch import Worker
 from shared.worker.delivery import Delivery

@@ -15,7 +15,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import environment, settings
 from shared.aws import metrics, tracing
 from shared.aws.clients import client
-from shared.model import JobMessage, OutcomeMessage
+from shared.model.message import JobMessage
+from shared.model.outcome import OutcomeMessage
 
 # SendMessageBatch limits (SQS quotas): 10 entries, and the whole request's bodies within 256 KiB.
 BATCH_MAX_ENTRIES = 10

@@ -13,7 +13,8 @@ from __future__ import annotations
 from shared import settings
 from shared.errors import CorralError
 from shared.jobs import job_types
-from shared.model import Concurrency, JobMessage
+from shared.model.message import JobMessage
+from shared.model.spec import Concurrency
 
 
 class KeyUnreadable(CorralError, ValueError):

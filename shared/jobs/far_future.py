@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.model import JobMessage
+from shared.model.message import JobMessage
 from shared.store import counters
 from shared.tenants import quotas
 

@@ -46,7 +46,7 @@ class JobDead(Exception):
 
 
 class JobTimedOut(JobFailed):
-    """The attempt ran past the job's timeout (raised into the job by shared/jobs/time_limit.py)."""
+    """The attempt ran past the job's timeout (raised into the job by shared/execution/time_limit.py)."""
 
 
 class InvalidPayload(ValueError):

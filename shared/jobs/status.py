@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from shared import ids, settings
-from shared.model import JobRecord, Status
+from shared.model.record import JobRecord
+from shared.model.states import Status
 from shared.store import job_store
 from shared.store.id_secret import id_secret
 

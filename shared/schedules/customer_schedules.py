@@ -37,7 +37,9 @@ from shared import cursors, settings
 from shared.aws import eventbridge, queue
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.jobs.enqueue import check_job, with_max_attempts
-from shared.model import JobMessage, JobSpec, Overlap
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Overlap
 from shared.schedules import expressions
 from shared.schedules.expressions import InvalidExpression, parse, timezone
 from shared.store import schedule_items

@@ -17,7 +17,10 @@ from shared import ids, settings
 from shared.aws import queue
 from shared.errors import InvalidRequest, Unavailable
 from shared.jobs.enqueue import check_job
-from shared.model import JobMessage, JobSpec, Overlap, Status, Trigger, format_scheduled_time
+from shared.model.firing import format_scheduled_time
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Overlap, Status, Trigger
 from shared.schedules import customer_schedules, expressions
 from shared.store import schedule_runs
 from shared.store.id_secret import id_secret

@@ -35,6 +35,7 @@ from botocore.exceptions import ClientError
 
 from shared import settings
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
+from shared.model.spec import Callback, callbacks_of, callbacks_to_dict
 from shared.store import job_items, keys, table
 from shared.store.conditional import conditional_put, conditional_update
 from shared.store.table_schema import JOBS_INDEX
@@ -195,7 +196,7 @@ def create(
     now: float,
     *,
     description: str | None,
-    callbacks: dict[str, dict[str, Any]],
+    callbacks: dict[str, Callback],
     request: str | None = None,
 ) -> BatchRecord:
     """Write a new batch, running with every member pending; or, if it exists (a request retried with
@@ -208,7 +209,7 @@ def create(
             Item=_callbacks_key(batch_id)
             | {
                 "tenant": {"S": tenant},
-                "specs": {"S": json.dumps(callbacks, separators=(",", ":"))},
+                "specs": {"S": json.dumps(callbacks_to_dict(callbacks), separators=(",", ":"))},
                 "expires_at": expires,
             },
             ConditionExpression="attribute_not_exists(pk)",
@@ -260,10 +261,10 @@ def get(batch_id: str, *, single_attempt: bool = False) -> BatchRecord | None:
     return _record(item) if item else None
 
 
-def callback_specs(batch_id: str, *, single_attempt: bool = False) -> dict[str, dict[str, Any]]:
-    """The batch's callbacks as it was created with them: kind -> a job spec (type, payload, ...)."""
+def callback_specs(batch_id: str, *, single_attempt: bool = False) -> dict[str, Callback]:
+    """The batch's callbacks as it was created with them, by kind."""
     item = _dynamodb(single_attempt).get_item(TableName=table.name(), Key=_callbacks_key(batch_id)).get("Item")
-    return json.loads(item["specs"]["S"]) if item else {}
+    return callbacks_of(json.loads(item["specs"]["S"])) if item else {}
 
 
 def mark(batch_id: str, index: int, state: MemberState, *, single_attempt: bool = False) -> BatchRecord | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, JobRecord, Status
+from shared.model.message import JobMessage
+from shared.model.record import JobRecord
+from shared.model.states import Status
 from shared.store import job_items, table
 
 

@@ -12,7 +12,10 @@ from botocore.exceptions import ClientError
 
 from shared import settings
 from shared.aws.clients import aws_error_code
-from shared.model import CALLBACK_KINDS, BatchMember, Concurrency, JobMessage, JobRecord, Status
+from shared.model.message import BatchMember, JobMessage
+from shared.model.record import JobRecord
+from shared.model.spec import CALLBACK_KINDS, Concurrency, callbacks_to_dict
+from shared.model.states import Status
 from shared.store import keys, table
 from shared.store.table_schema import JOBS_INDEX
 
@@ -160,7 +163,7 @@ def relations(message: JobMessage) -> dict[str, dict[str, str]]:
     if message.batch is not None:
         kept |= {"batch_id": {"S": message.batch.id}, "batch_index": n(message.batch.index)}
     if message.callbacks:
-        kept["callbacks_json"] = {"S": json.dumps(message.callbacks, separators=(",", ":"))}
+        kept["callbacks_json"] = {"S": json.dumps(callbacks_to_dict(message.callbacks), separators=(",", ":"))}
     if message.parent:
         kept["parent_json"] = {"S": json.dumps(message.parent, separators=(",", ":"))}
     return kept

@@ -12,7 +12,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, JobRecord, OutcomeMessage, Overlap, Status, Trigger, result_json
+from shared.model.message import JobMessage
+from shared.model.outcome import OutcomeMessage, result_json
+from shared.model.record import JobRecord
+from shared.model.states import Overlap, Status, Trigger
 from shared.store import job_items, keys, schedule_runs, table
 
 

@@ -35,7 +35,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from shared import environment
-from shared.model import Overlap
+from shared.model.states import Overlap
 from shared.store import keys, table
 
 

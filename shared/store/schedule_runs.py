@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.aws.clients import client, single_attempt_client
-from shared.model import JobMessage, JobRecord, Status
+from shared.model.message import JobMessage
+from shared.model.record import JobRecord
+from shared.model.states import Status
 from shared.store import job_items, keys, table
 from shared.store.table_schema import RUNS_INDEX
 

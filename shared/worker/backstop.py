@@ -19,7 +19,9 @@ import time
 
 from shared import environment
 from shared.aws import queue
-from shared.model import OutcomeMessage, Status, UnreadableMessage, read_message
+from shared.model.message import UnreadableMessage
+from shared.model.outcome import OutcomeMessage, read_message
+from shared.model.states import Status
 from shared.worker.batch import Batch
 from shared.worker.completer import Settled
 from shared.worker.delivery import Delivery

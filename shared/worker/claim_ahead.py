@@ -10,7 +10,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 from shared.jobs import job_types
-from shared.model import JobMessage
+from shared.model.message import JobMessage
 from shared.store import job_store
 from shared.worker import deadline
 from shared.worker.breaker import StoreBreaker, is_outage

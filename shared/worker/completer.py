@@ -21,9 +21,12 @@ from botocore.exceptions import ParamValidationError
 
 from shared.aws import queue
 from shared.aws.clients import aws_error_code
+from shared.batches import follow_ups
 from shared.errors import CorralError
-from shared.jobs import far_future, follow_ups
-from shared.model import JobMessage, Outcome, OutcomeMessage, Status
+from shared.jobs import far_future
+from shared.model.message import JobMessage
+from shared.model.outcome import Outcome, OutcomeMessage
+from shared.model.states import Status
 from shared.store import job_store
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
 from shared.worker.deadline import HiddenBatch
@@ -196,7 +199,7 @@ class Completer:
         return Outcome.RESENT
 
     def _follow_up(self, job: JobMessage, status: Status, delivery: Delivery) -> HandBack | None:
-        """Do what the recorded end of `job` sets off (shared/jobs/follow_ups.py): None once done, else the
+        """Do what the recorded end of `job` sets off (shared/batches/follow_ups.py): None once done, else the
         hand-back that brings the delivery back to do it (the job is recorded: that delivery finds it
         finished, and does only this)."""
         if not follow_ups.has_follow_ups(job):

@@ -3,7 +3,7 @@ hidden (`HiddenBatch`).
 
 A batch's jobs run at once, each on a thread of its own (shared/worker/receive.py `handle_all`), so
 one job's timeout never delays its batch-mates. What stops a job at its timeout is
-shared/jobs/time_limit.py `run_within` (the thread waiting for the job ends the attempt, and the job's
+shared/execution/time_limit.py `run_within` (the thread waiting for the job ends the attempt, and the job's
 thread is sent an exception); it lives with the job types because the jobs function, which runs a
 customer's job outside the worker, stops it the same way.
 """
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from shared import environment, settings
 from shared.aws import queue
 from shared.jobs import job_types
-from shared.model import JobMessage
+from shared.model.message import JobMessage
 
 # Time a claim and a message's visibility outlast the job's timeout: to record the outcome, and
 # for clock and scheduling slack. Short on purpose: it is how much later than its timeout a

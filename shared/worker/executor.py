@@ -3,9 +3,9 @@
 Where the code runs: here, for a type whose code this process loaded (the built-ins, the local
 profile's test tooling, a unit test's own types); in the jobs function for a customer's type, which
 the worker knows by its declaration only (shared/worker/fence.py, docs/decisions/customer-code-fence.md).
-Either way the attempt's time limit is its timeout, enforced here (shared/jobs/time_limit.py), the
+Either way the attempt's time limit is its timeout, enforced here (shared/execution/time_limit.py), the
 type's `validate` hook runs before its code, and the same exceptions make the same verdicts
-(shared/jobs/fenced_job.py). The executor writes nothing: the completer (shared/worker/completer.py)
+(shared/execution/fenced_job.py). The executor writes nothing: the completer (shared/worker/completer.py)
 applies its verdict.
 """
 
@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.aws import queue
-from shared.jobs import fenced_job, job_logging, job_types, time_limit
-from shared.jobs.fenced_job import Answer
-from shared.model import JobMessage, result_problem
+from shared.execution import fenced_job, job_logging, time_limit
+from shared.execution.fenced_job import Answer
+from shared.jobs import job_types
+from shared.model.message import JobMessage
+from shared.model.outcome import result_problem
 from shared.store import job_store
 from shared.worker import fence
 from shared.worker.verdicts import Attempt, Completed, Dead, Retry, Verdict

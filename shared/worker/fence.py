@@ -1,10 +1,10 @@
 """The worker's side of the fence: a customer's job runs in the jobs function, invoked synchronously.
 
 The worker claims the job, invokes the jobs function (FunctionEnv.jobs_function) with the one job
-(shared/jobs/fenced_job.py `Request`), and records the answer as it records a job it ran itself:
+(shared/execution/fenced_job.py `Request`), and records the answer as it records a job it ran itself:
 the claim, the outcome write, the tenants' signing secrets and the job-id key never leave the
 worker (docs/decisions/customer-code-fence.md). The executor waits for the invoke within the job's
-timeout (shared/jobs/time_limit.py), as for any job.
+timeout (shared/execution/time_limit.py), as for any job.
 
 The client is kept for the process's life, one per power-of-two read timeout covering the job's
 time left (shared/aws/lambda_clients.py): built per invoke it cost 6.15x the CPU of a job run
@@ -30,7 +30,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import environment, settings
 from shared.aws import lambda_clients
 from shared.aws.clients import aws_error_code, aws_error_message
-from shared.jobs.fenced_job import Answer, Request
+from shared.execution.fenced_job import Answer, Request
 from shared.jobs.registry import JobContext
 
 FUNCTION_ERROR_MAX_CHARS = 1000  # of the function's own error, in the job's

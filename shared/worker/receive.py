@@ -17,8 +17,11 @@ from concurrent.futures import Future, wait
 from dataclasses import dataclass, replace
 
 from shared.aws import metrics
-from shared.jobs import follow_ups, job_types
-from shared.model import JobMessage, Outcome, OutcomeMessage, Status, UnreadableMessage, read_message
+from shared.batches import follow_ups
+from shared.jobs import job_types
+from shared.model.message import JobMessage, UnreadableMessage
+from shared.model.outcome import Outcome, OutcomeMessage, read_message
+from shared.model.states import Status
 from shared.store import job_store
 from shared.store.id_secret import id_secret
 from shared.worker import deadline, executor, unclaimed, waiting

@@ -38,7 +38,10 @@ from dataclasses import dataclass
 
 from shared import settings
 from shared.jobs.concurrency import KeyUnreadable, concurrency_of
-from shared.model import Concurrency, JobMessage, OutcomeMessage, Status, UnreadableMessage, read_message
+from shared.model.message import JobMessage, UnreadableMessage
+from shared.model.outcome import OutcomeMessage, read_message
+from shared.model.spec import Concurrency
+from shared.model.states import Status
 from shared.store import running_slots
 from shared.tenants import quotas
 from shared.worker import deadline, waiting

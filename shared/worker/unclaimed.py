@@ -9,7 +9,9 @@ import time
 
 from shared.aws import queue
 from shared.jobs import job_types
-from shared.model import JobMessage, OutcomeMessage, Status, result_problem
+from shared.model.message import JobMessage
+from shared.model.outcome import OutcomeMessage, result_problem
+from shared.model.states import Status
 from shared.worker import executor
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import RanUnclaimed, Verdict

@@ -11,7 +11,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, OutcomeMessage, Status
+from shared.model.message import JobMessage
+from shared.model.outcome import OutcomeMessage
+from shared.model.states import Status
 from shared.store.job_store import Started
 
 
@@ -122,7 +124,7 @@ class DeadLettered:
 
 @dataclass(frozen=True)
 class Ended:
-    """A finished job whose end sets something off: its batch's count, its callbacks (shared/jobs/follow_ups.py)."""
+    """A finished job whose end sets something off: its batch's count, its callbacks (shared/batches/follow_ups.py)."""
 
     job: JobMessage  # its batch member's run as the record says
     status: Status  # as the record says

@@ -24,7 +24,7 @@ from enum import StrEnum
 
 from shared import environment
 from shared.aws import queue
-from shared.model import JobMessage
+from shared.model.message import JobMessage
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import Wait, Waited
 

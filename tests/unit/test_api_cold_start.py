@@ -40,7 +40,8 @@ NOT_ON_THE_ENQUEUE_PATH = (
     "functions.api.signing_secrets",
     "shared.jobs.listing",
     "shared.jobs.stats",
-    "shared.jobs.control",
+    "shared.control.cancel",
+    "shared.control.retry",
     "shared.targets.signing_secrets",
     "shared.schedules.customer_schedules",
     "shared.targets.http",
@@ -138,7 +139,7 @@ def test_the_enqueue_routes_validate_with_the_models_own_schemas() -> None:
 def test_a_job_spec_in_the_api_is_the_domains_job_spec_field_for_field() -> None:
     from functions.api.models import JobSpecIn
     from shared.jobs.enqueue import JobRequest
-    from shared.model import JobSpec
+    from shared.model.spec import JobSpec
 
     assert list(JobSpecIn.model_fields) == [field.name for field in dataclasses.fields(JobSpec)]
     given = JobSpecIn(type="echo", payload={"n": 1}, max_attempts=2, timeout_seconds=30)

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from shared.jobs.enqueue import JobRequest, enqueue
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.schedules import customer_schedules
 from shared.store import job_store
 from shared.targets import signing_secrets

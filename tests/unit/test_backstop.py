@@ -22,7 +22,9 @@ from functions.api.handler import handler as api_handler
 from shared import environment
 from shared.aws import queue
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobSpec, OutcomeMessage, Status
+from shared.model.outcome import OutcomeMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.operations import dead_letters
 from shared.store import job_store
 from shared.tenants import tenants

@@ -14,7 +14,9 @@ import pytest
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.worker import deadline
 from shared.worker.claim_ahead import ClaimsAhead
 from tests.unit.worker_harness import poll, record, send

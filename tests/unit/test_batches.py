@@ -1,4 +1,4 @@
-"""Batches on moto (shared/jobs/batches.py, shared/store/batch_items.py): the API, the worker's counts and
+"""Batches on moto (shared/batches/batches.py, shared/store/batch_items.py): the API, the worker's counts and
 callbacks, redeliveries, crashes between a job's record and its batch's, retries and cancels; and a
 hypothesis test over interleavings of all of them: a batch's counts always equal its members' states,
 and each callback is enqueued once."""
@@ -14,9 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared.aws import queue
-from shared.jobs import batches, control, follow_ups
+from shared.batches import batches, follow_ups, members
+from shared.control import cancel, retry
 from shared.jobs.enqueue import JobRequest
-from shared.model import BatchMember, JobSpec, Status
+from shared.model.message import BatchMember
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.store import batch_items, job_store
 from shared.store.batch_items import MemberState
 from shared.tenants import tenants
@@ -203,7 +206,7 @@ def test_a_retried_dead_job_reopens_its_batch_and_a_callback_that_ran_does_not_r
     assert finished["status"] == "completed_with_failures"
     dead_job = batches.member_ids("acme", batch_items.get(created["id"]))[1]
 
-    control.retry("acme", dead_job)
+    retry.retry("acme", dead_job)
     reopened = _api("GET", f"/v1/batches/{created['id']}", key=key)[1]
     assert (reopened["status"], reopened["pending"], reopened["dead"]) == ("running", 1, 0)
     _drain(aws)
@@ -235,7 +238,7 @@ def test_a_single_cancelled_member_counts_as_cancelled_and_the_batch_completes_w
     created = _api("POST", "/v1/batches", {"jobs": [{"type": "echo"}] * 2, **EVERY_CALLBACK}, key)[1]
     first = batches.member_ids("acme", batch_items.get(created["id"]))[0]
 
-    control.cancel("acme", first)  # no record yet: its message, arriving, counts it
+    cancel.cancel("acme", first)  # no record yet: its message, arriving, counts it
     _drain(aws)
 
     shown = _api("GET", f"/v1/batches/{created['id']}", key=key)[1]
@@ -253,22 +256,22 @@ _EVENTS = ("succeed", "die", "crash_after_mark", "crash_after_settle", "crash_af
 
 @st.composite
 def _histories(draw: st.DrawFn) -> tuple[int, list[tuple[str, int]]]:
-    members = draw(st.integers(1, 4))
-    return members, draw(st.lists(st.tuples(st.sampled_from(_EVENTS), st.integers(0, members - 1)), max_size=30))
+    size = draw(st.integers(1, 4))
+    return size, draw(st.lists(st.tuples(st.sampled_from(_EVENTS), st.integers(0, size - 1)), max_size=30))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=_histories())
 def test_counts_always_equal_members_states_and_each_callback_is_enqueued_once(aws, monkeypatch, history):
-    members, events = history
+    size, events = history
     specs = {kind: {"type": "echo", "payload": {}} for kind in ("on_complete", "on_success")}
-    request = batches.BatchRequest(jobs=[JobRequest(JobSpec("echo"))] * members, **specs)
+    request = batches.BatchRequest(jobs=[JobRequest(JobSpec("echo"))] * size, **specs)
     sends: list[tuple[str, str]] = []  # (kind, callback job id) of every callback message sent
     monkeypatch.setattr(queue, "send_batch", lambda messages: [None] * len(messages))
     monkeypatch.setattr(queue, "send", lambda message, delay=0: sends.append((message.parent["callback"], message.id)))
     real_mark_sent = batch_items.mark_sent
     batch = batches.create("acme", request)
-    record: list[tuple[Status | None, int]] = [(None, 0)] * members  # each member's record: its end (or None), run
+    record: list[tuple[Status | None, int]] = [(None, 0)] * size  # each member's record: its end (or None), run
     crashes_after_send = 0
     ever_all_succeeded = False
 
@@ -277,7 +280,7 @@ def test_counts_always_equal_members_states_and_each_callback_is_enqueued_once(a
         member = BatchMember(batch.id, index, run)
         if event in ("succeed", "die") and status is None:
             record[index] = (Status.SUCCEEDED if event == "succeed" else Status.DEAD, run)
-            batches.member_ended(member, record[index][0])
+            members.member_ended(member, record[index][0])
         elif event == "crash_after_mark" and status is None:
             record[index] = (Status.SUCCEEDED, run)
             batch_items.mark(batch.id, index, MemberState(batch_items.DONE, run))
@@ -289,13 +292,13 @@ def test_counts_always_equal_members_states_and_each_callback_is_enqueued_once(a
             crashes_after_send += 1
             # The worker dies after the callback's send, before its mark.
             monkeypatch.setattr(batch_items, "mark_sent", lambda *args, **kwargs: None)
-            batches.member_ended(member, Status.SUCCEEDED)
+            members.member_ended(member, Status.SUCCEEDED)
             monkeypatch.setattr(batch_items, "mark_sent", real_mark_sent)
         elif event == "redeliver" and status is not None:
-            batches.member_ended(member, status)
+            members.member_ended(member, status)
         elif event == "retry" and status is Status.DEAD:
             record[index] = (None, run + 1)
-            batches.member_reopened("acme", batch.id, index, run + 1)
+            members.member_reopened("acme", batch.id, index, run + 1)
         ends = [status for status, _ in record]
         stored = batch_items.get(batch.id)
         assert (stored.pending, stored.succeeded, stored.dead) == (
@@ -303,11 +306,11 @@ def test_counts_always_equal_members_states_and_each_callback_is_enqueued_once(a
             ends.count(Status.SUCCEEDED),
             ends.count(Status.DEAD),
         )
-        ever_all_succeeded |= ends.count(Status.SUCCEEDED) == members
+        ever_all_succeeded |= ends.count(Status.SUCCEEDED) == size
 
     for index, (status, run) in enumerate(record):  # each message comes back until its follow-ups are done
         if status is not None:
-            batches.member_ended(BatchMember(batch.id, index, run), status)
+            members.member_ended(BatchMember(batch.id, index, run), status)
     final = batch_items.get(batch.id)
     all_ended = final.pending == 0
     for kind in specs:

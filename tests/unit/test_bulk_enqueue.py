@@ -8,7 +8,8 @@ from shared import settings
 from shared.aws import queue
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, NotSent, enqueue_many
-from shared.model import JobMessage, JobSpec
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
 from shared.tenants import tenants
 from tests.events import FakeLambdaContext, http_api_event
 

@@ -1,4 +1,4 @@
-"""Completion callbacks on any job (shared/jobs/callbacks.py): on_success / on_failure enqueued once the
+"""Completion callbacks on any job (shared/batches/callbacks.py): on_success / on_failure enqueued once the
 job is recorded succeeded / dead, with its view as `parent`; once, however often its end is seen."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ import pytest
 
 from functions.api.handler import handler as api_handler
 from shared import environment
+from shared.batches import callbacks, follow_ups
 from shared.errors import InvalidRequest
-from shared.jobs import callbacks, enqueue, follow_ups
+from shared.jobs import enqueue
 from shared.jobs.enqueue import JobRequest
-from shared.model import JobMessage, Status
+from shared.model.message import JobMessage
+from shared.model.states import Status
 from shared.store import job_store
 from shared.tenants import rate_limit, tenants
 from tests.events import FakeLambdaContext, http_api_event

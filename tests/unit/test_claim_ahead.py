@@ -12,7 +12,9 @@ from botocore.exceptions import ClientError
 from shared import settings
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.store import job_store
 from tests.unit.worker_harness import WorkerContext, poll, record, send
 

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from shared.aws import queue
-from shared.model import JobMessage, Outcome, OutcomeMessage, Status
+from shared.model.message import JobMessage
+from shared.model.outcome import Outcome, OutcomeMessage
+from shared.model.states import Status
 from shared.store import job_store
 from shared.worker.breaker import StoreBreaker
 from shared.worker.completer import Completer

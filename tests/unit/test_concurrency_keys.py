@@ -16,7 +16,10 @@ from shared import settings
 from shared.jobs import job_types
 from shared.jobs.concurrency import KeyUnreadable, concurrency_of
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import Concurrency, JobMessage, JobSpec, Status, UnreadableMessage, read_message
+from shared.model.message import JobMessage, UnreadableMessage
+from shared.model.outcome import read_message
+from shared.model.spec import Concurrency, JobSpec
+from shared.model.states import Status
 from shared.store import running_slots
 from shared.store.id_secret import id_secret
 from shared.tenants import tenants

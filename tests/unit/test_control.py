@@ -6,10 +6,12 @@ import time
 import pytest
 
 from shared import settings
+from shared.control import cancel, retry
 from shared.errors import Conflict, NotFound
-from shared.jobs import control, enqueue
+from shared.jobs import enqueue
 from shared.jobs.enqueue import JobRequest
-from shared.model import JobMessage, Status
+from shared.model.message import JobMessage
+from shared.model.states import Status
 from shared.store import job_index, job_items, job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
@@ -46,14 +48,14 @@ def test_claim_then_cancel_the_job_runs_and_the_cancel_is_a_409(aws):
     assert isinstance(job_store.claim(message, "m1", time.time(), lease_seconds=60), job_store.Claimed)
 
     with pytest.raises(Conflict, match="running"):
-        control.cancel("acme", message.id)
+        cancel.cancel("acme", message.id)
     assert _record(message.id).status is Status.RUNNING
 
 
 def test_cancel_then_claim_the_delivery_is_acked_unrun(aws):
     message = _enqueue(payload={"x": 1})
 
-    cancelled = control.cancel("acme", message.id)
+    cancelled = cancel.cancel("acme", message.id)
 
     assert cancelled.status is Status.CANCELLED
     assert cancelled.cancelled_at is not None
@@ -71,7 +73,7 @@ def test_failed_then_cancelled_then_redelivered_never_runs_again(aws):
         _deliver(message)
     assert _record(message.id).status is Status.FAILED
 
-    assert control.cancel("acme", message.id).status is Status.CANCELLED
+    assert cancel.cancel("acme", message.id).status is Status.CANCELLED
     assert _deliver(message) == "duplicate"
 
     record = _record(message.id)
@@ -83,34 +85,34 @@ def test_a_running_job_whose_lease_expired_can_be_cancelled(aws):
     message = _enqueue()
     job_store.claim(message, "m1", time.time() - 100, lease_seconds=10)  # its worker died long ago
 
-    assert control.cancel("acme", message.id).status is Status.CANCELLED
+    assert cancel.cancel("acme", message.id).status is Status.CANCELLED
     assert _deliver(message, "m1") == "duplicate"
 
 
 def test_cancel_is_idempotent_and_a_finished_job_is_a_409(aws):
     message = _enqueue()
-    first = control.cancel("acme", message.id).public()
-    assert control.cancel("acme", message.id).public() == first
+    first = cancel.cancel("acme", message.id).public()
+    assert cancel.cancel("acme", message.id).public() == first
 
     done = _enqueue()
     _deliver(done)
     with pytest.raises(Conflict, match="finished"):
-        control.cancel("acme", done.id)
+        cancel.cancel("acme", done.id)
 
 
 def test_cancel_of_another_tenants_job_or_a_made_up_id_is_not_found(aws):
     message = _enqueue(tenant="acme")
     with pytest.raises(NotFound):
-        control.cancel("other", message.id)
+        cancel.cancel("other", message.id)
     _deliver(_enqueue(tenant="acme"))
     with pytest.raises(NotFound):
-        control.cancel("other", "jtaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+        cancel.cancel("other", "jtaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
     assert job_store.get(message.id) is None  # nothing was written for the wrong tenant
 
 
 def test_a_cancelled_job_is_listed_where_it_was_enqueued(aws):
     message = _enqueue()
-    control.cancel("acme", message.id)
+    cancel.cancel("acme", message.id)
 
     shard = job_items.index_shard(message.id)
     page = job_index.query_jobs_index(
@@ -122,12 +124,12 @@ def test_a_cancelled_job_is_listed_where_it_was_enqueued(aws):
 def test_a_far_future_job_is_cancelled_its_schedule_deleted_and_retryable_at_once(scheduler_env):
     message = _enqueue(payload={"later": True}, delay_seconds=settings.MAX_SQS_DELAY_SECONDS + 3600)
 
-    cancelled = control.cancel("acme", message.id)
+    cancelled = cancel.cancel("acme", message.id)
 
     assert cancelled.status is Status.CANCELLED
     assert cancelled.payload == {"later": True}
     assert scheduler_env["scheduler"].list_schedules(GroupName=settings.SCHEDULE_GROUP)["Schedules"] == []
-    retried = control.retry("acme", message.id)
+    retried = retry.retry("acme", message.id)
     assert retried.payload == {"later": True}
     assert [body["id"] for body in _queued_bodies(scheduler_env)] == [message.id]
 
@@ -140,7 +142,7 @@ def test_a_dead_job_retried_runs_again_with_a_fresh_budget(aws):
     assert _deliver(message) == "dead"
     _queued_bodies(aws)  # drain
 
-    retried = control.retry("acme", message.id)
+    retried = retry.retry("acme", message.id)
 
     record = _record(message.id)
     assert (record.status, record.retries, record.attempts, record.error) == (Status.QUEUED, 1, 1, None)
@@ -156,8 +158,8 @@ def test_a_dead_job_retried_runs_again_with_a_fresh_budget(aws):
 def test_retrying_a_retried_job_answers_it_again_and_the_claim_runs_it_once(aws):
     message = _enqueue("fail", {"times": 5}, max_attempts=1)
     _deliver(message)
-    first = control.retry("acme", message.id)
-    second = control.retry("acme", message.id)
+    first = retry.retry("acme", message.id)
+    second = retry.retry("acme", message.id)
 
     assert first.id == second.id == message.id
     assert isinstance(job_store.claim(first, "m2", time.time(), lease_seconds=60), job_store.Claimed)
@@ -168,15 +170,15 @@ def test_retrying_a_job_a_retry_already_queued_sends_nothing(aws):
     message = _enqueue("fail", {"times": 5}, max_attempts=1)
     _deliver(message)
     _queued_bodies(aws)  # drain
-    control.retry("acme", message.id)
+    retry.retry("acme", message.id)
     assert [body["id"] for body in _queued_bodies(aws)] == [message.id]
 
-    again = control.retry("acme", message.id)
+    again = retry.retry("acme", message.id)
 
     assert again.id == message.id
     assert _queued_bodies(aws) == []
     assert _record(message.id).status is Status.QUEUED
-    bulk = control.retry_dead("acme", None, since=None, limit=10)
+    bulk = retry.retry_dead("acme", None, since=None, limit=10)
     assert bulk.ids == [] and _queued_bodies(aws) == []
 
 
@@ -184,31 +186,31 @@ def test_a_retry_whose_send_failed_is_sent_by_the_next_retry_and_only_then(aws, 
     message = _enqueue("fail", {"times": 5}, max_attempts=1)
     _deliver(message)
     _queued_bodies(aws)  # drain
-    send = control._send
+    send = retry._send
 
     def fail(_message: JobMessage) -> None:
         raise RuntimeError("queue unavailable")
 
-    monkeypatch.setattr(control, "_send", fail)
+    monkeypatch.setattr(retry, "_send", fail)
     with pytest.raises(RuntimeError):
-        control.retry("acme", message.id)
+        retry.retry("acme", message.id)
     assert _record(message.id).status is Status.QUEUED
     assert _queued_bodies(aws) == []
-    monkeypatch.setattr(control, "_send", send)
+    monkeypatch.setattr(retry, "_send", send)
 
-    control.retry("acme", message.id)
+    retry.retry("acme", message.id)
     assert [body["id"] for body in _queued_bodies(aws)] == [message.id]
-    control.retry("acme", message.id)
+    retry.retry("acme", message.id)
     assert _queued_bodies(aws) == []
 
 
 def test_the_operators_redrive_sends_a_job_a_retry_already_queued(aws):
     message = _enqueue("fail", {"times": 5}, max_attempts=1)
     _deliver(message)
-    control.retry("acme", message.id)
+    retry.retry("acme", message.id)
     _queued_bodies(aws)  # drain: as if that message went to the DLQ
 
-    control.redrive("acme", message.id)
+    retry.redrive("acme", message.id)
 
     assert [body["id"] for body in _queued_bodies(aws)] == [message.id]
 
@@ -217,10 +219,10 @@ def test_a_bulk_retry_marks_what_it_sent_so_a_retry_of_one_sends_nothing(aws):
     message = _enqueue("fail", {"times": 5}, max_attempts=1)
     _deliver(message)
     _queued_bodies(aws)  # drain
-    assert control.retry_dead("acme", None, since=None, limit=10).ids == [message.id]
+    assert retry.retry_dead("acme", None, since=None, limit=10).ids == [message.id]
     assert len(_queued_bodies(aws)) == 1
 
-    control.retry("acme", message.id)
+    retry.retry("acme", message.id)
 
     assert _queued_bodies(aws) == []
 
@@ -228,25 +230,25 @@ def test_a_bulk_retry_marks_what_it_sent_so_a_retry_of_one_sends_nothing(aws):
 def test_retry_answers_conflict_for_jobs_that_are_not_dead_or_cancelled(aws):
     queued = _enqueue()
     with pytest.raises(Conflict, match="has not run yet"):
-        control.retry("acme", queued.id)
+        retry.retry("acme", queued.id)
     done = _enqueue()
     _deliver(done)
     with pytest.raises(Conflict, match="succeeded"):
-        control.retry("acme", done.id)
+        retry.retry("acme", done.id)
     with pytest.raises(NotFound):
-        control.retry("other", done.id)
+        retry.retry("other", done.id)
 
 
 def test_a_job_cancelled_before_any_worker_saw_it_is_retryable_once_its_message_arrives(aws):
     message = _enqueue(payload={"n": 7})
-    control.cancel("acme", message.id)
+    cancel.cancel("acme", message.id)
 
     with pytest.raises(Conflict, match="payload is not recorded"):
-        control.retry("acme", message.id)
+        retry.retry("acme", message.id)
     assert _deliver(message) == "duplicate"  # the worker acks it and records its content
     _queued_bodies(aws)  # drain the original message
 
-    control.retry("acme", message.id)
+    retry.retry("acme", message.id)
     (body,) = _queued_bodies(aws)
     assert (body["payload"], body["max_attempts"]) == ({"n": 7}, settings.DEFAULT_MAX_ATTEMPTS)
     assert _deliver(JobMessage.from_dict(body), "m9") == "succeeded"
@@ -262,9 +264,9 @@ def test_bulk_retry_takes_the_newest_dead_jobs_of_a_type_and_says_more_remain(aw
     _deliver(survivor)
     _queued_bodies(aws)
 
-    first = control.retry_dead("acme", "fail", since=None, limit=3)
-    second = control.retry_dead("acme", None, since=None, limit=3)
-    third = control.retry_dead("acme", None, since=None, limit=3)
+    first = retry.retry_dead("acme", "fail", since=None, limit=3)
+    second = retry.retry_dead("acme", None, since=None, limit=3)
+    third = retry.retry_dead("acme", None, since=None, limit=3)
 
     assert first.ids == dead[::-1][:3]  # newest first
     assert first.more is True
@@ -272,4 +274,4 @@ def test_bulk_retry_takes_the_newest_dead_jobs_of_a_type_and_says_more_remain(aw
     assert second.more is False
     assert (third.ids, third.more) == ([], False)
     assert sorted(body["id"] for body in _queued_bodies(aws)) == sorted(dead)
-    assert control.retry_dead("other", None, since=None, limit=3).ids == []
+    assert retry.retry_dead("other", None, since=None, limit=3).ids == []

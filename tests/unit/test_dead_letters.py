@@ -5,7 +5,8 @@ import json
 
 from shared.jobs import enqueue
 from shared.jobs.enqueue import JobRequest
-from shared.model import JobSpec, Status
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.operations import dead_letters
 from shared.store import job_store
 from shared.worker.delivery import Delivery

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from shared import environment, settings
-from shared.jobs import control
+from shared.control import retry
 from shared.jobs.enqueue import JobRequest, enqueue
-from shared.model import JobMessage, JobSpec
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
 from shared.operations import dead_letters
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import work
@@ -43,7 +44,7 @@ def test_a_retried_dead_job_is_sent_in_its_tenants_group(aws: dict[str, Any]) ->
     work(message, Delivery(message_id="m-1", body=message.to_json()))
     _received(aws)
 
-    control.retry("acme", message.id)
+    retry.retry("acme", message.id)
 
     assert [(group, body["id"]) for group, body in _received(aws)] == [("acme", message.id)]
 

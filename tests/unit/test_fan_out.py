@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from shared import ids, settings
+from shared.batches import batches
 from shared.errors import RateLimited
-from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest, enqueue
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.operations import dead_letters
 from shared.schedules import customer_schedules
 from shared.store import batch_items, job_items, job_store, keys

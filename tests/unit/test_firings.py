@@ -5,7 +5,9 @@ import json
 import pytest
 
 from shared import ids
-from shared.model import SCHEDULED_TIME, JobMessage, JobSpec, scheduled_time
+from shared.model.firing import SCHEDULED_TIME, scheduled_time
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
 from shared.store.id_secret import id_secret
 
 SENT_AT = 1_796_083_207.5  # 2026-12-01T00:00:07.5Z

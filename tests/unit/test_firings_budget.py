@@ -11,7 +11,7 @@ import pytest
 
 from shared.aws import eventbridge
 from shared.errors import InvalidRequest, QuotaExceeded
-from shared.model import JobSpec
+from shared.model.spec import JobSpec
 from shared.schedules import customer_schedules, expressions
 from shared.tenants import quotas, tenants
 from tests.events import FakeLambdaContext, http_api_event

@@ -19,7 +19,9 @@ from shared import environment, settings
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
 from shared.jobs.job_types import JobContext, JobDead, JobFailed
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.store import job_store, signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
 from shared.targets import http as http_jobs

@@ -13,9 +13,11 @@ import pytest
 
 from shared import ids
 from shared.aws import queue
-from shared.jobs import batches
+from shared.batches import batches
 from shared.jobs.enqueue import JobRequest
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import Callback, JobSpec
+from shared.model.states import Status
 from shared.schedules import customer_schedules, runs
 from shared.store import batch_items, job_store
 from shared.tenants import rate_limit, tenants
@@ -123,14 +125,11 @@ def test_another_request_cannot_replace_a_keyed_batchs_callbacks(aws, key):
     batch = batches.create("acme", first)
     stored = batch_items.callback_specs(batch.id)
 
-    found = batch_items.create(batch.id, "acme", 1, 0.0, description=None, callbacks={"on_complete": {"type": "sleep"}})
+    other = {"on_complete": Callback(JobSpec("sleep", max_attempts=3))}
+    found = batch_items.create(batch.id, "acme", 1, 0.0, description=None, callbacks=other)
 
     assert found.request == first.fingerprint()  # the caller compares it, and refuses the other request
-    assert (
-        batch_items.callback_specs(batch.id)
-        == stored
-        == {"on_complete": {"type": "echo", "payload": None, "max_attempts": 3}}
-    )
+    assert batch_items.callback_specs(batch.id) == stored == {"on_complete": Callback(JobSpec("echo", max_attempts=3))}
 
 
 def test_a_batch_kept_without_a_fingerprint_is_compared_by_its_size(aws, key):
@@ -192,13 +191,13 @@ def test_another_requests_message_never_runs_a_retry_of_a_keyed_job(aws, key):
 
 
 def test_a_retried_keyed_job_keeps_its_request(aws, key):
-    from shared.jobs import control
+    from shared.control import retry
 
     first = _enqueued(key, {"type": "fail", "payload": {"times": 9}, "max_attempts": 1, "idempotency_key": "k6"})
     (message,) = _queued_messages(aws)
     assert work(message, _delivery(message)) == "dead"
 
-    retried = control.retry("acme", first["id"])
+    retried = retry.retry("acme", first["id"])
 
     assert retried.request == first["request"]
     assert isinstance(job_store.claim(retried, "m-retry", time.time(), 60), job_store.Claimed)

@@ -7,8 +7,10 @@ import pytest
 
 from shared import environment
 from shared.environment import FunctionEnv
-from shared.jobs import job_types, time_limit
-from shared.model import JobMessage, Status
+from shared.execution import time_limit
+from shared.jobs import job_types
+from shared.model.message import JobMessage
+from shared.model.states import Status
 from shared.store import job_store
 from shared.worker import deadline
 from shared.worker.delivery import Delivery

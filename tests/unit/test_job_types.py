@@ -149,7 +149,7 @@ import json, sys
 from shared.jobs import job_types
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job
-from shared.model import JobSpec
+from shared.model.spec import JobSpec
 render = job_types.declared("render_email")
 limits = {"timeout": render.timeout_seconds, "attempts": render.max_attempts, "known": job_types.declared_names()}
 check_job(JobSpec("render_email", {"markdown": "# Hi"}, 2), tenant="acme")

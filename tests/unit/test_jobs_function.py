@@ -30,10 +30,12 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from infra import bundling
 from shared import environment, settings
 from shared.aws import lambda_clients
-from shared.jobs import fenced_job, job_types
-from shared.jobs.fenced_job import Answer, Request
+from shared.execution import fenced_job
+from shared.execution.fenced_job import Answer, Request
+from shared.jobs import job_types
 from shared.jobs.registry import JobType
-from shared.model import JobMessage, Status
+from shared.model.message import JobMessage
+from shared.model.states import Status
 from shared.store import job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work

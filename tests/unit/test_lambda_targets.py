@@ -19,7 +19,9 @@ from shared import environment, settings
 from shared.aws import lambda_clients
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.schedules import customer_schedules
 from shared.store import job_store
 from shared.targets import lambda_allowlist

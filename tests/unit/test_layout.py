@@ -14,12 +14,21 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 # Lowest first. Folders on one layer do not import each other.
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"settings", "ids", "cursors", "refresh", "errors", "environment", "model"}),
+    # Durable jobs' pure part (replay, the step record's state machine, matching, tokens): it knows no AWS,
+    # and the store's items and the jobs function's side of the fence (execution) both read it.
+    frozenset({"durable"}),
     frozenset({"aws"}),
     frozenset({"store"}),
     frozenset({"tenants"}),
+    # Flow control (throttles, debounce): decided at enqueue (jobs) and at the claim (worker), on the
+    # store's items and the tenants' limits.
+    frozenset({"flow"}),
     frozenset({"jobs"}),
-    frozenset({"targets", "schedules"}),
-    frozenset({"worker"}),
+    # What the worker runs and sets off, each apart: running a job's code (the worker and the jobs
+    # function alike), HTTP and Lambda targets, schedules, batches and callbacks.
+    frozenset({"execution", "targets", "schedules", "batches"}),
+    # The worker, and cancel and retry (a retry reopens a batch's member; the worker never cancels).
+    frozenset({"worker", "control"}),
     frozenset({"operations"}),
 )
 TOP_LEVEL_MODULES_AT_MOST = 10

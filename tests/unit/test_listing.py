@@ -14,7 +14,8 @@ from shared import settings
 from shared.errors import InvalidRequest
 from shared.jobs import enqueue, listing, stats
 from shared.jobs.enqueue import JobRequest
-from shared.model import JobMessage, JobSpec
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
 from shared.store import job_index, job_items
 from shared.tenants import tenants
 from shared.worker.delivery import Delivery

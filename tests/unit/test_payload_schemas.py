@@ -22,7 +22,9 @@ from shared.environment import FunctionEnv
 from shared.errors import InvalidRequest
 from shared.jobs import job_types, payload_schemas
 from shared.jobs.enqueue import check_job
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.store import job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import work

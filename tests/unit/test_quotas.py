@@ -14,10 +14,12 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from shared import settings
+from shared.control import cancel
 from shared.errors import InvalidRequest, QuotaExceeded
-from shared.jobs import control, enqueue, far_future
+from shared.jobs import enqueue, far_future
 from shared.jobs.enqueue import JobRequest, NotSent
-from shared.model import JobMessage, JobSpec
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
 from shared.schedules import customer_schedules
 from shared.store import job_store, tenant_items
 from shared.tenants import quotas
@@ -366,10 +368,10 @@ def test_a_cancelled_far_future_job_gives_its_unit_back_once_even_if_it_fires_to
     other = _far_job()
     firing = _firing(scheduler_env, message)
 
-    control.cancel("acme", message.id)
+    cancel.cancel("acme", message.id)
     assert quotas.usage("acme")["far_future_jobs"] == 1
     worker_harness.deliver(scheduler_env, firing)  # a firing already under way when the schedule was deleted
-    control.cancel("acme", message.id)  # cancelled again: idempotent
+    cancel.cancel("acme", message.id)  # cancelled again: idempotent
     assert quotas.usage("acme")["far_future_jobs"] == 1  # only `other` holds one
     assert far_future.held("acme")[0]["job_id"] == other.id
 

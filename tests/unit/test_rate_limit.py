@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from shared.errors import RateLimited
 from shared.jobs.enqueue import JobRequest, enqueue, enqueue_many
-from shared.model import JobSpec
+from shared.model.spec import JobSpec
 from shared.tenants import quotas, rate_limit
 from shared.tenants.rate_limit import Census, DynamoDirectory, RateLimiter, TokenBucket
 

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from functions.worker.handler import worker
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.store import running_slots
 from shared.tenants import quotas
 from tests.unit.worker_harness import messages_held, poll, record, send

@@ -12,7 +12,9 @@ import pytest
 
 from shared import ids, settings
 from shared.errors import InvalidRequest, RateLimited
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.schedules import customer_schedules, expressions, runs
 from shared.store import job_store
 from shared.store.id_secret import id_secret

@@ -13,14 +13,15 @@ import pytest
 from shared import settings
 from shared.aws import eventbridge
 from shared.errors import InvalidRequest, NotFound
-from shared.model import JobMessage, Status
+from shared.model.message import JobMessage
+from shared.model.states import Status
 from shared.schedules import customer_schedules, runs
 from shared.store import job_store, schedule_items
 from shared.tenants import quotas
 
 
 def _create(name: str = "nightly", **changes: Any) -> None:
-    from shared.model import JobSpec
+    from shared.model.spec import JobSpec
 
     request = {"name": name, "expression": "cron(0 0 * * ? *)", "job": JobSpec("echo", payload={"n": 1}), **changes}
     customer_schedules.create("acme", customer_schedules.ScheduleRequest(**request))

@@ -9,7 +9,9 @@ import time
 from typing import Any
 
 from shared import settings
-from shared.model import JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.schedules import customer_schedules, runs
 from shared.store import job_store
 from tests.unit.worker_harness import dead_letters, deliver, record

@@ -31,7 +31,7 @@ from moto.core.botocore_stubber import BotocoreStubber
 
 from shared import settings as corral_settings
 from shared.errors import Conflict, NotFound
-from shared.model import JobSpec
+from shared.model.spec import JobSpec
 from shared.schedules import customer_schedules
 from shared.store import schedule_items
 from shared.tenants import quotas, rate_limit

@@ -9,7 +9,7 @@ import pytest
 from shared import settings
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, enqueue
-from shared.model import JobSpec
+from shared.model.spec import JobSpec
 from shared.schedules import customer_schedules
 from shared.tenants import quotas
 

@@ -10,7 +10,7 @@ from amazondax.DaxError import DaxClientError
 from shared import environment, settings
 from shared.aws.clients import client
 from shared.aws.status_cache import jobs_client
-from shared.model import Status
+from shared.model.states import Status
 from shared.worker.delivery import Delivery
 
 

@@ -175,7 +175,7 @@ def test_Lf_a_job_accepted_before_the_list_changed_is_dead_and_not_contacted(aws
     from shared import environment
     from shared.jobs.enqueue import check_job
     from shared.jobs.job_types import JobContext, JobDead
-    from shared.model import JobSpec
+    from shared.model.spec import JobSpec
     from shared.targets import http as http_jobs
     from tests.receiver import receiver
 

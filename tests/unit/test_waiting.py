@@ -20,7 +20,9 @@ from shared import environment, settings
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import Concurrency, JobMessage, JobSpec, Status
+from shared.model.message import JobMessage
+from shared.model.spec import Concurrency, JobSpec
+from shared.model.states import Status
 from shared.store import running_slots
 from shared.tenants import quotas
 from shared.worker import unclaimed, waiting

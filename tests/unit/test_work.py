@@ -6,7 +6,8 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from shared.model import JobMessage, Status
+from shared.model.message import JobMessage
+from shared.model.states import Status
 from shared.store import job_items, job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work

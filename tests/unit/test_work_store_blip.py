@@ -23,7 +23,9 @@ from shared.aws import queue
 from shared.aws.clients import client as aws_client
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, Outcome, OutcomeMessage, Status
+from shared.model.message import JobMessage
+from shared.model.outcome import Outcome, OutcomeMessage
+from shared.model.states import Status
 from shared.store import job_store
 from shared.targets.http import needs_exclusive_claim
 from shared.worker import breaker, completer, executor
@@ -579,7 +581,7 @@ def test_a_schedules_firing_during_a_blip_runs_and_is_recorded_under_its_derived
     ],
 )
 def test_an_outcome_message_is_parsed_strictly(aws, change):
-    from shared.model import UnreadableMessage
+    from shared.model.message import UnreadableMessage
 
     outcome = OutcomeMessage(_job(), Status.SUCCEEDED, time.time(), time.time(), result=1, attempt_token="t1")
     data = json.loads(outcome.to_json())

@@ -11,7 +11,8 @@ from botocore.exceptions import ClientError
 from shared import environment, settings
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobSpec, Status
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.store import job_store
 from tests.unit.worker_harness import dead_letters, deliver, poll, record, send
 

@@ -11,7 +11,9 @@ import pytest
 
 from shared import ids, settings
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobMessage, JobSpec, Status, UnreadableMessage
+from shared.model.message import JobMessage, UnreadableMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.store import job_items, job_store
 from shared.store.id_secret import id_secret
 from tests.unit.worker_harness import body, dead_letters, deliver, record
@@ -214,17 +216,18 @@ def test_a_message_is_written_without_copying_its_payload_recursively():
 
 def test_the_parser_knows_every_field_a_message_carries():
     # A field added to JobMessage but not to the parser would bury every message that carries it.
-    from shared.model import _FIELD_CHECKS
+    from shared.model.message import _FIELD_CHECKS
 
     assert set(JobMessage.__dataclass_fields__) - {"id", "tenant"} == set(_FIELD_CHECKS)
 
 
 def test_M7_a_message_naming_another_tenants_batch_or_another_job_as_its_parent_counts_nowhere(aws, monkeypatch):
-    from shared.jobs import batches
+    from shared.aws import queue
+    from shared.batches import batches
     from shared.jobs.enqueue import JobRequest as Request
     from shared.store import batch_items
 
-    monkeypatch.setattr(batches.queue, "send_batch", lambda messages: [None] * len(messages))  # members unsent
+    monkeypatch.setattr(queue, "send_batch", lambda messages: [None] * len(messages))  # members unsent
     acme_batch = batches.create("acme", batches.BatchRequest(jobs=[Request(JobSpec("echo"))] * 2)).id
     secret = id_secret()
     mallory = {"tenant": "mallory", "id": ids.timed_id(secret, "mallory")}

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from shared import ids
 from shared import settings as corral_settings
 from shared.jobs.enqueue import JobRequest, build_message
-from shared.model import JobSpec, Status
+from shared.model.spec import JobSpec
+from shared.model.states import Status
 from shared.store.id_secret import id_secret
 from tests.unit.worker_harness import poll, record, send
 

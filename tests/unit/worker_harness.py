@@ -15,7 +15,9 @@ import moto.sqs.models
 import pytest
 
 from functions.worker.handler import handler, worker
-from shared.model import JobMessage, JobRecord, Outcome
+from shared.model.message import JobMessage
+from shared.model.outcome import Outcome
+from shared.model.record import JobRecord
 from shared.store import job_store
 from shared.worker import batch as worker_batch
 from shared.worker import receive as worker_receive

@@ -1,4 +1,6 @@
-"""A job as it travels (the queue message) and as it is recorded (the store item)."""
+"""A job as it travels: the jobs queue's message (`JobMessage`), its batch membership (`BatchMember`), and
+the wire validator that reads a message field by field (`JobMessage.from_body`) and says why one cannot run
+(`UnreadableMessage`)."""
 
 from __future__ import annotations
 
@@ -6,63 +8,21 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from shared import ids, settings
 from shared.errors import CorralError
-
-
-class Status(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"  # will retry
-    DEAD = "dead"  # gave up; its message is in the DLQ
-    CANCELLED = "cancelled"  # cancelled before it ran; a delivery of it is acknowledged, never run
-    # A schedule's run not started because its previous run was still live (overlap "skip"); it cost no
-    # attempt, and a delivery of it is acknowledged unrun (docs/decisions/schedule-overlap.md).
-    SKIPPED = "skipped"
-
-    @property
-    def finished(self) -> bool:
-        return self in (Status.SUCCEEDED, Status.DEAD, Status.CANCELLED, Status.SKIPPED)
-
-
-class Overlap(StrEnum):
-    """What a schedule's run does while an earlier run of that schedule is still queued, running or failed."""
-
-    ALLOW = "allow"  # it runs anyway (the default)
-    SKIP = "skip"  # it is recorded `skipped` instead of running
-
-
-class Trigger(StrEnum):
-    """What started a schedule's run (its record and message say so; none: the schedule's own firing)."""
-
-    SCHEDULE = "schedule"  # a firing of the schedule (never written: it is what no `trigger` means)
-    MANUAL = "manual"  # POST /v1/schedules/{name}:trigger
-    BACKFILL = "backfill"  # POST /v1/schedules/{name}:backfill
-
-
-class Outcome(StrEnum):
-    """What the worker did with one delivery of a queue message."""
-
-    SUCCEEDED = "succeeded"
-    DEAD = "dead"
-    DUPLICATE = "duplicate"  # the job is finished, or another message of it holds it
-    LOST_CLAIM = "lost-claim"  # the attempt's lease was taken over before it recorded its outcome
-    UNREADABLE = "unreadable"  # the message cannot run: in the DLQ with its reason
-    RETRY_SENT = "retry-sent"  # failed while the store was down: an outcome message carries it and the retry
-    # An outcome an earlier run carried in a message (a store blip's), now recorded: that run was counted
-    # when it ended, so the record is not counted as a second success or death.
-    RECORDED_LATE = "recorded-late"
-    # A job waiting its turn near the queue's receive budget: sent again as a fresh message, carrying its
-    # wait, and this one acknowledged (shared/worker/waiting.py).
-    RESENT = "resent"
-    # A message found in the backstop with no outcome recorded: its job recorded `dead`, the message buried
-    # in the DLQ (shared/worker/backstop.py).
-    DEAD_LETTERED = "dead-lettered"
+from shared.model.firing import SCHEDULED_TIME, scheduled_time
+from shared.model.spec import (
+    BATCH_CALLBACK_KINDS,
+    CALLBACK_KINDS,
+    Callback,
+    Concurrency,
+    JobSpec,
+    callbacks_of,
+    callbacks_to_dict,
+)
+from shared.model.states import Overlap, Trigger
 
 
 class UnreadableMessage(CorralError, ValueError):
@@ -90,7 +50,7 @@ def _int_between(low: int, high: int) -> Callable[[Any], str | None]:
     return check
 
 
-def _text(max_length: int) -> Callable[[Any], str | None]:
+def text_check(max_length: int) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         ok = isinstance(value, str) and 0 < len(value) <= max_length and _encodable(value)
         return None if ok else f"must be a non-empty string of at most {max_length} characters"
@@ -114,7 +74,7 @@ def _optional(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]
 _LAST_TIMESTAMP = 10**11  # epoch seconds in the year 5138: numbers the store and the listing index can hold
 
 
-def _timestamp(value: Any) -> str | None:
+def timestamp_check(value: Any) -> str | None:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and 1 <= value < _LAST_TIMESTAMP
     return None if ok else "must be a positive number (epoch seconds)"
 
@@ -136,26 +96,10 @@ def _version(value: Any) -> str | None:
     return None if _is_int(value) and value == 1 else "must be 1"
 
 
-@dataclass(frozen=True)
-class Concurrency:
-    """At most `limit` of a tenant's jobs with this `key` run at once (docs/decisions/concurrency-keys.md)."""
-
-    key: str
-    limit: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "limit": self.limit}
-
-    @classmethod
-    def of(cls, value: Any) -> Concurrency | None:
-        """A message's `concurrency` field, checked already (`_concurrency`)."""
-        return None if value is None else cls(key=value["key"], limit=value["limit"])
-
-
 def _concurrency(value: Any) -> str | None:
     if value is None:
         return None
-    key_ok = isinstance(value, dict) and _text(settings.MAX_CONCURRENCY_KEY_CHARS)(value.get("key")) is None
+    key_ok = isinstance(value, dict) and text_check(settings.MAX_CONCURRENCY_KEY_CHARS)(value.get("key")) is None
     limit_ok = isinstance(value, dict) and _int_between(1, settings.MAX_CONCURRENCY_LIMIT)(value.get("limit")) is None
     if key_ok and limit_ok and set(value) == {"key", "limit"}:
         return None
@@ -190,17 +134,11 @@ def _batch_member(value: Any) -> str | None:
     if not isinstance(value, dict) or not {"id", "index"} <= set(value) <= {"id", "index", "generation"}:
         return shape
     checks = (
-        _text(_MAX_NAME_LENGTH)(value["id"]),
+        text_check(_MAX_NAME_LENGTH)(value["id"]),
         _int_between(0, settings.MAX_BATCH_SIZE - 1)(value["index"]),
         _int_between(0, 10**6)(value.get("generation", 0)),
     )
     return shape if any(checks) else None
-
-
-CALLBACK_KINDS = ("on_success", "on_failure")  # a job's own callbacks; a batch's: BATCH_CALLBACK_KINDS
-BATCH_CALLBACK_KINDS = ("on_complete", "on_success")
-# `include_parent_payload`: a job's callback asks for its parent's payload in the parent's view.
-_CALLBACK_SPEC_FIELDS = {"type", "payload", "max_attempts", "timeout_seconds", "concurrency", "include_parent_payload"}
 
 
 def _callbacks(value: Any) -> str | None:
@@ -211,9 +149,11 @@ def _callbacks(value: Any) -> str | None:
     if not isinstance(value, dict) or not value or not set(value) <= set(CALLBACK_KINDS):
         return shape
     for spec in value.values():
-        if not isinstance(spec, dict) or not {"type", "max_attempts"} <= set(spec) <= _CALLBACK_SPEC_FIELDS:
+        if not isinstance(spec, dict) or not {"type", "max_attempts"} <= set(spec) <= set(Callback.fields()):
             return shape
-        if _text(_MAX_NAME_LENGTH)(spec["type"]) or _int_between(1, settings.MAX_MAX_ATTEMPTS)(spec["max_attempts"]):
+        if text_check(_MAX_NAME_LENGTH)(spec["type"]) or _int_between(1, settings.MAX_MAX_ATTEMPTS)(
+            spec["max_attempts"]
+        ):
             return shape
         if _concurrency(spec.get("concurrency")) or spec.get("include_parent_payload", True) is not True:
             return shape
@@ -232,7 +172,7 @@ def _parent(value: Any) -> str | None:
         and set(value) == {"kind", "id", "callback"}
         and value["kind"] in _PARENT_KINDS
         and value["callback"] in _PARENT_KINDS[value["kind"]]
-        and _text(_MAX_NAME_LENGTH)(value["id"]) is None
+        and text_check(_MAX_NAME_LENGTH)(value["id"]) is None
     )
     return None if ok else 'must be {"kind": "job" or "batch", "id", "callback": the callback it is}'
 
@@ -241,21 +181,21 @@ _MAX_NAME_LENGTH = 256  # tenants, job types, schedule names, timestamps: far ab
 # Every field a job message may carry, and what it must be. `id`/`tenant` are checked first, apart.
 _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "v": _version,
-    "type": _text(_MAX_NAME_LENGTH),
+    "type": text_check(_MAX_NAME_LENGTH),
     "payload": _payload,
     "max_attempts": _int_between(1, settings.MAX_MAX_ATTEMPTS),
-    "enqueued_at": _timestamp,
-    "schedule": _optional(_text(_MAX_NAME_LENGTH)),
-    "scheduled_for": _optional(_text(_MAX_NAME_LENGTH)),
+    "enqueued_at": timestamp_check,
+    "schedule": _optional(text_check(_MAX_NAME_LENGTH)),
+    "scheduled_for": _optional(text_check(_MAX_NAME_LENGTH)),
     "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
-    "due_at": _optional(_timestamp),
+    "due_at": _optional(timestamp_check),
     "concurrency": _concurrency,
     "batch": _batch_member,
     "callbacks": _callbacks,
     "parent": _parent,
     "overlap": _optional(_one_of(*Overlap)),
     "trigger": _optional(_one_of(Trigger.MANUAL, Trigger.BACKFILL)),
-    "request": _optional(_text(_MAX_NAME_LENGTH)),
+    "request": _optional(text_check(_MAX_NAME_LENGTH)),
 }
 _REQUIRED = ("type", "max_attempts", "enqueued_at")
 
@@ -264,7 +204,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _json_object(body: str) -> dict[str, Any]:
+def json_object(body: str) -> dict[str, Any]:
     try:
         data = json.loads(body, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as error:
@@ -274,14 +214,7 @@ def _json_object(body: str) -> dict[str, Any]:
     return data
 
 
-@dataclass(frozen=True)
-class JobSpec:
-    """What a job is, whenever and however it is enqueued: now, later, or by each firing of a schedule."""
-
-    type: str
-    payload: Any = None
-    max_attempts: int | None = None  # None: the job type's default
-    timeout_seconds: int | None = None  # each attempt's; None: the job type's default
+_FILLED_AT_EACH_FIRING = ("id", "enqueued_at")  # what a schedule's firing template leaves out
 
 
 @dataclass(frozen=True)
@@ -302,9 +235,9 @@ class JobMessage:
     due_at: float | None = None
     # The job's own concurrency key; None: its type's, if the type declares one (shared/jobs/concurrency.py).
     concurrency: Concurrency | None = None
-    batch: BatchMember | None = None  # the batch it belongs to (shared/jobs/batches.py)
-    # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?: a job spec as a dict} (shared/jobs/callbacks.py).
-    callbacks: dict[str, Any] | None = None
+    batch: BatchMember | None = None  # the batch it belongs to (shared/batches/batches.py)
+    # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?} (shared/batches/callbacks.py).
+    callbacks: dict[str, Callback] | None = None
     # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}.
     parent: dict[str, str] | None = None
     # A schedule's run only: "skip" when the schedule skips overlapping runs (the claim checks for a live
@@ -328,7 +261,7 @@ class JobMessage:
         scheduled_for: str | None = None,
         concurrency: Concurrency | None = None,
         batch: BatchMember | None = None,
-        callbacks: dict[str, Any] | None = None,
+        callbacks: dict[str, Callback] | None = None,
         parent: dict[str, str] | None = None,
         overlap: Overlap = Overlap.ALLOW,
         trigger: Trigger = Trigger.SCHEDULE,
@@ -396,7 +329,7 @@ class JobMessage:
             "due_at": self.due_at,
             "concurrency": self.concurrency.to_dict() if self.concurrency else None,
             "batch": self.batch.to_dict() if self.batch else None,
-            "callbacks": self.callbacks,
+            "callbacks": callbacks_to_dict(self.callbacks) if self.callbacks else None,
             "parent": self.parent,
             "overlap": self.overlap,
             "trigger": self.trigger,
@@ -430,13 +363,13 @@ class JobMessage:
         not its scheduled time: enqueue-to-run then measures our platform, and Scheduler's
         own lateness shows as enqueued_at - scheduled_for.
         """
-        return cls.from_data(_json_object(body), sent_at=sent_at, secret=secret)
+        return cls.from_data(json_object(body), sent_at=sent_at, secret=secret)
 
     @classmethod
     def from_data(cls, data: dict[str, Any], *, sent_at: float, secret: bytes) -> JobMessage:
         """`from_body` on a parsed JSON object."""
         tenant = data.get("tenant")
-        if _text(_MAX_NAME_LENGTH)(tenant) is not None:
+        if text_check(_MAX_NAME_LENGTH)(tenant) is not None:
             raise UnreadableMessage("unreadable job message: field 'tenant' must be a non-empty string")
         if "id" in data:
             job_id = data["id"]
@@ -444,7 +377,7 @@ class JobMessage:
                 raise UnreadableMessage(f"forged job message: its id does not verify for tenant {tenant!r}")
         else:
             schedule = data.get("schedule")
-            if _text(_MAX_NAME_LENGTH)(schedule) is not None:
+            if text_check(_MAX_NAME_LENGTH)(schedule) is not None:
                 raise UnreadableMessage("unreadable job message: no id, and no schedule to derive one from")
             scheduled_for = scheduled_time(data.get("scheduled_for"), sent_at)
             job_id = ids.scheduled_id(secret, tenant, schedule, scheduled_for)
@@ -501,248 +434,6 @@ def _typed(fields: dict[str, Any]) -> dict[str, Any]:
         fields = {**fields, "concurrency": Concurrency.of(fields["concurrency"])}
     if "batch" in fields:
         fields = {**fields, "batch": BatchMember.of(fields["batch"])}
+    if fields.get("callbacks") is not None:
+        fields = {**fields, "callbacks": callbacks_of(fields["callbacks"])}
     return fields
-
-
-def result_json(result: Any) -> str:
-    """A job's result as stored (what GET shows): JSON, anything else as its str()."""
-    return json.dumps(result, default=str)
-
-
-def result_problem(result: object) -> str | None:
-    """Why a result cannot be stored, if it cannot: the store holds at most MAX_RESULT_BYTES of it.
-
-    Checked where the job ran: by the worker, and by the jobs function before it answers (a result
-    over Lambda's 6 MB response limit would otherwise come back as the function's own error).
-    """
-    try:
-        size = len(result_json(result).encode())
-    except (ValueError, TypeError, RecursionError) as error:
-        return f"the job's result cannot be serialised as JSON ({type(error).__name__}: {error})"
-    if size > settings.MAX_RESULT_BYTES:
-        return f"the job's result is {size} bytes serialised, over the limit of {settings.MAX_RESULT_BYTES} bytes"
-    return None
-
-
-_NOT_RECORDED = object()
-
-REDACTED = "[redacted]"
-# Job types whose payload holds a request's headers (shared/targets/http.py): no view shows their values,
-# which are credentials as often as not (Authorization, X-Api-Key, a partner's token by any name); the
-# worker sends them as stored.
-HEADER_PAYLOAD_TYPES = frozenset({"http"})
-
-
-def shown_payload(job_type: str | None, payload: Any) -> Any:
-    """A job's payload as every view shows it: an `http` job's header values redacted, their names kept."""
-    if job_type in HEADER_PAYLOAD_TYPES and isinstance(payload, dict) and isinstance(payload.get("headers"), dict):
-        return {**payload, "headers": dict.fromkeys(payload["headers"], REDACTED)}
-    return payload
-
-
-@dataclass
-class JobRecord:
-    """What GET /v1/jobs/{id} (and, without result and payload, each item of GET /v1/jobs) shows."""
-
-    id: str
-    status: Status
-    type: str | None = None
-    attempts: int = 0
-    result: Any = None
-    error: str | None = None
-    enqueued_at: float | None = None
-    started_at: float | None = None
-    finished_at: float | None = None
-    schedule: str | None = None
-    scheduled_for: str | None = None
-    max_attempts: int | None = None
-    timeout_seconds: int | None = None
-    payload: Any = _NOT_RECORDED  # recorded when a worker first sees the job (or a cancel knows it)
-    cancelled_at: float | None = None
-    retries: int = 0  # times POST /v1/jobs/{id}/retry started it over
-    tenant: str = ""  # whose job it is ("" where the record does not say: a listing's projection)
-    concurrency: Concurrency | None = None  # the job's own concurrency key (its message's), if it gave one
-    batch: str | None = None  # the id of the batch it belongs to
-    batch_index: int | None = None  # its place in the batch (not shown: its id is derived from it)
-    parent: dict[str, str] | None = None  # a callback's parent (JobMessage.parent)
-    # Its callbacks: kind -> the callback job's id once enqueued, None until then.
-    callbacks: dict[str, str | None] | None = None
-    trigger: str | None = None  # a schedule's run: "manual" or "backfill"; None: the schedule's own firing
-    skip_reason: str | None = None  # a `skipped` run: why it did not run
-    request: str | None = None  # a keyed job: the fingerprint of the request that runs (JobMessage.request)
-
-    @property
-    def payload_recorded(self) -> bool:
-        return self.payload is not _NOT_RECORDED
-
-    def public(self, *, with_bodies: bool = True) -> dict[str, Any]:
-        """The API's job view (GET, the dashboard, a callback's `parent`); `with_bodies=False` leaves out
-        result and payload (list pages). An `http` job's header values are redacted (`shown_payload`)."""
-        view: dict[str, Any] = {
-            "id": self.id,
-            "type": self.type,
-            "status": str(self.status),
-            "attempts": self.attempts,
-            "result": self.result,
-            "error": self.error,
-            "enqueued_at": self.enqueued_at,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "max_attempts": self.max_attempts,
-        }
-        if not with_bodies:
-            del view["result"]
-        elif self.payload_recorded:
-            view["payload"] = shown_payload(self.type, self.payload)
-        if self.timeout_seconds is not None:
-            view["timeout_seconds"] = self.timeout_seconds
-        if self.schedule:
-            view["schedule"] = self.schedule
-            view["scheduled_for"] = self.scheduled_for
-            view["trigger"] = self.trigger or str(Trigger.SCHEDULE)
-        if self.skip_reason is not None:
-            view["reason"] = self.skip_reason
-        if self.cancelled_at is not None:
-            view["cancelled_at"] = self.cancelled_at
-        if self.retries:
-            view["retries"] = self.retries
-        if self.concurrency is not None:
-            view["concurrency"] = self.concurrency.to_dict()
-        if self.batch is not None:
-            view["batch"] = self.batch
-        if self.parent is not None:
-            view["parent"] = self.parent
-        if self.callbacks is not None:
-            view["callbacks"] = self.callbacks
-        if self.request is not None:
-            view["request"] = self.request
-        return view
-
-
-OUTCOME_KIND = "outcome"
-# What an attempt run without the store's claim may end as (shared/worker/unclaimed.py): `failed` carries
-# the job's retry.
-_CARRIED = (Status.SUCCEEDED, Status.FAILED, Status.DEAD)
-_OUTCOME_FIELDS = frozenset(
-    {"kind", "v", "job", "status", "started_at", "finished_at", "result", "error", "attempt_token"}
-)
-
-
-@dataclass(frozen=True)
-class OutcomeMessage:
-    """An attempt's outcome, carried on the jobs queue to the store: the attempt ran while the store
-    failed, without a claim, and the store records it when a later delivery of this message can.
-
-    `failed`: the attempt failed with attempts left; this message is then also the job's retry
-    (sent with the retry's delay), run under a claim once its failure is recorded.
-    """
-
-    job: JobMessage
-    status: Status
-    started_at: float
-    finished_at: float
-    result: Any = None
-    error: str | None = None
-    # Set when the attempt ran under a claim and only its outcome write failed: the claim's token,
-    # so the outcome is recorded as that attempt's (shared/store/job_store.py `complete`).
-    attempt_token: str | None = None
-    v: int = 1
-
-    def to_json(self) -> str:
-        body: dict[str, Any] = {
-            "kind": OUTCOME_KIND,
-            "v": self.v,
-            "job": self.job.to_dict(),
-            "status": str(self.status),
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-        }
-        if self.status is Status.SUCCEEDED:
-            body["result"] = self.result
-        else:
-            body["error"] = self.error or ""
-        if self.attempt_token is not None:
-            body["attempt_token"] = self.attempt_token
-        return json.dumps(body, separators=(",", ":"), default=str)
-
-    @classmethod
-    def from_data(cls, data: dict[str, Any], *, secret: bytes) -> OutcomeMessage:
-        """The outcome a message carries, checked field by field; UnreadableMessage says why not.
-
-        Strict: any unknown or missing field, or a job whose id does not verify, makes it unreadable
-        (its job is not touched: nothing it carries can be trusted to name one)."""
-        problems = [f"unknown field {name!r}" for name in sorted(set(data) - _OUTCOME_FIELDS)]
-        status = data.get("status")
-        if data.get("kind") != OUTCOME_KIND or data.get("v") != 1:
-            problems.append("fields 'kind' and 'v' must be 'outcome' and 1")
-        if status not in _CARRIED:
-            problems.append(f"field 'status' must be one of {', '.join(_CARRIED)}")
-        for name in ("started_at", "finished_at"):
-            if (problem := _timestamp(data.get(name))) is not None:
-                problems.append(f"field {name!r} {problem}")
-        carried = "result" if status == Status.SUCCEEDED else "error"
-        if status in _CARRIED and (carried not in data or ({"result", "error"} - {carried}) & set(data)):
-            problems.append(f"a {status} outcome carries exactly one of 'result' and 'error': {carried!r}")
-        if status in (Status.FAILED, Status.DEAD) and not isinstance(data.get("error"), str):
-            problems.append("field 'error' must be a string")
-        token = data.get("attempt_token")
-        if token is not None and (status != Status.SUCCEEDED or _text(64)(token) is not None):
-            problems.append("field 'attempt_token' must be a claim's token, on a succeeded outcome only")
-        job = data.get("job")
-        if not isinstance(job, dict) or "id" not in job:
-            problems.append("field 'job' must be a job message with its id")
-        if problems:
-            raise UnreadableMessage("unreadable outcome message: " + "; ".join(problems))
-        try:
-            message = JobMessage.from_data(job, sent_at=0, secret=secret)
-        except UnreadableMessage as unreadable:
-            raise UnreadableMessage(f"unreadable outcome message: its job: {unreadable.reason}") from None
-        return cls(
-            job=message,
-            status=Status(status),
-            started_at=data["started_at"],
-            finished_at=data["finished_at"],
-            result=data.get("result"),
-            error=data.get("error"),
-            attempt_token=token,
-        )
-
-
-def read_message(body: str, *, sent_at: float, secret: bytes) -> JobMessage | OutcomeMessage:
-    """What a jobs-queue message carries: a job (most), or an outcome on its way to the store."""
-    data = _json_object(body)
-    if data.get("kind") == OUTCOME_KIND:  # any other "kind" is a job message's unknown field
-        return OutcomeMessage.from_data(data, secret=secret)
-    return JobMessage.from_data(data, sent_at=sent_at, secret=secret)
-
-
-# A schedule's firing, as EventBridge Scheduler puts it on the queue, turned into a job message.
-# A schedule's target Input is a job message without an id (`JobMessage.firing_template`):
-# Scheduler fills in `<aws.scheduler.scheduled-time>` at each firing, and the id is derived from
-# (tenant, schedule, scheduled time), so a duplicate firing of one occurrence is
-# the same job and the worker's claim runs it once (`JobMessage.from_body` derives it).
-
-SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"  # a Scheduler context attribute, substituted at each firing
-_FILLED_AT_EACH_FIRING = ("id", "enqueued_at")
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-
-
-def format_scheduled_time(moment: datetime) -> str:
-    """A run's scheduled time in its canonical form (UTC, whole seconds): what its id is derived from."""
-    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
-
-
-def scheduled_time(value: Any, sent_at: float) -> str:
-    """The occurrence a firing belongs to, in one canonical form (UTC, seconds)."""
-    try:
-        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        # The placeholder arrived verbatim: Scheduler on AWS always substitutes it, the
-        # embedded emulator (ministack 1.5.33) never does. Fall back to the minute the
-        # firing was sent in: schedules fire at most once a minute, so locally each
-        # occurrence still gets its own id.
-        minute = int(sent_at // 60 * 60)
-        return datetime.fromtimestamp(minute, UTC).strftime(_TIME_FORMAT)
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return format_scheduled_time(parsed)

@@ -6,13 +6,7 @@ ended (`on_complete`) or all succeeded (`on_success`). See docs/decisions/batche
   the batch and its index, so sending the same request again (its idempotency key) sends the same
   jobs, which run once; another request with that key is refused (409), as its jobs would take the
   first request's ids.
-- A member's end is counted by `member_ended`, called by the worker after the job's record is
-  written (and by a redelivery, if it died in between): one conditional write moves the member from
-  `pending` to its state (shared/store/batch_items.py `mark`), a second decides the batch's status
-  and which callbacks are due, exactly once (`settle`), and the callbacks are enqueued and marked
-  sent. Each step may be repeated: a delivery that finds its job finished repeats them all.
-- A retried dead member (POST /v1/jobs/{id}/retry) is pending again, in its next run
-  (`member_reopened`), and the batch is running again; a callback that already ran does not run again.
+- A member's end, counted by the worker, and a retried member reopened: shared/batches/members.py.
 - `cancel` cancels the members still pending that have not started, and the batch runs no callback. It
   costs a unit of the rate limit per member it writes; a cancelled batch answers at once, a finished
   one 409.
@@ -28,20 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import cursors, ids, settings
-from shared.aws import queue
+from shared.batches import callbacks
 from shared.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded, Unavailable
-from shared.jobs import callbacks, enqueue
-from shared.model import BATCH_CALLBACK_KINDS, BatchMember, JobMessage, Status
+from shared.jobs import enqueue
+from shared.model.message import BatchMember, JobMessage
 from shared.store import batch_items, job_control
-from shared.store.batch_items import BatchRecord, MemberState
+from shared.store.batch_items import BatchRecord
 from shared.store.id_secret import id_secret
 from shared.tenants import quotas, rate_limit
 
-_MEMBER_STATE = {
-    Status.SUCCEEDED: batch_items.DONE,
-    Status.DEAD: batch_items.DEAD,
-    Status.CANCELLED: batch_items.CANCELLED_JOB,
-}
 # A batch's members are cancelled side by side, and a page's counts read side by side.
 _writers = ThreadPoolExecutor(max_workers=10, thread_name_prefix="batch")
 _CURSORS = cursors.Codec("b1", re.compile(r"\d{13}#b[a-z2-7]{1,64}"))  # a position in the batches' index
@@ -175,31 +164,6 @@ def _verified(tenant: str, batch_id: str) -> None:
         raise NotFound(batch_id)
 
 
-def view(batch: BatchRecord) -> dict[str, Any]:
-    """What GET /v1/batches/{id} answers, and a batch callback's payload carries as `batch`."""
-    shown: dict[str, Any] = {
-        "id": batch.id,
-        "status": batch.status,
-        "total": batch.total,
-        "pending": batch.pending,
-        "succeeded": batch.succeeded,
-        "dead": batch.dead,
-        "cancelled": batch.cancelled,
-        "created_at": batch.created_at,
-        "finished_at": batch.finished_at if batch.pending == 0 else None,
-        "callbacks": {
-            kind: callbacks.callback_id(batch.tenant, batch.id, kind) if kind in batch.due else None
-            for kind in BATCH_CALLBACK_KINDS
-            if kind in batch.callbacks
-        },
-    }
-    if batch.description:
-        shown["description"] = batch.description
-    if batch.cancel_requested_at is not None:
-        shown["cancelled_at"] = batch.cancel_requested_at
-    return shown
-
-
 def member_ids(tenant: str, batch: BatchRecord) -> list[str]:
     """Its jobs' ids, in order (derived, not stored)."""
     secret = id_secret()
@@ -219,7 +183,7 @@ def list_batches(tenant: str, *, status: str | None, cursor: str | None, limit: 
     before = _CURSORS.decode(cursor) if cursor else None
     listed, next_before = batch_items.page(tenant, status=status, before=before, limit=limit)
     found = list(_writers.map(batch_items.get, [each.id for each in listed]))
-    shown = [view(batch) for batch in found if batch is not None and batch.tenant == tenant]
+    shown = [callbacks.batch_view(batch) for batch in found if batch is not None and batch.tenant == tenant]
     return BatchPage(shown, _CURSORS.encode(next_before) if next_before else None)
 
 
@@ -271,41 +235,3 @@ def _finished(batch: BatchRecord) -> Conflict:
     return Conflict(
         f"batch {batch.id} already finished ({batch.status}): every job has ended, so there is nothing to cancel"
     )
-
-
-def member_ended(member: BatchMember, status: Status, *, single_attempt: bool = False) -> None:
-    """Count the end of a batch's member (its record says `status`), settle the batch, and enqueue the
-    callbacks that makes due. Idempotent, and safe to repeat after a crash anywhere in it.
-    `single_attempt`: each store call makes one attempt (the worker's)."""
-    if status not in _MEMBER_STATE:
-        return
-    state = MemberState(_MEMBER_STATE[status], member.generation)
-    batch = batch_items.mark(member.id, member.index, state, single_attempt=single_attempt)
-    if batch is not None:
-        send_due_callbacks(batch, single_attempt=single_attempt)
-
-
-def member_reopened(tenant: str, batch_id: str, index: int, generation: int) -> None:
-    """A member retried after it ended dead (or cancelled): pending again in its run `generation`, and
-    its batch running again. A callback already enqueued is not enqueued again."""
-    batch = batch_items.mark(batch_id, index, MemberState(batch_items.PENDING, generation))
-    if batch is not None and batch.tenant == tenant:
-        batch_items.settle(batch, time.time())
-
-
-def send_due_callbacks(batch: BatchRecord, *, single_attempt: bool = False) -> None:
-    """Settle the batch (its status; which callbacks are due, decided once), then enqueue each callback
-    due and not yet sent, and mark it sent. A crash between a send and its mark sends it again from the
-    next delivery that gets here: the same job id, run once."""
-    settled = batch_items.settle(batch, time.time(), single_attempt=single_attempt)
-    unsent = settled.unsent()
-    if not unsent:
-        return
-    specs = batch_items.callback_specs(settled.id, single_attempt=single_attempt)
-    for kind in unsent:
-        spec = specs.get(kind)
-        if spec is not None:
-            parent = {"kind": "batch", "id": settled.id, "callback": kind}
-            shown, now = view(settled), time.time()
-            queue.send(callbacks.message(settled.tenant, spec, parent=parent, adds="batch", view=shown, now=now))
-        batch_items.mark_sent(settled.id, kind, time.time(), single_attempt=single_attempt)

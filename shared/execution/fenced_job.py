@@ -24,8 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared.jobs import job_logging, job_types, time_limit
-from shared.model import result_json, result_problem
+from shared.execution import job_logging, time_limit
+from shared.jobs import job_types
+from shared.model.outcome import result_json, result_problem
 
 
 @dataclass(frozen=True)

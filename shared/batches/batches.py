@@ -26,7 +26,7 @@ from shared.batches import callbacks
 from shared.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded, Unavailable
 from shared.jobs import enqueue
 from shared.model.message import BatchMember, JobMessage
-from shared.store import batch_items, job_control
+from shared.store import batch_items, batch_members, job_control
 from shared.store.batch_items import BatchRecord
 from shared.store.id_secret import id_secret
 from shared.tenants import quotas, rate_limit
@@ -218,14 +218,14 @@ def cancel(tenant: str, batch_id: str) -> BatchRecord:
         )
     )
     cancelled = [(index, run) for (index, _), run in zip(pending, runs, strict=True) if run is not None]
-    batch_items.mark_cancelled(batch.id, cancelled)
+    batch_members.mark_cancelled(batch.id, cancelled)
     after = batch_items.finish_cancel(batch.id, time.time())
     return batch_items.settle(after, time.time()) if after is not None else batch
 
 
-def _owned_with_members(tenant: str, batch_id: str) -> batch_items.BatchWithMembers:
+def _owned_with_members(tenant: str, batch_id: str) -> batch_members.BatchWithMembers:
     _verified(tenant, batch_id)
-    found = batch_items.get_with_members(batch_id)
+    found = batch_members.get_with_members(batch_id)
     if found is None or found.batch.tenant != tenant:
         raise NotFound(batch_id)
     return found

@@ -18,13 +18,14 @@ from shared.aws import queue
 from shared.batches import callbacks
 from shared.model.message import BatchMember
 from shared.model.states import Status
-from shared.store import batch_items
-from shared.store.batch_items import BatchRecord, MemberState
+from shared.store import batch_items, batch_members
+from shared.store.batch_items import BatchRecord
+from shared.store.batch_members import MemberState
 
 _MEMBER_STATE = {
-    Status.SUCCEEDED: batch_items.DONE,
-    Status.DEAD: batch_items.DEAD,
-    Status.CANCELLED: batch_items.CANCELLED_JOB,
+    Status.SUCCEEDED: batch_members.DONE,
+    Status.DEAD: batch_members.DEAD,
+    Status.CANCELLED: batch_members.CANCELLED_JOB,
 }
 
 
@@ -35,7 +36,7 @@ def member_ended(member: BatchMember, status: Status, *, single_attempt: bool = 
     if status not in _MEMBER_STATE:
         return
     state = MemberState(_MEMBER_STATE[status], member.generation)
-    batch = batch_items.mark(member.id, member.index, state, single_attempt=single_attempt)
+    batch = batch_members.mark(member.id, member.index, state, single_attempt=single_attempt)
     if batch is not None:
         send_due_callbacks(batch, single_attempt=single_attempt)
 
@@ -43,7 +44,7 @@ def member_ended(member: BatchMember, status: Status, *, single_attempt: bool = 
 def member_reopened(tenant: str, batch_id: str, index: int, generation: int) -> None:
     """A member retried after it ended dead (or cancelled): pending again in its run `generation`, and
     its batch running again. A callback already enqueued is not enqueued again."""
-    batch = batch_items.mark(batch_id, index, MemberState(batch_items.PENDING, generation))
+    batch = batch_members.mark(batch_id, index, MemberState(batch_members.PENDING, generation))
     if batch is not None and batch.tenant == tenant:
         batch_items.settle(batch, time.time())
 

@@ -2,12 +2,9 @@
 (`batch#<id>`), its callbacks' specs in another (`batch#<id>#callbacks`). See docs/decisions/batches.md.
 
 The counts item holds `total`, `pending`, `succeeded`, `dead`, `cancelled`, the stored `status`, and
-one short attribute per member that has left `pending`: `j<index in base 36>` = its state, a letter
-(S succeeded, D dead, C cancelled, P pending again after a retry) and the run it belongs to (the
-job record's `retries`, left out when 0). Every change of a member's state is one conditional write
-(`mark`) that sets the member's attribute *from the state it was in* and moves one unit between two
-counters, so the counts always equal the members' states, and repeating a mark (a redelivery, a
-retried write, a crash between the job's record and its batch's) changes nothing.
+one short attribute per member that has left `pending`, which shared/store/batch_members.py writes
+(`mark`): one conditional write per change of a member's state, so the counts always equal the members'
+states.
 
 The batch's status and its callbacks are decided by a second conditional write (`settle`), pinned on
 the four counts the caller saw: it sets the status they say and, for each callback now due and not
@@ -26,8 +23,6 @@ has finished: one write unit per mark while fewer than ~150 have, 5 at the end o
 from __future__ import annotations
 
 import json
-import re
-import string
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,29 +41,11 @@ COMPLETED_WITH_FAILURES = "completed_with_failures"
 CANCELLED = "cancelled"
 STATUSES = (RUNNING, SUCCEEDED, COMPLETED_WITH_FAILURES, CANCELLED)
 
-PENDING, DONE, DEAD, CANCELLED_JOB = "P", "S", "D", "C"
-_COUNTER_OF = {PENDING: "pending", DONE: "succeeded", DEAD: "dead", CANCELLED_JOB: "cancelled"}
 _DAY = 86_400
 # A running batch's item outlives any message of its jobs (a message lives 14 days in the queue); a
 # finished one is kept as long as a finished job's record.
 _RUNNING_KEPT_SECONDS = (settings.MESSAGE_RETENTION_DAYS + settings.FINISHED_JOB_TTL_DAYS) * _DAY
 _FINISHED_KEPT_SECONDS = settings.FINISHED_JOB_TTL_DAYS * _DAY
-_DIGITS = string.digits + string.ascii_lowercase
-
-
-@dataclass(frozen=True)
-class MemberState:
-    """A member's state in its batch: a letter (PENDING, DONE, DEAD, CANCELLED_JOB) and its run."""
-
-    letter: str
-    generation: int = 0
-
-    def encoded(self) -> str:
-        return self.letter + (str(self.generation) if self.generation else "")
-
-    @classmethod
-    def decoded(cls, text: str | None) -> MemberState:
-        return cls(PENDING) if text is None else cls(text[0], int(text[1:] or 0))
 
 
 @dataclass(frozen=True)
@@ -112,23 +89,13 @@ class BatchRecord:
         return [kind for kind in self.due if kind not in self.sent]
 
 
-def member_attribute(index: int) -> str:
-    """The counts item's attribute for member `index`: `j` and the index in base 36 (1,000 -> "jrs")."""
-    digits = ""
-    while True:
-        index, rest = divmod(index, 36)
-        digits = _DIGITS[rest] + digits
-        if index == 0:
-            return "j" + digits
-
-
-def _dynamodb(single_attempt: bool) -> Any:
+def dynamodb(single_attempt: bool) -> Any:
     """`single_attempt`: no botocore retries, for the worker, whose fallback (handing the delivery back, to
     do it at its next delivery) is cheaper than waiting out the backoff while the store fails."""
     return single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
 
 
-def _key(batch_id: str) -> dict[str, Any]:
+def key(batch_id: str) -> dict[str, Any]:
     return keys.item_key(keys.batch_key(batch_id))
 
 
@@ -162,7 +129,7 @@ _RECORD_ATTRIBUTES = (
 )
 
 
-def _record(item: dict[str, Any]) -> BatchRecord:
+def record_of(item: dict[str, Any]) -> BatchRecord:
     def number(name: str) -> int:
         return int(item.get(name, {"N": "0"})["N"])
 
@@ -214,7 +181,7 @@ def create(
             },
             ConditionExpression="attribute_not_exists(pk)",
         )
-    item: dict[str, Any] = _key(batch_id) | {
+    item: dict[str, Any] = key(batch_id) | {
         "tenant": {"S": tenant},
         "total": job_items.n(total),
         "pending": job_items.n(total),
@@ -242,136 +209,29 @@ def create(
         if existing is None:
             raise
         return existing
-    return _record(item)
+    return record_of(item)
 
 
 def get(batch_id: str, *, single_attempt: bool = False) -> BatchRecord | None:
     """The batch as it is (a consistent read of its counts, not its members' states), or None."""
     item = (
-        _dynamodb(single_attempt)
+        dynamodb(single_attempt)
         .get_item(
             TableName=table.name(),
-            Key=_key(batch_id),
+            Key=key(batch_id),
             ConsistentRead=True,
             ProjectionExpression=", ".join(f"#a{n}" for n in range(len(_RECORD_ATTRIBUTES))),
             ExpressionAttributeNames={f"#a{n}": name for n, name in enumerate(_RECORD_ATTRIBUTES)},
         )
         .get("Item")
     )
-    return _record(item) if item else None
+    return record_of(item) if item else None
 
 
 def callback_specs(batch_id: str, *, single_attempt: bool = False) -> dict[str, Callback]:
     """The batch's callbacks as it was created with them, by kind."""
-    item = _dynamodb(single_attempt).get_item(TableName=table.name(), Key=_callbacks_key(batch_id)).get("Item")
+    item = dynamodb(single_attempt).get_item(TableName=table.name(), Key=_callbacks_key(batch_id)).get("Item")
     return callbacks_of(json.loads(item["specs"]["S"])) if item else {}
-
-
-def mark(batch_id: str, index: int, state: MemberState, *, single_attempt: bool = False) -> BatchRecord | None:
-    """Member `index` is in `state` now: its attribute set and one unit moved between two counts, in one
-    conditional write from the state it was in. Idempotent: a member already in `state`, or in a later
-    run's state (a stale delivery), is left as it is. The batch after; None if there is no such batch."""
-    name = member_attribute(index)
-    # The usual case first: a member leaving `pending` of its run, or a retried dead member reopening.
-    if state.letter == PENDING:
-        assumed = MemberState(DEAD, max(state.generation - 1, 0))
-    else:
-        assumed = MemberState(PENDING, state.generation)
-    for _ in range(4):  # each failed try learns the member's real state: at most a few
-        answer = _move(batch_id, name, assumed, state, single_attempt)
-        if isinstance(answer, BatchRecord):
-            return answer
-        if not answer:
-            return None  # no such batch
-        actual = MemberState.decoded(job_items.as_str(answer, name))
-        if actual == state or actual.generation > state.generation:
-            return _record(answer)  # counted already, or a later run's state that this one must not undo
-        if actual.generation == state.generation and actual.letter != PENDING:
-            return _record(answer)  # a run ends once: its first recorded end stands (as the job record's)
-        assumed = actual
-    raise RuntimeError(f"batch {batch_id}: member {index} kept changing while it was marked {state.encoded()}")
-
-
-def _move(
-    batch_id: str, name: str, old: MemberState, new: MemberState, single_attempt: bool
-) -> BatchRecord | dict[str, Any]:
-    """One member from `old` to `new`: the batch after, or the item as it was if it was not in `old`
-    ({} if there is no batch)."""
-    moves = old.letter != new.letter  # a pending member of one run pending in the next moves no unit
-    names = {"#member": name} | ({"#to": _COUNTER_OF[new.letter], "#from": _COUNTER_OF[old.letter]} if moves else {})
-    counted = " ADD #to :one, #from :minus" if moves else ""
-    if old == MemberState(PENDING):
-        in_old = "attribute_not_exists(#member)"
-        values: dict[str, Any] = {}
-    else:
-        in_old = "#member = :old"
-        values = {":old": {"S": old.encoded()}}
-    if new == MemberState(PENDING):
-        update = "REMOVE #member" + counted
-    else:
-        update = "SET #member = :new" + counted
-        values[":new"] = {"S": new.encoded()}
-    if moves:
-        values |= {":one": {"N": "1"}, ":minus": {"N": "-1"}}
-    try:
-        answer = _dynamodb(single_attempt).update_item(
-            TableName=table.name(),
-            Key=_key(batch_id),
-            UpdateExpression=update,
-            ConditionExpression=f"attribute_exists(pk) AND {in_old}",
-            ExpressionAttributeNames=names,
-            **({"ExpressionAttributeValues": values} if values else {}),
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if not is_condition_failure(error):
-            raise
-        return error.response.get("Item") or _read(batch_id, single_attempt)
-    return _record(answer["Attributes"])
-
-
-def _read(batch_id: str, single_attempt: bool) -> dict[str, Any]:
-    # For stores that do not return ALL_OLD on a failed condition.
-    found = _dynamodb(single_attempt).get_item(TableName=table.name(), Key=_key(batch_id), ConsistentRead=True)
-    return found.get("Item") or {}
-
-
-# The conditions of a write that sets many members at once stay within DynamoDB's 4 KB expression limit.
-_MEMBERS_PER_WRITE = 80
-
-
-def mark_cancelled(batch_id: str, members: list[tuple[int, int]]) -> None:
-    """Members (index, run) cancelled while pending: marked together, up to 80 a write. A write whose
-    condition fails (a member moved meanwhile) falls back to one `mark` per member of it."""
-    for start in range(0, len(members), _MEMBERS_PER_WRITE):
-        chunk = members[start : start + _MEMBERS_PER_WRITE]
-        if not _cancel_together(batch_id, chunk):
-            for index, generation in chunk:
-                mark(batch_id, index, MemberState(CANCELLED_JOB, generation))
-
-
-def _cancel_together(batch_id: str, chunk: list[tuple[int, int]]) -> bool:
-    names = {f"#m{n}": member_attribute(index) for n, (index, _) in enumerate(chunk)}
-    values: dict[str, Any] = {":count": {"N": str(len(chunk))}, ":minus": {"N": str(-len(chunk))}}
-    conditions, sets = ["attribute_exists(pk)"], []
-    for n, (_, generation) in enumerate(chunk):
-        values[f":c{n}"] = {"S": MemberState(CANCELLED_JOB, generation).encoded()}
-        sets.append(f"#m{n} = :c{n}")
-        if generation:
-            values[f":p{n}"] = {"S": MemberState(PENDING, generation).encoded()}
-            conditions.append(f"#m{n} = :p{n}")
-        else:
-            conditions.append(f"attribute_not_exists(#m{n})")
-    return conditional_update(
-        client("dynamodb"),
-        TableName=table.name(),
-        Key=_key(batch_id),
-        UpdateExpression=f"SET {', '.join(sets)} ADD #cancelled :count, #pending :minus",
-        ConditionExpression=" AND ".join(conditions),
-        ExpressionAttributeNames=names | {"#cancelled": "cancelled", "#pending": "pending"},
-        ExpressionAttributeValues=values,
-    )
 
 
 def settle(batch: BatchRecord, now: float, *, single_attempt: bool = False) -> BatchRecord:
@@ -406,9 +266,9 @@ def settle(batch: BatchRecord, now: float, *, single_attempt: bool = False) -> B
         conditions.append(f"attribute_not_exists(due_{kind})")
     update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
     try:
-        answer = _dynamodb(single_attempt).update_item(
+        answer = dynamodb(single_attempt).update_item(
             TableName=table.name(),
-            Key=_key(batch.id),
+            Key=key(batch.id),
             UpdateExpression=update,
             ConditionExpression=" AND ".join(conditions),
             ExpressionAttributeNames={"#status": "status"} | _COUNTS,
@@ -419,14 +279,14 @@ def settle(batch: BatchRecord, now: float, *, single_attempt: bool = False) -> B
         if not is_condition_failure(error):
             raise
         return batch
-    return _record(answer["Attributes"])
+    return record_of(answer["Attributes"])
 
 
 def mark_sent(batch_id: str, kind: str, now: float, *, single_attempt: bool = False) -> None:
     """The `kind` callback's message is sent: nobody sends it again."""
-    _dynamodb(single_attempt).update_item(
+    dynamodb(single_attempt).update_item(
         TableName=table.name(),
-        Key=_key(batch_id),
+        Key=key(batch_id),
         UpdateExpression=f"SET sent_{kind} = if_not_exists(sent_{kind}, :now)",
         ConditionExpression="attribute_exists(pk)",
         ExpressionAttributeValues={":now": job_items.n(now)},
@@ -437,43 +297,11 @@ def mark_all_sent(batch_id: str, now: float) -> None:
     """A keyed batch's create sent every one of its jobs: a repeat of its request need send none."""
     client("dynamodb").update_item(
         TableName=table.name(),
-        Key=_key(batch_id),
+        Key=key(batch_id),
         UpdateExpression="SET all_sent_at = if_not_exists(all_sent_at, :now)",
         ConditionExpression="attribute_exists(pk)",
         ExpressionAttributeValues={":now": job_items.n(now)},
     )
-
-
-_MEMBER_ATTRIBUTE = re.compile(r"j[0-9a-z]{1,3}")
-
-
-@dataclass(frozen=True)
-class BatchWithMembers:
-    batch: BatchRecord
-    states: dict[int, MemberState]  # each member that has left `pending` of its first run
-
-    def pending(self) -> list[tuple[int, int]]:
-        """The members still pending, as (index, run), in order: none has ended (some may be running)."""
-        found = []
-        for index in range(self.batch.total):
-            state = self.states.get(index, MemberState(PENDING))
-            if state.letter == PENDING:
-                found.append((index, state.generation))
-        return found
-
-
-def get_with_members(batch_id: str) -> BatchWithMembers | None:
-    """The batch and its members' states, in one consistent read of the counts item (never larger than
-    ~0.4 KB plus ~4 bytes per member); None if there is no such batch."""
-    item = client("dynamodb").get_item(TableName=table.name(), Key=_key(batch_id), ConsistentRead=True).get("Item")
-    if not item:
-        return None
-    states = {
-        int(name[1:], 36): MemberState.decoded(value["S"])
-        for name, value in item.items()
-        if _MEMBER_ATTRIBUTE.fullmatch(name)
-    }
-    return BatchWithMembers(_record(item), states)
 
 
 def request_cancel(batch_id: str, now: float) -> bool:
@@ -483,7 +311,7 @@ def request_cancel(batch_id: str, now: float) -> bool:
     return conditional_update(
         client("dynamodb"),
         TableName=table.name(),
-        Key=_key(batch_id),
+        Key=key(batch_id),
         UpdateExpression="SET cancel_requested_at = if_not_exists(cancel_requested_at, :now)",
         ConditionExpression="attribute_exists(pk) AND (#pending > :zero OR attribute_exists(cancel_requested_at))",
         ExpressionAttributeNames={"#pending": "pending"},
@@ -497,7 +325,7 @@ def finish_cancel(batch_id: str, now: float) -> BatchRecord | None:
     try:
         answer = client("dynamodb").update_item(
             TableName=table.name(),
-            Key=_key(batch_id),
+            Key=key(batch_id),
             UpdateExpression="SET cancel_done_at = if_not_exists(cancel_done_at, :now)",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues={":now": job_items.n(now)},
@@ -507,7 +335,7 @@ def finish_cancel(batch_id: str, now: float) -> BatchRecord | None:
         if is_condition_failure(error):
             return None
         raise
-    return _record(answer["Attributes"])
+    return record_of(answer["Attributes"])
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,60 @@ def relations(message: JobMessage) -> dict[str, dict[str, str]]:
     return kept
 
 
+def job_fields(message: JobMessage, started_at: float | None) -> tuple[list[str], dict[str, Any]]:
+    """SET clauses (and values) recording what the message says of its job, written by every attempt:
+    its tenant and type, what a retry needs to run it again, and its place in the tenant's listing.
+    `started_at`: when its attempt started (None: none did)."""
+    started = {} if started_at is None else {"first_started_at": n(started_at)}
+    first_seen, values = if_not_exists(
+        index_attributes(message.tenant, message.enqueued_at, message.id)
+        | {"payload_json": payload_json(message.payload)}
+        | started
+        | relations(message)
+        | request_fields(message)
+    )
+    values |= {
+        ":tenant": {"S": message.tenant},
+        ":type": {"S": message.type},
+        ":max": n(message.max_attempts),
+        ":enqueued": n(message.enqueued_at),
+    }
+    sets = [
+        "#tenant = :tenant",
+        "job_type = :type",
+        "max_attempts = if_not_exists(max_attempts, :max)",
+        "enqueued_at = if_not_exists(enqueued_at, :enqueued)",
+        *first_seen,
+    ]
+    if message.timeout_seconds is not None:
+        values[":timeout"] = n(message.timeout_seconds)
+        sets.append("timeout_seconds = :timeout")
+    if message.concurrency is not None:
+        values |= {":ckey": {"S": message.concurrency.key}, ":climit": n(message.concurrency.limit)}
+        sets += ["concurrency_key = :ckey", "concurrency_limit = :climit"]
+    if message.schedule:
+        values |= {
+            ":schedule": {"S": message.schedule},
+            ":scheduled_for": {"S": message.scheduled_for or ""},
+            ":runs_key": {"S": keys.runs_partition(message.tenant, message.schedule)},
+        }
+        sets += [
+            "schedule_name = :schedule",
+            "scheduled_for = :scheduled_for",
+            "gsi1pk = :runs_key",
+            "gsi1sk = :scheduled_for",
+        ]
+        if message.trigger:
+            values[":trigger"] = {"S": message.trigger}
+            sets.append("run_trigger = :trigger")
+    return sets, values
+
+
+def request_fields(message: JobMessage) -> dict[str, dict[str, str]]:
+    """A keyed job's request fingerprint, as the record keeps it (written once, by the first message)."""
+    return {REQUEST: {"S": message.request}} if message.request else {}
+
+
 def callback_sent_attribute(kind: str) -> str:
     """The record's attribute holding the id of its `kind` callback once that job is enqueued."""
     return f"callback_{kind}"

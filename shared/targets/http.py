@@ -1,7 +1,7 @@
 """The `http` job type: deliver a job as a signed HTTP request to the customer's endpoint.
 
 Payload: {"url", "method"?: POST|GET|PUT|PATCH|DELETE, "headers"?: {name: value}, "body"?: JSON or a string}.
-The headers are sent as given; no view of the job shows their values (shared/model.py `shown_payload`).
+The headers are sent as given; no view of the job shows their values (shared/model/record.py `shown_payload`).
 Each attempt resolves the host once, checks the address (shared/targets/http_policy.py) and connects
 to that address, with the name in the Host header and as the TLS server name (SNI and the
 certificate check). The outcome, by the answer:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from shared.jobs import job_types
 from shared.model.message import JobMessage
-from shared.store import job_store
+from shared.store import job_claims
 from shared.worker import deadline
 from shared.worker.breaker import StoreBreaker, is_outage
 from shared.worker.delivery import Delivery
@@ -24,7 +24,7 @@ class ClaimAhead:
     job_id: str
     claimed_at: float
     lease: int
-    claim: Future[job_store.ClaimResult]
+    claim: Future[job_claims.ClaimResult]
 
 
 class ClaimsAhead:
@@ -47,7 +47,7 @@ class ClaimsAhead:
             return
         claimed: set[str] = set()
         now = time.time()
-        probe: Future[job_store.ClaimResult] | None = None
+        probe: Future[job_claims.ClaimResult] | None = None
         for delivery in deliveries:
             message = jobs.get(delivery.message_id)
             if message is None or job_types.lookup(message.type) is None:
@@ -79,13 +79,13 @@ class ClaimsAhead:
         for ahead in self._claims.values():
             with contextlib.suppress(Exception):
                 claim = ahead.claim.result()
-                if isinstance(claim, job_store.Claimed):
-                    job_store.release(ahead.job_id, claim.token)
+                if isinstance(claim, job_claims.Claimed):
+                    job_claims.release(ahead.job_id, claim.token)
 
 
 def _claim_after(
-    probe: Future[job_store.ClaimResult] | None, message: JobMessage, message_id: str, now: float, lease: int
-) -> job_store.ClaimResult:
+    probe: Future[job_claims.ClaimResult] | None, message: JobMessage, message_id: str, now: float, lease: int
+) -> job_claims.ClaimResult:
     """Claim once the batch's first claim has answered (`probe`), unless it found the store failing:
     then this claim fails as that one did, without a call. A store blip costs a batch one failed
     call, as claims made in turn did, not ten, and its jobs run unclaimed (or hand back) at once."""
@@ -93,4 +93,4 @@ def _claim_after(
         error = probe.exception()
         if error is not None and is_outage(error):
             raise error
-    return job_store.claim(message, message_id, now, lease, single_attempt=True)
+    return job_claims.claim(message, message_id, now, lease, single_attempt=True)

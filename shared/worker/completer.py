@@ -27,7 +27,7 @@ from shared.jobs import far_future
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store import job_claims, job_store
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
 from shared.worker.deadline import HiddenBatch
 from shared.worker.delivery import Delivery
@@ -395,16 +395,16 @@ class Completer:
             queue.send_to_dlq(job.to_json(), refused)
             return Outcome.UNREADABLE
         match found:
-            case job_store.HeldElsewhere(lease_left_seconds=left):
+            case job_claims.HeldElsewhere(lease_left_seconds=left):
                 # An attempt of the job still runs, from another message: ask again when its lease has ended.
                 held = HandBack(left + 1, "an attempt of this dead-lettered job still holds it")
                 return self._hand_back(held, delivery)
-            case job_store.Foreign():
+            case job_claims.Foreign():
                 queue.send_to_dlq(delivery.body, "forged job message: the job's record belongs to another tenant")
                 return Outcome.UNREADABLE
-            case job_store.Finished(status=status) if status is not Status.DEAD:
+            case job_claims.Finished(status=status) if status is not Status.DEAD:
                 return Outcome.DUPLICATE  # a message left over of a job that ended: nothing to record or keep
-            case job_store.Finished(retries=retries) | job_store.DeadNow(retries=retries):
+            case job_claims.Finished(retries=retries) | job_store.DeadNow(retries=retries):
                 if (pending := self._follow_up(job.in_run(retries), Status.DEAD, delivery)) is not None:
                     return self._hand_back(pending, delivery)
                 queue.send_to_dlq(job.to_json(), verdict.reason)

@@ -22,7 +22,7 @@ from shared.jobs import job_types
 from shared.model.message import JobMessage, UnreadableMessage
 from shared.model.outcome import Outcome, OutcomeMessage, read_message
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store import job_claims
 from shared.store.id_secret import id_secret
 from shared.worker import deadline, executor, unclaimed, waiting
 from shared.worker.batch import Batch
@@ -161,7 +161,7 @@ def _claim_and_run(message: JobMessage, delivery: Delivery, batch: Batch, *, fir
         claimed_at, lease = ahead.claimed_at, ahead.lease
     try:
         if ahead is None:
-            claim = job_store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=True)
+            claim = job_claims.claim(message, delivery.message_id, claimed_at, lease, single_attempt=True)
         else:
             claim = ahead.claim.result()
     except AWS_ERRORS as error:
@@ -171,26 +171,26 @@ def _claim_and_run(message: JobMessage, delivery: Delivery, batch: Batch, *, fir
         why = f"store unavailable for the claim: {error}"
         return unclaimed.without_claim(message, delivery, timeout, why, first_run=first_run)
     match claim:
-        case job_store.Finished(status=status, retries=retries):
+        case job_claims.Finished(status=status, retries=retries):
             if status is not None and follow_ups.has_follow_ups(message):
                 return Duplicate(Ended(message.in_run(retries), status))
             return Duplicate()
-        case job_store.HeldElsewhere(by_this_message=True, lease_left_seconds=left):
+        case job_claims.HeldElsewhere(by_this_message=True, lease_left_seconds=left):
             # Our own earlier attempt may still be running (or died recording its outcome):
             # come back when its lease has run out.
             return HandBack(left + 1, "an earlier delivery of this message still holds the job")
-        case job_store.HeldElsewhere():
+        case job_claims.HeldElsewhere():
             # Another message for the same job holds it; that message stays on the queue
             # until the holder records an outcome, so it will come back if the holder dies.
             return Duplicate()
-        case job_store.Contended():
+        case job_claims.Contended():
             return delivery.hand_back("another delivery of this job changed it while this one claimed it")
-        case job_store.Foreign():
+        case job_claims.Foreign():
             return Unreadable("forged job message: the job's record belongs to another tenant")
-        case job_store.Exhausted(attempts=attempts):
+        case job_claims.Exhausted(attempts=attempts):
             reason = f"gave up after {attempts} attempts that ended without an outcome (worker crash or timeout)"
             return Dead(reason, message)
-        case job_store.Claimed(attempt=attempt, token=token, max_attempts=max_attempts, retries=retries):
+        case job_claims.Claimed(attempt=attempt, token=token, max_attempts=max_attempts, retries=retries):
             # The record's number of attempts counts, and its run (a batch counts each run's end).
             message = replace(message, max_attempts=max_attempts).in_run(retries)
             return executor.run_claimed(message, attempt, token, timeout, claimed_at + lease)

@@ -26,7 +26,7 @@ from shared.model.outcome import OutcomeMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.operations import dead_letters
-from shared.store import job_store
+from shared.store import job_claims
 from shared.tenants import tenants
 from shared.worker.verdicts import Waited
 from tests.events import FakeLambdaContext, http_api_event
@@ -214,8 +214,8 @@ def test_a_message_left_over_of_a_finished_job_is_acknowledged_and_its_record_ke
 
 def test_a_job_an_attempt_still_holds_waits_for_its_lease_in_the_backstop(aws):
     message = build_message("acme", JobRequest(JobSpec("echo", payload=1)), time.time())
-    claim = job_store.claim(message, "another-message", time.time(), 60)
-    assert isinstance(claim, job_store.Claimed)
+    claim = job_claims.claim(message, "another-message", time.time(), 60)
+    assert isinstance(claim, job_claims.Claimed)
     _to_the_backstop(aws, message.to_json())
 
     batch = poll(aws, url_key="backstop_url")

@@ -20,8 +20,8 @@ from shared.jobs.enqueue import JobRequest
 from shared.model.message import BatchMember
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import batch_items, job_store
-from shared.store.batch_items import MemberState
+from shared.store import batch_items, batch_members, job_store
+from shared.store.batch_members import MemberState
 from shared.tenants import tenants
 from tests.unit.api_harness import answer
 from tests.unit.worker_harness import poll
@@ -283,10 +283,10 @@ def test_counts_always_equal_members_states_and_each_callback_is_enqueued_once(a
             members.member_ended(member, record[index][0])
         elif event == "crash_after_mark" and status is None:
             record[index] = (Status.SUCCEEDED, run)
-            batch_items.mark(batch.id, index, MemberState(batch_items.DONE, run))
+            batch_members.mark(batch.id, index, MemberState(batch_members.DONE, run))
         elif event == "crash_after_settle" and status is None:
             record[index] = (Status.SUCCEEDED, run)
-            batch_items.settle(batch_items.mark(batch.id, index, MemberState(batch_items.DONE, run)), time.time())
+            batch_items.settle(batch_members.mark(batch.id, index, MemberState(batch_members.DONE, run)), time.time())
         elif event == "crash_after_send" and status is None:
             record[index] = (Status.SUCCEEDED, run)
             crashes_after_send += 1

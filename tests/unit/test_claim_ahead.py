@@ -15,7 +15,7 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store import job_claims
 from tests.unit.worker_harness import WorkerContext, poll, record, send
 
 
@@ -121,7 +121,7 @@ def test_a_store_blip_costs_a_batch_one_failed_claim_and_its_jobs_run_unclaimed(
 
     runs: list[int] = []
     _register(monkeypatch, "count", lambda payload, context: runs.append(payload) or payload)
-    monkeypatch.setattr(job_store, "claim", throttled)
+    monkeypatch.setattr(job_claims, "claim", throttled)
     _send_jobs(aws, "count", 5)
 
     batch = poll(aws)

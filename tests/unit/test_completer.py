@@ -13,7 +13,7 @@ from shared.aws import queue
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store import job_claims, job_store
 from shared.worker.breaker import StoreBreaker
 from shared.worker.completer import Completer
 from shared.worker.deadline import HiddenBatch
@@ -85,7 +85,7 @@ def _received(aws: dict[str, Any], message: JobMessage) -> Delivery:
 
 
 def _claimed(message: JobMessage) -> Attempt:
-    claim = job_store.claim(message, "m1", time.time(), lease_seconds=10)
+    claim = job_claims.claim(message, "m1", time.time(), lease_seconds=10)
     return Attempt(message, claim.token, job_store.Started(time.time(), first_attempt=True), time.time() + 10)
 
 

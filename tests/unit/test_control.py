@@ -12,7 +12,7 @@ from shared.jobs import enqueue
 from shared.jobs.enqueue import JobRequest
 from shared.model.message import JobMessage
 from shared.model.states import Status
-from shared.store import job_index, job_items, job_store
+from shared.store import job_claims, job_index, job_items, job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 
@@ -45,7 +45,7 @@ def _record(job_id):
 
 def test_claim_then_cancel_the_job_runs_and_the_cancel_is_a_409(aws):
     message = _enqueue()
-    assert isinstance(job_store.claim(message, "m1", time.time(), lease_seconds=60), job_store.Claimed)
+    assert isinstance(job_claims.claim(message, "m1", time.time(), lease_seconds=60), job_claims.Claimed)
 
     with pytest.raises(Conflict, match="running"):
         cancel.cancel("acme", message.id)
@@ -83,7 +83,7 @@ def test_failed_then_cancelled_then_redelivered_never_runs_again(aws):
 
 def test_a_running_job_whose_lease_expired_can_be_cancelled(aws):
     message = _enqueue()
-    job_store.claim(message, "m1", time.time() - 100, lease_seconds=10)  # its worker died long ago
+    job_claims.claim(message, "m1", time.time() - 100, lease_seconds=10)  # its worker died long ago
 
     assert cancel.cancel("acme", message.id).status is Status.CANCELLED
     assert _deliver(message, "m1") == "duplicate"
@@ -162,8 +162,8 @@ def test_retrying_a_retried_job_answers_it_again_and_the_claim_runs_it_once(aws)
     second = retry.retry("acme", message.id)
 
     assert first.id == second.id == message.id
-    assert isinstance(job_store.claim(first, "m2", time.time(), lease_seconds=60), job_store.Claimed)
-    assert isinstance(job_store.claim(second, "m3", time.time(), lease_seconds=60), job_store.HeldElsewhere)
+    assert isinstance(job_claims.claim(first, "m2", time.time(), lease_seconds=60), job_claims.Claimed)
+    assert isinstance(job_claims.claim(second, "m3", time.time(), lease_seconds=60), job_claims.HeldElsewhere)
 
 
 def test_retrying_a_job_a_retry_already_queued_sends_nothing(aws):

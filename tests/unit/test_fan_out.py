@@ -21,8 +21,8 @@ from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.operations import dead_letters
 from shared.schedules import customer_schedules
-from shared.store import batch_items, job_items, job_store, keys
-from shared.store.batch_items import MemberState
+from shared.store import batch_items, batch_members, job_claims, job_items, job_store, keys
+from shared.store.batch_members import MemberState
 from shared.store.id_secret import id_secret
 from shared.tenants import quotas, rate_limit, tenants
 from shared.worker.delivery import Delivery
@@ -99,7 +99,7 @@ def _all_succeeded(aws: dict[str, Any], batch_id: str, size: int) -> None:
             UpdateExpression="SET "
             + ", ".join(f"#m{index} = :done" for index in chunk)
             + " ADD succeeded :count, pending :minus",
-            ExpressionAttributeNames={f"#m{index}": batch_items.member_attribute(index) for index in chunk},
+            ExpressionAttributeNames={f"#m{index}": batch_members.member_attribute(index) for index in chunk},
             ExpressionAttributeValues={
                 ":done": {"S": "S"},
                 ":count": {"N": str(len(chunk))},
@@ -130,9 +130,9 @@ def test_R1_a_finished_batch_cancelled_three_times_makes_no_member_write_and_ans
 def test_R1_a_running_batch_cancel_writes_only_its_pending_members_and_costs_a_unit_each(aws, key, job_writes, units):
     batch_id = _batch(key, 10, on_complete={"type": "echo"})
     for index in range(3):  # three ended
-        batch_items.mark(batch_id, index, MemberState(batch_items.DONE))
+        batch_members.mark(batch_id, index, MemberState(batch_members.DONE))
     member = _member_message(batch_id, 3)  # one running under a live lease
-    assert isinstance(job_store.claim(member, "a-delivery", time.time(), 300), job_store.Claimed)
+    assert isinstance(job_claims.claim(member, "a-delivery", time.time(), 300), job_claims.Claimed)
     job_writes.clear()
     units.clear()
 

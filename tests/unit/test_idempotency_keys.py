@@ -19,7 +19,7 @@ from shared.model.message import JobMessage
 from shared.model.spec import Callback, JobSpec
 from shared.model.states import Status
 from shared.schedules import customer_schedules, runs
-from shared.store import batch_items, job_store
+from shared.store import batch_items, job_claims
 from shared.tenants import rate_limit, tenants
 from shared.worker.delivery import Delivery
 from tests.unit.api_harness import answer as _api
@@ -200,7 +200,7 @@ def test_a_retried_keyed_job_keeps_its_request(aws, key):
     retried = retry.retry("acme", first["id"])
 
     assert retried.request == first["request"]
-    assert isinstance(job_store.claim(retried, "m-retry", time.time(), 60), job_store.Claimed)
+    assert isinstance(job_claims.claim(retried, "m-retry", time.time(), 60), job_claims.Claimed)
 
 
 def _queued_messages(aws: dict[str, Any]) -> list[JobMessage]:
@@ -219,9 +219,9 @@ def _schedule(overlap: str = "skip") -> None:
     customer_schedules.create("acme", request)
 
 
-def _claim_next(aws: dict[str, Any]) -> job_store.ClaimResult:
+def _claim_next(aws: dict[str, Any]) -> job_claims.ClaimResult:
     (message,) = _queued_messages(aws)
-    return job_store.claim(message, f"m-{message.id}", time.time(), 300)
+    return job_claims.claim(message, f"m-{message.id}", time.time(), 300)
 
 
 def test_a_retried_trigger_answers_queued_as_the_first_did_though_its_claim_skipped_the_run(scheduler_env, key):
@@ -230,9 +230,9 @@ def test_a_retried_trigger_answers_queued_as_the_first_did_though_its_claim_skip
     assert first[0] == 202
     keyed_message = _queued_messages(scheduler_env)
     other = runs.trigger("acme", "report")  # a second run, started before the first is claimed
-    assert isinstance(_claim_next(scheduler_env), job_store.Claimed)
-    claimed = job_store.claim(keyed_message[0], "m-keyed", time.time(), 300)
-    assert isinstance(claimed, job_store.Skipped)  # skipped at its claim: the other run was live
+    assert isinstance(_claim_next(scheduler_env), job_claims.Claimed)
+    claimed = job_claims.claim(keyed_message[0], "m-keyed", time.time(), 300)
+    assert isinstance(claimed, job_claims.Skipped)  # skipped at its claim: the other run was live
 
     again = _api("POST", "/v1/schedules/report:trigger", key, {"idempotency_key": "t1"})
 
@@ -244,7 +244,7 @@ def test_a_retried_trigger_answers_queued_as_the_first_did_though_its_claim_skip
 def test_a_retried_trigger_that_the_first_skipped_answers_skipped_again(scheduler_env, key):
     _schedule()
     runs.trigger("acme", "report")
-    assert isinstance(_claim_next(scheduler_env), job_store.Claimed)  # a live run
+    assert isinstance(_claim_next(scheduler_env), job_claims.Claimed)  # a live run
     first = _api("POST", "/v1/schedules/report:trigger", key, {"idempotency_key": "t2"})
     assert first[0] == 200 and first[1]["status"] == "skipped"
 

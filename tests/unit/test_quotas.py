@@ -21,7 +21,7 @@ from shared.jobs.enqueue import JobRequest, NotSent
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.schedules import customer_schedules
-from shared.store import job_store, tenant_items
+from shared.store import job_claims, tenant_items
 from shared.tenants import quotas
 from shared.worker.delivery import Delivery
 from tests.unit import worker_harness
@@ -398,7 +398,7 @@ def test_a_far_future_job_arriving_in_a_store_blip_runs_at_once_and_its_outcome_
         return call
 
     monkeypatch.setattr(quotas, "give_back", failing_when_down(quotas.give_back))
-    monkeypatch.setattr(job_store, "claim", failing_when_down(job_store.claim))
+    monkeypatch.setattr(job_claims, "claim", failing_when_down(job_claims.claim))
 
     assert worker_harness.deliver(scheduler_env, firing).failed == []  # ran unclaimed, not handed back
     assert quotas.usage("acme")["far_future_jobs"] == 1  # the store is down: the unit is still taken

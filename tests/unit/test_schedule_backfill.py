@@ -16,7 +16,7 @@ from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.schedules import customer_schedules, expressions, runs
-from shared.store import job_store
+from shared.store import job_claims
 from shared.store.id_secret import id_secret
 from shared.tenants import quotas
 from tests.unit.worker_harness import poll, record
@@ -113,8 +113,8 @@ def test_backfilled_runs_are_not_skipped_for_overlap(scheduler_env):
     _create(overlap="skip")
     live = runs.trigger("acme", "tick")
     (message,) = scheduler_env["sqs"].receive_message(QueueUrl=scheduler_env["queue_url"])["Messages"]
-    claimed = job_store.claim(JobMessage.from_dict(json.loads(message["Body"])), "m", time.time(), 600)
-    assert isinstance(claimed, job_store.Claimed)  # a live run: a trigger or a firing now would be skipped
+    claimed = job_claims.claim(JobMessage.from_dict(json.loads(message["Body"])), "m", time.time(), 600)
+    assert isinstance(claimed, job_claims.Claimed)  # a live run: a trigger or a firing now would be skipped
     end = datetime.now(UTC)
 
     backfilled = runs.backfill("acme", "tick", end - timedelta(minutes=3), end)

@@ -16,7 +16,7 @@ from shared.errors import InvalidRequest, NotFound
 from shared.model.message import JobMessage
 from shared.model.states import Status
 from shared.schedules import customer_schedules, runs
-from shared.store import job_store, schedule_items
+from shared.store import job_claims, job_store, schedule_items
 from shared.tenants import quotas
 
 
@@ -253,8 +253,8 @@ def test_a_trigger_with_an_idempotency_key_is_one_run_however_often_it_is_retrie
     sent = _sent(scheduler_env)
     assert sorted(body["id"] for body in sent) == sorted([first.id, first.id, other.id])  # the claim runs one
     message = JobMessage.from_dict(next(body for body in sent if body["id"] == first.id))
-    claimed = job_store.claim(message, "m1", time.time(), 30)
-    assert isinstance(claimed, job_store.Claimed)
+    claimed = job_claims.claim(message, "m1", time.time(), 30)
+    assert isinstance(claimed, job_claims.Claimed)
     assert job_store.complete(message.id, claimed.token, "done", time.time())
 
     assert runs.trigger("acme", "nightly", idempotency_key="deploy-17") == first  # its run exists: not sent again

@@ -13,7 +13,7 @@ from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.schedules import customer_schedules, runs
-from shared.store import job_store
+from shared.store import job_claims, job_store
 from tests.unit.worker_harness import dead_letters, deliver, record
 
 
@@ -41,8 +41,8 @@ def _claim_a_run(scheduler_env: dict[str, Any]) -> tuple[str, str]:
     """As `_start_a_run`: the run's id and its claim's token."""
     triggered = runs.trigger("acme", "report")
     (message,) = scheduler_env["sqs"].receive_message(QueueUrl=scheduler_env["queue_url"])["Messages"]
-    claimed = job_store.claim(JobMessage.from_dict(json.loads(message["Body"])), "m1", time.time(), 300)
-    assert isinstance(claimed, job_store.Claimed)
+    claimed = job_claims.claim(JobMessage.from_dict(json.loads(message["Body"])), "m1", time.time(), 300)
+    assert isinstance(claimed, job_claims.Claimed)
     return triggered.id, claimed.token
 
 

@@ -24,7 +24,7 @@ from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store import job_claims
 from tests.unit.worker_harness import VirtualClock, poll, record, send
 
 AWS = settings.PROFILES["aws"]
@@ -41,14 +41,14 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
     clock = VirtualClock(time.time()).install(monkeypatch)
     outage_ends = clock.now + seconds
 
-    claim = job_store.claim
+    claim = job_claims.claim
 
     def claim_while_the_store_is_down(*args, **kwargs):
         if clock.now < outage_ends:
             raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "down"}}, "UpdateItem")
         return claim(*args, **kwargs)
 
-    monkeypatch.setattr(job_store, "claim", claim_while_the_store_is_down)
+    monkeypatch.setattr(job_claims, "claim", claim_while_the_store_is_down)
     echo = job_types.lookup("echo")
     monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(echo, exclusive=True))
     delays: list[float] = []

@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 from shared.model.message import JobMessage
 from shared.model.states import Status
-from shared.store import job_items, job_store
+from shared.store import job_claims, job_items, job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 
@@ -47,14 +47,14 @@ def test_a_second_delivery_of_a_finished_job_does_not_run_it_again(aws):
 
 def test_a_delivery_while_another_message_holds_the_job_is_acked(aws):
     message = _message()
-    job_store.claim(message, "holder", time.time(), lease_seconds=60)
+    job_claims.claim(message, "holder", time.time(), lease_seconds=60)
 
     assert _deliver(message, "other") == "duplicate"
 
 
 def test_a_redelivery_of_the_holding_message_waits_for_the_lease(aws):
     message = _message()
-    job_store.claim(message, "m1", time.time(), lease_seconds=60)
+    job_claims.claim(message, "m1", time.time(), lease_seconds=60)
 
     with pytest.raises(RetryLater) as later:
         _deliver(message, "m1")
@@ -63,7 +63,7 @@ def test_a_redelivery_of_the_holding_message_waits_for_the_lease(aws):
 
 def test_an_expired_lease_is_taken_over_and_the_old_attempt_cannot_complete(aws):
     message = _message()
-    stale = job_store.claim(message, "m1", time.time() - 100, lease_seconds=10)
+    stale = job_claims.claim(message, "m1", time.time() - 100, lease_seconds=10)
 
     assert _deliver(message, "m1") == "succeeded"
     assert job_store.complete(message.id, stale.token, "late", time.time()) is False
@@ -92,7 +92,7 @@ def test_attempts_that_died_without_an_outcome_end_dead(aws):
     message = _message(max_attempts=2)
     for started_ago in (200, 100):  # two attempts whose workers died: claimed, leases long expired
         assert isinstance(
-            job_store.claim(message, "m1", time.time() - started_ago, lease_seconds=10), job_store.Claimed
+            job_claims.claim(message, "m1", time.time() - started_ago, lease_seconds=10), job_claims.Claimed
         )
 
     assert _deliver(message, "m1") == "dead"
@@ -120,7 +120,7 @@ def test_a_failed_job_with_attempts_left_is_retried_not_buried_when_a_second_mes
     # Two messages of one job (an idempotency-key retry): m2's claim fails on m1's lease, and by the
     # time m2 re-reads the record m1 has recorded `failed` (attempt 1 of 3). m2 must come back, not bury it.
     message = _message("fail", {"times": 1})
-    first = job_store.claim(message, "m1", time.time(), lease_seconds=60)
+    first = job_claims.claim(message, "m1", time.time(), lease_seconds=60)
     client = job_items.jobs_client()
     monkeypatch.setattr(job_items, "jobs_client", lambda single_attempt=False: _NoOldItemOnConditionFailure(client))
     read_item = job_items.read_item
@@ -146,13 +146,13 @@ def test_only_a_running_job_whose_lease_expired_with_its_attempts_used_up_is_exh
 
     def why(status: str, attempts: int, lease_until: float) -> object:
         old = base | {"status": {"S": status}, "attempts": {"N": str(attempts)}, "lease_until": {"N": str(lease_until)}}
-        return job_store._why_not_claimed(old, message, "m9", now)
+        return job_claims._why_not_claimed(old, message, "m9", now)
 
-    assert isinstance(why("running", 2, now - 1), job_store.Exhausted)
-    assert isinstance(why("running", 1, now - 1), job_store.Contended)  # the condition raced a takeover
-    assert isinstance(why("failed", 1, now - 1), job_store.Contended)
-    assert isinstance(why("running", 2, now + 30), job_store.HeldElsewhere)
-    assert isinstance(why("succeeded", 2, now - 1), job_store.Finished)
+    assert isinstance(why("running", 2, now - 1), job_claims.Exhausted)
+    assert isinstance(why("running", 1, now - 1), job_claims.Contended)  # the condition raced a takeover
+    assert isinstance(why("failed", 1, now - 1), job_claims.Contended)
+    assert isinstance(why("running", 2, now + 30), job_claims.HeldElsewhere)
+    assert isinstance(why("succeeded", 2, now - 1), job_claims.Finished)
 
 
 def test_the_records_own_max_attempts_counts_when_a_later_message_asks_for_fewer(aws):

@@ -26,7 +26,7 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store import job_claims, job_store
 from shared.targets.http import needs_exclusive_claim
 from shared.worker import breaker, completer, executor
 from shared.worker import receive as worker_receive
@@ -53,7 +53,7 @@ class Blip:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.down = True
-        claim, carried = job_store.claim, job_store.record_carried
+        claim, carried = job_claims.claim, job_store.record_carried
 
         def claim_unless_down(*args: Any, **kwargs: Any) -> Any:
             if self.down:
@@ -65,7 +65,7 @@ class Blip:
                 _throttled()
             return carried(*args, **kwargs)
 
-        monkeypatch.setattr(job_store, "claim", claim_unless_down)
+        monkeypatch.setattr(job_claims, "claim", claim_unless_down)
         monkeypatch.setattr(job_store, "record_carried", carried_unless_down)
 
     def end(self) -> None:
@@ -140,7 +140,7 @@ def test_an_outcome_write_whose_answer_was_lost_can_be_applied_again_by_the_same
     # botocore retries a write that timed out; if DynamoDB had applied it, the retry must still
     # succeed (and so pass through the status cache) rather than fail its condition.
     message = _message()
-    claim = job_store.claim(message, "m1", time.time(), lease_seconds=10)
+    claim = job_claims.claim(message, "m1", time.time(), lease_seconds=10)
 
     assert job_store.complete(message.id, claim.token, "result", time.time()) is True
     assert job_store.complete(message.id, claim.token, "result", time.time()) is True
@@ -155,7 +155,7 @@ def test_after_a_store_failure_the_worker_hands_redeliveries_back_without_callin
         calls.append(args)
         _throttled()
 
-    monkeypatch.setattr(job_store, "claim", failing_claim)
+    monkeypatch.setattr(job_claims, "claim", failing_claim)
     for _ in range(5):
         with pytest.raises(RetryLater) as later:
             _deliver(_message(), receive_count=2)
@@ -167,7 +167,7 @@ def test_after_a_store_failure_the_worker_hands_redeliveries_back_without_callin
 def test_an_exclusive_type_waits_for_the_store_even_on_its_first_delivery(aws, monkeypatch):
     echo = job_types.lookup("echo")
     monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(echo, exclusive=True))
-    monkeypatch.setattr(job_store, "claim", _throttled)
+    monkeypatch.setattr(job_claims, "claim", _throttled)
     ran = []
     monkeypatch.setattr(queue, "send_outcomes", lambda *args: ran.append(args))
 
@@ -328,7 +328,7 @@ def test_an_unclaimed_run_that_ends_after_the_store_is_back_records_at_once(blip
         blip.down = False  # the store answers again, and the cooldown passes while the job runs
         _throttled()
 
-    monkeypatch.setattr(job_store, "claim", blip_ends_meanwhile)
+    monkeypatch.setattr(job_claims, "claim", blip_ends_meanwhile)
     assert poll(aws).failed == []
 
     assert _queued(aws) == []  # no outcome message
@@ -376,7 +376,7 @@ def _carried_outcome_and_a_claim_after_the_blip(blip: Blip, aws: dict[str, Any])
     poll(aws)
     (carried,) = _queued(aws)
     blip.end()
-    return job, carried, job_store.claim(job, "duplicate-delivery", time.time(), lease_seconds=10)
+    return job, carried, job_claims.claim(job, "duplicate-delivery", time.time(), lease_seconds=10)
 
 
 def test_a_claimed_attempt_that_recorded_first_wins_over_a_late_carried_outcome(blip, aws):
@@ -537,8 +537,8 @@ def test_the_workers_store_calls_make_one_attempt_each(aws, monkeypatch):
 
         return called
 
-    for name in ("claim", "complete", "record_carried"):
-        monkeypatch.setattr(job_store, name, spy(getattr(job_store, name)))
+    for module, name in ((job_claims, "claim"), (job_store, "complete"), (job_store, "record_carried")):
+        monkeypatch.setattr(module, name, spy(getattr(module, name)))
     _deliver(_job())
     job = _job()
     work.work(job, Delivery(message_id="m2", body=job.to_json(), receive_count=2))

@@ -14,7 +14,7 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage, UnreadableMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_items, job_store
+from shared.store import job_claims, job_items, job_store
 from shared.store.id_secret import id_secret
 from tests.unit.worker_harness import body, dead_letters, deliver, record
 
@@ -150,12 +150,12 @@ def test_a_forged_tenant_cannot_take_over_another_tenants_job(aws):
 
 def test_a_claim_never_changes_a_records_tenant_even_for_a_message_that_got_past_verification(aws):
     victim = JobMessage.from_dict(_job(type="fail", payload={"times": 5}))
-    claim = job_store.claim(victim, "m1", time.time(), lease_seconds=10)
+    claim = job_claims.claim(victim, "m1", time.time(), lease_seconds=10)
     job_store.record_failure(victim.id, claim.token, "failed", time.time())
 
     forged = JobMessage.from_dict(victim.to_dict() | {"tenant": "mallory"})
 
-    assert isinstance(job_store.claim(forged, "m2", time.time(), lease_seconds=10), job_store.Foreign)
+    assert isinstance(job_claims.claim(forged, "m2", time.time(), lease_seconds=10), job_claims.Foreign)
     assert job_store.get(victim.id).tenant == "acme"
 
 

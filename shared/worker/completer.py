@@ -399,8 +399,13 @@ class Completer:
             case job_store.Foreign():
                 queue.send_to_dlq(delivery.body, "forged job message: the job's record belongs to another tenant")
                 return Outcome.UNREADABLE
-            case job_store.Finished(status=status) if status is not Status.DEAD:
-                return Outcome.DUPLICATE  # a message left over of a job that ended: nothing to record or keep
+            case job_store.Finished(status=status, retries=retries) if status is not Status.DEAD:
+                # A message left over of a job that ended: nothing to record or keep, but what its end sets off
+                # is done (idempotent), as its delivery on the jobs queue would: it may be the only one left to
+                # do it (a member cancelled before any worker read it is counted in its batch only by its
+                # message; a delivery handed back to send a callback may have spent the receive budget).
+                pending = None if status is None else self._follow_up(job.in_run(retries), status, delivery)
+                return Outcome.DUPLICATE if pending is None else self._hand_back(pending, delivery)
             case job_store.Finished(retries=retries) | job_store.DeadNow(retries=retries):
                 if (pending := self._follow_up(job.in_run(retries), Status.DEAD, delivery)) is not None:
                     return self._hand_back(pending, delivery)

@@ -8,7 +8,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install up test lint docs synth footprint smoke clean bench capacity fuzz
+.PHONY: install up test lint docs synth footprint smoke clean bench capacity fuzz invariant
 
 install: $(STAMP)/venv $(STAMP)/npm $(STAMP)/cli $(STAMP)/client-ts
 
@@ -70,6 +70,12 @@ docs: $(STAMP)/venv
 FUZZ_EXAMPLES ?= 300
 fuzz: install
 	CORRAL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) CORRAL_FUZZ_RANDOM=1 $(PY) -m pytest tests/e2e/test_api_fuzz.py -p no:cacheprovider $(ARGS)
+
+# The one invariant across features (tests/unit/test_invariant.py, in process on moto), many more examples than
+# `make test`'s 15: about 10 s an example on a loaded 2-core machine.
+INVARIANT_EXAMPLES ?= 500
+invariant: install
+	CORRAL_INVARIANT_EXAMPLES=$(INVARIANT_EXAMPLES) $(PY) -m pytest tests/unit/test_invariant.py -p no:cacheprovider $(ARGS)
 
 bench: install
 	$(PY) -m bench $(ARGS)

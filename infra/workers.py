@@ -16,7 +16,6 @@ from shared import settings
 from shared.settings import Profile, ResourceNames
 
 WORKER_MEMORY_MB = 1024
-BACKSTOP_MAX_CONCURRENCY = 2  # the event source's least
 
 
 def scaling(profile: Profile, capacity: Capacity) -> dict[str, object]:
@@ -83,7 +82,7 @@ class Workers(Construct):
                 queue.backstop,
                 batch_size=settings.WORKER_BATCH_SIZE,
                 report_batch_item_failures=True,
-                max_concurrency=BACKSTOP_MAX_CONCURRENCY,
+                max_concurrency=settings.BACKSTOP_MAX_CONCURRENCY,
             )
         )
         acknowledgements.sqs_event_source(self.function)

@@ -140,6 +140,9 @@ WORKER_MAX_CONCURRENCY = 8
 # herd's worth of pollers warm. The maximum is what a stage's Lambda concurrency leaves the worker
 # once the API's reservation is taken (infra/capacity.py; docs/decisions/capacity.md).
 INVOKES_PER_POLLER = 10
+# The backstop's event source (infra/workers.py): the least MaximumConcurrency an SQS event source takes;
+# nothing is meant to arrive there. Counted in the worker's most executions (infra/capacity.py).
+BACKSTOP_MAX_CONCURRENCY = 2
 WORKER_MIN_POLLERS = 21
 # Throttled receives count toward maxReceiveCount; the app counts attempts itself and
 # moves dead jobs to the DLQ, so this is only a backstop for messages that never reach
@@ -180,10 +183,10 @@ STAGE_CONCURRENCY = ACCOUNT_CONCURRENCY - LAMBDA_UNRESERVED_MINIMUM
 # Concurrency reserved for the API function: what a flood of jobs can never take from it. The herd
 # needs ~360 (18,000 requests/s x ~20 ms); 400 leaves a margin.
 API_RESERVED_CONCURRENCY = 400
-# The worker's most, without a customer's jobs package: what the stage's concurrency leaves it
-# ((900 - 400) / 10 = 50 pollers, 500 invokes; the herd needs ~205). With a package the jobs function
-# takes a reservation of its own out of the same 500 (infra/capacity.py).
-WORKER_MAX_POLLERS = (STAGE_CONCURRENCY - API_RESERVED_CONCURRENCY) // INVOKES_PER_POLLER
+# The worker's most, without a customer's jobs package: what the stage's concurrency leaves it after the
+# API and the backstop's event source ((900 - 400 - 2) / 10 = 49 pollers, 490 invokes; the herd needs
+# ~205). With a package the jobs function takes a reservation of its own out of the same 498 (infra/capacity.py).
+WORKER_MAX_POLLERS = (STAGE_CONCURRENCY - API_RESERVED_CONCURRENCY - BACKSTOP_MAX_CONCURRENCY) // INVOKES_PER_POLLER
 # DynamoDB warm throughput (profile aws): what a new on-demand table serves from its first second.
 # `make capacity` (bench/models/capacity.py): the 3x herd is 18,000 jobs/s, two writes each (claim,
 # outcome), 36,000 writes/s; a new on-demand table starts near 4,000/s. Each index takes every job

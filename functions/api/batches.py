@@ -9,6 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.caller import Tenant
 from functions.api.enqueue_routes import parse_job
 from functions.api.models import callback_model, idempotency_key_field
 from functions.api.responses import documented, json_response
@@ -26,10 +27,6 @@ _BATCH_ID = Path(max_length=64)
 
 OnCompleteIn = callback_model("OnCompleteIn", adds="batch")
 OnBatchSuccessIn = callback_model("OnBatchSuccessIn", adds="batch")
-
-
-def _tenant() -> str:
-    return router.context["tenant"]
 
 
 class BatchIn(BaseModel):
@@ -80,7 +77,7 @@ def _requests(items: list[Any]) -> list[JobRequest]:
     ),
     responses=documented({201: {"description": '{"id", "status": "running", "total"}'}}, 400, 403, 409, 413, 429),
 )
-def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
+def create_batch(tenant: Tenant, batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
     request = batches.BatchRequest(
         jobs=_requests(batch.jobs),
         on_complete=batch.on_complete,
@@ -88,7 +85,7 @@ def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
         description=batch.description,
         idempotency_key=batch.idempotency_key,
     )
-    created = batches.create(_tenant(), request)
+    created = batches.create(tenant, request)
     jobs_enqueued(created.total)
     # A new batch is running; a repeat of the request with its key answers as the first did (GET shows it now).
     return json_response(201, {"id": created.id, "status": RUNNING, "total": created.total})
@@ -107,13 +104,14 @@ def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
     responses=documented({200: {"description": '{"batches": [...], "next_cursor": str | null}'}}, 429),
 )
 def list_batches(
+    tenant: Tenant,
     status: Annotated[str | None, Query(description=f"One of {', '.join(STATUSES)}", max_length=32)] = None,
     cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
     limit: Annotated[int, Query(ge=1, le=settings.BATCH_LIST_MAX_LIMIT)] = settings.BATCH_LIST_DEFAULT_LIMIT,
 ) -> Response[dict[str, Any]]:
     if status is not None:  # reads up to LIST_READ_BUDGET index entries for one page: metered
-        rate_limit.check_heavy_read(_tenant())
-    page = batches.list_batches(_tenant(), status=status, cursor=cursor, limit=limit)
+        rate_limit.check_heavy_read(tenant)
+    page = batches.list_batches(tenant, status=status, cursor=cursor, limit=limit)
     return json_response(200, {"batches": page.batches, "next_cursor": page.next_cursor})
 
 
@@ -123,8 +121,8 @@ def list_batches(
     summary="A batch's status, counts and callbacks",
     responses=documented({200: {"description": "The batch"}}, 404),
 )
-def get_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, batches.view(batches.get(_tenant(), batch_id)))
+def get_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    return json_response(200, batches.view(batches.get(tenant, batch_id)))
 
 
 @router.get(
@@ -133,9 +131,9 @@ def get_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
     summary="The ids of a batch's jobs, in the order they were given",
     responses=documented({200: {"description": '{"jobs": [id, ...]}'}}, 404),
 )
-def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    batch = batches.get(_tenant(), batch_id)
-    return json_response(200, {"jobs": batches.member_ids(_tenant(), batch)})
+def get_batch_jobs(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    batch = batches.get(tenant, batch_id)
+    return json_response(200, {"jobs": batches.member_ids(tenant, batch)})
 
 
 @router.post(
@@ -147,5 +145,5 @@ def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, An
     "the tenant's rate limit per job still pending (all or none, before any is cancelled), one if none is.",
     responses=documented({200: {"description": "The batch, status cancelled"}}, 404, 409, 429),
 )
-def cancel_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, batches.view(batches.cancel(_tenant(), batch_id)))
+def cancel_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    return json_response(200, batches.view(batches.cancel(tenant, batch_id)))

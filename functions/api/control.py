@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.caller import Tenant
 from functions.api.responses import error_response, json_response
 from shared import settings
 from shared.errors import Conflict, InvalidRequest, NotFound
@@ -23,10 +24,6 @@ _JOB_ID = Path(max_length=128)
 _NOT_FOUND = {404: {"description": "No such job for this API key's tenant"}}
 _CONFLICT = {409: {"description": "The job's state does not allow it; the message says which state"}}
 _RATE_LIMITED = {429: {"description": "rate_limited: over the tenant's rate limit (see Retry-After); nothing was done"}}
-
-
-def _tenant() -> str:
-    return router.context["tenant"]
 
 
 def _epoch(value: datetime | None) -> float | None:
@@ -62,6 +59,7 @@ def _refused(job_id: str, refusal: NotFound | Conflict) -> Response:
     responses={200: {"description": '{"jobs": [...], "next_cursor": str | null, "note": str}'}} | _RATE_LIMITED,
 )
 def list_jobs(
+    tenant: Tenant,
     status: Annotated[Status | None, Query(description="Only jobs in this status")] = None,
     type: Annotated[str | None, Query(max_length=64, description="Only jobs of this type")] = None,
     schedule: Annotated[str | None, Query(max_length=128, description="Only runs of this schedule")] = None,
@@ -80,9 +78,9 @@ def list_jobs(
         cursor=cursor,
     )
     if status or type or schedule:  # read past what it answers, up to LIST_READ_BUDGET entries: metered
-        rate_limit.check_heavy_read(_tenant())
+        rate_limit.check_heavy_read(tenant)
     try:
-        page = listing.list_jobs(_tenant(), query)
+        page = listing.list_jobs(tenant, query)
     except InvalidRequest as error:
         return _invalid(error)
     body = {
@@ -104,9 +102,9 @@ def list_jobs(
     ),
     responses={200: {"description": "The job view, status cancelled"}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
 )
-def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
+def cancel_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
-        record = control.cancel(_tenant(), job_id)
+        record = control.cancel(tenant, job_id)
     except (NotFound, Conflict) as refusal:
         return _refused(job_id, refusal)
     return json_response(200, record.public())
@@ -122,9 +120,9 @@ def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     ),
     responses={202: {"description": '{"id", "status": "queued"}'}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
 )
-def retry_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
+def retry_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     try:
-        message = control.retry(_tenant(), job_id)
+        message = control.retry(tenant, job_id)
     except (NotFound, Conflict) as refusal:
         return _refused(job_id, refusal)
     return json_response(202, {"id": message.id, "status": "queued"})
@@ -156,8 +154,8 @@ class BulkRetryIn(BaseModel):
     }
     | _RATE_LIMITED,
 )
-def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
-    outcome = control.retry_dead(_tenant(), request.type, _epoch(request.since), request.limit)
+def retry_dead_jobs(tenant: Tenant, request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
+    outcome = control.retry_dead(tenant, request.type, _epoch(request.since), request.limit)
     body = {"retried": len(outcome.ids), "ids": outcome.ids, "more": outcome.more, "skipped": outcome.skipped}
     return json_response(200, body)
 
@@ -175,12 +173,12 @@ def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[st
     responses={200: {"description": "Counts, per_minute, enqueue_to_run_ms, source"}} | _RATE_LIMITED,
 )
 def get_stats(
+    tenant: Tenant,
     window_seconds: Annotated[
         int, Query(ge=1, le=settings.STATS_MAX_WINDOW_SECONDS, description="Counts cover jobs enqueued this recently")
     ] = settings.STATS_DEFAULT_WINDOW_SECONDS,
 ) -> Response[dict[str, Any]]:
     try:
-        tenant = _tenant()
         figures = stats.recent_tenant_stats(tenant, window_seconds, on_read=lambda: rate_limit.check_heavy_read(tenant))
     except InvalidRequest as error:
         return _invalid(error)

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.caller import Tenant
 from functions.api.enqueue_routes import accepted, enqueue_items
 from functions.api.models import JobSpecIn, callback_model, concurrency_model, idempotency_key_field
 from functions.api.responses import documented, error_response, json_response
@@ -62,10 +63,6 @@ class JobsBatchIn(BaseModel):
     )
 
 
-def _tenant() -> str:
-    return router.context["tenant"]
-
-
 @router.post(
     "/v1/jobs",
     tags=["jobs"],
@@ -84,8 +81,8 @@ def _tenant() -> str:
         429,
     ),
 )
-def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
-    message = enqueue(_tenant(), JobRequest.from_fields(job.model_dump()))
+def post_job(tenant: Tenant, job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
+    message = enqueue(tenant, JobRequest.from_fields(job.model_dump()))
     jobs_enqueued()
     return json_response(202, accepted(message))
 
@@ -105,8 +102,8 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
         429,
     ),
 )
-def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:
-    return json_response(*enqueue_items(_tenant(), batch.jobs))
+def post_jobs_batch(tenant: Tenant, batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:
+    return json_response(*enqueue_items(tenant, batch.jobs))
 
 
 @router.get(
@@ -115,8 +112,8 @@ def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str,
     summary="A job's status and result",
     responses=documented({200: {"description": "The job"}}, 404, 422),
 )
-def get_job(job_id: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
-    record = job_status(_tenant(), job_id)
+def get_job(tenant: Tenant, job_id: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
+    record = job_status(tenant, job_id)
     if record is None:
         return error_response(404, "not_found", f"no job {job_id!r}")
     return json_response(200, record.public())

@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.caller import Tenant
 from functions.api.models import JobSpecIn, idempotency_key_field
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
@@ -113,17 +114,13 @@ class BackfillIn(BaseModel):
 _NAME = Path(max_length=128)
 
 
-def _tenant() -> str:
-    return router.context["tenant"]
-
-
 @router.post(
     "/v1/schedules",
     tags=["schedules"],
     summary="Create a schedule",
     responses=documented({201: {"description": "Created"}}, 400, 403, 409, 413, 422, 429),
 )
-def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
+def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
     request = customer_schedules.ScheduleRequest(
         name=schedule.name,
         expression=schedule.expression,
@@ -136,7 +133,7 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
         description=schedule.description,
     )
     try:
-        created = customer_schedules.create(_tenant(), request)
+        created = customer_schedules.create(tenant, request)
     except customer_schedules.ScheduleExists:
         return error_response(409, "conflict", f"a schedule named {schedule.name!r} exists; delete it first")
     return json_response(201, created.public())
@@ -150,10 +147,11 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
     responses=documented({200: {"description": '{"schedules": [...], "next_cursor": str | null}'}}),
 )
 def list_schedules(
+    tenant: Tenant,
     limit: Annotated[int, Query(ge=1, le=settings.LIST_MAX_LIMIT)] = settings.LIST_DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
 ) -> Response[dict[str, Any]]:
-    page = customer_schedules.list_page(_tenant(), limit=limit, cursor=cursor)
+    page = customer_schedules.list_page(tenant, limit=limit, cursor=cursor)
     return json_response(
         200, {"schedules": [item.public() for item in page.schedules], "next_cursor": page.next_cursor}
     )
@@ -165,12 +163,12 @@ def list_schedules(
     summary="A schedule, its next firings and its recent runs, newest first",
     responses=documented({200: {"description": "The schedule"}}, 404, 422),
 )
-def get_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    item = customer_schedules.get(_tenant(), name)
+def get_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
+    item = customer_schedules.get(tenant, name)
     if item is None:
         return error_response(404, "not_found", f"no schedule {name!r}")
     next_firings = customer_schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
-    return json_response(200, {**item.public(), "next_firings": next_firings, "runs": runs.recent(_tenant(), name)})
+    return json_response(200, {**item.public(), "next_firings": next_firings, "runs": runs.recent(tenant, name)})
 
 
 @router.patch(
@@ -187,16 +185,17 @@ def get_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     responses=documented({200: {"description": "The schedule as it is now"}}, 400, 404, 409, 413, 422, 429),
 )
 def patch_schedule(
+    tenant: Tenant,
     name: Annotated[str, _NAME],
     changes: Annotated[ScheduleChangesIn, Body()],
     dry_run: Annotated[bool, Query(description="Check the changes and answer the result without saving")] = False,
 ) -> Response[dict[str, Any]]:
     fields = changes.model_dump(exclude_unset=True)
     if dry_run:
-        previewed = customer_schedules.preview(_tenant(), name, fields)
+        previewed = customer_schedules.preview(tenant, name, fields)
         firings = customer_schedules.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
         return json_response(200, {**previewed.public(), "next_firings": firings})
-    return json_response(200, customer_schedules.update(_tenant(), name, fields).public())
+    return json_response(200, customer_schedules.update(tenant, name, fields).public())
 
 
 @router.post(
@@ -208,9 +207,9 @@ def patch_schedule(
     responses=documented({200: {"description": 'The schedule, "state": "paused"'}}, 400, 404, 409, 422, 429),
 )
 def pause_schedule(
-    name: Annotated[str, _NAME], pause: Annotated[PauseIn | None, Body()] = None
+    tenant: Tenant, name: Annotated[str, _NAME], pause: Annotated[PauseIn | None, Body()] = None
 ) -> Response[dict[str, Any]]:
-    paused = customer_schedules.pause(_tenant(), name, note=pause.note if pause else None)
+    paused = customer_schedules.pause(tenant, name, note=pause.note if pause else None)
     return json_response(200, paused.public())
 
 
@@ -221,8 +220,8 @@ def pause_schedule(
     description="Idempotent: resuming an enabled schedule changes nothing. Counts one against the tenant's rate limit.",
     responses=documented({200: {"description": 'The schedule, "state": "enabled"'}}, 404, 409, 422, 429),
 )
-def resume_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    return json_response(200, customer_schedules.resume(_tenant(), name).public())
+def resume_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
+    return json_response(200, customer_schedules.resume(tenant, name).public())
 
 
 @router.post(
@@ -247,9 +246,9 @@ def resume_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     ),
 )
 def trigger_schedule(
-    name: Annotated[str, _NAME], request: Annotated[TriggerIn | None, Body()] = None
+    tenant: Tenant, name: Annotated[str, _NAME], request: Annotated[TriggerIn | None, Body()] = None
 ) -> Response[dict[str, Any]]:
-    triggered = runs.trigger(_tenant(), name, idempotency_key=request.idempotency_key if request else None)
+    triggered = runs.trigger(tenant, name, idempotency_key=request.idempotency_key if request else None)
     if triggered.status is Status.SKIPPED:
         return json_response(200, {"id": triggered.id, "status": str(triggered.status), "reason": triggered.reason})
     return json_response(202, {"id": triggered.id, "status": "queued"})
@@ -261,8 +260,8 @@ def trigger_schedule(
     summary="Delete a schedule (its runs stay)",
     responses=documented({200: {"description": "Deleted"}}, 404, 409, 422, 429),
 )
-def delete_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    if not customer_schedules.delete(_tenant(), name):
+def delete_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
+    if not customer_schedules.delete(tenant, name):
         return error_response(404, "not_found", f"no schedule {name!r}")
     return json_response(200, {"name": name, "deleted": True})
 
@@ -280,6 +279,8 @@ def delete_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
         {202: {"description": '{"runs": [{"id", "scheduled_for"}, ...]}, oldest first'}}, 400, 404, 409, 422, 429
     ),
 )
-def backfill_schedule(name: Annotated[str, _NAME], window: Annotated[BackfillIn, Body()]) -> Response[dict[str, Any]]:
-    backfilled = runs.backfill(_tenant(), name, window.start, window.end)
+def backfill_schedule(
+    tenant: Tenant, name: Annotated[str, _NAME], window: Annotated[BackfillIn, Body()]
+) -> Response[dict[str, Any]]:
+    backfilled = runs.backfill(tenant, name, window.start, window.end)
     return json_response(202, {"runs": [{"id": run.id, "scheduled_for": run.scheduled_for} for run in backfilled]})

@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.caller import Tenant
 from functions.api.models import idempotency_key_field
 from functions.api.responses import json_response
 from shared import settings
@@ -21,10 +22,6 @@ from shared.targets.http_policy import TargetPolicy
 from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
-
-
-def _tenant() -> str:
-    return router.context["tenant"]
 
 
 def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
@@ -39,8 +36,8 @@ def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
     "destination signs requests to that origin only; signs_from is when every request of its set began to carry "
     "its signature. The first call creates the tenant's first secret.",
 )
-def get_signing_secrets() -> Response[dict[str, Any]]:
-    return json_response(200, _view(signing_secrets.active(_tenant())))
+def get_signing_secrets(tenant: Tenant) -> Response[dict[str, Any]]:
+    return json_response(200, _view(signing_secrets.active(tenant)))
 
 
 class RotateIn(BaseModel):
@@ -76,13 +73,15 @@ class RotateIn(BaseModel):
         409: {"description": "The idempotency_key was used for another rotation (field: idempotency_key)"},
     },
 )
-def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:
+def rotate_signing_secrets(
+    tenant: Tenant, request: Annotated[RotateIn | None, Body()] = None
+) -> Response[dict[str, Any]]:
     destination = request.destination if request is not None else None
-    policy = TargetPolicy.from_env(_tenant())
+    policy = TargetPolicy.from_env(tenant)
     origin = None if destination is None else signing_secrets.destination_origin(destination, policy)
-    rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
+    rate_limit.check(tenant)  # a rotation counts one against the tenant's rate limit (429 over it)
     key = request.idempotency_key if request is not None else None
-    return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin, idempotency_key=key)))
+    return json_response(201, _view(signing_secrets.rotate(tenant, destination=origin, idempotency_key=key)))
 
 
 @router.post(
@@ -98,5 +97,5 @@ def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -
         409: {"description": "It is the only valid secret; rotate first"},
     },
 )
-def expire_signing_secret(secret_id: Annotated[str, Path(max_length=64)]) -> Response[dict[str, Any]]:
-    return json_response(200, _view(signing_secrets.expire(_tenant(), secret_id)))
+def expire_signing_secret(tenant: Tenant, secret_id: Annotated[str, Path(max_length=64)]) -> Response[dict[str, Any]]:
+    return json_response(200, _view(signing_secrets.expire(tenant, secret_id)))

@@ -11,9 +11,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.caller import Tenant
-from functions.api.responses import error_response, json_response
+from functions.api.responses import json_response
 from shared import settings
-from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.jobs import control, listing, stats
 from shared.model import Status
 from shared.tenants import rate_limit
@@ -30,18 +29,6 @@ def _epoch(value: datetime | None) -> float | None:
     if value is None:
         return None
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-
-
-def _invalid(error: InvalidRequest) -> Response:
-    return error_response(
-        422, "invalid_request", str(error), field=error.field, fields=[{"field": error.field, "message": error.message}]
-    )
-
-
-def _refused(job_id: str, refusal: NotFound | Conflict) -> Response:
-    if isinstance(refusal, NotFound):
-        return error_response(404, "not_found", f"no job {job_id!r}")
-    return error_response(409, "conflict", str(refusal))
 
 
 @router.get(
@@ -79,10 +66,7 @@ def list_jobs(
     )
     if status or type or schedule:  # read past what it answers, up to LIST_READ_BUDGET entries: metered
         rate_limit.check_heavy_read(tenant)
-    try:
-        page = listing.list_jobs(tenant, query)
-    except InvalidRequest as error:
-        return _invalid(error)
+    page = listing.list_jobs(tenant, query)
     body = {
         "jobs": [job.public(with_bodies=False) for job in page.jobs],
         "next_cursor": page.next_cursor,
@@ -103,11 +87,7 @@ def list_jobs(
     responses={200: {"description": "The job view, status cancelled"}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
 )
 def cancel_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
-    try:
-        record = control.cancel(tenant, job_id)
-    except (NotFound, Conflict) as refusal:
-        return _refused(job_id, refusal)
-    return json_response(200, record.public())
+    return json_response(200, control.cancel(tenant, job_id).public())
 
 
 @router.post(
@@ -121,10 +101,7 @@ def cancel_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict
     responses={202: {"description": '{"id", "status": "queued"}'}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
 )
 def retry_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
-    try:
-        message = control.retry(tenant, job_id)
-    except (NotFound, Conflict) as refusal:
-        return _refused(job_id, refusal)
+    message = control.retry(tenant, job_id)
     return json_response(202, {"id": message.id, "status": "queued"})
 
 
@@ -178,8 +155,5 @@ def get_stats(
         int, Query(ge=1, le=settings.STATS_MAX_WINDOW_SECONDS, description="Counts cover jobs enqueued this recently")
     ] = settings.STATS_DEFAULT_WINDOW_SECONDS,
 ) -> Response[dict[str, Any]]:
-    try:
-        figures = stats.recent_tenant_stats(tenant, window_seconds, on_read=lambda: rate_limit.check_heavy_read(tenant))
-    except InvalidRequest as error:
-        return _invalid(error)
+    figures = stats.recent_tenant_stats(tenant, window_seconds, on_read=lambda: rate_limit.check_heavy_read(tenant))
     return json_response(200, figures.public())

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger
 
 from functions.api import job_schemas
-from functions.api.responses import MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, cut, error_result, invalid_fields, json_result
+from functions.api.responses import MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, cut, invalid_fields, json_result
 from shared.aws.metrics import jobs_enqueued
 from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
 from shared.jobs.enqueue import BulkOutcome, JobRequest, NotSent, enqueue, enqueue_many
@@ -166,10 +166,7 @@ def post_jobs_batch(tenant: str, body: Any) -> dict[str, Any]:
 
 
 def get_job(tenant: str, job_id: str) -> dict[str, Any]:
-    record = job_status(tenant, job_id)
-    if record is None:
-        return error_result(404, "not_found", f"no job {job_id!r}")
-    return json_result(200, record.public())
+    return json_result(200, job_status(tenant, job_id).public())
 
 
 def enqueue_items(tenant: str, items: list[Any]) -> tuple[int, dict[str, Any]]:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.api.caller import Tenant
 from functions.api.enqueue_routes import accepted, enqueue_items
 from functions.api.models import JobSpecIn, callback_model, concurrency_model, idempotency_key_field
-from functions.api.responses import documented, error_response, json_response
+from functions.api.responses import documented, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
 from shared.jobs.enqueue import JobRequest, enqueue
@@ -113,10 +113,7 @@ def post_jobs_batch(tenant: Tenant, batch: Annotated[JobsBatchIn, Body()]) -> Re
     responses=documented({200: {"description": "The job"}}, 404, 422),
 )
 def get_job(tenant: Tenant, job_id: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
-    record = job_status(tenant, job_id)
-    if record is None:
-        return error_response(404, "not_found", f"no job {job_id!r}")
-    return json_response(200, record.public())
+    return json_response(200, job_status(tenant, job_id).public())
 
 
 def core_schemas() -> dict[str, dict[str, Any]]:

@@ -131,10 +131,13 @@ def _too_large(error: PayloadTooLarge) -> ErrorAnswer:
 
 
 @answers(InvalidRequest)
-def _invalid_job(error: InvalidRequest) -> ErrorAnswer:
+def _invalid(error: InvalidRequest) -> ErrorAnswer:
+    """422 naming the field at fault, in `field` and in `fields` (the shape of pydantic's problems)."""
     if isinstance(error.__cause__, eventbridge.Rejected):
         _log.warning("EventBridge Scheduler rejected a request", extra={"detail": error.__cause__.detail})
-    return 422, error_body("invalid_request", str(error), fields=[{"field": error.field, "message": error.message}]), {}
+    named = {"field": error.field} if error.field else {}
+    fields = [{"field": error.field, "message": error.message}]
+    return 422, error_body("invalid_request", str(error), **named, fields=fields), {}
 
 
 @answers(QuotaExceeded)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.caller import Tenant
 from functions.api.models import JobSpecIn, idempotency_key_field
-from functions.api.responses import documented, error_response, json_response
+from functions.api.responses import documented, json_response
 from shared import settings
 from shared.model import Overlap, Status
 from shared.schedules import customer_schedules, runs
@@ -132,11 +132,7 @@ def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Re
         overlap=schedule.overlap,
         description=schedule.description,
     )
-    try:
-        created = customer_schedules.create(tenant, request)
-    except customer_schedules.ScheduleExists:
-        return error_response(409, "conflict", f"a schedule named {schedule.name!r} exists; delete it first")
-    return json_response(201, created.public())
+    return json_response(201, customer_schedules.create(tenant, request).public())
 
 
 @router.get(
@@ -164,9 +160,7 @@ def list_schedules(
     responses=documented({200: {"description": "The schedule"}}, 404, 422),
 )
 def get_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    item = customer_schedules.get(tenant, name)
-    if item is None:
-        return error_response(404, "not_found", f"no schedule {name!r}")
+    item = customer_schedules.existing(tenant, name)
     next_firings = customer_schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
     return json_response(200, {**item.public(), "next_firings": next_firings, "runs": runs.recent(tenant, name)})
 
@@ -261,8 +255,7 @@ def trigger_schedule(
     responses=documented({200: {"description": "Deleted"}}, 404, 409, 422, 429),
 )
 def delete_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    if not customer_schedules.delete(tenant, name):
-        return error_response(404, "not_found", f"no schedule {name!r}")
+    customer_schedules.delete(tenant, name)
     return json_response(200, {"name": name, "deleted": True})
 
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.caller import Tenant
-from functions.api.enqueue_routes import parse_job
+from functions.api.job_bodies import item_field, parse_job
 from functions.api.models import callback_model, idempotency_key_field
 from functions.api.responses import documented, json_response
 from shared import settings
@@ -57,8 +57,7 @@ def _requests(items: list[Any]) -> list[JobRequest]:
     for index, item in enumerate(items):
         parsed = parse_job(item)
         if isinstance(parsed, InvalidRequest):
-            field = f"jobs[{index}]" + (f".{parsed.field}" if parsed.field else "")
-            raise InvalidRequest(field, parsed.message)
+            raise InvalidRequest(item_field(index, parsed), parsed.message)
         requests.append(parsed)
     return requests
 

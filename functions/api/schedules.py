@@ -60,17 +60,10 @@ class ScheduleIn(BaseModel):
     description: str | None = Field(default=None, max_length=settings.SCHEDULE_TEXT_MAX_LENGTH)
 
 
-class ScheduleJobChangesIn(BaseModel):
+class ScheduleJobChangesIn(JobSpecIn):
     """The job fields to change; the others keep their values."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    type: str | None = Field(default=None, min_length=1, max_length=64)
-    payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
-    max_attempts: int | None = Field(default=None, ge=1, le=settings.MAX_MAX_ATTEMPTS)
-    timeout_seconds: int | None = Field(
-        default=None, ge=1, le=settings.MAX_JOB_TIMEOUT_SECONDS, description="null: the job type's default"
-    )
+    type: str | None = Field(default=None, min_length=1, max_length=64, description="A registered job type, e.g. echo")
 
 
 class ScheduleChangesIn(BaseModel):

@@ -9,10 +9,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.answers import BatchCreatedOut, BatchJobsOut, BatchOut, BatchPageOut
 from functions.api.caller import Tenant
 from functions.api.job_bodies import item_field, parse_job
 from functions.api.models import callback_model, idempotency_key_field
-from functions.api.responses import documented, json_response
+from functions.api.openapi_docs import answer, documented
+from functions.api.responses import json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
 from shared.errors import InvalidRequest
@@ -74,7 +76,20 @@ def _requests(items: list[Any]) -> list[JobRequest]:
         "did (once the first sent every job it sends nothing and counts one); another request with the key "
         "answers 409 naming idempotency_key, and nothing is enqueued."
     ),
-    responses=documented({201: {"description": '{"id", "status": "running", "total"}'}}, 400, 403, 409, 413, 429),
+    responses=documented(
+        {
+            201: answer(
+                BatchCreatedOut,
+                "Created (or, with its idempotency_key, the same request again): the batch, running; "
+                "GET /v1/batches/{id} has its counts",
+            )
+        },
+        400,
+        403,
+        409,
+        413,
+        429,
+    ),
 )
 def create_batch(tenant: Tenant, batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
     request = batches.BatchRequest(
@@ -100,7 +115,7 @@ def create_batch(tenant: Tenant, batch: Annotated[BatchIn, Body()]) -> Response[
         f"request is metered with filtered GET /v1/jobs and GET /v1/stats: {settings.HEAVY_READS_PER_SECOND}/s per "
         f"tenant with bursts of {settings.HEAVY_READS_BURST} (429 over it)."
     ),
-    responses=documented({200: {"description": '{"batches": [...], "next_cursor": str | null}'}}, 429),
+    responses=documented({200: answer(BatchPageOut, "A page of batches, newest first, each with its counts")}, 429),
 )
 def list_batches(
     tenant: Tenant,
@@ -118,7 +133,7 @@ def list_batches(
     "/v1/batches/<batch_id>",
     tags=["batches"],
     summary="A batch's status, counts and callbacks",
-    responses=documented({200: {"description": "The batch"}}, 404),
+    responses=documented({200: answer(BatchOut, "The batch, with its counts and callbacks")}, 404),
 )
 def get_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
     return json_response(200, batches.view(batches.get(tenant, batch_id)))
@@ -128,7 +143,7 @@ def get_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[d
     "/v1/batches/<batch_id>/jobs",
     tags=["batches"],
     summary="The ids of a batch's jobs, in the order they were given",
-    responses=documented({200: {"description": '{"jobs": [id, ...]}'}}, 404),
+    responses=documented({200: answer(BatchJobsOut, "Its jobs' ids, in the order they were given")}, 404),
 )
 def get_batch_jobs(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
     batch = batches.get(tenant, batch_id)
@@ -142,7 +157,7 @@ def get_batch_jobs(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Respo
     description="Idempotent: a cancelled batch answers 200 again at once. A finished batch answers 409 and stays "
     "as it ended. Jobs already running end on their own (retries included) and are counted. Counts one against "
     "the tenant's rate limit per job still pending (all or none, before any is cancelled), one if none is.",
-    responses=documented({200: {"description": "The batch, status cancelled"}}, 404, 409, 429),
+    responses=documented({200: answer(BatchOut, "The batch, status cancelled")}, 404, 409, 429),
 )
 def cancel_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
     return json_response(200, batches.view(batches.cancel(tenant, batch_id)))

@@ -10,7 +10,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.answers import AcceptedOut, JobOut, JobPageOut, RetriedOut, StatsOut
 from functions.api.caller import Tenant
+from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
 from shared.jobs import control, listing, stats
@@ -20,9 +22,7 @@ from shared.tenants import rate_limit
 router = APIGatewayHttpRouter()
 
 _JOB_ID = Path(max_length=128)
-_NOT_FOUND = {404: {"description": "No such job for this API key's tenant"}}
-_CONFLICT = {409: {"description": "The job's state does not allow it; the message says which state"}}
-_RATE_LIMITED = {429: {"description": "rate_limited: over the tenant's rate limit (see Retry-After); nothing was done"}}
+_NOT_FOUND = {404: {"description": "not_found: no such job for this API key's tenant"}}
 
 
 def _epoch(value: datetime | None) -> float | None:
@@ -43,7 +43,7 @@ def _epoch(value: datetime | None) -> float | None:
         f"A filtered request is metered: {settings.HEAVY_READS_PER_SECOND}/s per tenant with bursts of "
         f"{settings.HEAVY_READS_BURST}, shared with GET /v1/stats (429 over it)."
     ),
-    responses={200: {"description": '{"jobs": [...], "next_cursor": str | null, "note": str}'}} | _RATE_LIMITED,
+    responses=documented({200: answer(JobPageOut, "A page of jobs, newest first")}, 429),
 )
 def list_jobs(
     tenant: Tenant,
@@ -84,7 +84,14 @@ def list_jobs(
         "one 409. A cancelled job never runs: a delivery of it is acknowledged unrun. Counts one against the "
         "tenant's rate limit."
     ),
-    responses={200: {"description": "The job view, status cancelled"}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
+    responses=documented(
+        {
+            200: answer(JobOut, "The job, status cancelled"),
+            **_NOT_FOUND,
+            409: {"description": "conflict: the job is running or has finished (the message says which)"},
+        },
+        429,
+    ),
 )
 def cancel_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     return json_response(200, control.cancel(tenant, job_id).public())
@@ -98,7 +105,17 @@ def cancel_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict
         "Idempotent: a job a retry already queued answers 202 again and is not sent again. Counts one against the "
         "tenant's rate limit."
     ),
-    responses={202: {"description": '{"id", "status": "queued"}'}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
+    responses=documented(
+        {
+            202: answer(AcceptedOut, "Queued again, with a fresh attempt budget"),
+            **_NOT_FOUND,
+            409: {
+                "description": "conflict: the job is not dead or cancelled, or it was cancelled before its payload "
+                "was recorded (the message says which)"
+            },
+        },
+        429,
+    ),
 )
 def retry_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
     message = control.retry(tenant, job_id)
@@ -123,13 +140,7 @@ class BulkRetryIn(BaseModel):
         "found then counts one against the tenant's rate limit, all or none, before any is retried: a 429 retried "
         "none."
     ),
-    responses={
-        200: {
-            "description": '{"retried": n, "ids": [...], "more": bool, "skipped": [{"id", "reason"}]}; '
-            "while `more`, call again"
-        }
-    }
-    | _RATE_LIMITED,
+    responses=documented({200: answer(RetriedOut, "The dead jobs queued again; while `more`, call again")}, 429),
 )
 def retry_dead_jobs(tenant: Tenant, request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
     outcome = control.retry_dead(tenant, request.type, _epoch(request.since), request.limit)
@@ -147,7 +158,7 @@ def retry_dead_jobs(tenant: Tenant, request: Annotated[BulkRetryIn, Body()]) -> 
         f"Answered from figures read within {settings.STATS_CACHE_SECONDS} s; a new read is metered with filtered "
         "listings (429 over it)."
     ),
-    responses={200: {"description": "Counts, per_minute, enqueue_to_run_ms, source"}} | _RATE_LIMITED,
+    responses=documented({200: answer(StatsOut, "The tenant's counts, throughput and waits")}, 429),
 )
 def get_stats(
     tenant: Tenant,

@@ -6,7 +6,6 @@ path, an id) is cut to a few dozen characters here, whatever the caller passed.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import Callable
@@ -168,14 +167,3 @@ def _conflict(error: Conflict) -> ErrorAnswer:
 def _aws_unavailable(error: Exception) -> ErrorAnswer:
     _log.exception("AWS call failed", exc_info=error)
     return 503, error_body("unavailable", "the job service is briefly unavailable; retry with backoff"), {}
-
-
-# The OpenAPI side (pydantic models of the error shape) is imported only where the document is
-# built: the enqueue routes answer without it (functions/api/handler.py).
-_OPENAPI_NAMES = frozenset({"FieldProblemOut", "ErrorOut", "ERRORS", "documented", "complete_error_responses"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _OPENAPI_NAMES:
-        return getattr(importlib.import_module("functions.api.openapi_docs"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

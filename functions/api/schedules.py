@@ -15,9 +15,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.answers import (
+    AcceptedOut,
+    BackfillOut,
+    ScheduleDeletedOut,
+    ScheduleOut,
+    SchedulePageOut,
+    SkippedRunOut,
+)
 from functions.api.caller import Tenant
 from functions.api.models import JobSpecIn, idempotency_key_field
-from functions.api.responses import documented, json_response
+from functions.api.openapi_docs import answer, documented
+from functions.api.responses import json_response
 from shared import settings
 from shared.model import Overlap, Status
 from shared.schedules import customer_schedules, runs
@@ -111,7 +120,7 @@ _NAME = Path(max_length=128)
     "/v1/schedules",
     tags=["schedules"],
     summary="Create a schedule",
-    responses=documented({201: {"description": "Created"}}, 400, 403, 409, 413, 422, 429),
+    responses=documented({201: answer(ScheduleOut, "Created: the schedule")}, 400, 403, 409, 413, 422, 429),
 )
 def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
     request = customer_schedules.ScheduleRequest(
@@ -133,7 +142,7 @@ def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Re
     tags=["schedules"],
     summary="This tenant's schedules by name (cursor-paginated)",
     description="Pass `next_cursor` back as `cursor` for the next page; null: that was the last.",
-    responses=documented({200: {"description": '{"schedules": [...], "next_cursor": str | null}'}}),
+    responses=documented({200: answer(SchedulePageOut, "A page of schedules, by name")}),
 )
 def list_schedules(
     tenant: Tenant,
@@ -150,7 +159,7 @@ def list_schedules(
     "/v1/schedules/<name>",
     tags=["schedules"],
     summary="A schedule, its next firings and its recent runs, newest first",
-    responses=documented({200: {"description": "The schedule"}}, 404, 422),
+    responses=documented({200: answer(ScheduleOut, "The schedule, with next_firings and runs")}, 404, 422),
 )
 def get_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     item = customer_schedules.existing(tenant, name)
@@ -169,7 +178,19 @@ def get_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[s
         "Counts one against the tenant's rate limit. With dry_run=true, nothing is written or counted: the answer "
         "is the schedule as the update would leave it, with its next firings."
     ),
-    responses=documented({200: {"description": "The schedule as it is now"}}, 400, 404, 409, 413, 422, 429),
+    responses=documented(
+        {
+            200: answer(
+                ScheduleOut, "The schedule as it is now; with dry_run, as the update would leave it, with next_firings"
+            )
+        },
+        400,
+        404,
+        409,
+        413,
+        422,
+        429,
+    ),
 )
 def patch_schedule(
     tenant: Tenant,
@@ -191,7 +212,7 @@ def patch_schedule(
     summary="Pause a schedule: it does not fire until resumed",
     description="Idempotent: pausing a paused schedule changes nothing. A trigger still runs it by hand. Counts one"
     " against the tenant's rate limit.",
-    responses=documented({200: {"description": 'The schedule, "state": "paused"'}}, 400, 404, 409, 422, 429),
+    responses=documented({200: answer(ScheduleOut, "The schedule, state paused")}, 400, 404, 409, 422, 429),
 )
 def pause_schedule(
     tenant: Tenant, name: Annotated[str, _NAME], pause: Annotated[PauseIn | None, Body()] = None
@@ -205,7 +226,7 @@ def pause_schedule(
     tags=["schedules"],
     summary="Resume a paused schedule",
     description="Idempotent: resuming an enabled schedule changes nothing. Counts one against the tenant's rate limit.",
-    responses=documented({200: {"description": 'The schedule, "state": "enabled"'}}, 404, 409, 422, 429),
+    responses=documented({200: answer(ScheduleOut, "The schedule, state enabled")}, 404, 409, 422, 429),
 )
 def resume_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     return json_response(200, customer_schedules.resume(tenant, name).public())
@@ -222,8 +243,8 @@ def resume_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dic
     ),
     responses=documented(
         {
-            202: {"description": '{"id", "status": "queued"}'},
-            200: {"description": '{"id", "status": "skipped", "reason"}'},
+            202: answer(AcceptedOut, "The run, queued (its id is its job's)"),
+            200: answer(SkippedRunOut, "The run, skipped under overlap skip, and why (recorded as a run)"),
         },
         400,
         404,
@@ -245,7 +266,7 @@ def trigger_schedule(
     "/v1/schedules/<name>",
     tags=["schedules"],
     summary="Delete a schedule (its runs stay)",
-    responses=documented({200: {"description": "Deleted"}}, 404, 409, 422, 429),
+    responses=documented({200: answer(ScheduleDeletedOut, "Deleted (its runs stay)")}, 404, 409, 422, 429),
 )
 def delete_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     customer_schedules.delete(tenant, name)
@@ -262,7 +283,7 @@ def delete_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dic
         "are never skipped for overlap. Each run counts one against the tenant's rate limit, all or none."
     ),
     responses=documented(
-        {202: {"description": '{"runs": [{"id", "scheduled_for"}, ...]}, oldest first'}}, 400, 404, 409, 422, 429
+        {202: answer(BackfillOut, "The runs queued, one per firing time, oldest first")}, 400, 404, 409, 422, 429
     ),
 )
 def backfill_schedule(

@@ -92,13 +92,7 @@ def _requests(items: list[Any]) -> list[JobRequest]:
     ),
 )
 def create_batch(tenant: Tenant, batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
-    request = batches.BatchRequest(
-        jobs=_requests(batch.jobs),
-        on_complete=batch.on_complete,
-        on_success=batch.on_success,
-        description=batch.description,
-        idempotency_key=batch.idempotency_key,
-    )
+    request = batches.BatchRequest(**batch.model_dump(exclude={"jobs"}), jobs=_requests(batch.jobs))
     created = batches.create(tenant, request)
     jobs_enqueued(created.total)
     # A new batch is running; a repeat of the request with its key answers as the first did (GET shows it now).

@@ -123,17 +123,7 @@ _NAME = Path(max_length=128)
     responses=documented({201: answer(ScheduleOut, "Created: the schedule")}, 400, 403, 409, 413, 422, 429),
 )
 def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
-    request = customer_schedules.ScheduleRequest(
-        name=schedule.name,
-        expression=schedule.expression,
-        job=schedule.job.spec(),
-        timezone=schedule.timezone,
-        flexible_window_minutes=schedule.flexible_window_minutes,
-        start=schedule.start,
-        end=schedule.end,
-        overlap=schedule.overlap,
-        description=schedule.description,
-    )
+    request = customer_schedules.ScheduleRequest(**schedule.model_dump(exclude={"job"}), job=schedule.job.spec())
     return json_response(201, customer_schedules.create(tenant, request).public())
 
 

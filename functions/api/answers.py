@@ -20,7 +20,9 @@ from shared.model import Overlap, Status, Trigger
 
 
 class _Answer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built when the document is (GET /v1/openapi.json), not when the routes are declared: the first request
+    # off the enqueue path does not pay for them.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 # --- jobs ---

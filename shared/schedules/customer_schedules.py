@@ -50,6 +50,9 @@ _NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
 class ScheduleExists(Conflict):
     """A schedule of this name exists for the tenant."""
 
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a schedule named {name!r} exists; delete it first")
+
 
 class ScheduleBusy(Conflict):
     """Another request is creating, updating or deleting the tenant's schedule of this name right now."""
@@ -488,6 +491,14 @@ def get(tenant: str, name: str) -> ScheduleItem | None:
     return None
 
 
+def existing(tenant: str, name: str) -> ScheduleItem:
+    """The schedule as `get` finds it; ScheduleNotFound if there is none."""
+    item = get(tenant, name)
+    if item is None:
+        raise ScheduleNotFound(name)
+    return item
+
+
 @dataclass(frozen=True)
 class SchedulePage:
     schedules: list[ScheduleItem]
@@ -512,9 +523,9 @@ def list_for(tenant: str) -> list[ScheduleItem]:
     return schedule_items.list_all(tenant)
 
 
-def delete(tenant: str, name: str) -> bool:
+def delete(tenant: str, name: str) -> None:
     """Mark the record `deleting`, stop the schedule, then forget it and give its quota unit back.
-    False if there was none. RateLimited over the tenant's rate (a delete counts one; nothing done);
+    ScheduleNotFound if there was none. RateLimited over the tenant's rate (a delete counts one; nothing done);
     ScheduleBusy if a create of it is still under way after a short wait. Its runs stay (they expire
     with their jobs)."""
     rate_limit.check(tenant)
@@ -525,10 +536,10 @@ def delete(tenant: str, name: str) -> bool:
         now = _clock()
         marked = schedule_items.mark_deleting(tenant, name, token, now, stale_before=_stale_before(now))
         if marked is schedule_items.Mark.GONE:
-            return False
+            raise ScheduleNotFound(name)
         if marked is schedule_items.Mark.MARKED:
             _remove(tenant, name, token)  # False: a later delete took it over and finishes it
-            return True
+            return
     raise ScheduleBusy(name, State.CREATING)
 
 

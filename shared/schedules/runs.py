@@ -61,9 +61,7 @@ def trigger(tenant: str, name: str, idempotency_key: str | None = None) -> Trigg
     the schedule's name and the key, and the request holds nothing else, so no other request can reuse it.
     Until a worker has recorded the run, a retried trigger cannot tell it from a first one: it is checked
     for overlap and sent again (the same id: the claim runs it once)."""
-    schedule = customer_schedules.get(tenant, name)
-    if schedule is None:
-        raise customer_schedules.ScheduleNotFound(name)
+    schedule = customer_schedules.existing(tenant, name)
     rate_limit.check(tenant)
     now = time.time()
     secret = id_secret()
@@ -119,9 +117,7 @@ def backfill(tenant: str, name: str, start: datetime, end: datetime) -> list[Bac
         raise InvalidRequest("end", "must be after start")
     if end > now + timedelta(seconds=1):
         raise InvalidRequest("end", "must not be in the future: a backfill runs occurrences already due")
-    schedule = customer_schedules.get(tenant, name)
-    if schedule is None:
-        raise customer_schedules.ScheduleNotFound(name)
+    schedule = customer_schedules.existing(tenant, name)
     definition = schedule.definition
     times = expressions.firings_between(
         definition.expression,

@@ -225,7 +225,7 @@ def test_a_create_and_a_delete_racing_leave_the_schedule_its_record_and_its_unit
     faulted = fault is not None and interleaving.calls[fault.actor] > fault.call
     for outcome in outcomes.values():  # only what the API answers: no bug surfaces as another exception
         if isinstance(outcome, BaseException) and not faulted:
-            assert isinstance(outcome, Conflict), outcome
+            assert isinstance(outcome, Conflict | NotFound), outcome  # NotFound: a delete before any create
     if faulted:  # the next request about that name, once the failed one's lease is over, finishes its work
         _clock_ahead[0] += getattr(corral_settings, "SCHEDULE_CHANGE_LEASE_SECONDS", 60) + 1
         customer_schedules.get(tenant, NAME)

@@ -48,10 +48,13 @@ def test_a_name_is_taken_once_per_tenant(scheduler_env):
 def test_delete_removes_the_record_and_the_schedule(scheduler_env):
     customer_schedules.create("acme", _request())
 
-    assert customer_schedules.delete("acme", "nightly") is True
+    customer_schedules.delete("acme", "nightly")
     assert customer_schedules.get("acme", "nightly") is None
     assert scheduler_env["scheduler"].list_schedules(GroupName=settings.SCHEDULE_GROUP)["Schedules"] == []
-    assert customer_schedules.delete("acme", "nightly") is False
+    with pytest.raises(customer_schedules.ScheduleNotFound):
+        customer_schedules.delete("acme", "nightly")
+    with pytest.raises(customer_schedules.ScheduleNotFound, match="no schedule 'nightly'"):
+        customer_schedules.existing("acme", "nightly")
 
 
 def _scheduled(scheduler_env) -> list[str]:
@@ -96,7 +99,7 @@ def test_a_delete_that_died_half_way_is_finished_by_the_next_delete(scheduler_en
         customer_schedules.delete("acme", "nightly")
     assert customer_schedules.get("acme", "nightly") is None  # being deleted: not shown
 
-    assert customer_schedules.delete("acme", "nightly") is True
+    customer_schedules.delete("acme", "nightly")
     assert _scheduled(scheduler_env) == []
     assert quotas.usage("acme")["schedules"] == 0
 

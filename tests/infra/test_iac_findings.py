@@ -111,7 +111,11 @@ def test_R12_every_vpc_function_depends_on_its_network_interface_policy(aws_temp
 
 def _capacity(resources: dict[str, dict], stage: str = "") -> tuple[int, int, int | None, dict]:
     """(API reservation, the worker's most, the jobs function's reservation or None, the poller config)."""
-    (mapping,) = _of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+    (mapping,) = [  # the jobs queue's; the backstop's has a fixed MaximumConcurrency and no pollers
+        mapping
+        for mapping in _of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+        if "ProvisionedPollerConfig" in mapping["Properties"]
+    ]
     pollers = mapping["Properties"]["ProvisionedPollerConfig"]
     jobs = [
         f["Properties"].get("ReservedConcurrentExecutions")

@@ -158,8 +158,8 @@ def test_Lf_a_loopback_host_may_name_any_port_where_loopback_is_allowed_and_nowh
 
 def test_Lf_the_api_answers_422_naming_payload_url_and_sends_nothing(aws):
     from functions.api.handler import handler
+    from local.events import FakeLambdaContext, http_api_event
     from shared.tenants import tenants
-    from tests.events import FakeLambdaContext, http_api_event
 
     key = tenants.create_key("acme")
     job = {"type": "http", "payload": {"url": "https://smtp.example.com:25/"}}

@@ -41,6 +41,8 @@ import math
 import sys
 from dataclasses import asdict, dataclass
 
+from shared.settings import ACCOUNT_CONCURRENCY  # the Region's default Lambda quota, as the stack plans with
+
 PRICES = {
     "http_api_per_million_requests": 1.00,
     "lambda_per_million_requests": 0.20,
@@ -53,7 +55,6 @@ ESM_START_BATCHES = 5
 ESM_STANDARD_ADD_PER_SECOND = 300 / 60
 PROVISIONED_SCALING_SPEEDUP = 3
 LAMBDA_ENVIRONMENTS_PER_10S = 1000
-ACCOUNT_CONCURRENCY = 1000
 SCHEDULER_INVOCATIONS_PER_SECOND = 1000
 API_GATEWAY_RPS = 10_000
 DYNAMODB_NEW_ON_DEMAND_WRITES = 4000

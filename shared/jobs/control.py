@@ -90,7 +90,7 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
             raise JobNotFound(job_id)
         enqueued_at = existing.enqueued_at or now
     outcome = job_control.cancel(job_id, tenant, enqueued_at, now, known=far_future)
-    if isinstance(outcome, job_control.Refused):
+    if isinstance(outcome, job_control.Unchanged):
         record = _owned(outcome.item, tenant, job_id)
         if record.status is Status.CANCELLED:
             _count_in_batch(record)  # again: the cancel that wrote it may have died before counting it
@@ -205,7 +205,9 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
         if message.batch is not None:
             batches.member_reopened(tenant, message.batch.id, message.batch.index, message.batch.generation)
     refused = [
-        job_id for job_id, outcome in zip(candidates, outcomes, strict=True) if isinstance(outcome, job_control.Refused)
+        job_id
+        for job_id, outcome in zip(candidates, outcomes, strict=True)
+        if isinstance(outcome, job_control.Unchanged)
     ]
     now_status = job_control.statuses(refused)
     skipped = [{"id": job_id, "reason": _why_skipped(now_status[job_id])} for job_id in refused]

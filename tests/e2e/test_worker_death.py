@@ -20,7 +20,7 @@ def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeo
     outcomes = api.enqueue_many([{"type": "sleep", "payload": {"seconds": 2}} for _ in range(3)])
     jobs = [outcome.id for outcome in outcomes]
     started = time.monotonic()
-    while not any(api.job(job_id)["status"] == "running" for job_id in jobs) and time.monotonic() - started < 30:
+    while not any(api.get(job_id)["status"] == "running" for job_id in jobs) and time.monotonic() - started < 30:
         time.sleep(0.1)
     # The claims made ahead read `running` a moment before the batch's cover is set (the two start
     # together): kill inside the first job, once the cover holds, as a real death would come.

@@ -43,7 +43,7 @@ def test_the_stage_throttle_is_below_the_account_quota_and_the_api_has_reserved_
     assert "ReservedConcurrentExecutions" not in worker
     # The workers' most (10 invokes a poller) and the API's reservation fit the default account quota.
     workers_most = settings.WORKER_MAX_POLLERS * 10 + settings.BACKSTOP_MAX_CONCURRENCY
-    assert workers_most + settings.API_RESERVED_CONCURRENCY <= capacity.ACCOUNT_CONCURRENCY
+    assert workers_most + settings.API_RESERVED_CONCURRENCY <= settings.ACCOUNT_CONCURRENCY
     assert capacity.plan(capacity.Inputs())["api_concurrency_at_burst"] <= settings.API_RESERVED_CONCURRENCY
     local_api = _only(local_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})
     assert "ReservedConcurrentExecutions" not in local_api["Properties"]

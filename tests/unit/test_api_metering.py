@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import JobMessage, JobSpec, Status
 from shared.schedules import customer_schedules
@@ -18,7 +19,6 @@ from shared.store import job_store
 from shared.targets import signing_secrets
 from shared.tenants import quotas, tenants
 from shared.worker.delivery import Delivery
-from tests.events import FakeLambdaContext, http_api_event
 from tests.unit.worker_harness import work
 
 

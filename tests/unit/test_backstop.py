@@ -19,6 +19,7 @@ import moto.sqs.models
 import pytest
 
 from functions.api.handler import handler as api_handler
+from local.events import FakeLambdaContext, http_api_event
 from shared import environment
 from shared.aws import queue
 from shared.jobs.enqueue import JobRequest, build_message
@@ -27,7 +28,6 @@ from shared.operations import dead_letters
 from shared.store import job_store
 from shared.tenants import tenants
 from shared.worker.verdicts import Waited
-from tests.events import FakeLambdaContext, http_api_event
 from tests.unit.worker_harness import dead_letters as dlq_messages
 from tests.unit.worker_harness import messages_held, poll, record
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared.aws import eventbridge
 from shared.errors import InvalidRequest, QuotaExceeded
 from shared.model import JobSpec
 from shared.schedules import customer_schedules, expressions
 from shared.tenants import quotas, tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 
 def _create(name: str, expression: str) -> customer_schedules.ScheduleItem:

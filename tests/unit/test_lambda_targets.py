@@ -143,8 +143,8 @@ def test_a_tenant_may_enqueue_only_the_functions_the_allow_list_names_for_it(fak
 
 def test_the_api_answers_422_naming_payload_function_for_another_tenants_function(fake_lambda):
     from functions.api.handler import handler
+    from local.events import FakeLambdaContext, http_api_event
     from shared.tenants import tenants
-    from tests.events import FakeLambdaContext, http_api_event
 
     body = {"type": "lambda", "payload": {"function": "billing", "input": {"account": "acme"}}}
 

@@ -19,7 +19,7 @@ from functions.api.models import JobSpecIn, idempotency_key_field
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
 from shared.model import Overlap, Status
-from shared.schedules import customer_schedules, runs
+from shared.schedules import definitions, lifecycle, queries, runs
 
 router = APIGatewayHttpRouter()
 
@@ -124,7 +124,7 @@ def _tenant() -> str:
     responses=documented({201: {"description": "Created"}}, 400, 403, 409, 413, 422, 429),
 )
 def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
-    request = customer_schedules.ScheduleRequest(
+    request = definitions.ScheduleRequest(
         name=schedule.name,
         expression=schedule.expression,
         job=schedule.job.spec(),
@@ -136,8 +136,8 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
         description=schedule.description,
     )
     try:
-        created = customer_schedules.create(_tenant(), request)
-    except customer_schedules.ScheduleExists:
+        created = lifecycle.create(_tenant(), request)
+    except lifecycle.ScheduleExists:
         return error_response(409, "conflict", f"a schedule named {schedule.name!r} exists; delete it first")
     return json_response(201, created.public())
 
@@ -153,7 +153,7 @@ def list_schedules(
     limit: Annotated[int, Query(ge=1, le=settings.LIST_MAX_LIMIT)] = settings.LIST_DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
 ) -> Response[dict[str, Any]]:
-    page = customer_schedules.list_page(_tenant(), limit=limit, cursor=cursor)
+    page = queries.list_page(_tenant(), limit=limit, cursor=cursor)
     return json_response(
         200, {"schedules": [item.public() for item in page.schedules], "next_cursor": page.next_cursor}
     )
@@ -166,10 +166,10 @@ def list_schedules(
     responses=documented({200: {"description": "The schedule"}}, 404, 422),
 )
 def get_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    item = customer_schedules.get(_tenant(), name)
+    item = queries.get(_tenant(), name)
     if item is None:
         return error_response(404, "not_found", f"no schedule {name!r}")
-    next_firings = customer_schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
+    next_firings = queries.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
     return json_response(200, {**item.public(), "next_firings": next_firings, "runs": runs.recent(_tenant(), name)})
 
 
@@ -193,10 +193,10 @@ def patch_schedule(
 ) -> Response[dict[str, Any]]:
     fields = changes.model_dump(exclude_unset=True)
     if dry_run:
-        previewed = customer_schedules.preview(_tenant(), name, fields)
-        firings = customer_schedules.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
+        previewed = queries.preview(_tenant(), name, fields)
+        firings = queries.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
         return json_response(200, {**previewed.public(), "next_firings": firings})
-    return json_response(200, customer_schedules.update(_tenant(), name, fields).public())
+    return json_response(200, lifecycle.update(_tenant(), name, fields).public())
 
 
 @router.post(
@@ -210,7 +210,7 @@ def patch_schedule(
 def pause_schedule(
     name: Annotated[str, _NAME], pause: Annotated[PauseIn | None, Body()] = None
 ) -> Response[dict[str, Any]]:
-    paused = customer_schedules.pause(_tenant(), name, note=pause.note if pause else None)
+    paused = lifecycle.pause(_tenant(), name, note=pause.note if pause else None)
     return json_response(200, paused.public())
 
 
@@ -222,7 +222,7 @@ def pause_schedule(
     responses=documented({200: {"description": 'The schedule, "state": "enabled"'}}, 404, 409, 422, 429),
 )
 def resume_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    return json_response(200, customer_schedules.resume(_tenant(), name).public())
+    return json_response(200, lifecycle.resume(_tenant(), name).public())
 
 
 @router.post(
@@ -262,7 +262,7 @@ def trigger_schedule(
     responses=documented({200: {"description": "Deleted"}}, 404, 409, 422, 429),
 )
 def delete_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    if not customer_schedules.delete(_tenant(), name):
+    if not lifecycle.delete(_tenant(), name):
         return error_response(404, "not_found", f"no schedule {name!r}")
     return json_response(200, {"name": name, "deleted": True})
 

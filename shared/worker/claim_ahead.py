@@ -41,7 +41,7 @@ class ClaimsAhead:
     def __init__(
         self, claimers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery], jobs: Mapping[str, JobMessage]
     ) -> None:
-        """`jobs`: the batch's job messages whose ids verify, by SQS message id (shared/worker/batch.py)."""
+        """`jobs`: the batch's job messages whose ids verify, by SQS message id (shared/worker/producer.py)."""
         self._claims: dict[str, ClaimAhead] = {}  # by SQS message id
         if len(deliveries) < 2 or breaker.cooling:
             return

@@ -86,7 +86,7 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
 
 def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool = True) -> Verdict:
     """Claim and run the job of a readable message whose id verified, under its concurrency key's slot
-    if it has one (waiting in the batch for it, unclaimed: shared/worker/running_share.py).
+    if it has one (waiting in the batch for it, unclaimed: shared/worker/key_slots.py).
 
     `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
     """

@@ -31,7 +31,7 @@ from shared import settings
 
 # An SQS event source in provisioned mode has at least 2 pollers, minimum and maximum alike (Lambda's API).
 LEAST_POLLERS = 2
-# Each worker invocation runs its batch's jobs at once (shared/worker/batch.py): up to a batch's worth
+# Each worker invocation runs its batch's jobs at once (shared/worker/producer.py): up to a batch's worth
 # of jobs-function executions per worker execution.
 JOBS_INVOKES_PER_WORKER = settings.WORKER_BATCH_SIZE
 

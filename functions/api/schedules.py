@@ -29,7 +29,7 @@ from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
 from shared.model import Overlap, Status
-from shared.schedules import customer_schedules, runs
+from shared.schedules import definitions, lifecycle, queries, runs
 
 router = APIGatewayHttpRouter()
 
@@ -123,8 +123,8 @@ _NAME = Path(max_length=128)
     responses=documented({201: answer(ScheduleOut, "Created: the schedule")}, 400, 403, 409, 413, 422, 429),
 )
 def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
-    request = customer_schedules.ScheduleRequest(**schedule.model_dump(exclude={"job"}), job=schedule.job.spec())
-    return json_response(201, customer_schedules.create(tenant, request).public())
+    request = definitions.ScheduleRequest(**schedule.model_dump(exclude={"job"}), job=schedule.job.spec())
+    return json_response(201, lifecycle.create(tenant, request).public())
 
 
 @router.get(
@@ -139,7 +139,7 @@ def list_schedules(
     limit: Annotated[int, Query(ge=1, le=settings.LIST_MAX_LIMIT)] = settings.LIST_DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
 ) -> Response[dict[str, Any]]:
-    page = customer_schedules.list_page(tenant, limit=limit, cursor=cursor)
+    page = queries.list_page(tenant, limit=limit, cursor=cursor)
     return json_response(
         200, {"schedules": [item.public() for item in page.schedules], "next_cursor": page.next_cursor}
     )
@@ -152,8 +152,8 @@ def list_schedules(
     responses=documented({200: answer(ScheduleOut, "The schedule, with next_firings and runs")}, 404, 422),
 )
 def get_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    item = customer_schedules.existing(tenant, name)
-    next_firings = customer_schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
+    item = queries.existing(tenant, name)
+    next_firings = queries.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
     return json_response(200, {**item.public(), "next_firings": next_firings, "runs": runs.recent(tenant, name)})
 
 
@@ -190,10 +190,10 @@ def patch_schedule(
 ) -> Response[dict[str, Any]]:
     fields = changes.model_dump(exclude_unset=True)
     if dry_run:
-        previewed = customer_schedules.preview(tenant, name, fields)
-        firings = customer_schedules.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
+        previewed = queries.preview(tenant, name, fields)
+        firings = queries.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
         return json_response(200, {**previewed.public(), "next_firings": firings})
-    return json_response(200, customer_schedules.update(tenant, name, fields).public())
+    return json_response(200, lifecycle.update(tenant, name, fields).public())
 
 
 @router.post(
@@ -207,7 +207,7 @@ def patch_schedule(
 def pause_schedule(
     tenant: Tenant, name: Annotated[str, _NAME], pause: Annotated[PauseIn | None, Body()] = None
 ) -> Response[dict[str, Any]]:
-    paused = customer_schedules.pause(tenant, name, note=pause.note if pause else None)
+    paused = lifecycle.pause(tenant, name, note=pause.note if pause else None)
     return json_response(200, paused.public())
 
 
@@ -219,7 +219,7 @@ def pause_schedule(
     responses=documented({200: answer(ScheduleOut, "The schedule, state enabled")}, 404, 409, 422, 429),
 )
 def resume_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    return json_response(200, customer_schedules.resume(tenant, name).public())
+    return json_response(200, lifecycle.resume(tenant, name).public())
 
 
 @router.post(
@@ -259,7 +259,7 @@ def trigger_schedule(
     responses=documented({200: answer(ScheduleDeletedOut, "Deleted (its runs stay)")}, 404, 409, 422, 429),
 )
 def delete_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    customer_schedules.delete(tenant, name)
+    lifecycle.delete(tenant, name)
     return json_response(200, {"name": name, "deleted": True})
 
 

@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 
 from client import Corral
 from shared import settings
-from shared.schedules.customer_schedules import scheduler_name
+from shared.schedules.lifecycle import scheduler_name
 
 TICK_ALLOWANCE = 25  # seconds: the emulator's 10 s tick, plus the worker, plus a shared machine
 TIMEZONE = "Asia/Kolkata"  # UTC+05:30: a cron read in UTC instead fires hours off

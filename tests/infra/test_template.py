@@ -74,7 +74,7 @@ def test_default_stage_is_throttled_and_writes_access_logs(aws_template: Templat
 def test_the_worker_runs_15_minute_jobs_on_aws_and_the_queue_outlasts_its_timeout(
     aws_template: Template, local_template: Template
 ):
-    """SQS event sources need visibility >= the function timeout; per-job visibility does the rest (deadline.py)."""
+    """SQS event sources need visibility >= the function timeout; per-job visibility does the rest (cover.py)."""
     for template, profile in ((aws_template, AWS), (local_template, LOCAL)):
         queue = _only(template, "AWS::SQS::Queue", {"QueueName": settings.QUEUE_NAME})["Properties"]
         worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]

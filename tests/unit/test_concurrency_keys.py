@@ -1,4 +1,4 @@
-"""Concurrency keys (shared/jobs/concurrency.py, shared/worker/running_share.py): at most `limit` of a
+"""Concurrency keys (shared/jobs/concurrency.py, shared/worker/key_slots.py): at most `limit` of a
 tenant's jobs with one key run at once, fleet-wide; the others wait, in their batch or handed back,
 without using an attempt; the limit fails closed while the store fails."""
 

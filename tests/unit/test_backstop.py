@@ -20,6 +20,7 @@ import pytest
 
 from functions.api.handler import handler as api_handler
 from functions.worker.handler import worker
+from local.events import FakeLambdaContext, http_api_event
 from shared import environment
 from shared.aws import queue
 from shared.jobs import follow_ups
@@ -28,8 +29,7 @@ from shared.model import JobSpec, OutcomeMessage, Status
 from shared.operations import dead_letters
 from shared.store import job_store
 from shared.tenants import tenants
-from shared.worker.verdicts import Waited
-from tests.events import FakeLambdaContext, http_api_event
+from shared.worker.verdicts import WAITING_ATTRIBUTE, Waited
 from tests.unit.worker_harness import dead_letters as dlq_messages
 from tests.unit.worker_harness import messages_held, poll, record
 
@@ -287,7 +287,7 @@ def test_a_succeeded_outcome_in_the_backstop_is_recorded_not_buried(aws):
 
 def _waited_a_day() -> dict[str, str]:
     waited = Waited(since=time.time() - 86_400, why="its concurrency key", receives=99)
-    return {queue.WAITING_ATTRIBUTE: waited.to_attribute()}
+    return {WAITING_ATTRIBUTE: waited.to_attribute()}
 
 
 @pytest.mark.parametrize(

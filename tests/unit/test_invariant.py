@@ -80,7 +80,7 @@ from shared.store import batch_items, job_items, job_store, keys, running_slots,
 from shared.store.batch_items import MemberState
 from shared.tenants import quotas, rate_limit, tenants
 from shared.worker import batch as worker_batch
-from shared.worker import breaker, deadline, executor
+from shared.worker import breaker, cover, executor
 from tests.unit.api_harness import answer
 from tests.unit.worker_harness import WorkerContext, poll
 
@@ -723,7 +723,7 @@ class Interleavings(RuleBasedStateMachine):
         """4. Only a dead worker's batch holds running slots past their use, and only until its cover ends;
         and no two jobs of a key whose limit is 1 ran at once."""
         now = self.world.clock.now()
-        cover = deadline.cover_seconds(
+        cover_seconds = cover.cover_seconds(
             corral_settings.DEFAULT_JOB_TIMEOUT_SECONDS, WorkerContext().get_remaining_time_in_millis() / 1000
         )
         for (tenant, key), item in seen.pools.items():
@@ -736,7 +736,7 @@ class Interleavings(RuleBasedStateMachine):
                 if holder.until <= now:
                     continue  # its hold has ended: the next taker prunes it
                 assert batch in self.killed, f"{tenant} {key or 'running'} slot held by a batch that ended: {holder}"
-                assert holder.until <= self.killed[batch] + cover + 1, f"held past its cover: {holder}"
+                assert holder.until <= self.killed[batch] + cover_seconds + 1, f"held past its cover: {holder}"
         assert self.world.most_key_jobs_at_once <= KEY["limit"], "two jobs of a key with limit 1 ran at once"
 
 

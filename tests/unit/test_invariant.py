@@ -80,7 +80,7 @@ from shared.store import batch_items, job_items, job_store, keys, running_slots,
 from shared.store.batch_items import MemberState
 from shared.tenants import quotas, rate_limit, tenants
 from shared.worker import batch as worker_batch
-from shared.worker import breaker, cover, executor
+from shared.worker import breaker, cover, executor, producer
 from tests.unit.api_harness import answer
 from tests.unit.worker_harness import WorkerContext, poll
 
@@ -212,14 +212,14 @@ class World:
         monkeypatch.setattr(worker_batch.Batch, "finish", lambda batch: [] if self.died else real_finish(batch))
         for pool in (worker._runners, worker._claimers, worker._writers):
             monkeypatch.setattr(pool, "submit", self._recorded(pool.submit))
-        real_batch = worker_batch.Worker.batch
+        real_batch = producer.Worker.batch
 
-        def batch(process: worker_batch.Worker, deliveries: Any) -> worker_batch.Batch:
+        def batch(process: producer.Worker, deliveries: Any) -> worker_batch.Batch:
             made = real_batch(process, deliveries)
             self.holders.append(made.share._holder)
             return made
 
-        monkeypatch.setattr(worker_batch.Worker, "batch", batch)
+        monkeypatch.setattr(producer.Worker, "batch", batch)
 
     def _recorded(self, submit: Any) -> Any:
         def recorded(*args: Any, **kwargs: Any) -> futures.Future[Any]:

@@ -18,9 +18,10 @@ from shared.aws import eventbridge
 from shared.aws.clients import client, is_not_found
 from shared.batches import members
 from shared.control import owned
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
+from shared.jobs.status import JobNotFound
 from shared.model.message import BatchMember, JobMessage
 from shared.model.record import JobRecord
 from shared.model.states import Status
@@ -44,7 +45,7 @@ def _far_future_message(job_id: str) -> JobMessage | None:
 def cancel(tenant: str, job_id: str) -> JobRecord:
     """Cancel a job that has not started. Idempotent: cancelling a cancelled job answers it again.
 
-    Conflict if it is running or finished; NotFound if it is not this tenant's; RateLimited over the
+    Conflict if it is running or finished; JobNotFound if it is not this tenant's; RateLimited over the
     tenant's rate (a cancel counts one).
     """
     rate_limit.check(tenant)
@@ -57,13 +58,13 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         if info.kind is not ids.IdKind.SCHEDULED:  # a schedule's run is never a far-future job
             far_future = _far_future_message(job_id)
         if far_future is not None and far_future.tenant != tenant:
-            raise NotFound(job_id)
+            raise JobNotFound(job_id)
     else:
         if existing.tenant != tenant:
-            raise NotFound(job_id)
+            raise JobNotFound(job_id)
         enqueued_at = existing.enqueued_at or now
     outcome = job_control.cancel(job_id, tenant, enqueued_at, now, known=far_future)
-    if isinstance(outcome, job_control.Refused):
+    if isinstance(outcome, job_control.Unchanged):
         record = owned.record(outcome.item, tenant, job_id)
         if record.status is Status.CANCELLED:
             _count_in_batch(record)  # again: the cancel that wrote it may have died before counting it

@@ -70,7 +70,7 @@ def _retry(tenant: str, job_id: str, *, resend_queued: bool) -> JobMessage:
         _sent(job_id, now)
         return outcome
     if not outcome.item:
-        owned.unrecorded(tenant, job_id, now)  # NotFound unless this tenant's
+        owned.unrecorded(tenant, job_id, now)  # JobNotFound unless this tenant's
         raise Conflict(f"job {job_id} is queued and has not run yet; there is nothing to retry")
     record = owned.record(outcome.item, tenant, job_id)
     if record.status is Status.QUEUED and record.retries:
@@ -120,7 +120,9 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
         if message.batch is not None:
             members.member_reopened(tenant, message.batch.id, message.batch.index, message.batch.generation)
     refused = [
-        job_id for job_id, outcome in zip(candidates, outcomes, strict=True) if isinstance(outcome, job_control.Refused)
+        job_id
+        for job_id, outcome in zip(candidates, outcomes, strict=True)
+        if isinstance(outcome, job_control.Unchanged)
     ]
     now_status = job_control.statuses(refused)
     skipped = [{"id": job_id, "reason": _why_skipped(now_status[job_id])} for job_id in refused]

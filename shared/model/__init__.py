@@ -5,13 +5,21 @@ module (`from shared.model.message import JobMessage`); the names are gathered h
 - `spec`: JobSpec, Concurrency, Callback
 - `message`: the job message (JobMessage, BatchMember) and its wire validator (UnreadableMessage)
 - `record`: the job's record as the API shows it (JobRecord, shown_payload)
-- `outcome`: Outcome, the outcome message, a result as stored, read_message
+- `outcome`: Outcome, the outcome message, a result as stored, an attempt's start (Started), read_message
 - `firing`: a schedule's firing's scheduled time
 """
 
 from shared.model.firing import SCHEDULED_TIME, format_scheduled_time, scheduled_time
 from shared.model.message import BatchMember, JobMessage, UnreadableMessage
-from shared.model.outcome import OUTCOME_KIND, Outcome, OutcomeMessage, read_message, result_json, result_problem
+from shared.model.outcome import (
+    OUTCOME_KIND,
+    Outcome,
+    OutcomeMessage,
+    Started,
+    read_message,
+    result_json,
+    result_problem,
+)
 from shared.model.record import HEADER_PAYLOAD_TYPES, REDACTED, JobRecord, shown_payload
 from shared.model.spec import BATCH_CALLBACK_KINDS, CALLBACK_KINDS, Callback, Concurrency, JobSpec
 from shared.model.states import Overlap, Status, Trigger
@@ -32,6 +40,7 @@ __all__ = [
     "Outcome",
     "OutcomeMessage",
     "Overlap",
+    "Started",
     "Status",
     "Trigger",
     "UnreadableMessage",

@@ -1,7 +1,7 @@
 """What became of an attempt and of a delivery: the worker's `Outcome` of one delivery, a job's result as
 stored (`result_json`, `result_problem`), and the outcome message that carries an attempt's end to the
 store through the queue (`OutcomeMessage`), with `read_message`, which tells a queue message's two kinds
-apart. (When an attempt's code started belongs here too, beside its outcome.)"""
+apart; and when an attempt's code started (`Started`), which the worker gives the store with its outcome."""
 
 from __future__ import annotations
 
@@ -53,6 +53,16 @@ def result_problem(result: object) -> str | None:
     if size > settings.MAX_RESULT_BYTES:
         return f"the job's result is {size} bytes serialised, over the limit of {settings.MAX_RESULT_BYTES} bytes"
     return None
+
+
+@dataclass(frozen=True)
+class Started:
+    """When an attempt's code really started (its claim may have come earlier: a batch's jobs are claimed
+    together, shared/worker/claim_ahead.py), and whether it was the job's first attempt. Given by the
+    worker to the store with the attempt's outcome (shared/store/job_store.py records it)."""
+
+    at: float
+    first_attempt: bool = False
 
 
 OUTCOME_KIND = "outcome"

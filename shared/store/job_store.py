@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.model.message import JobMessage
-from shared.model.outcome import OutcomeMessage, result_json
+from shared.model.outcome import OutcomeMessage, Started, result_json
 from shared.model.record import JobRecord
 from shared.model.states import Status
 from shared.store import job_claims, job_items, keys, table
@@ -61,15 +61,6 @@ def _finish(
         ExpressionAttributeNames={"#status": "status"},
         ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
     )
-
-
-@dataclass(frozen=True)
-class Started:
-    """When an attempt's code really started (its claim may have come earlier: a batch's jobs are claimed
-    together, shared/worker/claim_ahead.py), and whether it was the job's first attempt."""
-
-    at: float
-    first_attempt: bool = False
 
 
 def _started(started: Started | None) -> tuple[list[str], dict[str, Any]]:

@@ -20,8 +20,7 @@ from shared.execution import fenced_job, job_logging, time_limit
 from shared.execution.fenced_job import Answer
 from shared.jobs import job_types
 from shared.model.message import JobMessage
-from shared.model.outcome import result_problem
-from shared.store import job_store
+from shared.model.outcome import Started, result_problem
 from shared.worker import fence
 from shared.worker.verdicts import Attempt, Completed, Dead, Retry, Verdict
 
@@ -72,7 +71,7 @@ def run_claimed(message: JobMessage, attempt: int, token: str, timeout: int, lea
     """Run a claimed attempt: `Completed`, `Retry` while attempts are left, else `Dead`."""
     job_type = job_types.lookup(message.type)
     ran = run(message, job_type, attempt, timeout)
-    claimed = Attempt(message, token, job_store.Started(ran.started_at, first_attempt=attempt == 1), lease_end)
+    claimed = Attempt(message, token, Started(ran.started_at, first_attempt=attempt == 1), lease_end)
     if ran.failure is not None:
         if attempt >= message.max_attempts or ran.dead:
             return Dead(ran.failure, message, claimed)

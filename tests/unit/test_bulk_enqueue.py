@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.aws import queue
 from shared.errors import InvalidRequest
@@ -11,7 +12,6 @@ from shared.jobs.enqueue import JobRequest, NotSent, enqueue_many
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.tenants import tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 
 def _queued(aws) -> list[dict]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from functions.api.handler import handler as api_handler
+from local.events import FakeLambdaContext, http_api_event
 from shared import environment
 from shared.batches import callbacks, follow_ups
 from shared.errors import InvalidRequest
@@ -18,7 +19,6 @@ from shared.model.message import JobMessage
 from shared.model.states import Status
 from shared.store import job_store
 from shared.tenants import rate_limit, tenants
-from tests.events import FakeLambdaContext, http_api_event
 from tests.receiver import Answer, receiver
 from tests.unit.worker_harness import poll
 

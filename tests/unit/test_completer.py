@@ -11,12 +11,12 @@ import pytest
 
 from shared.aws import queue
 from shared.model.message import JobMessage
-from shared.model.outcome import Outcome, OutcomeMessage
+from shared.model.outcome import Outcome, OutcomeMessage, Started
 from shared.model.states import Status
 from shared.store import job_claims, job_store
 from shared.worker.breaker import StoreBreaker
 from shared.worker.completer import Completer
-from shared.worker.deadline import HiddenBatch
+from shared.worker.cover import HiddenBatch
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import (
     Attempt,
@@ -86,7 +86,7 @@ def _received(aws: dict[str, Any], message: JobMessage) -> Delivery:
 
 def _claimed(message: JobMessage) -> Attempt:
     claim = job_claims.claim(message, "m1", time.time(), lease_seconds=10)
-    return Attempt(message, claim.token, job_store.Started(time.time(), first_attempt=True), time.time() + 10)
+    return Attempt(message, claim.token, Started(time.time(), first_attempt=True), time.time() + 10)
 
 
 def _unclaimed_run(message: JobMessage) -> RanUnclaimed:

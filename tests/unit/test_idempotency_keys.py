@@ -18,7 +18,7 @@ from shared.jobs.enqueue import JobRequest
 from shared.model.message import JobMessage
 from shared.model.spec import Callback, JobSpec
 from shared.model.states import Status
-from shared.schedules import customer_schedules, runs
+from shared.schedules import definitions, lifecycle, runs
 from shared.store import batch_items, job_claims
 from shared.tenants import rate_limit, tenants
 from shared.worker.delivery import Delivery
@@ -215,8 +215,8 @@ def _delivery(message: JobMessage, attempt: str = "") -> Delivery:
 
 
 def _schedule(overlap: str = "skip") -> None:
-    request = customer_schedules.ScheduleRequest("report", "rate(1 hour)", JobSpec("echo"), overlap=overlap)
-    customer_schedules.create("acme", request)
+    request = definitions.ScheduleRequest("report", "rate(1 hour)", JobSpec("echo"), overlap=overlap)
+    lifecycle.create("acme", request)
 
 
 def _claim_next(aws: dict[str, Any]) -> job_claims.ClaimResult:

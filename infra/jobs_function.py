@@ -4,7 +4,7 @@ Deployed when the stack has a customer's job package (`-c corral:jobs=...`). It 
 and their requirements' layer, and a thin handler (functions/jobs/handler.py) that runs one job the
 worker sends it and answers the result or the job's failure. Its role writes its own log group and
 nothing more: no table, no queue, no secret, no invoke. The worker invokes it synchronously
-(shared/worker/fence.py); the worker's role may invoke it, by its exact ARN, and no other function of
+(shared/worker/run/fence.py); the worker's role may invoke it, by its exact ARN, and no other function of
 corral's (infra/lambda_targets.py). Tenants' Lambda targets can never name it: it is named `corral-...`
 like every function of the stack, which the allow-list refuses at synth and at run.
 

@@ -20,7 +20,7 @@ from shared.aws.metrics import jobs_enqueued
 from shared.batches import batches, callbacks
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest
-from shared.store.batch_items import RUNNING, STATUSES
+from shared.store.batches.batch_items import RUNNING, STATUSES
 from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()

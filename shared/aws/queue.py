@@ -175,7 +175,7 @@ def retry_later(receipt_handle: str, delay_seconds: float, *, queue_url: str | N
 def send_waiting(message: JobMessage, delay_seconds: int, attributes: Mapping[str, str]) -> None:
     """Send a waiting job's message again, as a fresh message (its receive count starts over), first
     delivered after `delay_seconds`; `attributes` (name -> string value) carry its wait so far
-    (shared/worker/waiting.py). The caller then acknowledges the old message."""
+    (shared/worker/admit/waiting.py). The caller then acknowledges the old message."""
     client("sqs").send_message(
         QueueUrl=_queue_url(),
         MessageBody=message.to_json(),

@@ -26,9 +26,10 @@ from shared.batches import callbacks
 from shared.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded, Unavailable
 from shared.jobs import enqueue
 from shared.model.message import BatchMember, JobMessage
-from shared.store import batch_items, batch_members, job_control
-from shared.store.batch_items import BatchRecord
+from shared.store.batches import batch_items, batch_members
+from shared.store.batches.batch_items import BatchRecord
 from shared.store.id_secret import id_secret
+from shared.store.jobs import job_control
 from shared.tenants import quotas, rate_limit
 
 # A batch's members are cancelled side by side, and a page's counts read side by side.

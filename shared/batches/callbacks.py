@@ -30,9 +30,9 @@ from shared.model.message import JobMessage
 from shared.model.record import JobRecord
 from shared.model.spec import BATCH_CALLBACK_KINDS, Callback
 from shared.model.states import Status
-from shared.store import job_store
-from shared.store.batch_items import BatchRecord
+from shared.store.batches.batch_items import BatchRecord
 from shared.store.id_secret import id_secret
+from shared.store.jobs import job_store
 
 
 def message(

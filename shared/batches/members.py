@@ -3,7 +3,7 @@ list, cancel) is shared/batches/batches.py.
 
 - A member's end is counted by `member_ended`, called by the worker after the job's record is written
   (and by a redelivery, if it died in between): one conditional write moves the member from `pending`
-  to its state (shared/store/batch_items.py `mark`), a second decides the batch's status and which
+  to its state (shared/store/batches/batch_items.py `mark`), a second decides the batch's status and which
   callbacks are due, exactly once (`settle`), and the callbacks are enqueued and marked sent
   (`send_due_callbacks`). Each step may be repeated: a delivery that finds its job finished repeats them all.
 - A retried dead member (POST /v1/jobs/{id}/retry) is pending again, in its next run
@@ -18,9 +18,9 @@ from shared.aws import queue
 from shared.batches import callbacks
 from shared.model.message import BatchMember
 from shared.model.states import Status
-from shared.store import batch_items, batch_members
-from shared.store.batch_items import BatchRecord
-from shared.store.batch_members import MemberState
+from shared.store.batches import batch_items, batch_members
+from shared.store.batches.batch_items import BatchRecord
+from shared.store.batches.batch_members import MemberState
 
 _MEMBER_STATE = {
     Status.SUCCEEDED: batch_members.DONE,

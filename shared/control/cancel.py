@@ -1,6 +1,6 @@
 """Cancel a job that has not started (docs/decisions/cancel-and-retry.md).
 
-The decision is a conditional write on the job's record (shared/store/job_control.py), the same item the
+The decision is a conditional write on the job's record (shared/store/jobs/job_control.py), the same item the
 worker's claim writes, so a cancel racing a claim has exactly one winner: the job runs (and the cancel
 answers 409 `running`), or it is cancelled (and the delivery is acknowledged unrun). A cancel counts one
 against the tenant's rate limit (shared/tenants/rate_limit.py) before anything is written.
@@ -25,7 +25,7 @@ from shared.jobs.status import JobNotFound
 from shared.model.message import BatchMember, JobMessage
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store import job_control, job_store
+from shared.store.jobs import job_control, job_store
 from shared.tenants import rate_limit
 
 

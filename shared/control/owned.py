@@ -8,8 +8,8 @@ from typing import Any
 from shared import ids, settings
 from shared.jobs.status import JobNotFound
 from shared.model.record import JobRecord
-from shared.store import job_items
 from shared.store.id_secret import id_secret
+from shared.store.jobs import job_items
 
 _DAY = 86_400
 

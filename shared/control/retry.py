@@ -1,7 +1,7 @@
 """Run a dead or cancelled job again (one or in bulk), and the operator's DLQ redrive of one
 (docs/decisions/cancel-and-retry.md).
 
-A retry resets the job's record with a conditional write (shared/store/job_control.py), then sends its
+A retry resets the job's record with a conditional write (shared/store/jobs/job_control.py), then sends its
 message: a batch's member is pending again in its batch first (shared/batches/members.py). A tenant's
 retries count against its rate limit (shared/tenants/rate_limit.py) before anything is written: one per
 retry, one per job a bulk retry is about to re-send. A bulk retry's index read is metered first, as a
@@ -25,7 +25,8 @@ from shared.errors import Conflict
 from shared.jobs import listing
 from shared.model.message import JobMessage
 from shared.model.states import Status
-from shared.store import job_control, job_items, keys
+from shared.store import keys
+from shared.store.jobs import job_control, job_items
 from shared.tenants import rate_limit
 
 # Bulk retry resets records side by side: 100 conditional writes cost ~10 round trips, not 100.

@@ -9,7 +9,7 @@ contract with the worker:
     answer   {"result": <JSON>}
              {"failure": "<the job's error>", "retry_after": <seconds> | null, "dead": <bool>}
 
-The worker claims the job, sends the request (shared/worker/fence.py), and records the answer as it
+The worker claims the job, sends the request (shared/worker/run/fence.py), and records the answer as it
 records a job it ran itself. A job's failure travels as an answer, never as the function's own
 error: a Lambda `FunctionError` means the function itself failed (its process crashed, it ran out of
 memory or time), and the worker counts that as a failed attempt. The function sees the one job it is

@@ -129,7 +129,7 @@ class JobType:
     concurrency_key: ConcurrencyKey | None = None
     concurrency_limit: int | None = None
     # True: a customer's type whose code this process does not load (only its declaration, written at
-    # synth): the worker runs its jobs by invoking the jobs function (shared/worker/fence.py).
+    # synth): the worker runs its jobs by invoking the jobs function (shared/worker/run/fence.py).
     in_jobs_function: bool = False
 
     def is_exclusive(self, payload: Any) -> bool:

@@ -241,11 +241,11 @@ class JobMessage:
     # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}.
     parent: dict[str, str] | None = None
     # A schedule's run only: "skip" when the schedule skips overlapping runs (the claim checks for a live
-    # earlier run first: shared/store/schedule_runs.py); what started it, when not the schedule's firing.
+    # earlier run first: shared/store/schedules/schedule_runs.py); what started it, when not the schedule's firing.
     overlap: str | None = None
     trigger: str | None = None
     # A keyed job's request fingerprint (shared/ids.py request_fingerprint): of the requests sent under one
-    # idempotency key, the first claimed is the job's, and only its messages run (shared/store/job_store.py).
+    # idempotency key, the first claimed is the job's, and only its messages run (shared/store/jobs/job_store.py).
     request: str | None = None
     v: int = 1
 
@@ -342,7 +342,7 @@ class JobMessage:
 
     def in_run(self, retries: int) -> JobMessage:
         """The message as its record's run `retries` of the job (its record's count of retries): a batch
-        member's end counts in that run (shared/store/batch_items.py)."""
+        member's end counts in that run (shared/store/batches/batch_items.py)."""
         if self.batch is None or self.batch.generation == retries:
             return self
         return dataclasses.replace(self, batch=dataclasses.replace(self.batch, generation=retries))

@@ -28,10 +28,10 @@ class Outcome(StrEnum):
     # when it ended, so the record is not counted as a second success or death.
     RECORDED_LATE = "recorded-late"
     # A job waiting its turn near the queue's receive budget: sent again as a fresh message, carrying its
-    # wait, and this one acknowledged (shared/worker/waiting.py).
+    # wait, and this one acknowledged (shared/worker/admit/waiting.py).
     RESENT = "resent"
     # A message found in the backstop with no outcome recorded: its job recorded `dead`, the message buried
-    # in the DLQ (shared/worker/backstop.py).
+    # in the DLQ (shared/worker/complete/backstop.py).
     DEAD_LETTERED = "dead-lettered"
 
 
@@ -58,15 +58,15 @@ def result_problem(result: object) -> str | None:
 @dataclass(frozen=True)
 class Started:
     """When an attempt's code really started (its claim may have come earlier: a batch's jobs are claimed
-    together, shared/worker/claim_ahead.py), and whether it was the job's first attempt. Given by the
-    worker to the store with the attempt's outcome (shared/store/job_store.py records it)."""
+    together, shared/worker/admit/claim_ahead.py), and whether it was the job's first attempt. Given by the
+    worker to the store with the attempt's outcome (shared/store/jobs/job_store.py records it)."""
 
     at: float
     first_attempt: bool = False
 
 
 OUTCOME_KIND = "outcome"
-# What an attempt run without the store's claim may end as (shared/worker/unclaimed.py): `failed` carries
+# What an attempt run without the store's claim may end as (shared/worker/admit/unclaimed.py): `failed` carries
 # the job's retry.
 _CARRIED = (Status.SUCCEEDED, Status.FAILED, Status.DEAD)
 _OUTCOME_FIELDS = frozenset(
@@ -90,7 +90,7 @@ class OutcomeMessage:
     result: Any = None
     error: str | None = None
     # Set when the attempt ran under a claim and only its outcome write failed: the claim's token,
-    # so the outcome is recorded as that attempt's (shared/store/job_store.py `complete`).
+    # so the outcome is recorded as that attempt's (shared/store/jobs/job_store.py `complete`).
     attempt_token: str | None = None
     v: int = 1
 

@@ -2,7 +2,7 @@
 
 Only the worker puts messages there, each after recording its job `dead` (or counting an unreadable
 message); what SQS moves after the jobs queue's receive budget reaches it through the backstop, which
-the worker drains (shared/worker/backstop.py). So the DLQ is the list of dead jobs' messages to redrive.
+the worker drains (shared/worker/complete/backstop.py). So the DLQ is the list of dead jobs' messages to redrive.
 
 Redrive is done by the application (receive -> run again -> delete), not by SQS's
 StartMessageMoveTask, for three reasons:
@@ -30,7 +30,7 @@ from shared.aws.clients import client
 from shared.control import retry
 from shared.errors import Conflict
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store.jobs import job_store
 from shared.tenants import tenants
 
 # Every message the worker buries says why; one without a reason was moved by SQS from the backstop,

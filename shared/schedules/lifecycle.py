@@ -1,5 +1,5 @@
 """A customer's schedule from create to delete: a record per schedule in the jobs table
-(shared/store/schedule_items.py), and an EventBridge Scheduler schedule that fires it.
+(shared/store/schedules/schedule_items.py), and an EventBridge Scheduler schedule that fires it.
 
 Create, update and delete take turns on the record, so that a schedule, its record and its quota unit
 exist together or not at all, and the record says what the Scheduler schedule does:
@@ -41,8 +41,8 @@ from shared.model.spec import JobSpec
 from shared.model.states import Overlap
 from shared.schedules import definitions
 from shared.schedules.definitions import ScheduleRequest
-from shared.store import schedule_items
-from shared.store.schedule_items import Definition, ScheduleItem, State
+from shared.store.schedules import schedule_items
+from shared.store.schedules.schedule_items import Definition, ScheduleItem, State
 from shared.tenants import quotas, rate_limit
 
 

@@ -193,7 +193,7 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     }
     if (standard := signing_secrets.standard_signature(secrets, context.job_id, timestamp, request.body)) is not None:
         headers[signing_secrets.WEBHOOK_SIGNATURE_HEADER] = standard
-    # The job's own timeout stops the attempt anyway (shared/worker/cover.py); the request's timeout ends
+    # The job's own timeout stops the attempt anyway (shared/worker/run/cover.py); the request's timeout ends
     # just before it, so a hanging endpoint reads as a timeout of the request, with its host named.
     timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))
     status, reason, response_headers, body, truncated = _send(request, address, headers, timeout)

@@ -29,7 +29,7 @@ class Delivery:
 
     @property
     def waited(self) -> Waited | None:
-        """The wait its job carried here from earlier messages (shared/worker/waiting.py), if any."""
+        """The wait its job carried here from earlier messages (shared/worker/admit/waiting.py), if any."""
         return Waited.from_attribute(self.attributes.get(WAITING_ATTRIBUTE))
 
     @property

@@ -7,7 +7,7 @@ only one runs at a time, and only the attempt that holds the claim can record an
 that cannot run is never retried: it goes to the DLQ with its reason, and its job (if its id
 verifies) is recorded `dead` with that reason.
 
-While the store fails, a job's first delivery runs without a claim (shared/worker/unclaimed.py).
+While the store fails, a job's first delivery runs without a claim (shared/worker/admit/unclaimed.py).
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from shared.jobs import job_types
 from shared.model.message import JobMessage, UnreadableMessage
 from shared.model.outcome import Outcome, OutcomeMessage, read_message
 from shared.model.states import Status
-from shared.store import job_claims
 from shared.store.id_secret import id_secret
-from shared.worker import cover, executor, unclaimed, waiting
+from shared.store.jobs import job_claims
+from shared.worker.admit import unclaimed, waiting
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
-from shared.worker.completer import Settled
+from shared.worker.complete.completer import Settled
 from shared.worker.delivery import Delivery
+from shared.worker.run import cover, executor
 from shared.worker.verdicts import Dead, Duplicate, Ended, HandBack, LateOutcome, Unreadable, Verdict
 
 
@@ -89,7 +90,7 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
 
 def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool = True) -> Verdict:
     """Claim and run the job of a readable message whose id verified, under its concurrency key's slot
-    if it has one (waiting in the batch for it, unclaimed: shared/worker/key_slots.py).
+    if it has one (waiting in the batch for it, unclaimed: shared/worker/admit/key_slots.py).
 
     `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
     """

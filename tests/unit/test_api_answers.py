@@ -161,7 +161,7 @@ def test_every_route_answers_the_shape_it_declares(scheduler_env: dict[str, Any]
 def _claim(body: str) -> None:
     """A worker's claim of the run `body` carries: it is running, the live run a trigger under overlap skip meets."""
     from shared.model.message import JobMessage
-    from shared.store import job_claims
+    from shared.store.jobs import job_claims
 
     claimed = job_claims.claim(JobMessage.from_dict(json.loads(body)), "m1", time.time(), 300)
     assert isinstance(claimed, job_claims.Claimed)

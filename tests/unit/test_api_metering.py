@@ -17,7 +17,7 @@ from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.schedules import definitions, lifecycle, queries
-from shared.store import job_store
+from shared.store.jobs import job_store
 from shared.targets import signing_secrets
 from shared.tenants import quotas, tenants
 from shared.worker.delivery import Delivery

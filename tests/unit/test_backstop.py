@@ -1,4 +1,4 @@
-"""Nothing reaches the DLQ unrecorded (shared/worker/backstop.py): a message SQS moves to the backstop after
+"""Nothing reaches the DLQ unrecorded (shared/worker/complete/backstop.py): a message SQS moves to the backstop after
 the jobs queue's receive budget, or one moved there by hand, ends its job `dead` with the reason, sets off
 what a dead job's end sets off (its `on_failure`, its batch's count), is buried in the DLQ with the reason
 for operators to redrive, and is counted for the PlatformDeadLetters alarm: once, however often it is seen.
@@ -29,7 +29,7 @@ from shared.model.outcome import OutcomeMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.operations import dead_letters
-from shared.store import job_claims
+from shared.store.jobs import job_claims
 from shared.tenants import tenants
 from shared.worker.verdicts import WAITING_ATTRIBUTE, Waited
 from tests.unit.worker_harness import dead_letters as dlq_messages

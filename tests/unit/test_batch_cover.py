@@ -1,5 +1,5 @@
 """A batch's jobs run at once (shared/worker/producer.py `handle_all`), and its messages and claims are held
-for each job's own timeout (shared/worker/cover.py `HiddenBatch`, shared/worker/claim_ahead.py): no job
+for each job's own timeout (shared/worker/run/cover.py `HiddenBatch`, shared/worker/admit/claim_ahead.py): no job
 waits out another's time, and a worker that dies costs its batch about one job's timeout plus the margin,
 not the batch's timeouts added up."""
 
@@ -17,8 +17,8 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.worker import cover
-from shared.worker.claim_ahead import ClaimsAhead
+from shared.worker.admit.claim_ahead import ClaimsAhead
+from shared.worker.run import cover
 from tests.unit.worker_harness import poll, record, send
 
 # Scaled down from AWS's 30 s jobs and 10 s margin: 2 s jobs, a 2 s margin, each job taking 1.2 s.

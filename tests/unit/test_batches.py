@@ -1,4 +1,4 @@
-"""Batches on moto (shared/batches/batches.py, shared/store/batch_items.py): the API, the worker's counts and
+"""Batches on moto (shared/batches/batches.py, shared/store/batches/batch_items.py): the API, the worker's counts and
 callbacks, redeliveries, crashes between a job's record and its batch's, retries and cancels; and a
 hypothesis test over interleavings of all of them: a batch's counts always equal its members' states,
 and each callback is enqueued once."""
@@ -20,8 +20,9 @@ from shared.jobs.enqueue import JobRequest
 from shared.model.message import BatchMember
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import batch_items, batch_members, job_store
-from shared.store.batch_members import MemberState
+from shared.store.batches import batch_items, batch_members
+from shared.store.batches.batch_members import MemberState
+from shared.store.jobs import job_store
 from shared.tenants import tenants
 from shared.worker import delivery
 from tests.unit.api_harness import answer

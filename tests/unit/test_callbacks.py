@@ -17,7 +17,7 @@ from shared.jobs import enqueue
 from shared.jobs.enqueue import JobRequest
 from shared.model.message import JobMessage
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store.jobs import job_store
 from shared.tenants import rate_limit, tenants
 from tests.receiver import Answer, receiver
 from tests.unit.worker_harness import poll

@@ -1,4 +1,4 @@
-"""A batch claims its jobs together as it begins (shared/worker/claim_ahead.py): the k-th job waits for
+"""A batch claims its jobs together as it begins (shared/worker/admit/claim_ahead.py): the k-th job waits for
 one claim's round trip, not k. What must still hold: each job runs once, its record says when its
 code really started, and a job that will not start in the invocation's time is not held by a claim."""
 
@@ -15,7 +15,7 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_claims
+from shared.store.jobs import job_claims
 from tests.unit.worker_harness import WorkerContext, poll, record, send
 
 

@@ -13,11 +13,11 @@ from shared.aws import queue
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage, Started
 from shared.model.states import Status
-from shared.store import job_claims, job_store
+from shared.store.jobs import job_claims, job_store
 from shared.worker.breaker import StoreBreaker
-from shared.worker.completer import Completer
-from shared.worker.cover import HiddenBatch
+from shared.worker.complete.completer import Completer
 from shared.worker.delivery import Delivery
+from shared.worker.run.cover import HiddenBatch
 from shared.worker.verdicts import (
     Attempt,
     Completed,

@@ -1,4 +1,4 @@
-"""Concurrency keys (shared/jobs/concurrency.py, shared/worker/key_slots.py): at most `limit` of a
+"""Concurrency keys (shared/jobs/concurrency.py, shared/worker/admit/key_slots.py): at most `limit` of a
 tenant's jobs with one key run at once, fleet-wide; the others wait, in their batch or handed back,
 without using an attempt; the limit fails closed while the store fails."""
 
@@ -21,8 +21,8 @@ from shared.model.message import JobMessage, UnreadableMessage
 from shared.model.outcome import read_message
 from shared.model.spec import Concurrency, JobSpec
 from shared.model.states import Status
-from shared.store import running_slots
 from shared.store.id_secret import id_secret
+from shared.store.tenants import running_slots
 from shared.tenants import tenants
 from shared.worker.breaker import StoreBreaker
 from tests.unit.worker_harness import dead_letters, poll, record, send

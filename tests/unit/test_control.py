@@ -12,7 +12,7 @@ from shared.jobs import enqueue
 from shared.jobs.enqueue import JobRequest
 from shared.model.message import JobMessage
 from shared.model.states import Status
-from shared.store import job_claims, job_index, job_items, job_store
+from shared.store.jobs import job_claims, job_index, job_items, job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 

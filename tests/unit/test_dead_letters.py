@@ -8,7 +8,7 @@ from shared.jobs.enqueue import JobRequest
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.operations import dead_letters
-from shared.store import job_store
+from shared.store.jobs import job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import work
 

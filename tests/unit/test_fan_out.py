@@ -21,9 +21,11 @@ from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.operations import dead_letters
 from shared.schedules import definitions, lifecycle
-from shared.store import batch_items, batch_members, job_claims, job_items, job_store, keys
-from shared.store.batch_members import MemberState
+from shared.store import keys
+from shared.store.batches import batch_items, batch_members
+from shared.store.batches.batch_members import MemberState
 from shared.store.id_secret import id_secret
+from shared.store.jobs import job_claims, job_items, job_store
 from shared.tenants import quotas, rate_limit, tenants
 from shared.worker.delivery import Delivery
 from tests.unit.api_harness import answer as _api

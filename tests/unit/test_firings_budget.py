@@ -14,7 +14,7 @@ from shared.aws import eventbridge
 from shared.errors import InvalidRequest, QuotaExceeded
 from shared.model.spec import JobSpec
 from shared.schedules import definitions, expressions, lifecycle, queries
-from shared.store.schedule_items import ScheduleItem
+from shared.store.schedules.schedule_items import ScheduleItem
 from shared.tenants import quotas, tenants
 
 

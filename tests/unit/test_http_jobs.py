@@ -22,8 +22,9 @@ from shared.jobs.job_types import JobContext, JobDead, JobFailed
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_store, signing_secret_items
-from shared.store.signing_secret_items import SigningSecret
+from shared.store.jobs import job_store
+from shared.store.tenants import signing_secret_items
+from shared.store.tenants.signing_secret_items import SigningSecret
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
 from shared.targets.http_policy import AWS_RULES, TargetPolicy

@@ -19,7 +19,8 @@ from shared.model.message import JobMessage
 from shared.model.spec import Callback, JobSpec
 from shared.model.states import Status
 from shared.schedules import definitions, lifecycle, runs
-from shared.store import batch_items, job_claims
+from shared.store.batches import batch_items
+from shared.store.jobs import job_claims
 from shared.tenants import rate_limit, tenants
 from shared.worker.delivery import Delivery
 from tests.unit.api_harness import answer as _api

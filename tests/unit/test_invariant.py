@@ -76,11 +76,15 @@ from shared.aws.clients import client, single_attempt_client
 from shared.batches import batches, callbacks
 from shared.model import JobMessage, JobRecord, Status
 from shared.operations import dead_letters
-from shared.store import batch_items, batch_members, job_items, job_store, keys, running_slots, table
-from shared.store.batch_members import MemberState
+from shared.store import keys, table
+from shared.store.batches import batch_items, batch_members
+from shared.store.batches.batch_members import MemberState
+from shared.store.jobs import job_items, job_store
+from shared.store.tenants import running_slots
 from shared.tenants import quotas, rate_limit, tenants
 from shared.worker import batch as worker_batch
-from shared.worker import breaker, cover, executor, producer
+from shared.worker import breaker, producer
+from shared.worker.run import cover, executor
 from tests.unit.api_harness import answer
 from tests.unit.worker_harness import WorkerContext, poll
 
@@ -258,7 +262,7 @@ def _report_updated_attributes_as_dynamodb_does(monkeypatch: pytest.MonkeyPatch)
     """moto deviates from DynamoDB: an UpdateItem's UPDATED_NEW leaves out an attribute the update sets to the
     value it had (`SET retries = if_not_exists(retries, :zero)` on a record that has one), where DynamoDB (and
     ministack, the local stack's emulator) reports every attribute the update's SET and ADD actions name. A
-    batch's cancel reads a member's run from that answer (shared/store/job_control.py `cancel_member`): on
+    batch's cancel reads a member's run from that answer (shared/store/jobs/job_control.py `cancel_member`): on
     moto uncorrected, cancelling a batch with a member that has a record answers 500."""
     real = DynamoHandler._build_updated_new_attributes
     depth = threading.local()

@@ -11,9 +11,9 @@ from shared.execution import time_limit
 from shared.jobs import job_types
 from shared.model.message import JobMessage
 from shared.model.states import Status
-from shared.store import job_store
-from shared.worker import cover
+from shared.store.jobs import job_store
 from shared.worker.delivery import Delivery
+from shared.worker.run import cover
 from tests.unit.worker_harness import RetryLater, work
 
 

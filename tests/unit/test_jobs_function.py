@@ -4,7 +4,7 @@ records what it answers as it records a job it ran itself.
 Two halves, and the two together:
 - the function's side, `fenced_job.answer`, as functions/jobs/handler.py calls it: the type's `validate`,
   then its code, within the time left, and every exception as the answer the worker reads;
-- the worker's side, shared/worker/fence.py: a customer's type the worker knows by its declaration only
+- the worker's side, shared/worker/run/fence.py: a customer's type the worker knows by its declaration only
   (declared at synth, its code not loaded here) is sent to the jobs function through a stub Lambda
   client, and each answer, function error, failed invoke and timeout becomes a verdict;
 - end to end in one process: the stub hands the request to `fenced_job.answer` with a registry of its
@@ -36,7 +36,7 @@ from shared.jobs import job_types
 from shared.jobs.registry import JobType
 from shared.model.message import JobMessage
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store.jobs import job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 

@@ -23,7 +23,7 @@ from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.schedules import definitions, lifecycle
-from shared.store import job_store
+from shared.store.jobs import job_store
 from shared.targets import lambda_allowlist
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work

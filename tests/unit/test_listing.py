@@ -17,7 +17,7 @@ from shared.jobs import enqueue, listing, stats
 from shared.jobs.enqueue import JobRequest
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
-from shared.store import job_index, job_items
+from shared.store.jobs import job_index, job_items
 from shared.tenants import tenants
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work

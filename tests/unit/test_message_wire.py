@@ -12,7 +12,8 @@ from shared.model.message import JobMessage
 from shared.model.outcome import OutcomeMessage, read_message
 from shared.model.spec import Callback, Concurrency, JobSpec, callbacks_of, callbacks_to_dict
 from shared.model.states import Status
-from shared.store import job_items, keys
+from shared.store import keys
+from shared.store.jobs import job_items
 
 SECRET = b"s" * 32
 

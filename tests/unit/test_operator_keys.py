@@ -10,7 +10,8 @@ import pytest
 from functions.api.handler import handler
 from local.events import FakeLambdaContext, http_api_event
 from shared.errors import InvalidRequest
-from shared.store import keys, tenant_items
+from shared.store import keys
+from shared.store.tenants import tenant_items
 from shared.tenants import api_keys, operators
 
 

@@ -25,7 +25,7 @@ from shared.jobs.enqueue import check_job
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store.jobs import job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import work
 

@@ -22,7 +22,8 @@ from shared.jobs.enqueue import JobRequest, NotSent
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.schedules import definitions, lifecycle, queries
-from shared.store import job_claims, tenant_items
+from shared.store.jobs import job_claims
+from shared.store.tenants import tenant_items
 from shared.tenants import quotas
 from shared.worker.delivery import Delivery
 from tests.unit import worker_harness
@@ -383,7 +384,7 @@ def test_a_far_future_job_arriving_in_a_store_blip_runs_at_once_and_its_outcome_
     from botocore.exceptions import ClientError
 
     from functions.worker.handler import worker
-    from shared.worker import completer
+    from shared.worker.complete import completer
 
     monkeypatch.setattr(completer, "OUTCOME_DELAY_SECONDS", 0)
     message = _far_job()

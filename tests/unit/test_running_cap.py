@@ -1,4 +1,4 @@
-"""A tenant's share of the fleet (shared/worker/running_share.py, shared/store/running_slots.py): at most
+"""A tenant's share of the fleet (shared/worker/admit/running_share.py, shared/store/tenants/running_slots.py): at most
 `max_running` of its jobs run at once; the rest wait, unclaimed and using no attempt, and the slots
 count exactly whatever order batches take, give back and die in."""
 
@@ -19,7 +19,7 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import running_slots
+from shared.store.tenants import running_slots
 from shared.tenants import quotas
 from tests.unit.worker_harness import messages_held, poll, record, send
 

@@ -16,9 +16,9 @@ from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.schedules import definitions, expressions, lifecycle, runs
-from shared.store import job_claims
 from shared.store.id_secret import id_secret
-from shared.store.schedule_items import ScheduleItem
+from shared.store.jobs import job_claims
+from shared.store.schedules.schedule_items import ScheduleItem
 from shared.tenants import quotas
 from tests.unit.worker_harness import poll, record
 

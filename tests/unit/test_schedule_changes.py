@@ -16,7 +16,8 @@ from shared.errors import InvalidRequest, NotFound
 from shared.model.message import JobMessage
 from shared.model.states import Status
 from shared.schedules import definitions, lifecycle, queries, runs
-from shared.store import job_claims, job_store, schedule_items
+from shared.store.jobs import job_claims, job_store
+from shared.store.schedules import schedule_items
 from shared.tenants import quotas
 
 

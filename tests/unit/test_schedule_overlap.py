@@ -13,7 +13,7 @@ from shared.model.message import JobMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
 from shared.schedules import definitions, lifecycle, runs
-from shared.store import job_claims, job_store
+from shared.store.jobs import job_claims, job_store
 from tests.unit.worker_harness import dead_letters, deliver, record
 
 

@@ -33,7 +33,7 @@ from shared import settings as corral_settings
 from shared.errors import Conflict, NotFound
 from shared.model.spec import JobSpec
 from shared.schedules import definitions, lifecycle, queries
-from shared.store import schedule_items
+from shared.store.schedules import schedule_items
 from shared.tenants import quotas, rate_limit
 
 NAME = "nightly"

@@ -12,7 +12,7 @@ from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model.spec import JobSpec
 from shared.schedules import definitions, lifecycle, queries
-from shared.store import schedule_items
+from shared.store.schedules import schedule_items
 from shared.tenants import quotas
 
 

@@ -167,8 +167,8 @@ def test_a_rotation_soon_after_the_last_says_from_when_every_worker_signs_with_i
 
 
 def test_a_set_written_without_a_next_secret_gets_one_and_its_first_rotation_says_when_it_signs(aws):
-    from shared.store import signing_secret_items
-    from shared.store.signing_secret_items import SigningSecret
+    from shared.store.tenants import signing_secret_items
+    from shared.store.tenants.signing_secret_items import SigningSecret
 
     earlier = SigningSecret(id="ss_earlier", secret="whsec_" + "A" * 43, created_at=100.0)
     signing_secret_items.write("acme", [earlier], None)  # as stored before sets kept a next secret

@@ -81,7 +81,7 @@ def test_a_stale_miss_for_a_job_queued_a_while_ago_is_read_again_from_the_table_
 ):
     from shared.jobs import status
     from shared.jobs.enqueue import JobRequest, build_message
-    from shared.store import job_items
+    from shared.store.jobs import job_items
     from tests.unit.worker_harness import work
 
     a_while_ago = time.time() - settings.STATUS_MISS_RECHECK_SECONDS - 1

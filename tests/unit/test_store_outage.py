@@ -24,7 +24,7 @@ from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_claims
+from shared.store.jobs import job_claims
 from shared.worker.delivery import hand_back_floor_seconds
 from tests.unit.worker_harness import VirtualClock, poll, record, send
 

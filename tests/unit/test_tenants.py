@@ -16,7 +16,7 @@ from functions.api.handler import handler
 from local.events import FakeLambdaContext, http_api_event
 from shared import environment
 from shared.aws.clients import client
-from shared.store import tenant_items
+from shared.store.tenants import tenant_items
 from shared.tenants import api_keys, operators, tenants
 
 

@@ -1,4 +1,4 @@
-"""Waiting one's turn never spends the jobs queue's receive budget (shared/worker/waiting.py): a job waiting
+"""Waiting one's turn never spends the jobs queue's receive budget (shared/worker/admit/waiting.py): a job waiting
 for its tenant's running cap or its concurrency key is sent again as a fresh message, carrying its wait,
 before SQS would move it to the backstop; and a send whose old message survives runs the job once.
 
@@ -23,9 +23,9 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage
 from shared.model.spec import Concurrency, JobSpec
 from shared.model.states import Status
-from shared.store import running_slots
+from shared.store.tenants import running_slots
 from shared.tenants import quotas
-from shared.worker import unclaimed, waiting
+from shared.worker.admit import unclaimed, waiting
 from shared.worker.delivery import Delivery, hand_back_floor_seconds
 from shared.worker.verdicts import WAITING_ATTRIBUTE, Waited
 from tests.unit.worker_harness import VirtualClock, messages_held, poll, record, send

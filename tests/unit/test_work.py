@@ -8,7 +8,7 @@ from botocore.exceptions import ClientError
 
 from shared.model.message import JobMessage
 from shared.model.states import Status
-from shared.store import job_claims, job_items, job_store
+from shared.store.jobs import job_claims, job_items, job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 

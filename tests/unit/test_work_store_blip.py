@@ -26,11 +26,13 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage
 from shared.model.states import Status
-from shared.store import job_claims, job_store
+from shared.store.jobs import job_claims, job_store
 from shared.targets.http import needs_exclusive_claim
-from shared.worker import breaker, completer, executor
+from shared.worker import breaker
 from shared.worker import receive as worker_receive
+from shared.worker.complete import completer
 from shared.worker.delivery import Delivery
+from shared.worker.run import executor
 from shared.worker.verdicts import Duplicate
 from tests.unit import worker_harness as work
 from tests.unit.worker_harness import RetryLater, WorkerContext, dead_letters, event_record, poll, record, send

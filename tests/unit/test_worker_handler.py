@@ -13,7 +13,7 @@ from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_store
+from shared.store.jobs import job_store
 from tests.unit.worker_harness import dead_letters, deliver, poll, record, send
 
 

@@ -14,8 +14,8 @@ from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage, UnreadableMessage
 from shared.model.spec import JobSpec
 from shared.model.states import Status
-from shared.store import job_claims, job_items, job_store
 from shared.store.id_secret import id_secret
+from shared.store.jobs import job_claims, job_items, job_store
 from tests.unit.worker_harness import body, dead_letters, deliver, record
 
 
@@ -225,7 +225,7 @@ def test_M7_a_message_naming_another_tenants_batch_or_another_job_as_its_parent_
     from shared.aws import queue
     from shared.batches import batches
     from shared.jobs.enqueue import JobRequest as Request
-    from shared.store import batch_items
+    from shared.store.batches import batch_items
 
     monkeypatch.setattr(queue, "send_batch", lambda messages: [None] * len(messages))  # members unsent
     acme_batch = batches.create("acme", batches.BatchRequest(jobs=[Request(JobSpec("echo"))] * 2)).id

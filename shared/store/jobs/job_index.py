@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.aws.clients import client
-from shared.store import job_items, table
+from shared.store import table
+from shared.store.jobs import job_items
 from shared.store.table_schema import JOBS_INDEX
 
 

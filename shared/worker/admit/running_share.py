@@ -3,11 +3,11 @@ jobs run at once, fleet-wide, so one tenant's slow jobs (a flood of them, or a t
 that never answer) leave the rest of the fleet to everyone else; and at most `limit` of its jobs with
 one concurrency key, so a customer calling a rate-limited partner API makes that many calls at once.
 
-As a batch begins, it takes running slots (shared/store/running_slots.py) for each tenant's jobs in
+As a batch begins, it takes running slots (shared/store/tenants/running_slots.py) for each tenant's jobs in
 it, one write per tenant. A batch holds its worker environment until its slowest job ends, so the
 cap also bounds the batches holding a tenant's jobs at once: max_running / 10 (a full batch's), at
 least one; a tenant's share of the fleet is then a share of its environments, however its jobs are
-spread over batches. A job beyond its tenant's cap waits unclaimed (shared/worker/waiting.py): it uses
+spread over batches. A job beyond its tenant's cap waits unclaimed (shared/worker/admit/waiting.py): it uses
 no attempt and no receive budget, and comes back later each time. The batch gives its slots back as it
 ends; a worker that dies holds them until its jobs' timeouts have passed. A cap of 0 is no cap, and
 costs no write. If taking a tenant's slots fails, its jobs wait when the item was throttled (a hot item
@@ -16,7 +16,7 @@ they run uncounted under a store blip's rules rather than wait. A throttle never
 store breaker (docs/decisions/running-cap.md).
 
 Then, for its jobs within their tenant's cap that have a concurrency key, it takes their keys' slots
-(shared/worker/key_slots.py), and `admit` lets each job start under its key's slot, waiting in the batch
+(shared/worker/admit/key_slots.py), and `admit` lets each job start under its key's slot, waiting in the batch
 for one if it must.
 """
 
@@ -34,12 +34,13 @@ from shared import settings
 from shared.jobs.concurrency import KeyUnreadable, concurrency_of
 from shared.model.message import JobMessage
 from shared.model.spec import Concurrency
-from shared.store import running_slots
+from shared.store.tenants import running_slots
 from shared.tenants import quotas
-from shared.worker import cover, waiting
+from shared.worker.admit import waiting
+from shared.worker.admit.key_slots import KeySlots, pool_failed
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage, is_throttle
 from shared.worker.delivery import BatchJob, Delivery
-from shared.worker.key_slots import KeySlots, pool_failed
+from shared.worker.run import cover
 from shared.worker.verdicts import Unreadable, Wait
 
 

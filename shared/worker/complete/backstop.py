@@ -1,7 +1,7 @@
 """The backstop: where SQS moves a jobs-queue message after the queue's receive budget (maxReceiveCount),
 and where Scheduler sends a firing it could not deliver. Nothing is meant to arrive there: the worker
 ends every job it can run itself, burying its message in the DLQ, and a waiting job never spends the
-budget (shared/worker/waiting.py). What does arrive is a platform fault (a message that kills its worker
+budget (shared/worker/admit/waiting.py). What does arrive is a platform fault (a message that kills its worker
 before it answers, a delivery that fails the same way every time) or an operator's move by hand.
 
 The worker drains it (an SQS event source on it, into the same function): each message's job is recorded
@@ -23,7 +23,7 @@ from shared.model.message import UnreadableMessage
 from shared.model.outcome import OutcomeMessage, read_message
 from shared.model.states import Status
 from shared.worker.batch import Batch
-from shared.worker.completer import Settled
+from shared.worker.complete.completer import Settled
 from shared.worker.delivery import Delivery
 from shared.worker.receive import id_secret_for
 from shared.worker.verdicts import DeadLettered, HandBack, LateOutcome, Unreadable, Verdict

@@ -2,7 +2,7 @@
 fleet-wide (shared/jobs/concurrency.py), so a customer calling a rate-limited partner API makes that many
 calls at once.
 
-As a batch begins, for its jobs within their tenant's cap (shared/worker/running_share.py) that have a
+As a batch begins, for its jobs within their tenant's cap (shared/worker/admit/running_share.py) that have a
 concurrency key, it takes one slot of the (tenant, key) pool per job, one write per key (`KeySlots`). A job
 without one waits in its batch, unclaimed, for a batch-mate of the same key to end (its slot passes on, no
 write) or for a slot freed elsewhere (looked for every KEY_SLOT_POLL_SECONDS), at most
@@ -19,7 +19,7 @@ import time
 
 from shared import settings
 from shared.model.spec import Concurrency
-from shared.store import running_slots
+from shared.store.tenants import running_slots
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage, is_throttle
 
 
@@ -44,7 +44,7 @@ class KeySlots:
         self._cap = running_slots.Cap(slots=concurrency.limit, holders=concurrency.limit)
         self._batch_holder = batch_holder
         # A slot lasts this long from when it is taken: the longest cover of the key's jobs in the batch
-        # (shared/worker/cover.py cover_seconds), so a job started on it within KEY_WAIT_IN_BATCH_SECONDS ends
+        # (shared/worker/run/cover.py cover_seconds), so a job started on it within KEY_WAIT_IN_BATCH_SECONDS ends
         # inside it.
         self._cover = cover
         self._breaker = breaker

@@ -1,4 +1,5 @@
-"""A batch's members' states, kept in its counts item (shared/store/batch_items.py). See docs/decisions/batches.md.
+"""A batch's members' states, kept in its counts item (shared/store/batches/batch_items.py).
+See docs/decisions/batches.md.
 
 The counts item holds one short attribute per member that has left `pending`: `j<index in base 36>` = its
 state, a letter (S succeeded, D dead, C cancelled, P pending again after a retry) and the run it belongs to
@@ -19,9 +20,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shared.aws.clients import client, is_condition_failure
-from shared.store import batch_items, job_items, table
-from shared.store.batch_items import BatchRecord
+from shared.store import table
+from shared.store.batches import batch_items
+from shared.store.batches.batch_items import BatchRecord
 from shared.store.conditional import conditional_update
+from shared.store.jobs import job_items
 
 PENDING, DONE, DEAD, CANCELLED_JOB = "P", "S", "D", "C"
 _COUNTER_OF = {PENDING: "pending", DONE: "succeeded", DEAD: "dead", CANCELLED_JOB: "cancelled"}

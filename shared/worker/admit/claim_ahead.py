@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from shared.jobs import job_types
 from shared.model.message import JobMessage
-from shared.store import job_claims
-from shared.worker import cover
+from shared.store.jobs import job_claims
 from shared.worker.breaker import StoreBreaker, is_outage
 from shared.worker.delivery import Delivery
+from shared.worker.run import cover
 
 
 @dataclass(frozen=True)

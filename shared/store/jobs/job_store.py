@@ -1,7 +1,7 @@
 """Job records in DynamoDB, written only with conditional writes: reads, and the outcomes of attempts.
 
 Every status write names the attempt that makes it (a random token set at its claim:
-shared/store/job_claims.py), so a duplicate delivery, or an attempt whose lease expired and was taken
+shared/store/jobs/job_claims.py), so a duplicate delivery, or an attempt whose lease expired and was taken
 over, cannot record a second outcome. Job items are read and written through a low-level client (DAX
 speaks only that dialect; see docs/decisions/status-cache.md).
 """
@@ -15,7 +15,8 @@ from shared.model.message import JobMessage
 from shared.model.outcome import OutcomeMessage, Started, result_json
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store import job_claims, job_items, keys, table
+from shared.store import keys, table
+from shared.store.jobs import job_claims, job_items
 
 
 def get(job_id: str, *, consistent: bool = False, single_attempt: bool = False) -> JobRecord | None:
@@ -155,7 +156,7 @@ class DeadNow:
 def record_dead_lettered(
     message: JobMessage, reason: str, now: float, *, single_attempt: bool = False
 ) -> DeadNow | job_claims.Finished | job_claims.HeldElsewhere | job_claims.Foreign:
-    """A job whose message reached the backstop with no outcome recorded (shared/worker/backstop.py): `dead`
+    """A job whose message reached the backstop with no outcome recorded (shared/worker/complete/backstop.py): `dead`
     with `reason`, in one conditional write, unless it has finished (Finished: the message was one left
     over) or an attempt holds a live lease on it (HeldElsewhere: that attempt records its outcome). Written
     where there is no record too, with what the message says of its job (GET, the listing and a retry see
@@ -205,7 +206,7 @@ def record_dead_lettered(
 
 
 def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: bool = False) -> bool:
-    """Record an attempt that ran without a claim while the store failed (shared/worker/unclaimed.py), from the
+    """Record an attempt that ran without a claim while the store failed (shared/worker/admit/unclaimed.py), from the
     outcome message `message_id` that carried it here. False: the store already had an outcome.
 
     `succeeded`/`dead`: written unless the job is finished already (of two outcomes, the first

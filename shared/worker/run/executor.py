@@ -2,10 +2,10 @@
 
 Where the code runs: here, for a type whose code this process loaded (the built-ins, the local
 profile's test tooling, a unit test's own types); in the jobs function for a customer's type, which
-the worker knows by its declaration only (shared/worker/fence.py, docs/decisions/customer-code-fence.md).
+the worker knows by its declaration only (shared/worker/run/fence.py, docs/decisions/customer-code-fence.md).
 Either way the attempt's time limit is its timeout, enforced here (shared/execution/time_limit.py), the
 type's `validate` hook runs before its code, and the same exceptions make the same verdicts
-(shared/execution/fenced_job.py). The executor writes nothing: the completer (shared/worker/completer.py)
+(shared/execution/fenced_job.py). The executor writes nothing: the completer (shared/worker/complete/completer.py)
 applies its verdict.
 """
 
@@ -21,7 +21,7 @@ from shared.execution.fenced_job import Answer
 from shared.jobs import job_types
 from shared.model.message import JobMessage
 from shared.model.outcome import Started, result_problem
-from shared.worker import fence
+from shared.worker.run import fence
 from shared.worker.verdicts import Attempt, Completed, Dead, Retry, Verdict
 
 

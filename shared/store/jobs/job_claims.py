@@ -11,7 +11,8 @@ from typing import Any
 
 from shared.model.message import JobMessage
 from shared.model.states import Overlap, Status, Trigger
-from shared.store import job_items, schedule_runs
+from shared.store.jobs import job_items
+from shared.store.schedules import schedule_runs
 
 
 @dataclass(frozen=True)
@@ -205,8 +206,8 @@ def _why_not_claimed(old: dict[str, Any], message: JobMessage, message_id: str, 
 
 
 def release(job_id: str, token: str) -> bool:
-    """Undo a claim whose attempt never started (shared/worker/claim_ahead.py claims a batch's jobs ahead): the job
-    is queued again, the attempt not counted. False if that claim no longer holds the job."""
+    """Undo a claim whose attempt never started (shared/worker/admit/claim_ahead.py claims a batch's jobs
+    ahead): the job is queued again, the attempt not counted. False if that claim no longer holds the job."""
     return _update_held(
         job_id,
         token,

@@ -1,7 +1,7 @@
 """Customer schedule records (`schedule#<tenant>#<name>`), and the runs their firings became.
 
 A record is listed on gsi1 under `schedules#<tenant>`, sorted by name. It is written in one
-transaction with a unit of the tenant's schedule quota (shared/store/counters.py `take`), so this
+transaction with a unit of the tenant's schedule quota (shared/store/tenants/counters.py `take`), so this
 module builds it (`new_item`) and `take` puts it.
 
 A record's `state` says which request owns it: `creating` (a create is making its Scheduler
@@ -18,7 +18,7 @@ a create writes and an update replaces, field for field.
 A pynamodb Model: schedules are read and written only on an operator's or a customer's schedule
 request, never on an enqueue or a delivery, and the Model spells their typed attributes (times,
 the job as JSON) once (docs/decisions/storage-idioms.md). A schedule's runs are job records, read
-with the low-level client like every job item (shared/store/schedule_runs.py).
+with the low-level client like every job item (shared/store/schedules/schedule_runs.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ from typing import Any
 from shared.model.message import JobMessage
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store import job_items, table
+from shared.store import table
+from shared.store.jobs import job_items
 
 
 @dataclass(frozen=True)

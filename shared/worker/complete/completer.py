@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass
 
 from botocore.exceptions import ParamValidationError
 
@@ -26,10 +25,12 @@ from shared.jobs import far_future
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage, Started
 from shared.model.states import Status
-from shared.store import job_claims, job_store
+from shared.store.jobs import job_claims, job_store
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
-from shared.worker.cover import HiddenBatch
+from shared.worker.complete import carried
+from shared.worker.complete.carried import Settled
 from shared.worker.delivery import Delivery
+from shared.worker.run.cover import HiddenBatch
 from shared.worker.verdicts import (
     WAITING_ATTRIBUTE,
     Attempt,
@@ -52,18 +53,6 @@ from shared.worker.verdicts import (
 # of together, beside the new jobs.
 OUTCOME_DELAY_SECONDS = 3
 
-# What a delivery answers: acknowledged with its outcome, or handed back (its visibility set already).
-Settled = Outcome | HandBack
-
-
-@dataclass(frozen=True)
-class LateHandBack:
-    """A delivery handed back after its record was answered: its outcome write or outcome message failed."""
-
-    delivery: Delivery
-    hand_back: HandBack
-    error: BaseException | None = None  # not a store outage: a fault of ours or of a dependency
-
 
 class FollowUpsPending(CorralError):
     """A job is recorded finished, but what its end sets off (its batch, its callbacks) could not be done:
@@ -72,16 +61,6 @@ class FollowUpsPending(CorralError):
     def __init__(self, hand_back: HandBack) -> None:
         super().__init__(hand_back.reason)
         self.hand_back = hand_back
-
-
-@dataclass(frozen=True)
-class _Carried:
-    """An outcome message to send for `delivery`; `if_not_sent(reason)` settles the delivery then."""
-
-    delivery: Delivery
-    outcome: OutcomeMessage
-    delay_seconds: int
-    if_not_sent: Callable[[str], Settled]
 
 
 class Completer:
@@ -95,7 +74,7 @@ class Completer:
         self._writers = writers
         self._hidden = hidden
         self._writes: list[tuple[Delivery, Future[None]]] = []
-        self._carried: list[_Carried] = []
+        self._carried: list[carried.Carried] = []
 
     def hide(self, seconds_left: float) -> None:
         """Hide the batch's messages as it begins (cover.HiddenBatch), on an outcome-writing thread:
@@ -155,17 +134,17 @@ class Completer:
             return False
         return True
 
-    def finish(self) -> list[LateHandBack]:
+    def finish(self) -> list[carried.LateHandBack]:
         """The batch's end: wait for its outcome writes, send its outcome messages together, and hand
         back each delivery whose write or message failed. Returns those deliveries."""
-        late: list[LateHandBack] = []
+        late: list[carried.LateHandBack] = []
         for delivery, future in self._writes:
             error = future.exception()
             if isinstance(error, FollowUpsPending):
-                late.append(LateHandBack(delivery, error.hand_back))
+                late.append(carried.LateHandBack(delivery, error.hand_back))
             elif error is not None:
-                late.append(_unexpected(delivery, error))
-        late += self._send_carried()
+                late.append(carried.unexpected(delivery, error))
+        late += carried.send_all(self._carried)
         for each in late:
             self._hand_back(each.hand_back, each.delivery)
         self._hidden.landed()  # not after the invocation: the event source then deletes or returns the messages
@@ -181,7 +160,7 @@ class Completer:
 
     def _wait(self, wait: Wait, delivery: Delivery) -> Settled:
         """A job waiting its turn: handed back, or near the queue's receive budget sent again as a fresh
-        message carrying its wait (shared/worker/waiting.py), this one then acknowledged. A send that
+        message carrying its wait (shared/worker/admit/waiting.py), this one then acknowledged. A send that
         fails hands the message back instead: it spends one receive, and the next one tries again."""
         if not wait.resend:
             return self._hand_back(wait.hand_back(), delivery)
@@ -295,7 +274,7 @@ class Completer:
                 # Retried when the lease ends, as any attempt whose outcome was lost.
                 return self._outcome_not_written(store_error, attempt, delivery)
 
-            self._carried.append(_Carried(delivery, carried, OUTCOME_DELAY_SECONDS, not_sent))
+            self._carried.append(carried.Carried(delivery, carried, OUTCOME_DELAY_SECONDS, not_sent))
             return
         if recorded and (pending := self._follow_up(job, Status.SUCCEEDED, delivery)) is not None:
             raise FollowUpsPending(pending)
@@ -313,7 +292,7 @@ class Completer:
             if outcome.status.finished and self._record_now(outcome, delivery):
                 return
             delay = max(verdict.delay_seconds, OUTCOME_DELAY_SECONDS)
-            self._carried.append(_Carried(delivery, outcome, delay, not_sent))
+            self._carried.append(carried.Carried(delivery, outcome, delay, not_sent))
 
         self._after_the_job(delivery, record_or_carry)
         return {Status.SUCCEEDED: Outcome.SUCCEEDED, Status.DEAD: Outcome.DEAD}.get(outcome.status, Outcome.RETRY_SENT)
@@ -421,36 +400,8 @@ class Completer:
             return answer
         return self._ended(job.in_run(record.retries), record.status, answer, delivery)
 
-    # Writes beside the batch's next jobs, and outcome messages at its end -------------------------------
+    # Writes beside the batch's next jobs -----------------------------------------------------------------
 
     def _after_the_job(self, delivery: Delivery, write: Callable[[], None]) -> None:
         """Run `write` (a finished job's outcome write) beside the batch's next job."""
         self._writes.append((delivery, self._writers.submit(write)))
-
-    def _send_carried(self) -> list[LateHandBack]:
-        """Send the batch's outcome messages together: the deliveries whose message was not sent, to hand back."""
-        if not self._carried:
-            return []
-        try:
-            reasons = queue.send_outcomes([(each.outcome, each.delay_seconds) for each in self._carried])
-        except (*AWS_ERRORS, ParamValidationError) as error:
-            reasons = [str(error)] * len(self._carried)
-        late: list[LateHandBack] = []
-        for each, reason in zip(self._carried, reasons, strict=True):
-            if reason is None:
-                continue
-            try:
-                settled = each.if_not_sent(reason)
-            except Exception as error:
-                late.append(_unexpected(each.delivery, error))
-                continue
-            if isinstance(settled, HandBack):
-                late.append(LateHandBack(each.delivery, settled))
-        return late
-
-
-def _unexpected(delivery: Delivery, error: BaseException) -> LateHandBack:
-    """Not a job's failure: a fault of ours or of a dependency. The message comes back soon, later each
-    time, and reaches the DLQ after the queue's receive budget, instead of staying hidden for the whole
-    batch's visibility (job timeouts, up to minutes)."""
-    return LateHandBack(delivery, delivery.hand_back(f"outcome write failed: {error!r}"), error)

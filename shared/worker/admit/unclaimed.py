@@ -12,8 +12,8 @@ from shared.jobs import job_types
 from shared.model.message import JobMessage
 from shared.model.outcome import OutcomeMessage, result_problem
 from shared.model.states import Status
-from shared.worker import executor
 from shared.worker.delivery import Delivery
+from shared.worker.run import executor
 from shared.worker.verdicts import RanUnclaimed, Verdict
 
 
@@ -21,7 +21,7 @@ def without_claim(message: JobMessage, delivery: Delivery, timeout: int, why: st
     """The store cannot claim: run a first delivery without the claim, or hand it back (nothing happened yet).
 
     Only a first delivery runs: a message received again may be one whose unclaimed run died
-    (its job ran, perhaps), as may a waiting job's message sent again (shared/worker/waiting.py); and
+    (its job ran, perhaps), as may a waiting job's message sent again (shared/worker/admit/waiting.py); and
     an exclusive type never runs without the claim.
     """
     job_type = job_types.lookup(message.type)

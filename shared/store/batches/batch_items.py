@@ -2,7 +2,7 @@
 (`batch#<id>`), its callbacks' specs in another (`batch#<id>#callbacks`). See docs/decisions/batches.md.
 
 The counts item holds `total`, `pending`, `succeeded`, `dead`, `cancelled`, the stored `status`, and
-one short attribute per member that has left `pending`, which shared/store/batch_members.py writes
+one short attribute per member that has left `pending`, which shared/store/batches/batch_members.py writes
 (`mark`): one conditional write per change of a member's state, so the counts always equal the members'
 states.
 
@@ -31,8 +31,9 @@ from botocore.exceptions import ClientError
 from shared import settings
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.model.spec import Callback, callbacks_of, callbacks_to_dict
-from shared.store import job_items, keys, table
+from shared.store import keys, table
 from shared.store.conditional import conditional_put, conditional_update
+from shared.store.jobs import job_items
 from shared.store.table_schema import JOBS_INDEX
 
 RUNNING = "running"

@@ -26,7 +26,8 @@ from shared.aws.clients import client, single_attempt_client
 from shared.model.message import JobMessage
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store import job_items, keys, table
+from shared.store import keys, table
+from shared.store.jobs import job_items
 from shared.store.table_schema import RUNS_INDEX
 
 # What "still running" means for overlap: the run has not finished and will run (again).

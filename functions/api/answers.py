@@ -3,7 +3,7 @@
 Declared in each route's `responses=documented({status: answer(Model, "...")}, ...)` for the document
 (and the TypeScript SDK's types generated from it) only: a route answers the domain's view as it is
 (`JobRecord.public()`, `callbacks.batch_view`, ...), never re-validated on its way out, so the answers cost
-nothing more and stay exactly as they were. tests/unit/test_api_answers.py sends every route a
+nothing more and stay exactly as they were. tests/unit/api/test_answers.py sends every route a
 request and checks each answer against the shape its route declares: a field added to a view
 without its line here fails it (every model forbids fields it does not name).
 

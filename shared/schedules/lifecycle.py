@@ -16,7 +16,7 @@ racing, one waits for the other, finds its work done, or answers 409. A record l
 `deleting` by a request that died or failed half way (older than SCHEDULE_CHANGE_LEASE_SECONDS) is
 finished as a delete by the next create, delete or get of that name, or by an operator's recount; one
 left `updating` is finished as that update (its pending definition applied again), since the
-Scheduler schedule may hold it already. tests/unit/test_schedule_races.py interleaves two requests at
+Scheduler schedule may hold it already. tests/unit/schedules/test_races.py interleaves two requests at
 every AWS call.
 
 What a definition may hold is shared/schedules/definitions.py's; reading schedules (and finishing, with

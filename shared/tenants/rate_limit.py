@@ -21,7 +21,7 @@ census, sums to at most 1:
 Accuracy (measured by `python -m bench.models.rate_limit`, docs/benchmark.md): 0.95-1.00 of the limit at
 100/s and more, however unevenly requests reach 1-50 instances; less at low rates over many
 instances (small buckets overflow: conservative); k instances appearing at once admit about
-burst x (1 + 1/2 + ... + 1/k) in their first second. tests/unit/test_rate_limit.py proves the share's
+burst x (1 + 1/2 + ... + 1/k) in their first second. tests/unit/tenants/test_rate_limit.py proves the share's
 bounds and the fleet's under interleaved bursts, lulls and routings (hypothesis).
 
 A batch of more jobs than the bucket holds is admitted only into a full bucket and leaves it in

@@ -276,7 +276,7 @@ def test_the_invoke_uses_a_kept_client_whose_read_timeout_covers_the_jobs_time_l
 
     (seconds,) = asked
     # The job's time left, and a second for the answer to come back; `reading` keeps one client per
-    # power-of-two read timeout for the process's life (tests/unit/test_lambda_targets.py).
+    # power-of-two read timeout for the process's life (tests/unit/targets/test_lambda.py).
     assert 20 < seconds <= 21
 
 

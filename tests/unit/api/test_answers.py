@@ -22,7 +22,7 @@ from shared.tenants import operators, tenants
 from tests.unit import worker_harness
 from tests.unit.api_harness import answer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VAGUE = {"", "Successful Response", "The job", "The batch", "The schedule", "Created", "Deleted"}
 
 

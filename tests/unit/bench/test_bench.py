@@ -181,7 +181,7 @@ def test_the_benchmark_needs_neither_the_test_suite_nor_pytest():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     modules = [
         ".".join(path.relative_to(root).with_suffix("").parts)
         for folder in ("scenarios", "lib")

@@ -18,7 +18,7 @@ from tests.unit.worker_harness import dead_letters, deliver, poll, record, send
 
 
 def test_a_batch_whose_every_record_is_handed_back_answers_batch_item_failures_and_does_not_raise(aws, monkeypatch):
-    # An exclusive type: a first delivery of any other runs while the store is down (test_work_store_blip.py).
+    # An exclusive type: a first delivery of any other runs while the store is down (test_store_blips.py).
     echo = job_types.lookup("echo")
     monkeypatch.setitem(job_types._REGISTRY, "echo", dataclasses.replace(echo, exclusive=True))
     messages = [build_message("acme", JobRequest(JobSpec("echo", payload=n)), time.time()) for n in range(3)]

@@ -9,7 +9,7 @@ from pathlib import Path
 from shared import environment
 from shared.environment import FunctionEnv
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _everything_set() -> FunctionEnv:

@@ -26,7 +26,7 @@ from shared.environment import FunctionEnv
 from shared.jobs import job_types
 from shared.tenants import tenants
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # What only other routes, the OpenAPI document or the worker need: never loaded by an enqueue.
 NOT_ON_THE_ENQUEUE_PATH = (

@@ -11,7 +11,7 @@ import pytest
 
 from shared.aws import metrics, queue
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _emf_lines(out: str) -> list[dict]:

@@ -1,7 +1,7 @@
 """A long store outage moves no unrun job to the DLQ: hand-back delays grow with the receive count.
 
 The job here is of an exclusive type: a job that may run without the claim does so on its first
-delivery (tests/unit/test_work_store_blip.py); an exclusive one waits for the store, which is what
+delivery (tests/unit/worker/test_store_blips.py); an exclusive one waits for the store, which is what
 the hand-back arithmetic is for.
 
 Time is virtual: moto's SQS reads the clock below, and each hand-back moves it on by the delay the

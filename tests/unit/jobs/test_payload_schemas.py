@@ -29,7 +29,7 @@ from shared.store.jobs import job_store
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import work
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 RESIZE_PAYLOAD = {
     "type": "object",

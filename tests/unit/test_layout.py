@@ -13,7 +13,9 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 # Lowest first. Folders on one layer do not import each other.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"settings", "ids", "cursors", "refresh", "errors", "environment", "model"}),
+    # `flow` is a folder: flow control's specs and rules, pure (no AWS, no store), so the message and the enqueue
+    # path carry its specs and the store's items apply its rules (shared/store/throttle_items.py, ...).
+    frozenset({"settings", "ids", "cursors", "refresh", "errors", "environment", "model", "flow"}),
     frozenset({"aws"}),
     frozenset({"store"}),
     frozenset({"tenants"}),
@@ -179,6 +181,13 @@ KEY_PREFIXES = (
     "farfuture#",
     "ratewin#",
     "running#",
+    # flow control's (shared/store/throttle_items.py, debounce_items.py, unique_locks.py, trigger_items.py)
+    "throttle#",
+    "debounce#",
+    "unique#",
+    "trigger#",
+    "eventtriggers#",
+    "triggers#",
     "schedule#",
     "schedules#",
     "runs#",

@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError
 
 from shared import settings
 from shared.aws.clients import is_condition_failure, single_attempt_client
-from shared.errors import CorralError
+from shared.errors import Unavailable
 from shared.flow.throttle import StartLog, Throttle, Turn, take
 from shared.store import keys, table
 
@@ -34,7 +34,7 @@ from shared.store import keys, table
 _KEPT_SECONDS = 86_400
 
 
-class ThrottleContended(CorralError):
+class ThrottleContended(Unavailable):
     """Other workers changed the key's log every time this one tried to take turns: its jobs wait and try again."""
 
 

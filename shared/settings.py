@@ -140,6 +140,9 @@ WORKER_MAX_CONCURRENCY = 8
 # herd's worth of pollers warm. The maximum is what a stage's Lambda concurrency leaves the worker
 # once the API's reservation is taken (infra/capacity.py; docs/decisions/capacity.md).
 INVOKES_PER_POLLER = 10
+# The backstop's event source (infra/workers.py): the least MaximumConcurrency an SQS event source takes;
+# nothing is meant to arrive there. Counted in the worker's most executions (infra/capacity.py).
+BACKSTOP_MAX_CONCURRENCY = 2
 WORKER_MIN_POLLERS = 21
 # Throttled receives count toward maxReceiveCount; the app counts attempts itself and
 # moves dead jobs to the DLQ, so this is only a backstop for messages that never reach
@@ -180,10 +183,10 @@ STAGE_CONCURRENCY = ACCOUNT_CONCURRENCY - LAMBDA_UNRESERVED_MINIMUM
 # Concurrency reserved for the API function: what a flood of jobs can never take from it. The herd
 # needs ~360 (18,000 requests/s x ~20 ms); 400 leaves a margin.
 API_RESERVED_CONCURRENCY = 400
-# The worker's most, without a customer's jobs package: what the stage's concurrency leaves it
-# ((900 - 400) / 10 = 50 pollers, 500 invokes; the herd needs ~205). With a package the jobs function
-# takes a reservation of its own out of the same 500 (infra/capacity.py).
-WORKER_MAX_POLLERS = (STAGE_CONCURRENCY - API_RESERVED_CONCURRENCY) // INVOKES_PER_POLLER
+# The worker's most, without a customer's jobs package: what the stage's concurrency leaves it after the
+# API and the backstop's event source ((900 - 400 - 2) / 10 = 49 pollers, 490 invokes; the herd needs
+# ~205). With a package the jobs function takes a reservation of its own out of the same 498 (infra/capacity.py).
+WORKER_MAX_POLLERS = (STAGE_CONCURRENCY - API_RESERVED_CONCURRENCY - BACKSTOP_MAX_CONCURRENCY) // INVOKES_PER_POLLER
 # DynamoDB warm throughput (profile aws): what a new on-demand table serves from its first second.
 # `make capacity` (bench/models/capacity.py): the 3x herd is 18,000 jobs/s, two writes each (claim,
 # outcome), 36,000 writes/s; a new on-demand table starts near 4,000/s. Each index takes every job
@@ -240,38 +243,13 @@ MAX_CONCURRENCY_KEY_CHARS = 128
 MAX_CONCURRENCY_LIMIT = 1_000
 # A job over its key's limit waits in its batch for a slot a batch-mate frees, or one freed elsewhere, this
 # long at most: half the margin its message's cover and its batch's slots outlast its timeout
-# (shared/worker/deadline.py MARGIN_SECONDS), so a job started late still ends inside both.
+# (shared/worker/run/cover.py MARGIN_SECONDS), so a job started late still ends inside both.
 KEY_WAIT_IN_BATCH_SECONDS = 5.0
 # While it waits there, its batch looks for a slot freed elsewhere this often (one consistent read each).
 KEY_SLOT_POLL_SECONDS = 0.25
 # Then it is handed back: it comes back after this, doubling like any hand-back, so a long backlog of one
 # key spends the queue's receive budget over hours, not minutes (docs/decisions/hand-backs.md).
 KEY_WAIT_HAND_BACK_UNIT_SECONDS = 1.0
-# Flow control (shared/flow/): throttles, debounces, unique keys, priorities, event triggers. Each mechanism's
-# page: docs/decisions/throttle.md, debounce.md, unique-jobs.md, priorities.md, triggers.md.
-MAX_FLOW_KEY_CHARS = MAX_CONCURRENCY_KEY_CHARS  # a throttle's, a debounce's or a unique key, as a concurrency key
-THROTTLE_MAX_LIMIT = 1_000
-THROTTLE_MIN_PERIOD_SECONDS = 1
-THROTTLE_MAX_PERIOD_SECONDS = 86_400
-# A job given a turn starts (is claimed) within half of this, or takes another; its start is counted all of this
-# after its turn, the other half left for two machines' clocks, so a window never holds one start too many.
-THROTTLE_START_GRACE_SECONDS = 0.25
-# A key's log counts starts on a grid of period / this (rounded up): a start counts at most a 64th of the period
-# late, and the log's item stays ~1 KB whatever the limit.
-THROTTLE_LOG_CELLS = 64
-THROTTLE_TAKE_TRIES = 4  # conditional writes for one key's turns before its jobs wait (another worker won each race)
-DEBOUNCE_MIN_PERIOD_SECONDS = 1
-DEBOUNCE_MAX_PERIOD_SECONDS = 86_400
-DEBOUNCE_MAX_WAIT_SECONDS = 7 * 86_400
-UNIQUE_MAX_FOR_SECONDS = 30 * 86_400
-# A unique key taken by an enqueue that never confirmed its job sent (its send failed, or the request died between
-# its calls) is free again after this: no key stays held by a job that was never enqueued.
-UNIQUE_UNSENT_SECONDS = 60
-TRIGGER_NAME_MAX_LENGTH = 64
-# Priority lanes: the high and the low queue each get this share of the worker's concurrent batches (at least
-# PRIORITY_LANE_LEAST, an SQS event source's least), the default queue the rest (docs/decisions/priorities.md).
-PRIORITY_LANE_SHARE = 0.1
-PRIORITY_LANE_LEAST = 2
 # Any request body. Lambda refuses an invoke over 6 MB (6,291,456 bytes) before our code runs, and the
 # body travels inside the event JSON (escaped, or base64 for non-text content types: +33 %).
 MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024
@@ -422,7 +400,7 @@ class Profile:
     @property
     def visibility_timeout_seconds(self) -> int:
         # SQS event sources need >= the function timeout. Not AWS's suggested 6x: the worker hides each
-        # received message for about its own job's timeout (shared/worker/deadline.py), so this applies only to
+        # received message for about its own job's timeout (shared/worker/run/cover.py), so this applies only to
         # messages it never reached (an environment that died starting), and 6 x 900 s would hold those 90 min.
         return self.worker_timeout_seconds + QUEUE_VISIBILITY_MARGIN_SECONDS + WORKER_BATCHING_WINDOW_SECONDS
 

@@ -1,5 +1,5 @@
 """From what one system's timeline and drain left to the figures of compare.json, and the ratios between
-systems (pure: tests/unit/test_bench.py). Definitions: docs/benchmark.md "corral beside the limit and a peer".
+systems (pure: tests/unit/bench/test_bench.py). Definitions: docs/benchmark.md "corral beside the limit and a peer".
 """
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench import slo
-from bench.load import Sample
-from bench.measure import JobRow
-from bench.report import format_value
+from bench.lib import slo
+from bench.lib.load import Sample
+from bench.lib.measure import JobRow
+from bench.lib.report import format_value
 
 # The issue's targets (ratios of the same run), each: (figure, comparison, bound).
 TARGETS = {

@@ -14,6 +14,6 @@ job or a type's default carries it, checked field by field; and its arithmetic a
 - `options`: the four options of one job, parsed together and checked against each other; `flow_key`: the
   key they name, given or read from a payload field.
 
-The items these mechanisms keep are the store's (shared/store/throttle_items.py, debounce_items.py,
+The items these mechanisms keep are the store's (shared/store/flow/throttle_items.py, debounce_items.py,
 unique_locks.py, trigger_items.py), which apply the rules here in conditional writes.
 """

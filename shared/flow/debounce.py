@@ -7,7 +7,8 @@ it, so every id answers (docs/decisions/debounce.md).
 the group's latest (and within `max_wait_seconds` of its first) continues it and supersedes the latest; any other
 opens a new group. The job that runs is the group's latest when the group is **due**: `period_seconds` after its
 latest arrived, or `max_wait_seconds` after its first, whichever is sooner. A group that another arrival closes
-before its latest ran keeps that latest among its key's **closed** groups: it still runs when its message comes.
+before its latest ran keeps that latest among its key's **closed** groups: it still runs when its message comes,
+and stays there, marked ran, so the jobs it superseded still name it.
 
 **Deciding, when a job's message comes** (`decide`), from the key's group as the store holds it and the job's own
 arrival number: it runs if it is the latest and the group is due, or the latest of a closed group; it waits if it
@@ -16,7 +17,7 @@ if the group cannot say (no item, its arrival never recorded), or ran it already
 the claim deciding. Supersession needs positive evidence (a later arrival), never a clock: arrival numbers order
 the arrivals, whatever two API instances' clocks say.
 
-Pure: shared/store/debounce_items.py keeps the group in one item and applies these rules in conditional writes;
+Pure: shared/store/flow/debounce_items.py keeps the group in one item and applies these rules in conditional writes;
 the run's start is one transaction with its claim, so a group runs at most once however its workers die.
 """
 
@@ -29,6 +30,7 @@ from typing import Any
 
 from shared import settings
 from shared.errors import InvalidRequest
+from shared.flow import limits
 from shared.flow.flow_key import checked_key, fields_of, whole_number
 
 _REQUIRED = frozenset({"key", "period_seconds"})
@@ -58,14 +60,14 @@ class Debounce:
         period = whole_number(
             fields["period_seconds"],
             f"{field}.period_seconds",
-            settings.DEBOUNCE_MIN_PERIOD_SECONDS,
-            settings.DEBOUNCE_MAX_PERIOD_SECONDS,
+            limits.DEBOUNCE_MIN_PERIOD_SECONDS,
+            limits.DEBOUNCE_MAX_PERIOD_SECONDS,
         )
         most = fields.get("max_wait_seconds")
         if most is not None:
             if isinstance(most, int) and not isinstance(most, bool) and most < period:
                 raise InvalidRequest(f"{field}.max_wait_seconds", f"must be at least period_seconds ({period})")
-            most = whole_number(most, f"{field}.max_wait_seconds", period, settings.DEBOUNCE_MAX_WAIT_SECONDS)
+            most = whole_number(most, f"{field}.max_wait_seconds", period, limits.DEBOUNCE_MAX_WAIT_SECONDS)
         return cls(key=checked_key(fields["key"], f"{field}.key"), period_seconds=period, max_wait_seconds=most)
 
 
@@ -75,6 +77,7 @@ class Closed:
 
     first_seq: int
     closed_at: float
+    ran: bool = False  # its latest ran: kept, so the jobs it superseded still name it
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ def decide(group: Group | None, job_id: str, seq: int, now: float, debounce: Deb
     if group is None or seq > group.seq:
         return Unmanaged()  # no item, or one that never recorded this arrival (it expired and began again)
     if job_id in group.closed:
-        return Fire(closed=True)
+        return Unmanaged() if group.closed[job_id].ran else Fire(closed=True)
     if group.latest == job_id:
         due = due_at(group, debounce)
         return Fire() if now >= due else NotDue(due)

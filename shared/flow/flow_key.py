@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared import settings
 from shared.errors import CorralError, InvalidRequest
+from shared.flow import limits
 
 
 class KeyUnreadable(CorralError, ValueError):
@@ -19,7 +19,7 @@ class KeyUnreadable(CorralError, ValueError):
 
 def key_problem(value: Any) -> str | None:
     """Why `value` is not a key (None: it is one): a string of 1 to MAX_FLOW_KEY_CHARS characters."""
-    most = settings.MAX_FLOW_KEY_CHARS
+    most = limits.MAX_FLOW_KEY_CHARS
     if not isinstance(value, str) or not 0 < len(value) <= most:
         return f"must be a string of 1 to {most} characters"
     try:
@@ -44,7 +44,7 @@ def key_of_payload(payload: Any, field: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
     if key_problem(value) is not None:
-        most = settings.MAX_FLOW_KEY_CHARS
+        most = limits.MAX_FLOW_KEY_CHARS
         raise KeyUnreadable(
             f"its type reads the key from the payload field {field!r}, which must be a string of 1 to {most} "
             f"characters or a whole number; the payload has {value!r}"

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from shared import settings
-from shared.errors import InvalidRequest
+from shared.errors import CorralError, InvalidRequest
+from shared.flow import limits
 
 
 class Priority(StrEnum):
@@ -53,15 +53,15 @@ class Lanes:
         return {Priority.HIGH: self.high, Priority.DEFAULT: self.default, Priority.LOW: self.low}[priority]
 
 
-class LanesDoNotFit(ValueError):
+class LanesDoNotFit(CorralError):
     """The worker's concurrency cannot give each lane its least: the synth names the setting to raise."""
 
 
-def split(batches: int, share: float = settings.PRIORITY_LANE_SHARE) -> Lanes:
+def split(batches: int, share: float = limits.PRIORITY_LANE_SHARE) -> Lanes:
     """Split `batches` (the worker's concurrent batches: what its event sources may run at once in all) into lanes:
     high and low each `share` of it, rounded down, at least PRIORITY_LANE_LEAST; default the rest, at least as many
     as either. LanesDoNotFit where `batches` cannot hold that."""
-    least = settings.PRIORITY_LANE_LEAST
+    least = limits.PRIORITY_LANE_LEAST
     side = max(least, math.floor(batches * share))
     default = batches - 2 * side
     if default < max(least, side):

@@ -18,7 +18,7 @@ The rule for the next turn, `now` being the taker's clock:
 
     turn = max(now, the key's last turn, the oldest of its last `limit` counts + period)
 
-Pure arithmetic on integer milliseconds; shared/store/throttle_items.py keeps the log in one item and applies
+Pure arithmetic on integer milliseconds; shared/store/flow/throttle_items.py keeps the log in one item and applies
 this in a conditional write.
 """
 
@@ -29,13 +29,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from shared import settings
+from shared.flow import limits
 from shared.flow.flow_key import checked_key, fields_of, whole_number
 
 _FIELDS = frozenset({"key", "limit", "period_seconds"})
 # Runs the log keeps at most: the cells of one period, and one more for a run just past it. Beyond that the two
 # closest runs merge into the later one.
-MAX_RUNS = settings.THROTTLE_LOG_CELLS + 2
+MAX_RUNS = limits.THROTTLE_LOG_CELLS + 2
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,12 @@ class Throttle:
         fields = fields_of(value, field, _FIELDS)
         return cls(
             key=checked_key(fields["key"], f"{field}.key"),
-            limit=whole_number(fields["limit"], f"{field}.limit", 1, settings.THROTTLE_MAX_LIMIT),
+            limit=whole_number(fields["limit"], f"{field}.limit", 1, limits.THROTTLE_MAX_LIMIT),
             period_seconds=whole_number(
                 fields["period_seconds"],
                 f"{field}.period_seconds",
-                settings.THROTTLE_MIN_PERIOD_SECONDS,
-                settings.THROTTLE_MAX_PERIOD_SECONDS,
+                limits.THROTTLE_MIN_PERIOD_SECONDS,
+                limits.THROTTLE_MAX_PERIOD_SECONDS,
             ),
         )
 
@@ -71,7 +71,7 @@ class Throttle:
     @property
     def grid_ms(self) -> int:
         """The log's grid: a 64th of the period, in whole milliseconds."""
-        return math.ceil(self.period_ms / settings.THROTTLE_LOG_CELLS)
+        return math.ceil(self.period_ms / limits.THROTTLE_LOG_CELLS)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def take(log: StartLog, throttle: Throttle, now: float, count: int) -> tuple[Sta
     last = log.last_turn_ms
     now_ms = math.floor(now * 1000)
     period, grid = throttle.period_ms, throttle.grid_ms
-    grace = math.ceil(settings.THROTTLE_START_GRACE_SECONDS * 1000)
+    grace = math.ceil(limits.THROTTLE_START_GRACE_SECONDS * 1000)
     turns = []
     for _ in range(count):
         while runs and runs[0][0] + period <= now_ms:

@@ -18,9 +18,10 @@ from typing import Any
 
 from shared import settings
 from shared.errors import InvalidRequest
+from shared.flow import limits
 from shared.flow.flow_key import whole_number
 
-NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.TRIGGER_NAME_MAX_LENGTH}}}")
+NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{limits.TRIGGER_NAME_MAX_LENGTH}}}")
 # What a trigger's job body may not carry: its id derives from the event and the trigger (so no idempotency key),
 # and it starts when the event comes (so no run_at; a delay_seconds of up to SQS's 15 minutes is kept).
 _NOT_IN_A_TRIGGERS_JOB = ("idempotency_key", "run_at")
@@ -30,7 +31,7 @@ DATA_KEY = "data"  # where an event's data that is not an object goes in the sta
 def checked_name(value: Any, field: str = "name") -> str:
     """A trigger's name: 1 to TRIGGER_NAME_MAX_LENGTH letters, digits, `_`, `.` or `-` (it is in a URL path)."""
     if not isinstance(value, str) or not NAME.fullmatch(value):
-        most = settings.TRIGGER_NAME_MAX_LENGTH
+        most = limits.TRIGGER_NAME_MAX_LENGTH
         raise InvalidRequest(field, f"must be 1 to {most} letters, digits, '_', '.' or '-'")
     return value
 

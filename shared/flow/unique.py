@@ -4,7 +4,7 @@
 again. Unlike an idempotency key, which names one request for ever, a unique key is a lock that comes free
 (Sidekiq Enterprise's unique jobs; docs/decisions/unique-jobs.md).
 
-**The lock** is one item per key, taken by the enqueue that holds it (shared/store/unique_locks.py). It names its
+**The lock** is one item per key, taken by the enqueue that holds it (shared/store/flow/unique_locks.py). It names its
 holder, and is free when it expires (`for_seconds`, or the most a job can wait), when its enqueue never confirmed
 the job sent, or when **its holder no longer holds it**: a lock's holder is judged by the holder's own record, read
 only when another enqueue meets the lock. So the worker never writes a lock: a job that starts or ends frees its
@@ -22,6 +22,7 @@ from typing import Any
 
 from shared import settings
 from shared.errors import InvalidRequest
+from shared.flow import limits
 from shared.flow.flow_key import checked_key, fields_of, whole_number
 
 _REQUIRED = frozenset({"key", "until"})
@@ -58,7 +59,7 @@ class Unique:
             raise InvalidRequest(f"{field}.until", f"must be one of {', '.join(Until)}")
         most = fields.get("for_seconds")
         if most is not None:
-            most = whole_number(most, f"{field}.for_seconds", 1, settings.UNIQUE_MAX_FOR_SECONDS)
+            most = whole_number(most, f"{field}.for_seconds", 1, limits.UNIQUE_MAX_FOR_SECONDS)
         return cls(key=checked_key(fields["key"], f"{field}.key"), until=Until(fields["until"]), for_seconds=most)
 
     def expires_at(self, now: float, due_at: float | None = None) -> float:

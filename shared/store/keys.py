@@ -152,7 +152,7 @@ def batches_partition(tenant: str) -> str:
 THROTTLE = "throttle#"  # a throttle key's start log: its recent turns, counted on a grid
 DEBOUNCE = "debounce#"  # a debounce key's group: its latest job, arrivals, the group last fired, groups closed unfired
 UNIQUE = "unique#"  # a unique key's lock: the job holding it, until when, whether its enqueue was confirmed sent
-TRIGGER = "trigger#"  # an event trigger: its event, match and job (shared/store/trigger_items.py)
+TRIGGER = "trigger#"  # an event trigger: its event, match and job (shared/store/flow/trigger_items.py)
 EVENT_TRIGGERS = "eventtriggers#"  # the names of a tenant's triggers on one event name, by a digest of the name
 TRIGGERS = "triggers#"  # gsi1: a tenant's triggers, by name
 

@@ -1,6 +1,6 @@
 """Each tenant's secrets for signing HTTP job requests, and the signature headers they make.
 
-One item per tenant in the jobs table (shared/store/signing_secret_items.py) holds the list of
+One item per tenant in the jobs table (shared/store/tenants/signing_secret_items.py) holds the list of
 secrets, newest first; a secret with `expires_at` is on its way out. Rotating adds a new
 secret and gives the current ones 24 hours to live, so receivers can switch without a gap;
 expiring one (a leaked secret) removes it at once, unless it is the last valid one of its set.
@@ -52,9 +52,9 @@ from typing import Any
 
 from shared import ids, settings
 from shared.errors import Conflict, InvalidRequest, NotFound
-from shared.store import signing_secret_items
-from shared.store.signing_secret_items import SigningSecret
-from shared.targets.http_policy import Refused, TargetPolicy, check_origin
+from shared.store.tenants import signing_secret_items
+from shared.store.tenants.signing_secret_items import SigningSecret
+from shared.targets.http_policy import TargetPolicy, TargetRefused, check_origin
 
 SECRET_PREFIX = "whsec_"
 SIGNATURE_HEADER = "Corral-Signature"
@@ -105,7 +105,7 @@ def destination_origin(text: str, policy: TargetPolicy) -> str:
     a port no job may call is refused, since a secret bound to it would sign nothing."""
     try:
         target = check_origin(text.strip(), policy, "destination")
-    except Refused as refused:
+    except TargetRefused as refused:
         raise InvalidRequest(refused.field, refused.message) from refused
     return target.origin  # the same spelling as the origin of the requests it will sign, whatever was typed
 

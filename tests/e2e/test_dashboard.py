@@ -20,8 +20,8 @@ from playwright.sync_api import sync_playwright
 
 from client import FINISHED
 from local.deploy import create_api_key, create_operator_key, function_environment
-from shared.store import signing_secret_items
-from shared.store.signing_secret_items import SigningSecret
+from shared.store.tenants import signing_secret_items
+from shared.store.tenants.signing_secret_items import SigningSecret
 from shared.tenants import tenants
 from shared.tenants.scopes import Scope
 
@@ -163,11 +163,11 @@ def test_a_delayed_job_is_cancelled_from_the_ui_and_never_runs(tab, tenant):
     page.fill("input[name=job-id]", delayed)
     page.get_by_role("button", name="Cancel job").click()
     page.locator(".alert-success").wait_for()
-    assert tenant.job(delayed)["status"] == "cancelled"
+    assert tenant.get(delayed)["status"] == "cancelled"
     tab.shot("06-delayed")
     # Its message arrives after the delay; the worker acknowledges it unrun (the payload gets recorded).
     deadline = time.monotonic() + DELAY_SECONDS + 40
-    while "payload" not in (job := tenant.job(delayed)) and time.monotonic() < deadline:
+    while "payload" not in (job := tenant.get(delayed)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert (job["status"], job["attempts"], job["result"]) == ("cancelled", 0, None)
 

@@ -42,8 +42,8 @@ def test_the_stage_throttle_is_below_the_account_quota_and_the_api_has_reserved_
     worker = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
     assert "ReservedConcurrentExecutions" not in worker
     # The workers' most (10 invokes a poller) and the API's reservation fit the default account quota.
-    workers_most = settings.WORKER_MAX_POLLERS * 10
-    assert workers_most + settings.API_RESERVED_CONCURRENCY <= capacity.ACCOUNT_CONCURRENCY
+    workers_most = settings.WORKER_MAX_POLLERS * 10 + settings.BACKSTOP_MAX_CONCURRENCY
+    assert workers_most + settings.API_RESERVED_CONCURRENCY <= settings.ACCOUNT_CONCURRENCY
     assert capacity.plan(capacity.Inputs())["api_concurrency_at_burst"] <= settings.API_RESERVED_CONCURRENCY
     local_api = _only(local_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})
     assert "ReservedConcurrentExecutions" not in local_api["Properties"]
@@ -74,7 +74,7 @@ def test_default_stage_is_throttled_and_writes_access_logs(aws_template: Templat
 def test_the_worker_runs_15_minute_jobs_on_aws_and_the_queue_outlasts_its_timeout(
     aws_template: Template, local_template: Template
 ):
-    """SQS event sources need visibility >= the function timeout; per-job visibility does the rest (deadline.py)."""
+    """SQS event sources need visibility >= the function timeout; per-job visibility does the rest (cover.py)."""
     for template, profile in ((aws_template, AWS), (local_template, LOCAL)):
         queue = _only(template, "AWS::SQS::Queue", {"QueueName": settings.QUEUE_NAME})["Properties"]
         worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
@@ -156,7 +156,8 @@ def _queue_policy_statements(template: Template, queue_logical_prefix: str) -> l
 
 
 def _corral_senders(template: Template) -> list[dict]:
-    """The API, Scheduler's role, and the workers (outcome messages recorded late, shared/worker/completer.py)."""
+    """The API, Scheduler's role, and the workers (outcome messages recorded late,
+    shared/worker/complete/completer.py)."""
     names = ("ApiHandlerServiceRole", "SchedulesRole", "WorkersHandlerServiceRole")
     return [_role_arn(template, name) for name in names]
 
@@ -201,7 +202,7 @@ def test_the_worker_may_send_outcomes_to_the_jobs_queue_hand_back_and_bury(
         (dlq,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.DLQ_NAME}})
         backstop_arn = {"Fn::GetAtt": [_queue_id(template, settings.BACKSTOP_NAME), "Arn"]}
         jobs_arn, dlq_arn = {"Fn::GetAtt": [jobs, "Arn"]}, {"Fn::GetAtt": [dlq, "Arn"]}
-        assert _grants_on(worker, "sqs:SendMessage", jobs_arn)  # outcome messages (shared/worker/completer.py)
+        assert _grants_on(worker, "sqs:SendMessage", jobs_arn)  # outcome messages (shared/worker/complete/completer.py)
         assert _grants_on(worker, "sqs:ChangeMessageVisibility", jobs_arn)
         assert _grants_on(worker, "sqs:SendMessage", dlq_arn)
         # It drains the backstop (its event source) and hands back there, but never sends to it.

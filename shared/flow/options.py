@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from shared.errors import InvalidRequest
 from shared.flow.debounce import Debounce
-from shared.flow.flow_key import key_of_payload
+from shared.flow.flow_key import KeyUnreadable, key_of_payload
 from shared.flow.priority import Priority
 from shared.flow.throttle import Throttle
 from shared.flow.unique import Unique
@@ -132,3 +132,23 @@ def check_together(options: FlowOptions, *, delayed: bool = False, field_prefix:
                 "debounced runs back; raise limit, shorten period_seconds, or give them different keys"
             )
             raise InvalidRequest(f"{field_prefix}throttle", why)
+
+
+def of_job(
+    body: Mapping[str, Any],
+    type_defaults: Mapping[str, Any] | None,
+    payload: Any,
+    *,
+    delayed: bool = False,
+    field_prefix: str = "",
+) -> FlowOptions:
+    """A job's options as it runs with them: its own (`body`), each unset one its type's default (`type_defaults`,
+    as its declaration keeps them, keys read from `payload`), checked together. InvalidRequest naming the field."""
+    own = parse(body, field_prefix=field_prefix)
+    if type_defaults:
+        try:
+            own = own.over(with_keys_from(parse(type_defaults), payload))
+        except KeyUnreadable as unreadable:
+            raise InvalidRequest(f"{field_prefix}payload", str(unreadable)) from unreadable
+    check_together(own, delayed=delayed, field_prefix=field_prefix)
+    return own

@@ -273,6 +273,39 @@ JOB_IN = {
                     "default": None,
                 },
             },
+            "throttle": {
+                "type": "model-field",
+                "schema": {
+                    "type": "default",
+                    "schema": {
+                        "type": "nullable",
+                        "schema": {
+                            "type": "typed-dict",
+                            "fields": {
+                                "key": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "str", "min_length": 1, "max_length": 128},
+                                    "required": True,
+                                },
+                                "limit": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "int", "ge": 1, "le": 1000},
+                                    "required": True,
+                                },
+                                "period_seconds": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "int", "ge": 1, "le": 86400},
+                                    "required": True,
+                                },
+                            },
+                            "computed_fields": [],
+                            "extra_behavior": "forbid",
+                            "config": {"extra_fields_behavior": "forbid", "title": "ThrottleIn"},
+                        },
+                    },
+                    "default": None,
+                },
+            },
         },
         "model_name": "JobIn",
         "computed_fields": [],

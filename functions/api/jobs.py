@@ -17,7 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from functions.api.answers import AcceptedOut, BulkOut, DuplicateOut, JobOut
 from functions.api.caller import Tenant
 from functions.api.enqueue_routes import accepted, duplicate, enqueue_items
-from functions.api.models import JobSpecIn, callback_model, concurrency_model, idempotency_key_field, unique_model
+from functions.api.models import (
+    JobSpecIn,
+    callback_model,
+    concurrency_model,
+    idempotency_key_field,
+    throttle_model,
+    unique_model,
+)
 from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
@@ -33,6 +40,7 @@ ConcurrencyIn = concurrency_model("ConcurrencyIn")
 OnSuccessIn = callback_model("OnSuccessIn")
 OnFailureIn = callback_model("OnFailureIn")
 UniqueIn = unique_model("UniqueIn")
+ThrottleIn = throttle_model("ThrottleIn")
 
 
 # A job's spec, then its enqueue options, in one flat body (JobRequest.from_fields splits them). No
@@ -61,6 +69,11 @@ class JobIn(JobSpecIn):
         description="While this tenant's job with `key` waits to start (`until: started`) or until it ends "
         "(`until: finished`), at most `for_seconds`, another job with the key is answered 200 with that job's id "
         "and `status: duplicate`, and nothing is enqueued",
+    )
+    throttle: ThrottleIn | None = Field(
+        default=None,
+        description="At most `limit` of this tenant's jobs with `key` start in any window of `period_seconds`; the "
+        "others wait (using no attempt) and start in enqueue order as the windows allow",
     )
 
 

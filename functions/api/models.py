@@ -68,6 +68,19 @@ def unique_model(name: str) -> Any:
     return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
 
 
+def throttle_model(name: str) -> Any:
+    """{"key", "limit", "period_seconds"}: at most `limit` of the tenant's jobs with this key start in any window of
+    `period_seconds` (docs/decisions/throttle.md)."""
+    fields = {
+        "key": Annotated[str, Field(min_length=1, max_length=limits.MAX_FLOW_KEY_CHARS)],
+        "limit": Annotated[int, Field(ge=1, le=limits.THROTTLE_MAX_LIMIT)],
+        "period_seconds": Annotated[
+            int, Field(ge=limits.THROTTLE_MIN_PERIOD_SECONDS, le=limits.THROTTLE_MAX_PERIOD_SECONDS)
+        ],
+    }
+    return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
+
+
 def _limits_of(field: str) -> Any:
     """A JobSpecIn field's type with its limits (not its description): a callback's field is checked alike."""
     declared = JobSpecIn.model_fields[field]

@@ -100,6 +100,7 @@ def create(tenant: str, request: BatchRequest) -> BatchRecord:
                 tenant=tenant,
                 enqueued_at=batch.created_at,
                 concurrency=job.concurrency,
+                throttle=spec.flow.throttle,
                 callbacks=spec.callbacks,
                 batch=BatchMember(batch_id, index),
             ),

@@ -17,6 +17,13 @@ THROTTLE_START_GRACE_SECONDS = 0.25
 # A key's log counts starts on a grid of period / this (rounded up): a start counts at most a 64th of the period
 # late, and the log's item stays ~1 KB whatever the limit.
 THROTTLE_LOG_CELLS = 64
+# A throttled job whose turn is this near waits for it in its batch; a later one waits unclaimed, sent again to arrive
+# THROTTLE_ARRIVE_EARLY_SECONDS before its turn (SQS delays are whole seconds, and a poll may come late).
+THROTTLE_WAIT_IN_BATCH_SECONDS = 3.0
+THROTTLE_ARRIVE_EARLY_SECONDS = 2.0
+# A throttled job without a turn (its log could not be counted, or it missed its turn) comes back this soon, later
+# each time, and takes one.
+THROTTLE_RETRY_UNIT_SECONDS = 1.0
 THROTTLE_TAKE_TRIES = 4  # conditional writes for one key's turns before its jobs wait (another worker won each race)
 DEBOUNCE_MIN_PERIOD_SECONDS = 1
 DEBOUNCE_MAX_PERIOD_SECONDS = 86_400

@@ -279,6 +279,7 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         tenant=tenant,
         enqueued_at=now,
         concurrency=request.concurrency,
+        throttle=job.flow.throttle,
         callbacks=job.callbacks,
         # One key, one request: the job's record keeps the first claimed request's, and only it runs.
         request=ids.request_fingerprint(request.canonical()) if request.idempotency_key else None,

@@ -12,6 +12,8 @@ from typing import Any
 
 from shared import ids, settings
 from shared.errors import CorralError
+from shared.flow import options as flow_options
+from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
 from shared.model.spec import (
     BATCH_CALLBACK_KINDS,
@@ -190,6 +192,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
     "due_at": _optional(timestamp_check),
     "concurrency": _concurrency,
+    "throttle": lambda value: None if value is None else flow_options.problem("throttle", value),
     "batch": _batch_member,
     "callbacks": _callbacks,
     "parent": _parent,
@@ -235,6 +238,8 @@ class JobMessage:
     due_at: float | None = None
     # The job's own concurrency key; None: its type's, if the type declares one (shared/jobs/concurrency.py).
     concurrency: Concurrency | None = None
+    # The job's own throttle; None: its type's, if the type declares one (shared/worker/admit/throttle_turns.py).
+    throttle: Throttle | None = None
     batch: BatchMember | None = None  # the batch it belongs to (shared/batches/batches.py)
     # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?} (shared/batches/callbacks.py).
     callbacks: dict[str, Callback] | None = None
@@ -260,6 +265,7 @@ class JobMessage:
         schedule: str | None = None,
         scheduled_for: str | None = None,
         concurrency: Concurrency | None = None,
+        throttle: Throttle | None = None,
         batch: BatchMember | None = None,
         callbacks: dict[str, Callback] | None = None,
         parent: dict[str, str] | None = None,
@@ -283,6 +289,7 @@ class JobMessage:
             scheduled_for=scheduled_for,
             timeout_seconds=spec.timeout_seconds,
             concurrency=concurrency,
+            throttle=throttle,
             batch=batch,
             callbacks=callbacks,
             parent=parent,
@@ -328,6 +335,7 @@ class JobMessage:
             "timeout_seconds": self.timeout_seconds,
             "due_at": self.due_at,
             "concurrency": self.concurrency.to_dict() if self.concurrency else None,
+            "throttle": self.throttle.to_dict() if self.throttle else None,
             "batch": self.batch.to_dict() if self.batch else None,
             "callbacks": callbacks_to_dict(self.callbacks) if self.callbacks else None,
             "parent": self.parent,
@@ -432,6 +440,8 @@ def _typed(fields: dict[str, Any]) -> dict[str, Any]:
     """A message's fields as JobMessage holds them: its JSON objects as their values."""
     if "concurrency" in fields:
         fields = {**fields, "concurrency": Concurrency.of(fields["concurrency"])}
+    if fields.get("throttle") is not None:
+        fields = {**fields, "throttle": Throttle.parse(fields["throttle"])}
     if "batch" in fields:
         fields = {**fields, "batch": BatchMember.of(fields["batch"])}
     if fields.get("callbacks") is not None:

@@ -101,18 +101,27 @@ class Waited:
     since: float  # epoch seconds: when it first waited
     why: str  # what it waits for (waiting.WaitReason)
     receives: int  # receives it has spent waiting, over all its messages
+    # A throttled job's turn (at, start_by: epoch seconds), kept while it waits for it
+    # (shared/worker/admit/throttle_turns.py).
+    turn: tuple[float, float] | None = None
 
     def to_attribute(self) -> str:
         """Its WAITING_ATTRIBUTE's value."""
-        return json.dumps({"since": self.since, "why": self.why, "receives": self.receives}, separators=(",", ":"))
+        fields: dict[str, Any] = {"since": self.since, "why": self.why, "receives": self.receives}
+        if self.turn is not None:
+            fields["turn"] = list(self.turn)
+        return json.dumps(fields, separators=(",", ":"))
 
     @classmethod
     def from_attribute(cls, raw: str | None) -> Waited | None:
         """The wait a message's attribute carries; None for none, or for one not of corral's making."""
         try:
             found = json.loads(raw) if raw else None
-            return cls(float(found["since"]), str(found["why"]), int(found["receives"]))
-        except (ValueError, TypeError, KeyError):
+            turn = found.get("turn")
+            at, start_by = (float(turn[0]), float(turn[1])) if turn is not None else (None, None)
+            carried = (at, start_by) if at is not None and start_by is not None else None
+            return cls(float(found["since"]), str(found["why"]), int(found["receives"]), carried)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
             return None
 
 

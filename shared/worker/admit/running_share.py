@@ -38,6 +38,7 @@ from shared.store.tenants import running_slots
 from shared.tenants import quotas
 from shared.worker.admit import waiting
 from shared.worker.admit.key_slots import KeySlots, pool_failed
+from shared.worker.admit.throttle_turns import ThrottleTurns
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage, is_throttle
 from shared.worker.delivery import BatchJob, Delivery
 from shared.worker.run import cover
@@ -84,8 +85,9 @@ class RunningShare:
         self._waiting: dict[str, Waiting] = {}  # by message id: the deliveries over their tenant's cap
         self._keys: dict[str, KeySlots] = {}  # by message id: its key's slots in this batch
         self._unreadable_keys: dict[str, str] = {}  # by message id: why its type's key cannot be read
+        self._throttles = ThrottleTurns(takers, breaker, [])
         if breaker.cooling:
-            return  # uncounted; and a job with a concurrency key waits (finding no slot at its turn)
+            return  # uncounted; and a job with a concurrency key or a throttle waits (finding no slot or turn)
         by_tenant: dict[str, list[tuple[Delivery, int]]] = {}
         for delivery in deliveries:
             job = jobs.get(delivery.message_id)
@@ -114,7 +116,9 @@ class RunningShare:
                 reason = f"its tenant runs {cap} jobs at once already (max_running)"
                 self._waiting[delivery.message_id] = Waiting(reason, delay)
         within = [(delivery, job) for delivery in deliveries if (job := jobs.get(delivery.message_id)) is not None]
-        self._take_keys(takers, [(d, job.message) for d, job in within if d.message_id not in self._waiting])
+        starting = [(d, job.message) for d, job in within if d.message_id not in self._waiting]
+        self._throttles = ThrottleTurns(takers, breaker, starting)
+        self._take_keys(takers, starting)
 
     def _uncounted(self, tenant: str, error: Exception) -> str | None:
         """Taking `tenant`'s slots failed with `error`: why its jobs wait, or None if they run uncounted.
@@ -176,15 +180,21 @@ class RunningShare:
 
     def starts_now(self, delivery: Delivery) -> bool:
         """Whether the delivery's job may start as the batch begins (so it may be claimed ahead): within
-        its tenant's cap, and holding its key's slot if it has a key."""
+        its tenant's cap, its throttle's turn come, and holding its key's slot if it has a key."""
         if delivery.message_id in self._waiting or delivery.message_id in self._unreadable_keys:
+            return False
+        if not self._throttles.starts_now(delivery):
             return False
         slots = self._keys.get(delivery.message_id)
         return slots is None or slots.has_slot(delivery.message_id)
 
     def admit(self, message: JobMessage, delivery: Delivery) -> Admission:
         """Whether the job may start now, after waiting in the batch for its key's slot if it has a key:
-        its Admission, whose `release` passes the slot on once the job has run."""
+        its Admission, whose `release` passes the slot on once the job has run. A throttled job waits for its
+        turn first (shared/worker/admit/throttle_turns.py)."""
+        throttled = self._throttles.admit(message, delivery)
+        if throttled is not None:
+            return Admission(refused=throttled)
         if delivery.message_id in self._unreadable_keys:
             return Admission(refused=_unreadable_key(message, self._unreadable_keys[delivery.message_id]))
         slots = self._keys.get(delivery.message_id)
@@ -206,6 +216,9 @@ class RunningShare:
         if slot is None:
             reason = f"{slots.limit} jobs of its concurrency key run at once already"
             return Admission(refused=_key_wait(message, delivery, reason))
+        if not self._throttles.on_time(delivery):
+            slots.release(slot)
+            return Admission(refused=self._throttles.missed(message, delivery))
         return Admission(release=lambda: slots.release(slot))
 
     def give_back(self) -> None:

@@ -177,6 +177,13 @@ def enqueue(
             "SECONDS), enqueue nothing and print that job's id, status duplicate."
         ),
     ] = None,
+    throttle: Annotated[
+        str | None,
+        typer.Option(
+            help="KEY:LIMIT/SECONDS: at most LIMIT jobs with KEY start in any SECONDS (e.g. stripe:10/60); the "
+            "others wait their turn."
+        ),
+    ] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -204,6 +211,7 @@ def enqueue(
         "on_success": parse_payload(on_success),
         "on_failure": parse_payload(on_failure),
         "unique": unique_option(unique) if unique is not None else None,
+        "throttle": throttle_option(throttle) if throttle is not None else None,
     }
     given = {k: v for k, v in options.items() if v is not None}
     accepted = api.enqueue_job({"type": job_type, "payload": parse_payload(payload), **given})
@@ -222,6 +230,15 @@ def unique_option(value: str) -> dict[str, Any]:
     if not key or until not in ("", "started", "finished") or (seconds and not seconds.isdigit()):
         raise CliError("--unique takes KEY[:started|finished[:SECONDS]], e.g. report-42:finished:3600", Exit.USAGE)
     return {"key": key, "until": until or "started"} | ({"for_seconds": int(seconds)} if seconds else {})
+
+
+def throttle_option(value: str) -> dict[str, Any]:
+    """--throttle KEY:LIMIT/SECONDS as a body's `throttle` (the key may hold colons: the last one splits)."""
+    key, _, rate = value.rpartition(":")
+    limit, _, seconds = rate.partition("/")
+    if not key or not limit.isdigit() or not seconds.isdigit():
+        raise CliError("--throttle takes KEY:LIMIT/SECONDS, e.g. stripe:10/60", Exit.USAGE)
+    return {"key": key, "limit": int(limit), "period_seconds": int(seconds)}
 
 
 JobIdArgument = Annotated[str, typer.Argument(help="The job's id, or its start as `corral list` shows it.")]

@@ -140,9 +140,10 @@ class Corral:
         """Enqueue one job; its id. Options: idempotency_key, delay_seconds, run_at, max_attempts, timeout_seconds,
         concurrency ({"key": ..., "limit": n}: at most n of this tenant's jobs with that key run at once),
         unique ({"key": ..., "until": "started" | "finished", "for_seconds"?: n}: while a job with that key waits,
-        or until it ends, another is not enqueued and its id is the waiting job's), on_success / on_failure (a job
-        body, enqueued once this job succeeded / is dead; its payload gets `parent`: this job's view, with this
-        job's payload only if the body says "include_parent_payload": True)."""
+        or until it ends, another is not enqueued and its id is the waiting job's), throttle ({"key": ..., "limit": n,
+        "period_seconds": s}: at most n of this tenant's jobs with that key start in any s seconds), on_success /
+        on_failure (a job body, enqueued once this job succeeded / is dead; its payload gets `parent`: this job's
+        view, with this job's payload only if the body says "include_parent_payload": True)."""
         return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
 
     def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:

@@ -54,6 +54,15 @@ class Unique(TypedDict, total=False):
     for_seconds: int
 
 
+class Throttle(TypedDict):
+    """At most `limit` of the tenant's jobs with this `key` start in any window of `period_seconds` (1 to 86,400);
+    the others wait, using no attempt, and start in enqueue order as the windows allow."""
+
+    key: str
+    limit: int
+    period_seconds: int
+
+
 class Callback(TypedDict, total=False):
     """A job enqueued when another ends (on_success, on_failure) or a batch does (on_complete, on_success):
     its payload, an object, gets `parent` (the finished job's view, without its payload unless
@@ -80,6 +89,7 @@ class JobSpec(TypedDict, total=False):
     timeout_seconds: int
     concurrency: Concurrency
     unique: Unique
+    throttle: Throttle
 
 
 BatchStatus = Literal["running", "succeeded", "completed_with_failures", "cancelled"]

@@ -15,6 +15,8 @@ export type JobSpec = Schemas["JobIn"];
 /** A job enqueued when another ends (on_success, on_failure) or a batch does (on_complete, on_success). */
 export type Callback = Schemas["OnSuccessIn"];
 export type Concurrency = Schemas["ConcurrencyIn"];
+/** At most `limit` of the tenant's jobs with `key` start in any window of `period_seconds`; the rest wait their turn. */
+export type Throttle = Schemas["ThrottleIn"];
 /** POST /v1/schedules. */
 export type ScheduleSpec = Schemas["ScheduleIn"];
 /** PATCH /v1/schedules/{name}: a field given as null is cleared (start, end, description). */

@@ -1,5 +1,6 @@
 """Flow control on the embedded stack (docs/guides/flow-control.md): unique jobs answer `duplicate` while the
-first job with the key waits, and the key is free once it ended."""
+first job with the key waits, and the key is free once it ended; a throttle's jobs start at most `limit` in any window
+of `period_seconds`, the rest waiting their turns without using an attempt."""
 
 from __future__ import annotations
 
@@ -37,3 +38,26 @@ def test_until_finished_holds_the_key_while_the_job_runs(api):
     assert api.enqueue_job(_unique_job(key, "finished")) == {"id": first["id"], "status": "duplicate"}
     assert api.wait(first["id"], timeout=120)["status"] == "succeeded"
     assert api.enqueue_job(_unique_job(key, "finished"))["status"] == "queued"
+
+
+THROTTLE_LIMIT = 2
+THROTTLE_PERIOD_SECONDS = 10
+THROTTLED_JOBS = 6
+
+
+def test_a_throttle_of_two_per_ten_seconds_spreads_six_quick_jobs_over_three_windows(api):
+    api.wait(api.enqueue("echo", {"warm": True}), timeout=60)
+    key = f"partner-{uuid.uuid4().hex[:8]}"  # a start log of its own, whatever earlier runs left behind
+    throttle = {"key": key, "limit": THROTTLE_LIMIT, "period_seconds": THROTTLE_PERIOD_SECONDS}
+    outcomes = api.enqueue_many([{"type": "echo", "payload": n, "throttle": throttle} for n in range(THROTTLED_JOBS)])
+
+    jobs = [api.wait(outcome.id, timeout=180) for outcome in outcomes]
+
+    assert [job["status"] for job in jobs] == ["succeeded"] * THROTTLED_JOBS
+    assert [job["attempts"] for job in jobs] == [1] * THROTTLED_JOBS  # waiting used no attempt
+    starts = sorted(job["started_at"] for job in jobs)
+    # Any limit + 1 starts span at least the period: no window of it holds more than `limit`.
+    spans = [starts[i + THROTTLE_LIMIT] - starts[i] for i in range(len(starts) - THROTTLE_LIMIT)]
+    assert min(spans) >= THROTTLE_PERIOD_SECONDS, [round(start - starts[0], 2) for start in starts]
+    windows = {int((start - starts[0]) // THROTTLE_PERIOD_SECONDS) for start in starts}
+    assert len(windows) >= 3, [round(start - starts[0], 2) for start in starts]

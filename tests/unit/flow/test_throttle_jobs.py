@@ -260,3 +260,17 @@ def test_while_the_store_fails_a_throttled_job_waits_and_never_starts_uncounted(
 
     assert batch is not None and len(batch.failed) == 1  # handed back, to take its turn later
     assert starts.runs == [] and record(message.id) is None
+
+
+# --- the CLI ----------------------------------------------------------------------------------------
+
+
+def test_the_clis_throttle_option_reads_key_limit_and_period():
+    from cli.common import CliError
+    from cli.jobs import throttle_option
+
+    assert throttle_option("stripe:10/60") == {"key": "stripe", "limit": 10, "period_seconds": 60}
+    assert throttle_option("tenant:42:2/1") == {"key": "tenant:42", "limit": 2, "period_seconds": 1}
+    for bad in ("stripe", "stripe:10", ":10/60", "stripe:ten/60", "stripe:10/"):
+        with pytest.raises(CliError, match="KEY:LIMIT/SECONDS"):
+            throttle_option(bad)

@@ -69,6 +69,11 @@ def scheduler_fired_past(api: Corral, moment: float, *, allowance: float) -> Non
         api.schedules.delete(name)
 
 
+def one_running(api: Corral, job_ids: Iterable[str]) -> str | None:
+    """The first of the jobs that is running, if one is: a condition for `eventually`."""
+    return next((job_id for job_id in job_ids if api.get(job_id)["status"] == "running"), None)
+
+
 def finished_jobs(api: Corral, job_ids: Iterable[str], *, timeout: float) -> dict[str, dict[str, Any]]:
     """Each job's view once all have finished (id -> job); a job seen finished is not asked for again."""
     wanted, done = list(job_ids), {}
@@ -81,6 +86,18 @@ def finished_jobs(api: Corral, job_ids: Iterable[str], *, timeout: float) -> dic
         return done
 
     return eventually(all_finished, timeout=timeout, message=f"{len(wanted)} jobs to finish")
+
+
+def cancelled_message_arrived(api: Corral, job_id: str, *, timeout: float) -> dict[str, Any]:
+    """A job cancelled before it ran, once its message has arrived (after its delay) and the worker has
+    acknowledged it unrun, recording its payload: the positive wait before asserting that it never ran."""
+
+    def payload_recorded() -> dict[str, Any]:
+        job = api.get(job_id)
+        assert "payload" in job, job
+        return job
+
+    return eventually(payload_recorded, timeout=timeout, message=f"the cancelled job {job_id}'s message to arrive")
 
 
 def every_copy_claimed(chaos: Chaos, job_id: str, copies: int, *, timeout: float = 60) -> None:

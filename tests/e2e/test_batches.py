@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from client import Conflict
-from tests.e2e.helpers import eventually, outcome_writes
+from tests.e2e.helpers import eventually, one_running, outcome_writes
 
 CALLBACKS: dict[str, Any] = {
     "on_complete": {"type": "echo", "payload": {"said": "complete"}},
@@ -64,11 +64,6 @@ def _all_succeeded(api, chaos, batch: dict[str, Any], total: int) -> None:
     _ran_once(api, chaos, batch["callbacks"]["on_complete"])
 
 
-def _one_running(api, job_ids: list[str]) -> str | None:
-    """A job of the first ten that is running, if one is."""
-    return next((job_id for job_id in job_ids[:10] if api.get(job_id)["status"] == "running"), None)
-
-
 def test_a_batch_of_fifty_with_failures_completes_with_failures_and_runs_on_complete_once(api, chaos):
     created = api.batches.create(_fifty_with_failures(0), **CALLBACKS, description="fifty, four fail")
     assert (created["status"], created["total"]) == ("running", 50)
@@ -92,7 +87,7 @@ def test_a_batch_of_twenty_that_all_succeed_runs_on_success_once(api, chaos):
 def test_a_batch_with_a_worker_killed_mid_batch_still_counts_exactly_and_calls_back_once(api, chaos):
     created = api.batches.create(_fifty_with_failures(1), **CALLBACKS)
     members = api.batches.jobs(created["id"])
-    eventually(lambda: _one_running(api, members), interval=0.1, message="a job of the batch to run")
+    eventually(lambda: one_running(api, members[:10]), interval=0.1, message="a job of the batch to run")
     time.sleep(0.5)  # inside the running jobs, once their batches' cover is set, as a real death would come
 
     assert chaos.kill_worker(), "no worker process found to kill"
@@ -104,7 +99,7 @@ def test_a_batch_with_a_worker_killed_mid_batch_still_counts_exactly_and_calls_b
 def test_a_batch_through_a_five_second_store_blip_still_counts_exactly_and_calls_back_once(api, chaos):
     created = api.batches.create([_sleeping(1)] * 20, **CALLBACKS)
     members = api.batches.jobs(created["id"])
-    eventually(lambda: _one_running(api, members), interval=0.1, message="a job of the batch to run")
+    eventually(lambda: one_running(api, members[:10]), interval=0.1, message="a job of the batch to run")
 
     injected_before = sum(n for name, n in chaos.stats()["proxy"].items() if name.endswith(".injected"))
     chaos.blip(seconds=BLIP_SECONDS, service="dynamodb", mode="error")

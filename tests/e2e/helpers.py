@@ -1,5 +1,6 @@
-"""What several end-to-end tests share: `eventually`, their one way to wait; a job's dead letters, and its
-outcome writes and claims that reached the store."""
+"""What several end-to-end tests share: `eventually`, their one way to wait, and the waits built on it
+(including the positive waits that come before asserting that something did not happen); a job's dead
+letters, and its outcome writes that reached the store."""
 
 from __future__ import annotations
 
@@ -52,9 +53,9 @@ def outcome_writes(chaos: Chaos, job_id: str, status: str) -> int:
 
 def scheduler_fired_past(api: Corral, moment: float, *, allowance: float) -> None:
     """Wait until Scheduler has fired a one-time at() schedule due just after `moment` (epoch seconds) and
-    its run has succeeded: Scheduler has swept past `moment` and the worker has run what it sent then.
-    A firing that had not come by then is one that does not come: the positive wait before asserting that
-    a schedule did not fire. `allowance`: the seconds a firing may take past its time to have run."""
+    its run has succeeded: Scheduler has swept past `moment`, and a firing it sent after that has run.
+    The positive wait before asserting that a schedule did not fire by `moment`. `allowance`: the seconds
+    a firing may take past its time to have run."""
     due = math.ceil(max(moment, time.time() + 3)) + 1  # an at() must be in the future when it is created
     name = f"fired-past-{uuid.uuid4().hex[:8]}"
     at = datetime.fromtimestamp(due, UTC)

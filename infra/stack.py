@@ -101,7 +101,7 @@ class CorralStack(Stack):
         workers = Workers(self, "Workers", parts)
         worker_role = workers.function.role
         assert worker_role is not None
-        # The workers send outcome messages recorded late (a store outage): shared/worker/completer.py.
+        # The workers send outcome messages recorded late (a store outage): shared/worker/complete/completer.py.
         queue.allow_only_senders(
             api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
         )

@@ -3,7 +3,7 @@
 import time
 
 from shared import ids
-from shared.model import JobMessage
+from shared.model.message import JobMessage
 from tests.e2e.helpers import every_copy_claimed, outcome_writes
 
 COPIES = 3

@@ -2,7 +2,7 @@
 and revoked (401 once the key caches' stated bound has passed); an operator key minted, listed and
 revoked by its id; a dead job in the DLQ, listed with its reason and redriven.
 
-The bound is the key caches' time, which the unit tests drive without the clock (tests/unit/test_tenants.py):
+The bound is the key caches' time, which the unit tests drive without the clock (tests/unit/tenants/test_tenants.py):
 here a loaded machine gets room past it (REVOKED_ROOM_SECONDS); a key that stays open still fails."""
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ of `period_seconds`, the rest waiting their turns without using an attempt."""
 
 from __future__ import annotations
 
-import time
 import uuid
+
+from tests.e2e.helpers import eventually, one_running
 
 
 def _unique_job(key: str, until: str, **extra: object) -> dict:
@@ -30,11 +31,7 @@ def test_a_unique_key_answers_duplicate_while_the_first_job_waits_and_is_free_af
 def test_until_finished_holds_the_key_while_the_job_runs(api):
     key = f"sync-{uuid.uuid4().hex[:8]}"
     first = api.enqueue_job({**_unique_job(key, "finished"), "payload": {"seconds": 4}, "timeout_seconds": 8})
-    for _ in range(240):  # bounded: until it runs
-        if api.get(first["id"])["status"] != "queued":
-            break
-        time.sleep(0.25)
-    assert api.get(first["id"])["status"] == "running"
+    eventually(lambda: one_running(api, [first["id"]]), timeout=60, interval=0.25, message="the first job to run")
     assert api.enqueue_job(_unique_job(key, "finished")) == {"id": first["id"], "status": "duplicate"}
     assert api.wait(first["id"], timeout=120)["status"] == "succeeded"
     assert api.enqueue_job(_unique_job(key, "finished"))["status"] == "queued"

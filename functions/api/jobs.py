@@ -19,10 +19,10 @@ from functions.api.caller import Tenant
 from functions.api.enqueue_routes import accepted, duplicate, enqueue_items
 from functions.api.models import (
     JobSpecIn,
+    ThrottleIn,
     callback_model,
     concurrency_model,
     idempotency_key_field,
-    throttle_model,
     unique_model,
 )
 from functions.api.openapi_docs import answer, documented
@@ -40,7 +40,6 @@ ConcurrencyIn = concurrency_model("ConcurrencyIn")
 OnSuccessIn = callback_model("OnSuccessIn")
 OnFailureIn = callback_model("OnFailureIn")
 UniqueIn = unique_model("UniqueIn")
-ThrottleIn = throttle_model("ThrottleIn")
 
 
 # A job's spec, then its enqueue options, in one flat body (JobRequest.from_fields splits them). No

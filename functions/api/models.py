@@ -81,6 +81,9 @@ def throttle_model(name: str) -> Any:
     return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
 
 
+ThrottleIn = throttle_model("ThrottleIn")
+
+
 def _limits_of(field: str) -> Any:
     """A JobSpecIn field's type with its limits (not its description): a callback's field is checked alike."""
     declared = JobSpecIn.model_fields[field]

@@ -24,7 +24,7 @@ from functions.api.answers import (
     SkippedRunOut,
 )
 from functions.api.caller import Tenant
-from functions.api.models import JobSpecIn, idempotency_key_field
+from functions.api.models import JobSpecIn, ThrottleIn, idempotency_key_field
 from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
@@ -42,6 +42,11 @@ class ScheduleJobIn(JobSpecIn):
         ge=1,
         le=settings.MAX_JOB_TIMEOUT_SECONDS,
         description="Stop each run's attempt after this many seconds (default: the job type's; at most its maximum)",
+    )
+    throttle: ThrottleIn | None = Field(
+        default=None,
+        description="At most `limit` of this tenant's jobs with `key` start in any window of `period_seconds` "
+        "(default: the job type's throttle, if it declares one)",
     )
 
 
@@ -73,6 +78,7 @@ class ScheduleJobChangesIn(JobSpecIn):
     """The job fields to change; the others keep their values."""
 
     type: str | None = Field(default=None, min_length=1, max_length=64, description="A registered job type, e.g. echo")
+    throttle: ThrottleIn | None = Field(default=None, description="Its runs' throttle; null: none of its own")
 
 
 class ScheduleChangesIn(BaseModel):
@@ -123,7 +129,9 @@ _NAME = Path(max_length=128)
     responses=documented({201: answer(ScheduleOut, "Created: the schedule")}, 400, 403, 409, 413, 422, 429),
 )
 def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
-    request = definitions.ScheduleRequest(**schedule.model_dump(exclude={"job"}), job=schedule.job.spec())
+    request = definitions.ScheduleRequest(
+        **schedule.model_dump(exclude={"job"}), job=schedule.job.spec(), throttle=schedule.job.throttle
+    )
     return json_response(201, lifecycle.create(tenant, request).public())
 
 

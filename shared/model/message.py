@@ -299,7 +299,14 @@ class JobMessage:
         )
 
     @classmethod
-    def firing_template(cls, tenant: str, schedule: str, spec: JobSpec, overlap: Overlap = Overlap.ALLOW) -> str:
+    def firing_template(
+        cls,
+        tenant: str,
+        schedule: str,
+        spec: JobSpec,
+        overlap: Overlap = Overlap.ALLOW,
+        throttle: Throttle | None = None,
+    ) -> str:
         """The target Input of a recurring schedule: the message of its job, without what each firing fills in.
 
         No `id` or `enqueued_at` (`from_data` derives them at each firing), and Scheduler's placeholder
@@ -314,6 +321,7 @@ class JobMessage:
             schedule=schedule,
             scheduled_for=SCHEDULED_TIME,
             overlap=overlap,
+            throttle=throttle,
         )
         fields = {name: value for name, value in message.to_dict().items() if name not in _FILLED_AT_EACH_FIRING}
         return json.dumps(fields, separators=(",", ":"))

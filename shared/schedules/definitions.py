@@ -15,6 +15,8 @@ from typing import Any
 
 from shared import settings
 from shared.errors import InvalidRequest
+from shared.flow.throttle import Throttle
+from shared.jobs import payloads
 from shared.jobs.enqueue import check_job, with_max_attempts
 from shared.model.spec import JobSpec
 from shared.model.states import Overlap
@@ -36,6 +38,7 @@ class ScheduleRequest:
     end: datetime | None = None
     overlap: str = Overlap.ALLOW
     description: str | None = None
+    throttle: Mapping[str, Any] | None = None  # its runs' own throttle (shared/flow/throttle.py)
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -55,14 +58,26 @@ def _check_expression(expression_text: str, zone_name: str, now: datetime) -> No
         raise InvalidRequest("expression", f"{expression_text} ({zone_name}) is in the past")
 
 
-def _job_of(tenant: str, spec: JobSpec) -> dict[str, Any]:
-    """The record's job: checked as any job a schedule fires, its max_attempts decided."""
+def _job_of(tenant: str, spec: JobSpec, throttle: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The record's job: checked as any job a schedule fires, its max_attempts decided; its own throttle, if given."""
     check_job(spec, tenant=tenant, field_prefix="job.", scheduler_input=True)
     spec = with_max_attempts(spec)
     job: dict[str, Any] = {"type": spec.type, "payload": spec.payload, "max_attempts": spec.max_attempts}
     if spec.timeout_seconds is not None:
         job["timeout_seconds"] = spec.timeout_seconds
+    if throttle is not None:
+        checked = Throttle.parse(dict(throttle), "job.throttle")
+        if payloads.SCHEDULER_KEYWORD in checked.key.lower():
+            raise InvalidRequest("job.throttle.key", f"may not contain {payloads.SCHEDULER_KEYWORD!r}")
+        job["throttle"] = checked.to_dict()
     return job
+
+
+def spec_of(job: Mapping[str, Any]) -> tuple[JobSpec, Throttle | None]:
+    """A record's job as its runs' spec, and their own throttle (None: their type's, if any)."""
+    throttle = job.get("throttle")
+    spec = JobSpec(**{name: value for name, value in job.items() if name != "throttle"})
+    return spec, Throttle.parse(throttle) if throttle is not None else None
 
 
 def _check_window(minutes: int) -> None:
@@ -103,7 +118,7 @@ def definition(tenant: str, request: ScheduleRequest, now: datetime) -> Definiti
     if not NAME.fullmatch(request.name):
         raise InvalidRequest("name", f"use 1-{settings.SCHEDULE_NAME_MAX_LENGTH} of A-Z a-z 0-9 _ . -")
     _check_expression(request.expression, request.timezone, now)
-    job = _job_of(tenant, request.job)
+    job = _job_of(tenant, request.job, request.throttle)
     _check_window(request.flexible_window_minutes)
     start, end = _aware(request.start), _aware(request.end)
     if start is not None:
@@ -129,7 +144,7 @@ def definition(tenant: str, request: ScheduleRequest, now: datetime) -> Definiti
 CHANGEABLE = frozenset(
     {"expression", "timezone", "job", "flexible_window_minutes", "start", "end", "overlap", "description"}
 )
-_JOB_FIELDS = frozenset({"type", "payload", "max_attempts", "timeout_seconds"})
+_JOB_FIELDS = frozenset({"type", "payload", "max_attempts", "timeout_seconds", "throttle"})
 
 
 def changed(tenant: str, current: Definition, changes: Mapping[str, Any], now: datetime) -> Definition:
@@ -155,7 +170,8 @@ def changed(tenant: str, current: Definition, changes: Mapping[str, Any], now: d
         merged = {**current.job, **given}
         if not merged.get("type"):
             raise InvalidRequest("job.type", "cannot be cleared")
-        job = _job_of(tenant, JobSpec(**{name: merged.get(name) for name in _JOB_FIELDS}))
+        spec_fields = {name: merged.get(name) for name in _JOB_FIELDS if name != "throttle"}
+        job = _job_of(tenant, JobSpec(**spec_fields), merged.get("throttle"))
     window = changes.get("flexible_window_minutes", current.flexible_window_minutes)
     if window is None:
         window = 0

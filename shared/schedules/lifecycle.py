@@ -37,7 +37,6 @@ from shared import settings
 from shared.aws import eventbridge, queue
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.model.message import JobMessage
-from shared.model.spec import JobSpec
 from shared.model.states import Overlap
 from shared.schedules import definitions
 from shared.schedules.definitions import ScheduleRequest
@@ -82,7 +81,7 @@ def scheduler_name(tenant: str, name: str) -> str:
 
 def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge.Definition:
     """The Scheduler schedule that does what `definition` says."""
-    spec = JobSpec(**definition.job)
+    spec, throttle = definitions.spec_of(definition.job)
     start = definition.start
     if start is not None and start < datetime.now(UTC) - timedelta(seconds=settings.SCHEDULE_START_GRACE_SECONDS):
         # A start long past bounds nothing any more, and Scheduler refuses a StartDate over 5 minutes old
@@ -90,7 +89,7 @@ def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge
         start = None
     return eventbridge.Definition(
         expression=definition.expression,
-        input_json=JobMessage.firing_template(tenant, name, spec, Overlap(definition.overlap)),
+        input_json=JobMessage.firing_template(tenant, name, spec, Overlap(definition.overlap), throttle),
         timezone=definition.timezone,
         start=start,
         end=definition.end,

@@ -19,9 +19,8 @@ from shared.errors import InvalidRequest, Unavailable
 from shared.jobs.enqueue import check_job
 from shared.model.firing import format_scheduled_time
 from shared.model.message import JobMessage
-from shared.model.spec import JobSpec
 from shared.model.states import Overlap, Status, Trigger
-from shared.schedules import expressions, queries
+from shared.schedules import definitions, expressions, queries
 from shared.store.id_secret import id_secret
 from shared.store.schedules import schedule_runs
 from shared.tenants import rate_limit
@@ -39,7 +38,7 @@ class Triggered:
 def _run_message(
     tenant: str, name: str, job: dict[str, Any], *, job_id: str, scheduled_for: str, overlap: Overlap, trigger: Trigger
 ) -> JobMessage:
-    spec = JobSpec(**job)
+    spec, throttle = definitions.spec_of(job)
     check_job(spec, tenant=tenant, field_prefix="job.")  # the schedule's job type may have gone since it was made
     return JobMessage.of(
         spec,
@@ -50,6 +49,7 @@ def _run_message(
         scheduled_for=scheduled_for,
         overlap=overlap,
         trigger=trigger,
+        throttle=throttle,
     )
 
 

@@ -274,3 +274,54 @@ def test_the_clis_throttle_option_reads_key_limit_and_period():
     for bad in ("stripe", "stripe:10", ":10/60", "stripe:ten/60", "stripe:10/"):
         with pytest.raises(CliError, match="KEY:LIMIT/SECONDS"):
             throttle_option(bad)
+
+
+# --- a schedule's runs ----------------------------------------------------------------------------------
+
+
+def test_a_schedules_own_throttle_rides_its_firings_and_its_triggered_runs(scheduler_env):
+    from datetime import UTC, datetime
+
+    from shared import settings
+    from shared.errors import InvalidRequest
+    from shared.schedules import definitions, lifecycle, runs
+
+    throttle = {"key": "nightly-export", "limit": 1, "period_seconds": 3600}
+    request = definitions.ScheduleRequest(
+        name="nightly", expression="cron(0 0 * * ? *)", job=JobSpec("echo", {"n": 1}), throttle=throttle
+    )
+    lifecycle.create("acme", request)
+
+    entry = scheduler_env["scheduler"].get_schedule(
+        Name=lifecycle.scheduler_name("acme", "nightly"), GroupName=settings.SCHEDULE_GROUP
+    )
+    firing = read_message(entry["Target"]["Input"], sent_at=time.time(), secret=id_secret())
+    assert firing.throttle == Throttle.parse(throttle)
+    triggered = runs.trigger("acme", "nightly")
+    (sent,) = scheduler_env["sqs"].receive_message(QueueUrl=scheduler_env["queue_url"])["Messages"]
+    assert json.loads(sent["Body"])["id"] == triggered.id and json.loads(sent["Body"])["throttle"] == throttle
+
+    lifecycle.update("acme", "nightly", {"job": {"throttle": None}})
+    entry = scheduler_env["scheduler"].get_schedule(
+        Name=lifecycle.scheduler_name("acme", "nightly"), GroupName=settings.SCHEDULE_GROUP
+    )
+    assert "throttle" not in json.loads(entry["Target"]["Input"])
+    bad = definitions.ScheduleRequest(**{**request.__dict__, "name": "b", "throttle": {**throttle, "limit": 0}})
+    with pytest.raises(InvalidRequest) as refused:
+        definitions.definition("acme", bad, datetime.now(UTC))
+    assert refused.value.field == "job.throttle.limit"
+
+
+def test_the_api_takes_a_schedules_throttle_and_names_the_field_it_refuses(scheduler_env):
+    key = tenants.create_key("acme")
+    job = {"type": "echo", "throttle": {"key": "k", "limit": 2, "period_seconds": 0}}
+    body = {"name": "nightly", "expression": "cron(0 0 * * ? *)", "job": job}
+
+    refused = api_handler(http_api_event("POST", "/v1/schedules", body, key), FakeLambdaContext())
+    job["throttle"]["period_seconds"] = 60
+    created = api_handler(http_api_event("POST", "/v1/schedules", body, key), FakeLambdaContext())
+
+    assert refused["statusCode"] == 422
+    assert [named["field"] for named in json.loads(refused["body"])["fields"]] == ["job.throttle.period_seconds"]
+    assert created["statusCode"] == 201
+    assert json.loads(created["body"])["job"]["throttle"] == job["throttle"]

@@ -15,6 +15,7 @@ from shared.errors import CorralError
 from shared.flow import options as flow_options
 from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
+from shared.model.lineage import forged_lineage
 from shared.model.spec import (
     BATCH_CALLBACK_KINDS,
     CALLBACK_KINDS,
@@ -411,7 +412,7 @@ class JobMessage:
                 problems.append(f"field {name!r} {problem}")
             elif name in _FIELD_CHECKS:
                 valid[name] = value
-        if forged := _forged_lineage(secret, tenant, job_id, valid):
+        if forged := forged_lineage(secret, tenant, job_id, valid):
             # Recorded dead without them: a forged batch or parent is never counted or named.
             valid = {name: value for name, value in valid.items() if name not in forged}
             problems += [f"field {name!r} is not this job's: its id is not derived from it" for name in forged]
@@ -420,35 +421,11 @@ class JobMessage:
         return cls(**_typed({"payload": None} | valid))  # no payload is a null payload, as the API accepts it
 
 
-def _forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, Any]) -> list[str]:
-    """Which of `batch` and `parent` the message's id does not come from. A batch member's id is derived
-    from its batch and index, a callback's from its parent and kind (`ids.child_id`), each batch and
-    parent minted for the same tenant: so a field naming another tenant's batch, or another job, is
-    forged, and the worker must not count the job in that batch (or name that parent)."""
-    forged = []
-    batch = fields.get("batch")
-    if batch is not None and not (
-        ids.verify_batch(secret, tenant, batch["id"])
-        and ids.child_id(secret, tenant, batch["id"], str(batch["index"])) == job_id
-    ):
-        forged.append("batch")
-    parent = fields.get("parent")
-    if parent is not None:
-        minted = (
-            ids.verify_batch(secret, tenant, parent["id"])
-            if parent["kind"] == "batch"
-            else ids.verify(secret, tenant, parent["id"]) is not None
-        )
-        if not (minted and ids.child_id(secret, tenant, parent["id"], parent["callback"]) == job_id):
-            forged.append("parent")
-    return forged
-
-
 def _typed(fields: dict[str, Any]) -> dict[str, Any]:
     """A message's fields as JobMessage holds them: its JSON objects as their values."""
     if "concurrency" in fields:
         fields = {**fields, "concurrency": Concurrency.of(fields["concurrency"])}
-    if fields.get("throttle") is not None:
+    if fields.get("throttle") is not None:  # checked already (`_FIELD_CHECKS`), or written by `to_dict`
         fields = {**fields, "throttle": Throttle.parse(fields["throttle"])}
     if "batch" in fields:
         fields = {**fields, "batch": BatchMember.of(fields["batch"])}

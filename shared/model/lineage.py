@@ -1,0 +1,32 @@
+"""A job message's lineage: the batch it counts in and the parent it names, each verified against its id (a batch
+member's and a callback's ids are derived from them), so a forged message is never counted or named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared import ids
+
+
+def forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, Any]) -> list[str]:
+    """Which of `batch` and `parent` the message's id does not come from. A batch member's id is derived
+    from its batch and index, a callback's from its parent and kind (`ids.child_id`), each batch and
+    parent minted for the same tenant: so a field naming another tenant's batch, or another job, is
+    forged, and the worker must not count the job in that batch (or name that parent)."""
+    forged = []
+    batch = fields.get("batch")
+    if batch is not None and not (
+        ids.verify_batch(secret, tenant, batch["id"])
+        and ids.child_id(secret, tenant, batch["id"], str(batch["index"])) == job_id
+    ):
+        forged.append("batch")
+    parent = fields.get("parent")
+    if parent is not None:
+        minted = (
+            ids.verify_batch(secret, tenant, parent["id"])
+            if parent["kind"] == "batch"
+            else ids.verify(secret, tenant, parent["id"]) is not None
+        )
+        if not (minted and ids.child_id(secret, tenant, parent["id"], parent["callback"]) == job_id):
+            forged.append("parent")
+    return forged

@@ -266,6 +266,30 @@ SCHEDULE_CHANGE_LEASE_SECONDS = 60
 SCHEDULE_DELETE_WAITS = 8
 SCHEDULE_DELETE_WAIT_SECONDS = 0.25
 
+# Durable jobs: steps recorded once, sleeps, waits for events, people and child jobs.
+# See docs/decisions/durable-jobs.md.
+MAX_STEPS_PER_JOB = 1_000  # steps a job records, of every kind (Inngest's bound too)
+# A step id: unique within its job, a key of the job's journal (at most 1,000 of them in one 400 KB item).
+MAX_STEP_ID_CHARS = 64
+MAX_STEP_RESULT_BYTES = MAX_PAYLOAD_BYTES  # a step's result, an event's data, a token's data, a child's result
+# Every result a job has recorded travels to the jobs function in each invoke, whose request Lambda caps at 6 MB.
+MAX_RECORDED_BYTES = 4 * 1024 * 1024
+STEP_RESULT_INLINE_BYTES = 4 * 1024  # a result up to this size lives in the journal; a larger one in an item of its own
+JOURNAL_MAX_BYTES = 350 * 1024  # the journal item, under DynamoDB's 400 KB: larger results move to their own items
+MAX_WAIT_SECONDS = MAX_RUN_AT_DAYS * 86_400  # a sleep, or an event's, token's timeout
+MAX_EVENT_NAME_CHARS = 256
+MAX_EVENT_ID_CHARS = 256
+MAX_MATCH_BYTES = 512  # a wait's `match`, serialised: it sits in the wait's index entry
+# How long a sent event is kept for a wait that registers after it (the wait looks back to its previous step).
+EVENT_LOOKBACK_SECONDS = 86_400
+# Two machines' clocks differ by milliseconds: a wait's lookback starts this much before its window opens.
+EVENT_CLOCK_MARGIN_SECONDS = 1.0
+WAITS_PER_INDEX_PAGE = 400  # waiting jobs in one page of a (name, match pair)'s index: ~700 B each, under 400 KB
+# A sleep or a wait's timeout due within this rides SQS's delay; a later one a one-time Scheduler schedule, as a
+# far-future job does (docs/decisions/far-future.md). The local profile lowers it (FunctionEnv) to test that path.
+WAKE_SCHEDULER_THRESHOLD_SECONDS = MAX_SQS_DELAY_SECONDS
+TOKEN_ID_PREFIX = "tk_"
+
 # API-key cache in each API instance: a revoked key keeps working this long at most. One GetItem
 # per key per API instance per minute is negligible; the local profile uses its own, shorter bound.
 API_KEY_CACHE_SECONDS = 60
@@ -282,6 +306,9 @@ API_ANSWER_MARGIN_SECONDS = 0.5
 # bound how fast it may enqueue (jobs, so one :batch request of 100 counts 100).
 TENANT_MAX_SCHEDULES = 1_000
 TENANT_MAX_FAR_FUTURE_JOBS = 10_000  # delayed jobs due beyond SQS's 15-minute delay, not yet run
+# Durable jobs waiting beyond SQS's 15-minute delay (a long sleep, an event or token with a long timeout, a
+# child job): each holds a unit while it waits (docs/decisions/durable-jobs.md "Limits").
+TENANT_MAX_WAITING_JOBS = 10_000
 # Recurring firings a tenant's schedules may make, per minute, at their busiest hour (a schedule weighs
 # the most firings it makes in an hour / 60: rate(1 minute) 1, a daily cron 1/60). 100 a tenant: ~600
 # tenants at their whole budget take Scheduler's default 1,000 invocations/s (docs/decisions/quotas.md).

@@ -13,7 +13,9 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 # Lowest first. Folders on one layer do not import each other.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"settings", "ids", "cursors", "refresh", "errors", "environment", "model"}),
+    # `durable` is a folder: durable jobs' model, replay, matching and tokens, which know no AWS (the jobs
+    # function imports them on its cold start); their items are the store's (shared/store/journal_items.py).
+    frozenset({"settings", "ids", "cursors", "refresh", "errors", "environment", "model", "durable"}),
     frozenset({"aws"}),
     frozenset({"store"}),
     frozenset({"tenants"}),
@@ -117,6 +119,9 @@ _OUTSIDE_THE_ROOT = {
     "InvalidPayload",  # raised by a customer's validate hook
     "_Expired",  # BaseException on purpose: the job's own `except Exception` must not catch its timeout
     "DeadlineExceeded",  # a botocore error: answered like every other AWS failure
+    "DurableError",  # what JobContext's durable methods raise into a job's code (corral_jobs re-exports them)
+    "EndsTheJob",
+    "Suspended",  # BaseException on purpose: a durable run's stop, which the job's `except Exception` must not catch
 }
 
 
@@ -189,6 +194,12 @@ KEY_PREFIXES = (
     "signing-secrets#",
     "batch#",
     "batches#",
+    "journal#",
+    "stepresult#",
+    "channel#",
+    "eventlog#",
+    "waits#",
+    "token#",
 )
 
 

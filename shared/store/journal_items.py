@@ -36,7 +36,17 @@ from botocore.exceptions import ClientError
 from shared import settings
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.durable import steps
-from shared.durable.steps import Applied, Change, Refused, Resolved, StepKind, StepRecord, StepStatus, Transition
+from shared.durable.steps import (
+    AlreadyDone,
+    Applied,
+    Change,
+    Refused,
+    Resolved,
+    StepKind,
+    StepRecord,
+    StepStatus,
+    Transition,
+)
 from shared.store import keys, table
 
 _DAY = 86_400
@@ -258,9 +268,16 @@ def record(
     """The worker's write of a step it ran, failed in, or suspended at, from the journal as it knows it
     (`journal` is brought up to date with what the store holds after the write)."""
     writer = secrets.token_hex(6)  # one for every try: a try applied whose answer was lost finds it there
+    confirmed = False  # whether `journal` holds the step as the store does (after a failed condition or a read)
     for _ in range(_WRITE_TRIES):
         current = journal.steps.get(step_id)
         decided = steps.transition(current, change, step_id=step_id, n=journal.entries, run=run, writer=writer, now=now)
+        if isinstance(decided, AlreadyDone) and not confirmed and decided.record.writer != writer:
+            # "Waiting already" from what the journal held when it was read: a resolver may have resolved the
+            # step since. Decided on the store's own record instead (a rare path: a job woken while it waits).
+            _learn(journal, _read_item(journal.job_id), step_id)
+            confirmed = True
+            continue
         if not isinstance(decided, Applied):
             return decided
         if current is None and journal.entries >= settings.MAX_STEPS_PER_JOB:
@@ -288,6 +305,7 @@ def record(
         answer = _update(journal.job_id, expression, single_attempt=single_attempt)
         if isinstance(answer, _Failed):
             _learn(journal, answer.item, step_id)
+            confirmed = True
             continue
         journal.with_record(placed, item_bytes=_int(answer, "ib"), result_bytes=_int(answer, "rb"))
         return Applied(placed)

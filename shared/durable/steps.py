@@ -16,7 +16,7 @@ the run that recorded them; a later run (a retry of the dead or cancelled job) t
 as it does a step left `waiting` by an earlier run. Every write carries a fresh `writer` nonce: a write
 applied whose answer was lost finds its own nonce when it is sent again, and is done (`AlreadyDone`), never
 applied twice. A resolution names what it resolves (`awaits`: the event wait, the token, the child) and a
-timeout needs the step's `until` to have passed, so a stale resolver or timer refuses itself.
+timeout needs the step's `until` to have passed, so a stale resolution or timer refuses itself.
 
 This module is pure (no AWS): the store applies `transition` inside a conditional write, the jobs function
 and the worker use the limits below, and the tests run it as the model.

@@ -10,7 +10,7 @@ spilled ones too). Every write of a step is one conditional UpdateItem of the jo
 - the worker, which read the journal when the attempt began and made every later write itself, writes the
   whole record, on the condition that the step's `writer` nonce (or its absence) and the entry count are
   what it knows: a step is recorded once, in the place it first ran;
-- a resolver (an event, a token's completion, a child's end, a timer) writes blind, without reading: on
+- a resolution (an event, a token's completion, a child's end, a timer) writes blind, without reading: on
   the condition that the step is `waiting` for what it resolves (or, for a timer, that its `until` has
   passed), so of an event and a timeout racing, one wins and the other learns it lost.
 
@@ -273,7 +273,7 @@ def record(
         current = journal.steps.get(step_id)
         decided = steps.transition(current, change, step_id=step_id, n=journal.entries, run=run, writer=writer, now=now)
         if isinstance(decided, AlreadyDone) and not confirmed and decided.record.writer != writer:
-            # "Waiting already" from what the journal held when it was read: a resolver may have resolved the
+            # "Waiting already" from what the journal held when it was read: a resolution may have come for the
             # step since. Decided on the store's own record instead (a rare path: a job woken while it waits).
             _learn(journal, _read_item(journal.job_id), step_id)
             confirmed = True
@@ -321,7 +321,7 @@ def resolve(
     now: float,
     single_attempt: bool = False,
 ) -> Transition | TooMuch:
-    """A resolver's write of a waiting step, made without reading the journal: the step must be waiting for
+    """A resolution's write of a waiting step, made without reading the journal: the step must be waiting for
     what `change` resolves (a timer: its `until` passed). Applied once; AlreadyDone for the same resolution
     told again; Refused with the step as it is otherwise (resolved already, waiting for something else)."""
     attribute = steps.attribute_of(step_id)

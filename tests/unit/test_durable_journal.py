@@ -2,8 +2,8 @@
 of shared/durable/steps.py, whatever repeats, races or fails (docs/decisions/durable-jobs.md "The journal").
 
 The hypothesis test drives one job's steps with interleaved writes from two attempts that each know the
-journal as they last read it (the current attempt and a zombie whose lease was taken over), resolvers
-(an event, a stale resolver, a timer, a cancel), retries of the job (a new run), and faults on each write:
+journal as they last read it (the current attempt and a zombie whose lease was taken over), resolutions
+(an event, a stale one, a timer, a cancel), retries of the job (a new run), and faults on each write:
 its answer lost after it was applied (botocore sends it again), or a store blip before it. After every
 write the store holds what the pure state machine says, starting from the store's own truth.
 """

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from shared import settings
 from shared.durable import matching, steps
@@ -164,7 +164,6 @@ class DurableRun:
             return dict(_copy(found.result))
         self._check_timeout("create_token", step_id, timeout_seconds)
         self._suspend({"kind": str(StepKind.CREATE_TOKEN), "step": step_id, "timeout_seconds": timeout_seconds})
-        raise AssertionError("unreachable")  # _suspend raises
 
     def wait_for_token(self, step_id: str, token: Mapping[str, Any] | str) -> Any:
         found = self._enter(step_id, StepKind.WAIT_FOR_TOKEN)
@@ -257,11 +256,11 @@ class DurableRun:
         self._caught = None
         self.new.append({"id": step_id, "kind": str(kind), "status": "errored", "error": _error_text(error), "ms": ms})
 
-    def _suspend(self, boundary: dict[str, Any]) -> None:
+    def _suspend(self, boundary: dict[str, Any]) -> NoReturn:
         self.boundary = boundary
         raise Suspended(boundary)
 
-    def _misuse(self, message: str) -> None:
+    def _misuse(self, message: str) -> NoReturn:
         self.misuse = DurableMisuse(message)
         raise self.misuse
 

@@ -6,6 +6,7 @@ a failed condition with the record as it was.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -44,5 +45,24 @@ def conditional_delete(**params: Any) -> dict[str, Any] | None:
     except ClientError as error:
         if clients.is_condition_failure(error):
             return None
+        raise
+    return dict(answer.get("Attributes", {}))
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A conditional write's condition failed: `item` is the item as it was ({} if there was none)."""
+
+    item: dict[str, Any]
+
+
+def update_or_refused(dynamodb: Any, **params: Any) -> dict[str, Any] | Refused:
+    """UpdateItem with a ConditionExpression through `dynamodb`: the attributes its ReturnValues asked for,
+    or Refused with the item as it was (ReturnValuesOnConditionCheckFailure=ALL_OLD: no read)."""
+    try:
+        answer = dynamodb.update_item(ReturnValuesOnConditionCheckFailure="ALL_OLD", **params)
+    except ClientError as error:
+        if clients.is_condition_failure(error):
+            return Refused(dict(error.response.get("Item") or {}))
         raise
     return dict(answer.get("Attributes", {}))

@@ -37,12 +37,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from shared import settings
-from shared.aws.clients import client, is_condition_failure, single_attempt_client
+from shared.aws.clients import client, single_attempt_client
 from shared.durable import matching
 from shared.store import keys, table
+from shared.store.conditional import Refused, update_or_refused
 
 _HOUR = 3600
 _MARKS_KEPT_HOURS = settings.EVENT_LOOKBACK_SECONDS // _HOUR + 2
@@ -206,18 +205,15 @@ def send(
 def _mark_hour(dynamodb: Any, tenant: str, name: str, hour: int, seq: int) -> None:
     """The hour's first sequence number: the least any of its events set (a later one racing an earlier
     one lowers it; the registrar's argument covers the moment between)."""
-    try:
-        dynamodb.update_item(
-            TableName=table.name(),
-            Key=_channel_key(tenant, name),
-            UpdateExpression="SET #mark = :seq",
-            ConditionExpression="attribute_not_exists(#mark) OR #mark > :seq",
-            ExpressionAttributeNames={"#mark": f"h{hour}"},
-            ExpressionAttributeValues={":seq": {"N": str(seq)}},
-        )
-    except ClientError as error:
-        if not is_condition_failure(error):
-            raise
+    update_or_refused(
+        dynamodb,
+        TableName=table.name(),
+        Key=_channel_key(tenant, name),
+        UpdateExpression="SET #mark = :seq",
+        ConditionExpression="attribute_not_exists(#mark) OR #mark > :seq",
+        ExpressionAttributeNames={"#mark": f"h{hour}"},
+        ExpressionAttributeValues={":seq": {"N": str(seq)}},
+    )
 
 
 def _waiters(dynamodb: Any, tenant: str, name: str, pair: tuple[str, str]) -> Iterator[Waiter]:
@@ -282,52 +278,35 @@ def _add_to_page(dynamodb: Any, tenant: str, name: str, pair: tuple[str, str], w
     """The wait's entry in the first page of its index pair with room (a page holds WAITS_PER_INDEX_PAGE)."""
     page = 0
     while True:
-        try:
-            dynamodb.update_item(
-                TableName=table.name(),
-                Key=_page_key(tenant, name, pair, page),
-                UpdateExpression="SET #entry = :entry, #expires = :expires ADD #count :one",
-                ConditionExpression="attribute_not_exists(#entry) AND (attribute_not_exists(#count) OR #count < :most)",
-                ExpressionAttributeNames={"#entry": waiter.entry, "#count": "count", "#expires": "expires_at"},
-                ExpressionAttributeValues={
-                    ":entry": waiter.encoded(),
-                    ":one": {"N": "1"},
-                    ":most": {"N": str(settings.WAITS_PER_INDEX_PAGE)},
-                    ":expires": {"N": str(int(now + settings.MAX_WAIT_SECONDS + _HOUR))},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-            held = error.response.get("Item") or _read_page(dynamodb, tenant, name, pair, page)
-            if waiter.entry in held:
-                return  # registered already
-            page += 1
-            continue
-        if page > 0:  # the pages an event reads: known from page 0, before the channel names the wait's key
-            _note_pages(dynamodb, tenant, name, pair, page + 1)
-        return
-
-
-def _read_page(dynamodb: Any, tenant: str, name: str, pair: tuple[str, str], page: int) -> dict[str, Any]:
-    found = dynamodb.get_item(TableName=table.name(), Key=_page_key(tenant, name, pair, page), ConsistentRead=True)
-    return dict(found.get("Item", {}))
-
-
-def _note_pages(dynamodb: Any, tenant: str, name: str, pair: tuple[str, str], pages: int) -> None:
-    try:
-        dynamodb.update_item(
+        answer = update_or_refused(
+            dynamodb,
+            TableName=table.name(),
+            Key=_page_key(tenant, name, pair, page),
+            UpdateExpression="SET #entry = :entry, #expires = :expires ADD #count :one",
+            ConditionExpression="attribute_not_exists(#entry) AND (attribute_not_exists(#count) OR #count < :most)",
+            ExpressionAttributeNames={"#entry": waiter.entry, "#count": "count", "#expires": "expires_at"},
+            ExpressionAttributeValues={
+                ":entry": waiter.encoded(),
+                ":one": {"N": "1"},
+                ":most": {"N": str(settings.WAITS_PER_INDEX_PAGE)},
+                ":expires": {"N": str(int(now + settings.MAX_WAIT_SECONDS + _HOUR))},
+            },
+        )
+        if not isinstance(answer, Refused):
+            break
+        if waiter.entry in answer.item:
+            return  # registered already
+        page += 1
+    if page > 0:  # the pages an event reads: known from page 0, before the channel names the wait's key
+        update_or_refused(
+            dynamodb,
             TableName=table.name(),
             Key=_page_key(tenant, name, pair, 0),
             UpdateExpression="SET #pages = :pages",
             ConditionExpression="attribute_not_exists(#pages) OR #pages < :pages",
             ExpressionAttributeNames={"#pages": "pages"},
-            ExpressionAttributeValues={":pages": {"N": str(pages)}},
+            ExpressionAttributeValues={":pages": {"N": str(page + 1)}},
         )
-    except ClientError as error:
-        if not is_condition_failure(error):
-            raise
 
 
 def unregister(tenant: str, name: str, waiter: Waiter, *, single_attempt: bool = False) -> None:
@@ -338,21 +317,17 @@ def unregister(tenant: str, name: str, waiter: Waiter, *, single_attempt: bool =
     pair = matching.index_pair(waiter.match)
     page, pages = 0, 1
     while page < pages:
-        try:
-            dynamodb.update_item(
-                TableName=table.name(),
-                Key=_page_key(tenant, name, pair, page),
-                UpdateExpression="REMOVE #entry ADD #count :minus",
-                ConditionExpression="attribute_exists(#entry)",
-                ExpressionAttributeNames={"#entry": waiter.entry, "#count": "count"},
-                ExpressionAttributeValues={":minus": {"N": "-1"}},
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+        answer = update_or_refused(
+            dynamodb,
+            TableName=table.name(),
+            Key=_page_key(tenant, name, pair, page),
+            UpdateExpression="REMOVE #entry ADD #count :minus",
+            ConditionExpression="attribute_exists(#entry)",
+            ExpressionAttributeNames={"#entry": waiter.entry, "#count": "count"},
+            ExpressionAttributeValues={":minus": {"N": "-1"}},
+        )
+        if not isinstance(answer, Refused):
             return
-        except ClientError as error:
-            if not is_condition_failure(error):
-                raise
-            held = error.response.get("Item") or _read_page(dynamodb, tenant, name, pair, page)
-            if page == 0:
-                pages = int(held.get("pages", {"N": "1"})["N"])
+        if page == 0:
+            pages = int(answer.item.get("pages", {"N": "1"})["N"])
         page += 1

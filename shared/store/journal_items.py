@@ -31,10 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from shared import settings
-from shared.aws.clients import client, is_condition_failure, single_attempt_client
+from shared.aws.clients import client, single_attempt_client
 from shared.durable import steps
 from shared.durable.steps import (
     AlreadyDone,
@@ -48,6 +46,8 @@ from shared.durable.steps import (
     Transition,
 )
 from shared.store import keys, table
+from shared.store.conditional import Refused as WriteRefused
+from shared.store.conditional import update_or_refused
 
 _DAY = 86_400
 # A journal outlives its job's record (kept FINISHED_JOB_TTL_DAYS after the job ends, and a retry of a dead
@@ -303,7 +303,7 @@ def record(
         else:
             expression.condition(f"{expression.path('w')} = {expression.value({'S': current.writer})}")
         answer = _update(journal.job_id, expression, single_attempt=single_attempt)
-        if isinstance(answer, _Failed):
+        if isinstance(answer, WriteRefused):
             _learn(journal, answer.item, step_id)
             confirmed = True
             continue
@@ -371,7 +371,7 @@ def resolve(
                 expression.set_value(expression.path("r"), {"S": result_json})
                 expression.add("ib", size + 8)
         answer = _update(job_id, expression, single_attempt=single_attempt, returns="ALL_NEW")
-        if not isinstance(answer, _Failed):
+        if not isinstance(answer, WriteRefused):
             return Applied(decode(answer[attribute]))
         current = decode(answer.item[attribute]) if attribute in answer.item else None
         decided = steps.transition(current, change, step_id=step_id, n=0, run=0, writer=writer, now=now)
@@ -486,30 +486,19 @@ def _learn(journal: Journal, item: dict[str, Any], step_id: str) -> None:
     journal.result_bytes = held.result_bytes
 
 
-@dataclass(frozen=True)
-class _Failed:
-    item: dict[str, Any]
-
-
 def _update(
     job_id: str, expression: _Expression, *, single_attempt: bool, returns: str = "UPDATED_NEW"
-) -> dict[str, Any] | _Failed:
-    try:
-        answer = _dynamodb(single_attempt).update_item(
-            TableName=table.name(),
-            Key=_key(job_id),
-            UpdateExpression=expression.update(),
-            ConditionExpression=expression.condition_text(),
-            ExpressionAttributeNames=expression.names,
-            ExpressionAttributeValues=expression.values,
-            ReturnValues=returns,
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if not is_condition_failure(error):
-            raise
-        return _Failed(error.response.get("Item") or _read_item(job_id))
-    return dict(answer.get("Attributes", {}))
+) -> dict[str, Any] | WriteRefused:
+    return update_or_refused(
+        _dynamodb(single_attempt),
+        TableName=table.name(),
+        Key=_key(job_id),
+        UpdateExpression=expression.update(),
+        ConditionExpression=expression.condition_text(),
+        ExpressionAttributeNames=expression.names,
+        ExpressionAttributeValues=expression.values,
+        ReturnValues=returns,
+    )
 
 
 def _read_item(job_id: str) -> dict[str, Any]:

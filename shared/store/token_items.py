@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from shared import settings
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.store import keys, table
+from shared.store.conditional import Refused, update_or_refused
 
 _DAY = 86_400
 
@@ -142,69 +143,57 @@ class NotCompleted:
 
 def complete(token_id: str, data: Any, now: float, *, single_attempt: bool = False) -> Completed | NotCompleted:
     """Complete an open, unexpired token with `data` (JSON, within the limit: checked by the caller)."""
-    try:
-        answer = _dynamodb(single_attempt).update_item(
-            TableName=table.name(),
-            Key=_key(token_id),
-            UpdateExpression="SET #state = :completed, #data = :data, completed_at = :now",
-            ConditionExpression="#state = :open AND #expires > :now",
-            ExpressionAttributeNames={"#state": "state", "#data": "data", "#expires": "expires"},
-            ExpressionAttributeValues={
-                ":completed": {"S": TokenState.COMPLETED},
-                ":open": {"S": TokenState.OPEN},
-                ":data": {"S": json.dumps(data, separators=(",", ":"))},
-                ":now": {"N": repr(float(now))},
-            },
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if not is_condition_failure(error):
-            raise
-        item = error.response.get("Item") or _read(token_id, single_attempt)
-        return NotCompleted(_token(item) if item else None)
-    return Completed(_token(answer["Attributes"]))
+    answer = update_or_refused(
+        _dynamodb(single_attempt),
+        TableName=table.name(),
+        Key=_key(token_id),
+        UpdateExpression="SET #state = :completed, #data = :data, completed_at = :now",
+        ConditionExpression="#state = :open AND #expires > :now",
+        ExpressionAttributeNames={"#state": "state", "#data": "data", "#expires": "expires"},
+        ExpressionAttributeValues={
+            ":completed": {"S": TokenState.COMPLETED},
+            ":open": {"S": TokenState.OPEN},
+            ":data": {"S": json.dumps(data, separators=(",", ":"))},
+            ":now": {"N": repr(float(now))},
+        },
+        ReturnValues="ALL_NEW",
+    )
+    if isinstance(answer, Refused):
+        return NotCompleted(_token(answer.item) if answer.item else None)
+    return Completed(_token(answer))
 
 
 def wait(token_id: str, job_id: str, step: str, run: int, *, single_attempt: bool = False) -> Token | None:
     """Name `step` of `job_id` the token's waiter, while it is open: the token after (its waiter set), or as
     it is if it was completed, cancelled or is another job's (the caller resolves the wait at once or
     refuses it); None if there is no such token."""
-    try:
-        answer = _dynamodb(single_attempt).update_item(
-            TableName=table.name(),
-            Key=_key(token_id),
-            UpdateExpression="SET waiter = :step, waiter_run = :run",
-            ConditionExpression="#state = :open AND #job = :job",
-            ExpressionAttributeNames={"#state": "state", "#job": "job"},
-            ExpressionAttributeValues={
-                ":step": {"S": step},
-                ":run": {"N": str(run)},
-                ":open": {"S": TokenState.OPEN},
-                ":job": {"S": job_id},
-            },
-            ReturnValues="ALL_NEW",
-            ReturnValuesOnConditionCheckFailure="ALL_OLD",
-        )
-    except ClientError as error:
-        if not is_condition_failure(error):
-            raise
-        item = error.response.get("Item") or _read(token_id, single_attempt)
-        return _token(item) if item else None
-    return _token(answer["Attributes"])
+    answer = update_or_refused(
+        _dynamodb(single_attempt),
+        TableName=table.name(),
+        Key=_key(token_id),
+        UpdateExpression="SET waiter = :step, waiter_run = :run",
+        ConditionExpression="#state = :open AND #job = :job",
+        ExpressionAttributeNames={"#state": "state", "#job": "job"},
+        ExpressionAttributeValues={
+            ":step": {"S": step},
+            ":run": {"N": str(run)},
+            ":open": {"S": TokenState.OPEN},
+            ":job": {"S": job_id},
+        },
+        ReturnValues="ALL_NEW",
+    )
+    item = answer.item if isinstance(answer, Refused) else answer
+    return _token(item) if item else None
 
 
 def cancel(token_id: str, *, single_attempt: bool = False) -> None:
     """Its job was cancelled: an open token completes nothing from now on (a completion answers 409)."""
-    try:
-        _dynamodb(single_attempt).update_item(
-            TableName=table.name(),
-            Key=_key(token_id),
-            UpdateExpression="SET #state = :cancelled",
-            ConditionExpression="#state = :open",
-            ExpressionAttributeNames={"#state": "state"},
-            ExpressionAttributeValues={":cancelled": {"S": TokenState.CANCELLED}, ":open": {"S": TokenState.OPEN}},
-        )
-    except ClientError as error:
-        if not is_condition_failure(error):
-            raise
+    update_or_refused(
+        _dynamodb(single_attempt),
+        TableName=table.name(),
+        Key=_key(token_id),
+        UpdateExpression="SET #state = :cancelled",
+        ConditionExpression="#state = :open",
+        ExpressionAttributeNames={"#state": "state"},
+        ExpressionAttributeValues={":cancelled": {"S": TokenState.CANCELLED}, ":open": {"S": TokenState.OPEN}},
+    )

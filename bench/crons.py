@@ -28,10 +28,10 @@ def create_herd(platform: Platform, prefix: str, count: int, due: datetime, thre
         url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
         return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
 
-    # What the API function's environment names: the schedules' target, its role and dead-letter queue.
+    # What the API function's environment names: the schedules' target, its role, their dead-letter target.
     targets = FunctionEnv(
         queue_arn=arn(settings.QUEUE_NAME),
-        dlq_arn=arn(settings.DLQ_NAME),
+        backstop_arn=arn(settings.BACKSTOP_NAME),
         scheduler_role_arn=platform.aws("iam").get_role(RoleName=settings.SCHEDULER_ROLE_NAME)["Role"]["Arn"],
     )
 

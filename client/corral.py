@@ -485,7 +485,8 @@ class Batches:
         return found
 
     def cancel(self, batch_id: str) -> Batch:
-        """Cancel the batch's jobs that have not started; it runs no callback. Repeating it is harmless."""
+        """Cancel the batch's jobs that have not started; it runs no callback. Repeating it is harmless; a
+        batch that already finished raises Conflict (409) and stays as it ended."""
         path = f"/v1/batches/{quote(batch_id, safe='')}/cancel"
         return cast(Batch, self._corral.call("POST", path, idempotent=True))
 

@@ -56,8 +56,8 @@ def sqs_event_source(function: lambda_.Function) -> None:
                 mapping,
                 "Serverless::Serverless-LambdaEventSourceMappingDestination",
                 "An SQS event source has no on-failure destination: a message that fails returns to the queue, "
-                "and the queue's redrive policy (maxReceiveCount 100) and the worker's burial in the DLQ "
-                "are its dead letters.",
+                "and the queue's redrive policy (to the backstop, and from it to the DLQ) and the worker's "
+                "burial in the DLQ are its dead letters.",
             )
 
 

@@ -134,9 +134,10 @@ class Alarms(Construct):
         )
         self._alarm(
             "PlatformDeadLetters",
-            "the worker put an unreadable or unverifiable message in the DLQ (a platform fault, not a tenant's "
-            "failing job: those are DeadLettersByTenant)",
-            self._worker_metric("UnreadableMessages"),
+            "the worker put an unreadable or unverifiable message in the DLQ, or recorded dead a job whose "
+            "message reached the backstop with no outcome (a platform fault, not a tenant's failing job: those "
+            "are DeadLettersByTenant)",
+            self._worker_metric("PlatformDeadLetters"),
             threshold=settings.ALARM_PLATFORM_DEAD_LETTERS_PER_5_MIN,
         )
 

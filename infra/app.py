@@ -10,12 +10,13 @@ import aws_cdk as cdk
 
 from infra import jobs_package
 from infra.lambda_targets import LambdaTargets
-from infra.stack import CorralStack, function_env_from_context, profile_from_context
+from infra.stack import CorralStack, function_env_from_context, profile_from_context, receive_budget_from_context
 from shared import settings
 
 
 def build_app(app: cdk.App) -> cdk.App:
     profile = profile_from_context(app.node.try_get_context("corral:profile"))
+    profile = receive_budget_from_context(app.node.try_get_context("corral:receive_budget"), profile)
     names = names_from_context(app.node.try_get_context("corral:stage"))
     CorralStack(
         app,

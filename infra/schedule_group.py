@@ -57,10 +57,15 @@ class Schedules(Construct):
             description="EventBridge Scheduler sends corral schedule firings to the job queue",
         )
         # SendMessage and nothing else (not the GetQueueAttributes and GetQueueUrl of CDK's grant: Scheduler
-        # sends by ARN). The DLQ takes the firings Scheduler could not deliver, after its retries.
+        # sends by ARN).
         # SQS-managed encryption on the queues: no KMS grant needed.
         self.role.add_to_policy(
-            iam.PolicyStatement(actions=["sqs:SendMessage"], resources=[queue.queue.queue_arn, queue.dlq.queue_arn])
+            iam.PolicyStatement(
+                actions=["sqs:SendMessage"],
+                # the backstop takes the firings Scheduler could not deliver, after its retries; the DLQ the
+                # same, for schedules made before the backstop (they name the DLQ until next updated)
+                resources=[queue.queue.queue_arn, queue.backstop.queue_arn, queue.dlq.queue_arn],
+            )
         )
 
     def function_env(self) -> dict[str, str]:
@@ -69,7 +74,7 @@ class Schedules(Construct):
             "schedule_group": self.group_name,
             "scheduler_role_arn": self.role.role_arn,
             "queue_arn": self.queue.queue.queue_arn,
-            "dlq_arn": self.queue.dlq.queue_arn,
+            "backstop_arn": self.queue.backstop.queue_arn,
         }
 
     def grant_manage(self, function: lambda_.IFunction) -> None:

@@ -73,8 +73,11 @@ class CorralStack(Stack):
                 table=store.table.table_name,
                 queue_url=queue.queue.queue_url,
                 dlq_url=queue.dlq.queue_url,
+                backstop_url=queue.backstop.queue_url,
                 lease_seconds=profile.lease_seconds,
                 hand_back_max_seconds=profile.visibility_timeout_seconds,
+                receive_budget=profile.receive_budget,
+                wait_resend_at=profile.wait_resend_at,
                 job_timeout_ceiling=profile.job_timeout_ceiling_seconds,
                 lambda_targets=lambda_targets.entries,
                 api_key_cache_seconds=profile.api_key_cache_seconds,
@@ -184,6 +187,17 @@ def profile_from_context(raw: object) -> Profile:
     if name not in settings.PROFILES:
         raise SystemExit(f"unknown corral:profile {name!r}; choose one of {sorted(settings.PROFILES)}")
     return settings.PROFILES[name]
+
+
+def receive_budget_from_context(raw: object, profile: Profile) -> Profile:
+    """`-c corral:receive_budget=N`: the jobs queue's maxReceiveCount, lowered for a test stack (the suite waits
+    past it); absent: the profile's (100)."""
+    if raw in (None, ""):
+        return profile
+    try:
+        return profile.with_receive_budget(int(str(raw)))
+    except ValueError as error:
+        raise SystemExit(f"corral:receive_budget: {raw!r}: {error}") from error
 
 
 # arn:aws:lambda:<region>:<account>:layer:<name>:<version>

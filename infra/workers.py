@@ -1,4 +1,4 @@
-"""Job workers: a Lambda with an SQS event source reporting partial batch failures."""
+"""Job workers: a Lambda with SQS event sources (the jobs queue, and its backstop) reporting partial batch failures."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from shared import settings
 from shared.settings import Profile, ResourceNames
 
 WORKER_MEMORY_MB = 1024
+BACKSTOP_MAX_CONCURRENCY = 2  # the event source's least
 
 
 def scaling(profile: Profile, capacity: Capacity) -> dict[str, object]:
@@ -72,6 +73,17 @@ class Workers(Construct):
                 max_batching_window=Duration.seconds(settings.WORKER_BATCHING_WINDOW_SECONDS),
                 report_batch_item_failures=True,
                 **scaling(profile, capacity),
+            )
+        )
+        # The backstop's messages (SQS moved them after the jobs queue's receive budget, or Scheduler could not
+        # deliver them) are recorded dead and buried in the DLQ by the same function (shared/worker/backstop.py).
+        # Nothing is meant to arrive there: a poller or two is plenty, and none is provisioned.
+        self.function.add_event_source(
+            event_sources.SqsEventSource(
+                queue.backstop,
+                batch_size=settings.WORKER_BATCH_SIZE,
+                report_batch_item_failures=True,
+                max_concurrency=BACKSTOP_MAX_CONCURRENCY,
             )
         )
         acknowledgements.sqs_event_source(self.function)

@@ -81,10 +81,12 @@ def deploy(
     warm: bool = True,
     jobs: str | None = EXAMPLE_JOBS,
     lambda_targets: list[str] | None = None,
+    receive_budget: int | None = None,
 ) -> Endpoint:
     """`warm`: start the environments the first jobs need now (local/prewarm.py), not when they arrive;
     `jobs`: the customer's job package folders to deploy, comma-separated (`corral:jobs`);
-    `lambda_targets`: `corral:lambda_targets`, entries `pattern=tenant|tenant` (or `pattern=*`)."""
+    `lambda_targets`: `corral:lambda_targets`, entries `pattern=tenant|tenant` (or `pattern=*`);
+    `receive_budget`: `corral:receive_budget`, the jobs queue's maxReceiveCount (the profile's if None)."""
     env = {**os.environ, **QUIET_CDK, **aws_env}
     log = state_dir / "deploy.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -99,6 +101,8 @@ def deploy(
         context += ["-c", f"corral:jobs={jobs}"]
     if lambda_targets:
         context += ["-c", f"corral:lambda_targets={json.dumps(lambda_targets)}"]
+    if receive_budget is not None:
+        context += ["-c", f"corral:receive_budget={receive_budget}"]
     _cdk(["deploy", "--require-approval", "never", "--outputs-file", str(outputs), *context], env, log)
     api_url = json.loads(outputs.read_text())[settings.STACK_NAME]["ApiUrl"]
     aws_endpoint = aws_env["AWS_ENDPOINT_URL"]

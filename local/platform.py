@@ -115,6 +115,7 @@ def embedded_stack(
     warm: bool = True,
     jobs: str | None = EXAMPLE_JOBS,
     lambda_targets: Sequence[str] = (),
+    receive_budget: int | None = None,
     announce: bool = False,
 ) -> Iterator[EmbeddedStack]:
     """Start the emulator on 127.0.0.1:`port`, its sidecars, and deploy corral into it; stop it all on exit.
@@ -122,7 +123,8 @@ def embedded_stack(
     `state_dir` holds the emulator's log, the deploy's log and outputs, and the sidecars' addresses.
     `sidecars=False`: the functions call the emulator directly (no faults can be injected).
     `sqs_through_proxy=False`: the enqueue path stays off the fault proxy (load runs measure the
-    platform, not the extra hop). `warm`, `jobs`, `lambda_targets`: as `local.deploy.deploy` takes them.
+    platform, not the extra hop). `warm`, `jobs`, `lambda_targets`, `receive_budget`: as `local.deploy.deploy`
+    takes them.
     `announce`: print what is starting.
     """
 
@@ -146,6 +148,7 @@ def embedded_stack(
             warm=warm,
             jobs=jobs,
             lambda_targets=list(lambda_targets) or None,
+            receive_budget=receive_budget,
         )
         yield EmbeddedStack(emulator, standins, endpoint, time.monotonic() - started)
     finally:

@@ -32,7 +32,10 @@ class FunctionEnv:
     queue_url: str = ""
     dlq_url: str = ""
     queue_arn: str = ""
-    dlq_arn: str = ""
+    # The backstop (settings.ResourceNames.backstop): the jobs queue's SQS dead-letter target, and
+    # Scheduler's for the firings it cannot deliver; the worker drains it into the DLQ.
+    backstop_url: str = ""
+    backstop_arn: str = ""
     schedule_group: str = settings.SCHEDULE_GROUP
     scheduler_role_arn: str = ""
     # Whether Scheduler sets the tenant's message group on the firings it sends (see settings).
@@ -44,6 +47,10 @@ class FunctionEnv:
     lease_seconds: int = settings.PROFILES["aws"].lease_seconds
     hand_back_unit_seconds: float = settings.HAND_BACK_UNIT_SECONDS
     hand_back_max_seconds: float = settings.PROFILES["aws"].visibility_timeout_seconds
+    # The jobs queue's maxReceiveCount as the worker sees it, and the receive at which a waiting job is
+    # sent again as a fresh message (settings.Profile; shared/worker/waiting.py).
+    receive_budget: int = settings.PROFILES["aws"].receive_budget
+    wait_resend_at: int = settings.PROFILES["aws"].wait_resend_at
     job_timeout_ceiling: int = settings.MAX_JOB_TIMEOUT_SECONDS
     api_key_cache_seconds: float = settings.API_KEY_CACHE_SECONDS
     # HTTP targets' guard (shared/targets/http_policy.py) and their default timeout.

@@ -30,7 +30,12 @@ class NotFound(CorralError):
 
 
 class Conflict(CorralError):
-    """The thing is not in a state that allows this; the message says which and what to do (HTTP 409)."""
+    """The thing is not in a state that allows this; the message says which and what to do (HTTP 409).
+    `field` names the input at fault, where one is (an idempotency key reused for another request)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class QuotaExceeded(CorralError):

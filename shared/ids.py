@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import math
 import os
 import time
@@ -126,6 +127,17 @@ def manual_run_id(secret: bytes, tenant: str, schedule: str, idempotency_key: st
     trigger, or to two schedules' triggers, names different jobs."""
     core = hmac.new(secret, f"trigger\0{tenant}\0{schedule}\0{idempotency_key}".encode(), hashlib.sha256).digest()
     return _mint(secret, tenant, IdKind.KEYED, core[:_CORE_BYTES])
+
+
+FINGERPRINT_CHARS = 32
+
+
+def request_fingerprint(request: object) -> str:
+    """What an idempotency key remembers of the request it first came with: the SHA-256 of the request's
+    canonical JSON (keys sorted, no spaces, UTF-8), its first 32 hex digits. Two bodies that parse to the
+    same fields are the same request; any other difference is another request (docs/decisions/idempotency-keys.md)."""
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:FINGERPRINT_CHARS]
 
 
 def verify(secret: bytes, tenant: str, job_id: str) -> IdInfo | None:

@@ -57,6 +57,12 @@ class Outcome(StrEnum):
     # An outcome an earlier run carried in a message (a store blip's), now recorded: that run was counted
     # when it ended, so the record is not counted as a second success or death.
     RECORDED_LATE = "recorded-late"
+    # A job waiting its turn near the queue's receive budget: sent again as a fresh message, carrying its
+    # wait, and this one acknowledged (shared/worker/waiting.py).
+    RESENT = "resent"
+    # A message found in the backstop with no outcome recorded: its job recorded `dead`, the message buried
+    # in the DLQ (shared/worker/backstop.py).
+    DEAD_LETTERED = "dead-lettered"
 
 
 class UnreadableMessage(CorralError, ValueError):
@@ -249,6 +255,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "parent": _parent,
     "overlap": _optional(_one_of(*Overlap)),
     "trigger": _optional(_one_of(Trigger.MANUAL, Trigger.BACKFILL)),
+    "request": _optional(_text(_MAX_NAME_LENGTH)),
 }
 _REQUIRED = ("type", "max_attempts", "enqueued_at")
 
@@ -304,6 +311,9 @@ class JobMessage:
     # earlier run first: shared/store/schedule_runs.py); what started it, when not the schedule's firing.
     overlap: str | None = None
     trigger: str | None = None
+    # A keyed job's request fingerprint (shared/ids.py request_fingerprint): of the requests sent under one
+    # idempotency key, the first claimed is the job's, and only its messages run (shared/store/job_store.py).
+    request: str | None = None
     v: int = 1
 
     @classmethod
@@ -322,6 +332,7 @@ class JobMessage:
         parent: dict[str, str] | None = None,
         overlap: Overlap = Overlap.ALLOW,
         trigger: Trigger = Trigger.SCHEDULE,
+        request: str | None = None,
     ) -> JobMessage:
         """The message of a job spec whose max_attempts is decided (a message always carries one).
 
@@ -344,6 +355,7 @@ class JobMessage:
             parent=parent,
             overlap=str(overlap) if overlap is not Overlap.ALLOW else None,
             trigger=str(trigger) if trigger is not Trigger.SCHEDULE else None,
+            request=request,
         )
 
     @classmethod
@@ -388,6 +400,7 @@ class JobMessage:
             "parent": self.parent,
             "overlap": self.overlap,
             "trigger": self.trigger,
+            "request": self.request,
         }
         return body | {name: value for name, value in optional.items() if value is not None}
 
@@ -556,6 +569,7 @@ class JobRecord:
     callbacks: dict[str, str | None] | None = None
     trigger: str | None = None  # a schedule's run: "manual" or "backfill"; None: the schedule's own firing
     skip_reason: str | None = None  # a `skipped` run: why it did not run
+    request: str | None = None  # a keyed job: the fingerprint of the request that runs (JobMessage.request)
 
     @property
     def payload_recorded(self) -> bool:
@@ -600,6 +614,8 @@ class JobRecord:
             view["parent"] = self.parent
         if self.callbacks is not None:
             view["callbacks"] = self.callbacks
+        if self.request is not None:
+            view["request"] = self.request
         return view
 
 

@@ -7,7 +7,7 @@ in `shared/environment.py` (`FunctionEnv`), so a name or a timeout is written ex
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 STACK_NAME = "corral"
 # A stage (`-c corral:stage=prod`) puts `corral-<stage>-` in front of every physical name, so two
@@ -49,6 +49,12 @@ class ResourceNames:
     @property
     def dlq(self) -> str:
         return f"{self.prefix}jobs-dlq"
+
+    @property
+    def backstop(self) -> str:
+        """Where SQS moves a jobs-queue message after its receive budget (and Scheduler a firing it could
+        not deliver): the worker records each one's job `dead` and buries the message in the DLQ."""
+        return f"{self.prefix}jobs-backstop"
 
     @property
     def table(self) -> str:
@@ -114,6 +120,7 @@ def names(stage: str = "") -> ResourceNames:
 _UNSTAGED = names()
 QUEUE_NAME = _UNSTAGED.queue
 DLQ_NAME = _UNSTAGED.dlq
+BACKSTOP_NAME = _UNSTAGED.backstop
 TABLE_NAME = _UNSTAGED.table
 SCHEDULE_GROUP = _UNSTAGED.schedule_group
 API_NAME = _UNSTAGED.api
@@ -137,8 +144,16 @@ WORKER_MIN_POLLERS = 21
 # Throttled receives count toward maxReceiveCount; the app counts attempts itself and
 # moves dead jobs to the DLQ, so this is only a backstop for messages that never reach
 # our code (a worker that dies before claiming): high enough that a herd cannot DLQ
-# unrun jobs.
+# unrun jobs. The aws profile's receive budget (Profile.receive_budget).
 MAX_RECEIVE_COUNT = 100
+# A job waiting its turn (its tenant's running cap, its concurrency key) is sent again as a fresh message
+# once its message has been received this many times, well before the budget: a wait never spends it,
+# and the receives between leave room for a failed send and for hand-backs of other kinds.
+# See docs/decisions/waiting-keeps-its-place.md.
+WAIT_RESEND_AT_RECEIVE = 90
+# The lowest budget a deployment may set (`-c corral:receive_budget`, Profile.with_receive_budget): the
+# end-to-end suite's, so a job waits past it in a couple of minutes.
+MIN_RECEIVE_BUDGET = 5
 # A delivery handed back without running (the store is down, too little of the invocation is left)
 # comes back after HAND_BACK_UNIT_SECONDS * 2^((receives - 1) / HAND_BACK_DOUBLING_RECEIVES),
 # at most the queue's visibility timeout (FunctionEnv.hand_back_max_seconds, set per profile): the
@@ -204,8 +219,9 @@ ALARM_STORE_HAND_BACKS_PER_5_MIN = 100  # 10 minutes of them: a store outage, no
 # queue. At the 6,000 jobs/s SLO a healthy queue holds ~1,600 visible (p99 wait 260 ms); the herd
 # backs up ~18,000 for ~11 s (make capacity), which a 1-minute minimum does not see.
 ALARM_BACKLOG_MESSAGES = 10_000
-# The dead letters that page: messages dead for a platform reason (unreadable, unverifiable, a firing
-# Scheduler could not deliver). A tenant's job that used its attempts is the tenant's metric, not a page.
+# The dead letters that page: messages dead for a platform reason (unreadable, unverifiable, a job whose
+# message reached the backstop with no outcome recorded, a firing Scheduler could not deliver). A
+# tenant's job that used its attempts is the tenant's metric, not a page.
 ALARM_PLATFORM_DEAD_LETTERS_PER_5_MIN = 1
 
 # Job limits.
@@ -387,6 +403,23 @@ class Profile:
     # timeout + JOB_START_RESERVE_SECONDS left of the invocation; a fresh invocation must fit any job,
     # with a few seconds for the batch's visibility call and the claim before it.
     job_timeout_ceiling_seconds: int = MAX_JOB_TIMEOUT_SECONDS - 5
+    # The jobs queue's maxReceiveCount (its receive budget), and the receive of a message at which a
+    # waiting job is sent again as a fresh one instead of handed back (docs/decisions/waiting-keeps-its-place.md).
+    receive_budget: int = MAX_RECEIVE_COUNT
+    wait_resend_at: int = WAIT_RESEND_AT_RECEIVE
+
+    def __post_init__(self) -> None:
+        if not 1 < self.wait_resend_at < self.receive_budget:
+            raise ValueError(f"profile {self.name}: wait_resend_at must be between 1 and the receive budget")
+
+    def with_receive_budget(self, budget: int) -> Profile:
+        """This profile with another receive budget (`-c corral:receive_budget=N`): a waiting job is sent again
+        once its message has been received 60 % of the budget, leaving the rest for hand-backs of other kinds.
+        The end-to-end suite lowers it so a test waits past it in a couple of minutes."""
+        if budget < MIN_RECEIVE_BUDGET:
+            raise ValueError(f"the receive budget must be at least {MIN_RECEIVE_BUDGET}")
+        resend_at = WAIT_RESEND_AT_RECEIVE if budget == MAX_RECEIVE_COUNT else max(2, round(budget * 0.6))
+        return replace(self, receive_budget=budget, wait_resend_at=resend_at)
 
     @property
     def visibility_timeout_seconds(self) -> int:

@@ -10,14 +10,15 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api.enqueue_routes import parse_job
-from functions.api.models import callback_model
+from functions.api.models import callback_model, idempotency_key_field
 from functions.api.responses import documented, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
 from shared.errors import InvalidRequest
 from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest
-from shared.store.batch_items import STATUSES
+from shared.store.batch_items import RUNNING, STATUSES
+from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
 _BATCH_ID = Path(max_length=64)
@@ -48,11 +49,9 @@ class BatchIn(BaseModel):
         default=None, description="A job enqueued once every job has succeeded; its payload gets `batch`"
     )
     description: str | None = Field(default=None, max_length=settings.MAX_BATCH_DESCRIPTION_CHARS)
-    idempotency_key: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=255,
-        description="The same key is the same batch: a retried request sends its jobs again, and none runs twice",
+    idempotency_key: str | None = idempotency_key_field(
+        "The same key is the same batch: the same request again answers as the first did, and none of "
+        "its jobs runs twice; another request with the key answers 409 naming idempotency_key"
     )
 
 
@@ -75,7 +74,9 @@ def _requests(items: list[Any]) -> list[JobRequest]:
         "Every job is checked first: one invalid job refuses the request (422 naming `jobs[i].field`) and nothing "
         "is enqueued. Every job and callback counts against the tenant's rate limit. GET /v1/batches/{id} shows "
         "its counts; `on_complete` runs once every job has ended (succeeded or dead), `on_success` only if all "
-        "succeeded, each exactly once."
+        "succeeded, each exactly once. With an idempotency_key, the same request again answers 201 as the first "
+        "did (once the first sent every job it sends nothing and counts one); another request with the key "
+        "answers 409 naming idempotency_key, and nothing is enqueued."
     ),
     responses=documented({201: {"description": '{"id", "status": "running", "total"}'}}, 400, 403, 409, 413, 429),
 )
@@ -89,7 +90,8 @@ def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
     )
     created = batches.create(_tenant(), request)
     jobs_enqueued(created.total)
-    return json_response(201, {"id": created.id, "status": created.status, "total": created.total})
+    # A new batch is running; a repeat of the request with its key answers as the first did (GET shows it now).
+    return json_response(201, {"id": created.id, "status": RUNNING, "total": created.total})
 
 
 @router.get(
@@ -98,15 +100,19 @@ def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
     summary="This tenant's batches, newest first (cursor-paginated)",
     description=(
         "Each with its counts. `status` filters after reading (a page may hold fewer than `limit` while "
-        f"`next_cursor` is set; each request reads at most {settings.LIST_READ_BUDGET} entries)."
+        f"`next_cursor` is set; each request reads at most {settings.LIST_READ_BUDGET} entries), so a filtered "
+        f"request is metered with filtered GET /v1/jobs and GET /v1/stats: {settings.HEAVY_READS_PER_SECOND}/s per "
+        f"tenant with bursts of {settings.HEAVY_READS_BURST} (429 over it)."
     ),
-    responses=documented({200: {"description": '{"batches": [...], "next_cursor": str | null}'}}),
+    responses=documented({200: {"description": '{"batches": [...], "next_cursor": str | null}'}}, 429),
 )
 def list_batches(
     status: Annotated[str | None, Query(description=f"One of {', '.join(STATUSES)}", max_length=32)] = None,
     cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
     limit: Annotated[int, Query(ge=1, le=settings.BATCH_LIST_MAX_LIMIT)] = settings.BATCH_LIST_DEFAULT_LIMIT,
 ) -> Response[dict[str, Any]]:
+    if status is not None:  # reads up to LIST_READ_BUDGET index entries for one page: metered
+        rate_limit.check_heavy_read(_tenant())
     page = batches.list_batches(_tenant(), status=status, cursor=cursor, limit=limit)
     return json_response(200, {"batches": page.batches, "next_cursor": page.next_cursor})
 
@@ -136,9 +142,10 @@ def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, An
     "/v1/batches/<batch_id>/cancel",
     tags=["batches"],
     summary="Cancel a batch: its jobs that have not started are cancelled, and it runs no callback",
-    description="Idempotent. Jobs already running end on their own and are counted. Counts one against the "
-    "tenant's rate limit.",
-    responses=documented({200: {"description": "The batch, status cancelled"}}, 404, 429),
+    description="Idempotent: a cancelled batch answers 200 again at once. A finished batch answers 409 and stays "
+    "as it ended. Jobs already running end on their own (retries included) and are counted. Counts one against "
+    "the tenant's rate limit per job still pending (all or none, before any is cancelled), one if none is.",
+    responses=documented({200: {"description": "The batch, status cancelled"}}, 404, 409, 429),
 )
 def cancel_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
     return json_response(200, batches.view(batches.cancel(_tenant(), batch_id)))

@@ -143,8 +143,10 @@ class BulkRetryIn(BaseModel):
     tags=["jobs"],
     summary=f"Retry this tenant's dead jobs, newest first, at most {settings.BULK_RETRY_MAX} a request",
     description=(
-        "Each dead job found counts one against the tenant's rate limit, all or none, before any is retried: "
-        "a 429 retried none."
+        "Its read of the index is metered first, found or not, with filtered listings: "
+        f"{settings.HEAVY_READS_PER_SECOND}/s per tenant with bursts of {settings.HEAVY_READS_BURST}. Each dead job "
+        "found then counts one against the tenant's rate limit, all or none, before any is retried: a 429 retried "
+        "none."
     ),
     responses={
         200: {

@@ -149,7 +149,13 @@ def post_job(tenant: str, body: Any) -> dict[str, Any]:
         return json_result(*invalid_fields(fields))
     message = enqueue(tenant, JobRequest.from_fields(fields))
     jobs_enqueued()
-    return json_result(202, {"id": message.id, "status": "queued"})
+    return json_result(202, accepted(message))
+
+
+def accepted(message: JobMessage) -> dict[str, Any]:
+    """An enqueued job's answer: its id and `queued`; for a keyed job, also its request's fingerprint, which
+    GET /v1/jobs/{id} shows for the request that runs under the key (docs/decisions/idempotency-keys.md)."""
+    return {"id": message.id, "status": "queued"} | ({"request": message.request} if message.request else {})
 
 
 def post_jobs_batch(tenant: str, body: Any) -> dict[str, Any]:
@@ -197,7 +203,7 @@ def parse_job(item: Any) -> JobRequest | InvalidRequest:
 
 def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
     if isinstance(outcome, JobMessage):
-        return {"index": index, "id": outcome.id, "status": "queued"}
+        return {"index": index} | accepted(outcome)
     if isinstance(outcome, NotSent):
         return {"index": index, "status": "rejected", "error": "unavailable", "message": outcome.reason}
     if isinstance(outcome, QuotaExceeded):

@@ -14,8 +14,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.api.enqueue_routes import enqueue_items
-from functions.api.models import JobSpecIn, callback_model, concurrency_model
+from functions.api.enqueue_routes import accepted, enqueue_items
+from functions.api.models import JobSpecIn, callback_model, concurrency_model, idempotency_key_field
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
@@ -33,7 +33,11 @@ OnFailureIn = callback_model("OnFailureIn")
 # A job's spec, then its enqueue options, in one flat body (JobRequest.from_fields splits them). No
 # docstring: the OpenAPI document would show it as the schema's description.
 class JobIn(JobSpecIn):
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
+    idempotency_key: str | None = idempotency_key_field(
+        "The same key is the same job (the same id), run once. Another request with the key is not "
+        "refused at enqueue (nothing is stored then): the first request a worker claims is the job's, the others "
+        "never run, and the job's `request` says which ran"
+    )
     delay_seconds: int | None = Field(
         default=None, ge=0, le=settings.MAX_RUN_AT_DAYS * 86_400, description="Run this many seconds from now"
     )
@@ -66,12 +70,24 @@ def _tenant() -> str:
     "/v1/jobs",
     tags=["jobs"],
     summary="Enqueue a job",
-    responses=documented({202: {"description": "Accepted and queued"}}, 400, 403, 413, 422, 429),
+    responses=documented(
+        {
+            202: {
+                "description": '{"id", "status": "queued"}; with an idempotency_key, also "request": the fingerprint '
+                "of this request, which GET /v1/jobs/{id} shows for the request that runs under the key"
+            }
+        },
+        400,
+        403,
+        413,
+        422,
+        429,
+    ),
 )
 def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     message = enqueue(_tenant(), JobRequest.from_fields(job.model_dump()))
     jobs_enqueued()
-    return json_response(202, {"id": message.id, "status": "queued"})
+    return json_response(202, accepted(message))
 
 
 @router.post(

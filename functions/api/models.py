@@ -37,6 +37,11 @@ class JobSpecIn(BaseModel):
         )
 
 
+def idempotency_key_field(description: str) -> Any:
+    """A request's `idempotency_key`: one key names one request (docs/decisions/idempotency-keys.md)."""
+    return Field(default=None, min_length=1, max_length=255, description=description)
+
+
 # TypedDicts, not models: their core schemas have no class, so the enqueue routes validate them from the
 # generated schemas (functions/api/job_schemas.py) as they do the rest of a job's body. One class per
 # field: pydantic would share a class used twice as a definition, which the generated schema cannot hold.

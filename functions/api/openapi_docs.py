@@ -44,13 +44,15 @@ ERRORS: dict[int, str] = {
     " operator can raise the limit",
     404: "not_found: no such job or schedule for this key's tenant, or no such route",
     409: "conflict: the resource's state does not allow this (e.g. the schedule name is taken, or another"
-    " request is creating or deleting that schedule right now)",
+    " request is creating or deleting that schedule right now); with field idempotency_key: the key was used"
+    " for another request",
     413: f"payload_too_large: a payload over {settings.MAX_PAYLOAD_BYTES} bytes serialised,"
     f" or a body over {settings.MAX_REQUEST_BODY_BYTES} bytes",
     422: "invalid_request: a field is invalid (named in field/fields), including a payload nested deeper than"
     f" {settings.MAX_PAYLOAD_DEPTH} levels or holding NaN/Infinity",
     429: "rate_limited: the tenant's enqueue rate limit, which every write counts against (each job enqueued,"
-    " each job a bulk retry re-sends; one per retry, cancel, schedule create or delete and secret rotation;"
+    " each job a bulk retry re-sends or a batch cancel cancels; one per retry, cancel, schedule create or delete"
+    " and secret rotation;"
     " nothing was done): retry after the Retry-After header's seconds; or quota_exceeded: the tenant holds"
     " its quota (the message names it and the count), a retry helps once it holds less (e.g. deleting schedules)",
     500: "internal_error: a bug; it has been logged",

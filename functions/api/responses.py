@@ -158,7 +158,7 @@ def _not_found(error: NotFound) -> ErrorAnswer:
 
 @answers(Conflict)
 def _conflict(error: Conflict) -> ErrorAnswer:
-    return 409, error_body("conflict", str(error)), {}
+    return 409, error_body("conflict", str(error), **({"field": error.field} if error.field else {})), {}
 
 
 @answers(ClientError, BotoCoreError, Unavailable)

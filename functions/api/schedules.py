@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.api.models import JobSpecIn
+from functions.api.models import JobSpecIn, idempotency_key_field
 from functions.api.responses import documented, error_response, json_response
 from shared import settings
 from shared.model import Overlap, Status
@@ -98,8 +98,8 @@ class PauseIn(BaseModel):
 class TriggerIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    idempotency_key: str | None = Field(
-        default=None, min_length=1, max_length=255, description="The same key triggers the same run once"
+    idempotency_key: str | None = idempotency_key_field(
+        "The same key triggers the same run once, and a retried trigger answers as the first did"
     )
 
 

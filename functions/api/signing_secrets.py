@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.models import idempotency_key_field
 from functions.api.responses import json_response
 from shared import settings
 from shared.targets import signing_secrets
@@ -53,6 +54,10 @@ class RotateIn(BaseModel):
         "third parties' included: a receiver that verifies webhook-signature (which binds no URL) should hold its "
         "own destination's secret.",
     )
+    idempotency_key: str | None = idempotency_key_field(
+        "A rotation retried with its key adds no second secret: the same request answers the secrets "
+        "as they stand; another request with the key answers 409 naming idempotency_key"
+    )
 
 
 @router.post(
@@ -66,14 +71,18 @@ class RotateIn(BaseModel):
     "secret: then from when every worker knows it. Until a destination's first secret's signs_from, its requests "
     "carry either the unbound signatures or its own (by the worker), and from then its own only: its receiver "
     "should accept both meanwhile.",
-    responses={201: {"description": "Rotated: the secrets, the new one first"}},
+    responses={
+        201: {"description": "Rotated: the secrets, the new one first"},
+        409: {"description": "The idempotency_key was used for another rotation (field: idempotency_key)"},
+    },
 )
 def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:
     destination = request.destination if request is not None else None
     policy = TargetPolicy.from_env(_tenant())
     origin = None if destination is None else signing_secrets.destination_origin(destination, policy)
     rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
-    return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin)))
+    key = request.idempotency_key if request is not None else None
+    return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin, idempotency_key=key)))
 
 
 @router.post(

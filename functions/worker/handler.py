@@ -1,7 +1,8 @@
 """Worker Lambda: SQS batch -> Powertools partial-batch processing -> the worker (shared/worker/receive.py).
 
 The handler reads the event and hands the records over, to be handled at once (receive.handle_all);
-the completer (shared/worker/completer.py) makes every queue call for them.
+the completer (shared/worker/completer.py) makes every queue call for them. Its second event source is
+the backstop (shared/worker/backstop.py): those batches' messages are recorded dead and buried in the DLQ.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from shared import environment
 from shared.aws import tracing
 from shared.aws.metrics import handed_back, job_outcome, metrics
 from shared.jobs import job_types
 from shared.model import Outcome
+from shared.worker import backstop
 from shared.worker.batch import Worker
 from shared.worker.delivery import Delivery
 from shared.worker.receive import Handled, handle_all
@@ -53,7 +56,7 @@ def _seconds_left(context: LambdaContext) -> float:
     return context.get_remaining_time_in_millis() / 1000
 
 
-def _delivery(record: SQSRecord, seconds_left: float) -> Delivery:
+def _delivery(record: SQSRecord, seconds_left: float, queue_url: str | None) -> Delivery:
     return Delivery(
         message_id=record.message_id,
         body=record.body or "",
@@ -61,6 +64,12 @@ def _delivery(record: SQSRecord, seconds_left: float) -> Delivery:
         sent_at=int(record.attributes.sent_timestamp or 0) / 1000,
         seconds_left=seconds_left,
         receipt_handle=record.receipt_handle,
+        attributes={
+            name: attribute.string_value
+            for name, attribute in record.message_attributes.items()
+            if attribute.string_value is not None
+        },
+        queue_url=queue_url,
     )
 
 
@@ -98,12 +107,14 @@ def _record_handler(handled: dict[str, Handled]) -> Callable[[SQSRecord], Outcom
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     started_at = time.time()
     records = event.get("Records", [])
-    deliveries = [_delivery(SQSRecord(record), _seconds_left(context)) for record in records]
-    batch = worker.batch(deliveries)
+    from_backstop = bool(records) and backstop.drains(records[0].get("eventSourceARN"))
+    queue_url = environment.current().backstop_url if from_backstop else None
+    deliveries = [_delivery(SQSRecord(record), _seconds_left(context), queue_url) for record in records]
+    batch = worker.backstop_batch() if from_backstop else worker.batch(deliveries)
     handled: dict[str, Handled] = {}
     try:
         batch.begin(_seconds_left(context))  # while the batch's claims are under way
-        handled = handle_all(deliveries, batch, _record_failed)
+        handled = handle_all(deliveries, batch, _record_failed, backstop.handle if from_backstop else None)
         response = process_partial_response(
             event={**event, "Records": records},
             record_handler=_record_handler(handled),
@@ -132,6 +143,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             # Each record's trace, as its sender (the API) logged it: one job's lines share it.
             "trace_ids": [tracing.record_trace_id(record) for record in records],
             "environment": context.log_stream_name,
+            "backstop": from_backstop,
         },
     )
     return response

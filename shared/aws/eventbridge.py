@@ -114,12 +114,13 @@ def _params(name: str, definition: Definition) -> dict[str, Any]:
             "Arn": environment.current().queue_arn,
             "RoleArn": environment.current().scheduler_role_arn,
             "Input": definition.input_json,
-            # Throttled or failed deliveries are retried, then land in the DLQ: never dropped.
+            # Throttled or failed deliveries are retried, then land in the backstop (its job recorded dead, the
+            # message buried in the DLQ): never dropped.
             "RetryPolicy": {
                 "MaximumRetryAttempts": settings.SCHEDULER_RETRY_ATTEMPTS,
                 "MaximumEventAgeInSeconds": settings.SCHEDULER_MAX_EVENT_AGE_SECONDS,
             },
-            "DeadLetterConfig": {"Arn": environment.current().dlq_arn},
+            "DeadLetterConfig": {"Arn": environment.current().backstop_arn},
         },
     }
     if definition.message_group is not None and _sets_message_group():

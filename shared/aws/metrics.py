@@ -25,7 +25,13 @@ _OUTCOMES = {
     Outcome.UNREADABLE: "UnreadableMessages",
     Outcome.RETRY_SENT: "RetriesSentUnclaimed",
     Outcome.RECORDED_LATE: "OutcomesRecordedLate",
+    Outcome.RESENT: "WaitsResent",
+    Outcome.DEAD_LETTERED: "BackstopDeadLetters",
 }
+# The dead letters of the platform's making, which page (the PlatformDeadLetters alarm, infra/alarms.py): a
+# message that cannot run, and a job whose message reached the backstop with no outcome recorded. A
+# tenant's job that used its attempts is `DeadLettersByTenant`, never a page.
+_PLATFORM_DEAD_LETTERS = frozenset({Outcome.UNREADABLE, Outcome.DEAD_LETTERED})
 
 
 def jobs_enqueued(count: int = 1) -> None:
@@ -34,6 +40,8 @@ def jobs_enqueued(count: int = 1) -> None:
 
 def job_outcome(outcome: Outcome) -> None:
     metrics.add_metric(name=_OUTCOMES.get(outcome, "JobsOtherOutcome"), unit=MetricUnit.Count, value=1)
+    if outcome in _PLATFORM_DEAD_LETTERS:
+        metrics.add_metric(name="PlatformDeadLetters", unit=MetricUnit.Count, value=1)
 
 
 def job_retried() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -190,10 +190,25 @@ def hand_back_seconds(receive_count: int, unit: float | None = None) -> int:
     return math.ceil(min(_hand_back_max_seconds(), floor * random.uniform(1.0, 1.2)))
 
 
-def retry_later(receipt_handle: str, delay_seconds: float) -> None:
-    """Make a received message visible again after `delay_seconds` (not the full visibility timeout)."""
+def retry_later(receipt_handle: str, delay_seconds: float, *, queue_url: str | None = None) -> None:
+    """Make a received message visible again after `delay_seconds` (not the full visibility timeout).
+    `queue_url`: the queue it was received from, if not the jobs queue (the backstop)."""
     client("sqs").change_message_visibility(
-        QueueUrl=_queue_url(), ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, int(delay_seconds))
+        QueueUrl=queue_url or _queue_url(), ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, int(delay_seconds))
+    )
+
+
+def send_waiting(message: JobMessage, delay_seconds: int, waited: str) -> None:
+    """Send a waiting job's message again, as a fresh message (its receive count starts over), first
+    delivered after `delay_seconds`; `waited` (WAITING_ATTRIBUTE) carries its wait so far
+    (shared/worker/waiting.py). The caller then acknowledges the old message."""
+    client("sqs").send_message(
+        QueueUrl=_queue_url(),
+        MessageBody=message.to_json(),
+        DelaySeconds=min(max(0, delay_seconds), MAX_DELAY_SECONDS),
+        MessageGroupId=message_group(message.tenant),
+        MessageAttributes={WAITING_ATTRIBUTE: {"DataType": "String", "StringValue": waited}},
+        **_traced(),
     )
 
 
@@ -217,14 +232,33 @@ def set_visibility(entries: Sequence[tuple[str, int]]) -> bool:
     return applied
 
 
+# The message attributes corral reads and writes (SQS keeps a message's attributes when it moves it to a
+# dead-letter queue).
+REASON_ATTRIBUTE = "corral-reason"  # why a message is in the DLQ: set by the worker as it buries it
+WAITING_ATTRIBUTE = "corral-waiting"  # a waiting job's wait so far (shared/worker/waiting.py)
+_SCHEDULER_ERROR_ATTRIBUTES = ("ERROR_MESSAGE", "ERROR_CODE")  # EventBridge Scheduler's, on a firing it dead-letters
+
+
 def send_to_dlq(body: str, reason: str) -> None:
     """Put a message in the DLQ with the reason it died. The caller then acks the original."""
     client("sqs").send_message(
         QueueUrl=environment.current().dlq_url,
         MessageBody=body,
-        MessageAttributes={"corral-reason": {"DataType": "String", "StringValue": reason[:1000]}},
+        MessageAttributes={REASON_ATTRIBUTE: {"DataType": "String", "StringValue": reason[:1000]}},
     )
     metrics.dead_letter(_tenant_of(body))
+
+
+def dead_letter_reason(attributes: Mapping[str, str]) -> str | None:
+    """Why a dead-lettered message died, as its attributes (name -> string value) say: the worker's
+    reason, or Scheduler's error for a firing it could not deliver. None: they say nothing (SQS moved
+    it after its receive budget, or someone moved it by hand)."""
+    if REASON_ATTRIBUTE in attributes:
+        return attributes[REASON_ATTRIBUTE]
+    scheduler = [attributes[name] for name in _SCHEDULER_ERROR_ATTRIBUTES if name in attributes]
+    if scheduler:
+        return "EventBridge Scheduler could not deliver the firing: " + " ".join(scheduler)
+    return None
 
 
 # A message's tenant as corral writes it: `tenant` before the payload (JobMessage.to_dict), within a

@@ -5,8 +5,9 @@ worker's claim writes, so a cancel racing a claim has exactly one winner: the jo
 cancel answers 409 `running`), or it is cancelled (and the delivery is acknowledged unrun).
 
 A tenant's cancels and retries count against its rate limit (shared/tenants/rate_limit.py) before
-anything is written: one per cancel or retry, one per job a bulk retry is about to re-send. The
-operator's DLQ redrive (`redrive`) is not counted.
+anything is written: one per cancel or retry, one per job a bulk retry is about to re-send. A bulk
+retry's index read is metered first, as a filtered listing is (`rate_limit.check_heavy_read`). The
+operator's DLQ redrive (`redrive`) is not counted: it is the operator's, run with AWS credentials.
 """
 
 from __future__ import annotations
@@ -182,8 +183,11 @@ class BulkRetry:
 def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: int) -> BulkRetry:
     """Retry up to `limit` of the tenant's dead jobs (newest first), optionally of one type or enqueued since.
 
-    The dead jobs found count against the tenant's rate limit, all or none, before any is reset:
-    RateLimited retries none (a call that finds none counts nothing)."""
+    Its read of the index (up to settings.LIST_READ_BUDGET entries, found or not) is metered first, with
+    filtered listings (ReadsLimited). The dead jobs found then count against the tenant's rate limit,
+    all or none, before any is reset: RateLimited retries none (a call that finds none counts nothing
+    there). A reset refused brings nothing back; the few refused are read for their status alone."""
+    rate_limit.check_heavy_read(tenant)
     now = time.time()
     filters = {"status": str(Status.DEAD)} | ({"job_type": job_type} if job_type else {})
     found = listing.read_index(tenant, filters, since=since, until=now, before=None, want=limit, attributes=("pk",))
@@ -191,17 +195,19 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     if candidates:
         rate_limit.check(tenant, len(candidates))
     outcomes = list(
-        _writers.map(lambda job_id: job_control.reset_for_retry(job_id, tenant, now, (Status.DEAD,)), candidates)
+        _writers.map(
+            lambda job_id: job_control.reset_for_retry(job_id, tenant, now, (Status.DEAD,), explain=False), candidates
+        )
     )
     messages = [outcome for outcome in outcomes if isinstance(outcome, JobMessage)]
     for message in messages:
         if message.batch is not None:
             batches.member_reopened(tenant, message.batch.id, message.batch.index, message.batch.generation)
-    skipped = [
-        {"id": job_id, "reason": _why_skipped(outcome.item)}
-        for job_id, outcome in zip(candidates, outcomes, strict=True)
-        if isinstance(outcome, job_control.Refused)
+    refused = [
+        job_id for job_id, outcome in zip(candidates, outcomes, strict=True) if isinstance(outcome, job_control.Refused)
     ]
+    now_status = job_control.statuses(refused)
+    skipped = [{"id": job_id, "reason": _why_skipped(now_status[job_id])} for job_id in refused]
     not_sent = queue.send_batch([(message, 0) for message in messages])
     retried = [message.id for message, reason in zip(messages, not_sent, strict=True) if reason is None]
     list(_writers.map(lambda job_id: _sent(job_id, now), retried))
@@ -213,8 +219,7 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
     return BulkRetry(ids=retried, more=found.next_before is not None, skipped=skipped)
 
 
-def _why_skipped(item: dict[str, Any]) -> str:
-    status = item.get("status", {}).get("S")
+def _why_skipped(status: str | None) -> str:
     if status == Status.DEAD:
         return "its payload was not recorded (a record older than payload recording)"
     return f"it is {status} now (changed since it was found)"

@@ -51,6 +51,25 @@ class JobRequest:
         """How many jobs the request is, as the rate limit counts them: the job and its callbacks."""
         return 1 + (self.on_success is not None) + (self.on_failure is not None)
 
+    def canonical(self) -> dict[str, Any]:
+        """The request as an idempotency key remembers it (shared/ids.py `request_fingerprint`): every field
+        it gives, none it leaves out or gives as null (the key itself aside); `run_at` in epoch seconds."""
+        run_at = None
+        if self.run_at is not None:
+            run_at = (self.run_at if self.run_at.tzinfo else self.run_at.replace(tzinfo=UTC)).timestamp()
+        fields = {
+            "type": self.spec.type,
+            "payload": self.spec.payload,
+            "max_attempts": self.spec.max_attempts,
+            "timeout_seconds": self.spec.timeout_seconds,
+            "delay_seconds": self.delay_seconds,
+            "run_at": run_at,
+            "concurrency": self.concurrency.to_dict() if self.concurrency is not None else None,
+            "on_success": present_fields(self.on_success),
+            "on_failure": present_fields(self.on_failure),
+        }
+        return {name: value for name, value in fields.items() if value is not None}
+
     @classmethod
     def from_fields(cls, values: Mapping[str, Any]) -> JobRequest:
         """The request of a POST /v1/jobs body's fields: the spec's beside the enqueue options."""
@@ -59,6 +78,11 @@ class JobRequest:
         if isinstance(options.get("concurrency"), Mapping):
             options["concurrency"] = Concurrency.of(options["concurrency"])
         return cls(spec, **options)
+
+
+def present_fields(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The fields given a value: a field given as null is the same request as one left out."""
+    return None if fields is None else {name: value for name, value in fields.items() if value is not None}
 
 
 def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_input: bool = False) -> None:
@@ -261,6 +285,8 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         enqueued_at=now,
         concurrency=request.concurrency,
         callbacks=job.callbacks,
+        # One key, one request: the job's record keeps the first claimed request's, and only it runs.
+        request=ids.request_fingerprint(request.canonical()) if request.idempotency_key else None,
     )
 
 

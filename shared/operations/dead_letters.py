@@ -1,5 +1,9 @@
 """The dead-letter queue, for operators: what is in it (per tenant, with reasons) and redriving it.
 
+Only the worker puts messages there, each after recording its job `dead` (or counting an unreadable
+message); what SQS moves after the jobs queue's receive budget reaches it through the backstop, which
+the worker drains (shared/worker/backstop.py). So the DLQ is the list of dead jobs' messages to redrive.
+
 Redrive is done by the application (receive -> run again -> delete), not by SQS's
 StartMessageMoveTask, for three reasons:
 - a dead job's record says `dead`, and the worker acknowledges a delivery of a finished job unrun;
@@ -20,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import environment, settings
+from shared import environment
 from shared.aws import queue
 from shared.aws.clients import client
 from shared.errors import Conflict
@@ -29,9 +33,9 @@ from shared.model import Status
 from shared.store import job_store
 from shared.tenants import tenants
 
-REASON_ATTRIBUTE = "corral-reason"  # set by the worker when it buries a job (shared/aws/queue.py)
-_SCHEDULER_ERROR_ATTRIBUTES = ("ERROR_MESSAGE", "ERROR_CODE")  # EventBridge Scheduler's DLQ messages
-_BACKSTOP_REASON = f"moved by SQS after {settings.MAX_RECEIVE_COUNT} receives: no worker recorded an outcome"
+# Every message the worker buries says why; one without a reason was moved by SQS from the backstop,
+# after the worker failed to record it for the backstop's whole receive budget.
+_UNRECORDED_REASON = "moved by SQS from the backstop: the worker could not record it"
 _HOLD_SECONDS = 60  # a received message stays invisible this long while it is looked at or redriven
 
 
@@ -72,12 +76,8 @@ class DeadLetter:
 
 def _reason(message: dict[str, Any]) -> str:
     attributes = message.get("MessageAttributes") or {}
-    if REASON_ATTRIBUTE in attributes:
-        return attributes[REASON_ATTRIBUTE].get("StringValue", "")
-    scheduler = [attributes[name].get("StringValue", "") for name in _SCHEDULER_ERROR_ATTRIBUTES if name in attributes]
-    if scheduler:
-        return "EventBridge Scheduler could not deliver the firing: " + " ".join(scheduler)
-    return _BACKSTOP_REASON
+    strings = {name: value.get("StringValue", "") for name, value in attributes.items()}
+    return queue.dead_letter_reason(strings) or _UNRECORDED_REASON
 
 
 def _parse(message: dict[str, Any]) -> DeadLetter:
@@ -189,7 +189,8 @@ def _run_again(letter: DeadLetter) -> str:
         return "redriven"
     record = job_store.get(letter.job_id)
     if record is None:
-        # Never claimed (the SQS backstop moved it): its message is all there is; send it as it was.
+        # No record (SQS moved it on from the backstop before the worker could record it): its message is
+        # all there is; send it as it was.
         _send_as_it_was(letter.body)
         return "redriven"
     owner = record.tenant

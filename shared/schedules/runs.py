@@ -19,7 +19,7 @@ from shared.errors import InvalidRequest, Unavailable
 from shared.jobs.enqueue import check_job
 from shared.model import JobMessage, JobSpec, Overlap, Status, Trigger, format_scheduled_time
 from shared.schedules import customer_schedules, expressions
-from shared.store import job_store, schedule_runs
+from shared.store import schedule_runs
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
 
@@ -52,8 +52,15 @@ def _run_message(
 
 def trigger(tenant: str, name: str, idempotency_key: str | None = None) -> Triggered:
     """Run the schedule's job now, as a run of the schedule (scheduled for now, trigger "manual"), paused or
-    not. With `idempotency_key`, a trigger retried is the same run (answered as it stands). Under overlap
-    "skip", a live earlier run makes it `skipped` at once. ScheduleNotFound; RateLimited (counts one)."""
+    not. Under overlap "skip", a live earlier run makes it `skipped` at once. ScheduleNotFound; RateLimited
+    (counts one).
+
+    With `idempotency_key`, a trigger retried is the same run, answered as the first trigger was: `skipped`
+    (with its reason) if that trigger skipped it, else `queued` (whatever became of the run since, a skip
+    at its claim included), and it is not sent again. The key is the schedule's: the run's id derives from
+    the schedule's name and the key, and the request holds nothing else, so no other request can reuse it.
+    Until a worker has recorded the run, a retried trigger cannot tell it from a first one: it is checked
+    for overlap and sent again (the same id: the claim runs it once)."""
     schedule = customer_schedules.get(tenant, name)
     if schedule is None:
         raise customer_schedules.ScheduleNotFound(name)
@@ -62,11 +69,11 @@ def trigger(tenant: str, name: str, idempotency_key: str | None = None) -> Trigg
     secret = id_secret()
     if idempotency_key:
         job_id = ids.manual_run_id(secret, tenant, name, idempotency_key)
-        existing = job_store.get(job_id)
-        if existing is not None:  # this trigger, retried: answered as its run stands, not run again
-            return Triggered(
-                job_id, Status.SKIPPED if existing.status is Status.SKIPPED else Status.QUEUED, existing.skip_reason
-            )
+        existing = schedule_runs.triggered_run(job_id)
+        if existing is not None:  # this trigger, retried: answered as the first was, not run again
+            if existing.skipped_reason is not None:
+                return Triggered(job_id, Status.SKIPPED, existing.skipped_reason)
+            return Triggered(job_id, Status.QUEUED)
     else:
         job_id = ids.timed_id(secret, tenant, now)
     definition = schedule.definition
@@ -80,7 +87,7 @@ def trigger(tenant: str, name: str, idempotency_key: str | None = None) -> Trigg
         trigger=Trigger.MANUAL,
     )
     if definition.overlap == Overlap.SKIP:
-        reason = schedule_runs.skip_if_overlapping(message, now)
+        reason = schedule_runs.skip_if_overlapping(message, now, at_trigger=True)
         if reason is not None:
             return Triggered(job_id, Status.SKIPPED, reason)
     queue.send(message)

@@ -26,6 +26,7 @@ has finished: one write unit per mark while fewer than ~150 have, 5 at the end o
 from __future__ import annotations
 
 import json
+import re
 import string
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +36,7 @@ from botocore.exceptions import ClientError
 from shared import settings
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.store import job_items, keys, table
-from shared.store.conditional import conditional_update
+from shared.store.conditional import conditional_put, conditional_update
 from shared.store.table_schema import JOBS_INDEX
 
 RUNNING = "running"
@@ -83,6 +84,9 @@ class BatchRecord:
     finished_at: float | None = None
     description: str | None = None
     cancel_requested_at: float | None = None
+    cancel_done_at: float | None = None  # when a cancel had written every member it found pending
+    request: str | None = None  # a keyed batch's request fingerprint (shared/ids.py request_fingerprint)
+    all_sent_at: float | None = None  # a keyed batch: when its create had sent every job
     callbacks: tuple[str, ...] = ()  # the callbacks it was created with (on_complete, on_success)
     due: dict[str, float] = field(default_factory=dict)  # kind -> when it became due (enqueued once)
     sent: dict[str, float] = field(default_factory=dict)  # kind -> when its message was sent
@@ -146,6 +150,9 @@ _RECORD_ATTRIBUTES = (
     "finished_at",
     "description",
     "cancel_requested_at",
+    "cancel_done_at",
+    "request_sha",
+    "all_sent_at",
     "callbacks",
     "due_on_complete",
     "due_on_success",
@@ -172,6 +179,9 @@ def _record(item: dict[str, Any]) -> BatchRecord:
         finished_at=job_items.as_float(item, "finished_at"),
         description=job_items.as_str(item, "description"),
         cancel_requested_at=job_items.as_float(item, "cancel_requested_at"),
+        cancel_done_at=job_items.as_float(item, "cancel_done_at"),
+        request=job_items.as_str(item, "request_sha"),
+        all_sent_at=job_items.as_float(item, "all_sent_at"),
         callbacks=callbacks,
         due={kind: float(item[f"due_{kind}"]["N"]) for kind in callbacks if f"due_{kind}" in item},
         sent={kind: float(item[f"sent_{kind}"]["N"]) for kind in callbacks if f"sent_{kind}" in item},
@@ -186,12 +196,14 @@ def create(
     *,
     description: str | None,
     callbacks: dict[str, dict[str, Any]],
+    request: str | None = None,
 ) -> BatchRecord:
     """Write a new batch, running with every member pending; or, if it exists (a request retried with
-    its idempotency key), the batch as it is. The callbacks' specs first: a batch that exists has them."""
+    its idempotency key), the batch as it is. The callbacks' specs first: a batch that exists has them.
+    `request`: a keyed batch's request fingerprint, kept so the key's next use can be compared."""
     expires = {"N": str(int(now) + _RUNNING_KEPT_SECONDS)}
-    if callbacks:
-        client("dynamodb").put_item(
+    if callbacks:  # a batch's first request sets them: a later use of its key never replaces them
+        conditional_put(
             TableName=table.name(),
             Item=_callbacks_key(batch_id)
             | {
@@ -199,6 +211,7 @@ def create(
                 "specs": {"S": json.dumps(callbacks, separators=(",", ":"))},
                 "expires_at": expires,
             },
+            ConditionExpression="attribute_not_exists(pk)",
         )
     item: dict[str, Any] = _key(batch_id) | {
         "tenant": {"S": tenant},
@@ -215,6 +228,8 @@ def create(
     }
     if description:
         item["description"] = {"S": description}
+    if request:
+        item["request_sha"] = {"S": request}
     if callbacks:
         item["callbacks"] = {"SS": sorted(callbacks)}
     try:
@@ -417,17 +432,75 @@ def mark_sent(batch_id: str, kind: str, now: float, *, single_attempt: bool = Fa
     )
 
 
-def request_cancel(batch_id: str, now: float) -> BatchRecord | None:
+def mark_all_sent(batch_id: str, now: float) -> None:
+    """A keyed batch's create sent every one of its jobs: a repeat of its request need send none."""
+    client("dynamodb").update_item(
+        TableName=table.name(),
+        Key=_key(batch_id),
+        UpdateExpression="SET all_sent_at = if_not_exists(all_sent_at, :now)",
+        ConditionExpression="attribute_exists(pk)",
+        ExpressionAttributeValues={":now": job_items.n(now)},
+    )
+
+
+_MEMBER_ATTRIBUTE = re.compile(r"j[0-9a-z]{1,3}")
+
+
+@dataclass(frozen=True)
+class BatchWithMembers:
+    batch: BatchRecord
+    states: dict[int, MemberState]  # each member that has left `pending` of its first run
+
+    def pending(self) -> list[tuple[int, int]]:
+        """The members still pending, as (index, run), in order: none has ended (some may be running)."""
+        found = []
+        for index in range(self.batch.total):
+            state = self.states.get(index, MemberState(PENDING))
+            if state.letter == PENDING:
+                found.append((index, state.generation))
+        return found
+
+
+def get_with_members(batch_id: str) -> BatchWithMembers | None:
+    """The batch and its members' states, in one consistent read of the counts item (never larger than
+    ~0.4 KB plus ~4 bytes per member); None if there is no such batch."""
+    item = client("dynamodb").get_item(TableName=table.name(), Key=_key(batch_id), ConsistentRead=True).get("Item")
+    if not item:
+        return None
+    states = {
+        int(name[1:], 36): MemberState.decoded(value["S"])
+        for name, value in item.items()
+        if _MEMBER_ATTRIBUTE.fullmatch(name)
+    }
+    return BatchWithMembers(_record(item), states)
+
+
+def request_cancel(batch_id: str, now: float) -> bool:
     """The batch is cancelled (its members not started are cancelled by the caller): it runs no callback.
-    Idempotent; None if there is no such batch."""
+    Written only while some member is pending, or if it is cancelled already: a finished batch is never
+    relabelled `cancelled`. False if it had finished (or is gone)."""
+    return conditional_update(
+        client("dynamodb"),
+        TableName=table.name(),
+        Key=_key(batch_id),
+        UpdateExpression="SET cancel_requested_at = if_not_exists(cancel_requested_at, :now)",
+        ConditionExpression="attribute_exists(pk) AND (#pending > :zero OR attribute_exists(cancel_requested_at))",
+        ExpressionAttributeNames={"#pending": "pending"},
+        ExpressionAttributeValues={":now": job_items.n(now), ":zero": job_items.n(0)},
+    )
+
+
+def finish_cancel(batch_id: str, now: float) -> BatchRecord | None:
+    """A cancel wrote every member it found pending: the next cancel of the batch has nothing to do.
+    The batch after; None if there is no such batch."""
     try:
         answer = client("dynamodb").update_item(
             TableName=table.name(),
             Key=_key(batch_id),
-            UpdateExpression="SET cancel_requested_at = if_not_exists(cancel_requested_at, :now)",
+            UpdateExpression="SET cancel_done_at = if_not_exists(cancel_done_at, :now)",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues={":now": job_items.n(now)},
-            ReturnValues="ALL_NEW",
+            ReturnValues="ALL_NEW",  # the counts item: a few KB at most, never a job's record
         )
     except ClientError as error:
         if is_condition_failure(error):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared.model import JobMessage, JobRecord, Status
-from shared.store import job_items
+from shared.store import job_items, table
 
 
 @dataclass(frozen=True)
@@ -16,14 +16,54 @@ class Refused:
     item: dict[str, Any]
 
 
-def _update_unless_refused(job_id: str, **params: Any) -> dict[str, Any] | Refused:
-    """A conditional UpdateItem returning the new item, or Refused with the record as it is."""
-    answer = job_items.write(
-        Key=job_items.key(job_id), ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **params
-    )
+def _update_unless_refused(job_id: str, *, explain: bool = True, **params: Any) -> dict[str, Any] | Refused:
+    """A conditional UpdateItem returning the new item, or Refused with the record as it is (`explain`:
+    read back when refused; else Refused({}), the caller needing no more than that it was refused)."""
+    returns = {"ReturnValues": "ALL_NEW"} | ({"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if explain else {})
+    answer = job_items.write(Key=job_items.key(job_id), **returns, **params)
     if isinstance(answer, job_items.ConditionFailed):
-        return Refused(job_items.old_item(answer, job_id))
+        return Refused(job_items.old_item(answer, job_id) if explain else {})
     return answer["Attributes"]
+
+
+def _cancel_update(
+    job_id: str, tenant: str, enqueued_at: float, now: float, known: JobMessage | None = None
+) -> dict[str, Any]:
+    """The conditional write that cancels a job that has not started (see `cancel`). It also writes
+    `retries` where the record has none, so an answer of the updated attributes names the job's run."""
+    first_seen: dict[str, dict[str, str]] = {
+        "tenant": {"S": tenant},
+        "enqueued_at": job_items.n(enqueued_at),
+        "retries": job_items.n(0),
+    }
+    first_seen |= job_items.index_attributes(tenant, enqueued_at, job_id)
+    if known is not None:
+        first_seen |= {
+            "payload_json": job_items.payload_json(known.payload),
+            "job_type": {"S": known.type},
+            "max_attempts": job_items.n(known.max_attempts),
+        }
+    sets, values = job_items.if_not_exists(first_seen)
+    return {
+        "UpdateExpression": "SET "
+        + ", ".join(["#status = :cancelled", "cancelled_at = :now", "finished_at = :now", "expires_at = :ttl", *sets])
+        + " REMOVE lease_until",
+        "ConditionExpression": (
+            "attribute_not_exists(pk) OR (#tenant = :owner AND "
+            "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+        ),
+        "ExpressionAttributeNames": {"#status": "status", "#tenant": "tenant"},
+        "ExpressionAttributeValues": values
+        | {
+            ":cancelled": {"S": Status.CANCELLED},
+            ":queued": {"S": Status.QUEUED},
+            ":failed": {"S": Status.FAILED},
+            ":running": {"S": Status.RUNNING},
+            ":owner": {"S": tenant},
+            ":now": job_items.n(now),
+            ":ttl": job_items.n(job_items.expires_at(now)),
+        },
+    }
 
 
 def cancel(
@@ -36,54 +76,52 @@ def cancel(
     `known`: the job's message where the caller has it (a far-future job's schedule), so the
     cancelled job can be retried at once; otherwise the worker records it when the message arrives.
     """
-    first_seen: dict[str, dict[str, str]] = {"tenant": {"S": tenant}, "enqueued_at": job_items.n(enqueued_at)}
-    first_seen |= job_items.index_attributes(tenant, enqueued_at, job_id)
-    if known is not None:
-        first_seen |= {
-            "payload_json": job_items.payload_json(known.payload),
-            "job_type": {"S": known.type},
-            "max_attempts": job_items.n(known.max_attempts),
-        }
-    sets, values = job_items.if_not_exists(first_seen)
-    item = _update_unless_refused(
-        job_id,
-        UpdateExpression="SET "
-        + ", ".join(["#status = :cancelled", "cancelled_at = :now", "finished_at = :now", "expires_at = :ttl", *sets])
-        + " REMOVE lease_until",
-        ConditionExpression=(
-            "attribute_not_exists(pk) OR (#tenant = :owner AND "
-            "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
-        ),
-        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
-        ExpressionAttributeValues=values
-        | {
-            ":cancelled": {"S": Status.CANCELLED},
-            ":queued": {"S": Status.QUEUED},
-            ":failed": {"S": Status.FAILED},
-            ":running": {"S": Status.RUNNING},
-            ":owner": {"S": tenant},
-            ":now": job_items.n(now),
-            ":ttl": job_items.n(job_items.expires_at(now)),
-        },
-    )
+    item = _update_unless_refused(job_id, **_cancel_update(job_id, tenant, enqueued_at, now, known))
     if isinstance(item, Refused):
         return item
     return job_items.record_from_item(item)
+
+
+def cancel_member(job_id: str, tenant: str, enqueued_at: float, now: float) -> int | None:
+    """`cancel` for one of a batch's members, many at a time: the run it was cancelled in (the record's
+    `retries`), or None if it had started or ended. Nothing more is returned either way: no job's payload
+    or result travels back (a batch of 1,000 members would bring back megabytes)."""
+    update = _cancel_update(job_id, tenant, enqueued_at, now)
+    answer = job_items.write(Key=job_items.key(job_id), ReturnValues="UPDATED_NEW", **update)
+    if isinstance(answer, job_items.ConditionFailed):
+        return None
+    return int(answer["Attributes"]["retries"]["N"])
+
+
+def statuses(job_ids: list[str]) -> dict[str, str | None]:
+    """Each job's status as its record says now (None: no record), reading that attribute alone."""
+    jobs = job_items.jobs_client()
+    found: dict[str, str | None] = {}
+    for job_id in job_ids:
+        item = jobs.get_item(
+            TableName=table.name(),
+            Key=job_items.key(job_id),
+            ProjectionExpression="#status",
+            ExpressionAttributeNames={"#status": "status"},
+        ).get("Item")
+        found[job_id] = job_items.as_str(item, "status") if item else None
+    return found
 
 
 RETRYABLE = (Status.DEAD, Status.CANCELLED)
 
 
 def reset_for_retry(
-    job_id: str, tenant: str, now: float, statuses: tuple[Status, ...] = RETRYABLE
+    job_id: str, tenant: str, now: float, statuses: tuple[Status, ...] = RETRYABLE, *, explain: bool = True
 ) -> JobMessage | Refused:
     """Start a dead or cancelled job over: status `queued`, a fresh attempt budget, `retries` + 1.
 
     Attempts keep counting (the job's code sees attempt 3 after two that failed): the budget is
     fresh because the record's max_attempts becomes attempts so far + the job's own budget
     (`attempt_budget`, its max_attempts when first retried), and the claim counts the record's.
-    Returns that message. The record keeps its place in the listing and its first enqueue time; it
-    expires like a finished one if its message never runs.
+    Returns that message, or Refused with the record as it is (`explain`), or Refused({}) (not `explain`:
+    a bulk retry, which reads only the status of the few it was refused). The record keeps its place in
+    the listing and its first enqueue time; it expires like a finished one if its message never runs.
 
     The record says `retry_unsent` until `mark_retry_sent`: a retry of a job left `queued` with its
     message unsent (the send failed, or its request died) sends it; one whose message was sent does not.
@@ -91,6 +129,7 @@ def reset_for_retry(
     names = [f":s{i}" for i in range(len(statuses))]
     item = _update_unless_refused(
         job_id,
+        explain=explain,
         UpdateExpression=(
             "SET #status = :queued, retries = if_not_exists(retries, :zero) + :one, retried_at = :now, "
             "retry_unsent = :now, "

@@ -144,8 +144,13 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         callbacks=_callbacks_view(item),
         trigger=as_str(item, "run_trigger"),
         skip_reason=as_str(item, "skip_reason"),
+        request=as_str(item, REQUEST),
         **recorded,
     )
+
+
+# A keyed job's request fingerprint, written by the first message that reaches the record.
+REQUEST = "request_sha"
 
 
 def relations(message: JobMessage) -> dict[str, dict[str, str]]:
@@ -206,6 +211,7 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
         "batch": _member(item),
         "callbacks": json.loads(callbacks) if (callbacks := as_str(item, "callbacks_json")) else None,
         "parent": json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
+        "request": as_str(item, REQUEST),
     }
     return JobMessage.from_dict({name: value for name, value in fields.items() if value is not None})
 

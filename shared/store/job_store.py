@@ -41,6 +41,13 @@ class Skipped(Finished):
 
 
 @dataclass(frozen=True)
+class OtherRequest(Finished):
+    """A keyed job's message of another request than the one its record keeps (two requests sent with
+    one idempotency key): the job is the first request's, so this message is acknowledged unrun, as a
+    duplicate's is, and its callbacks never run (docs/decisions/idempotency-keys.md)."""
+
+
+@dataclass(frozen=True)
 class HeldElsewhere:
     """Another delivery holds a live lease on the job."""
 
@@ -67,6 +74,10 @@ class Foreign:
 
 
 ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign
+
+# A job another delivery may take over: waiting (queued, or failed with its retry due), or held by a
+# lease that has ended.
+_TAKEABLE = "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now))"
 
 
 def get(job_id: str, *, consistent: bool = False, single_attempt: bool = False) -> JobRecord | None:
@@ -95,13 +106,17 @@ def mark_callback_sent(job_id: str, kind: str, callback_id: str, *, single_attem
     )
 
 
-def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict[str, Any]]:
+def _job_fields(message: JobMessage, started_at: float | None) -> tuple[list[str], dict[str, Any]]:
     """SET clauses (and values) recording what the message says of its job, written by every attempt:
-    its tenant and type, what a retry needs to run it again, and its place in the tenant's listing."""
+    its tenant and type, what a retry needs to run it again, and its place in the tenant's listing.
+    `started_at`: when its attempt started (None: none did)."""
+    started = {} if started_at is None else {"first_started_at": job_items.n(started_at)}
     first_seen, values = job_items.if_not_exists(
         job_items.index_attributes(message.tenant, message.enqueued_at, message.id)
-        | {"payload_json": job_items.payload_json(message.payload), "first_started_at": job_items.n(started_at)}
+        | {"payload_json": job_items.payload_json(message.payload)}
+        | started
         | job_items.relations(message)
+        | _request(message)
     )
     values |= {
         ":tenant": {"S": message.tenant},
@@ -140,12 +155,20 @@ def _job_fields(message: JobMessage, started_at: float) -> tuple[list[str], dict
     return sets, values
 
 
+def _request(message: JobMessage) -> dict[str, dict[str, str]]:
+    """A keyed job's request fingerprint, as the record keeps it (written once, by the first message)."""
+    return {job_items.REQUEST: {"S": message.request}} if message.request else {}
+
+
 def claim(
     message: JobMessage, message_id: str, now: float, lease_seconds: int, *, single_attempt: bool = False
 ) -> ClaimResult:
     """Start an attempt: the job is new, queued again by a retry, failed (retry due) or its holder's lease expired.
 
     `single_attempt`: no botocore retries, for a delivery that runs without the claim if this one fails.
+
+    A keyed job's message claims only a record of its own request, or of none (OtherRequest otherwise):
+    of two requests sent with one idempotency key, every attempt runs the same one.
 
     A run of a schedule that skips overlaps is first checked against its schedule's runs: while an
     earlier one is live, this one is recorded `skipped` (Skipped) and never claimed. Backfilled runs
@@ -188,8 +211,13 @@ def claim(
         # with the same idempotency key asks for another number; a retry raises it).
         ConditionExpression=(
             "attribute_not_exists(pk) OR (#tenant = :tenant "
-            "AND (attribute_not_exists(attempts) OR attempts < max_attempts) "
-            "AND (#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+            f"AND (attribute_not_exists(attempts) OR attempts < max_attempts) AND {_TAKEABLE}"
+            + (
+                f" AND (attribute_not_exists({job_items.REQUEST}) OR {job_items.REQUEST} = :{job_items.REQUEST})"
+                if message.request
+                else ""
+            )
+            + ")"
         ),
         ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
         ExpressionAttributeValues=values,
@@ -212,11 +240,15 @@ def claim(
 
 def _record_cancelled_message(message: JobMessage) -> None:
     """A job cancelled before any worker saw it: keep its message's content, so it can be retried."""
-    known = {
-        "payload_json": job_items.payload_json(message.payload),
-        "job_type": {"S": message.type},
-        "max_attempts": job_items.n(message.max_attempts),
-    } | job_items.relations(message)
+    known = (
+        {
+            "payload_json": job_items.payload_json(message.payload),
+            "job_type": {"S": message.type},
+            "max_attempts": job_items.n(message.max_attempts),
+        }
+        | job_items.relations(message)
+        | _request(message)
+    )
     if message.schedule:
         known |= {"schedule_name": {"S": message.schedule}, "scheduled_for": {"S": message.scheduled_for or ""}}
     sets, values = job_items.if_not_exists(known)
@@ -236,6 +268,9 @@ def _why_not_claimed(old: dict[str, Any], message: JobMessage, message_id: str, 
         return Contended()  # the record was there for the condition, gone for the re-read
     if job_items.as_str(old, "tenant") != message.tenant:
         return Foreign()
+    kept = job_items.as_str(old, job_items.REQUEST)
+    if message.request and kept is not None and kept != message.request:
+        return OtherRequest()
     status = Status(old["status"]["S"])
     if status.finished:
         return Finished(status, job_items.as_int(old, "retries") or 0)
@@ -359,6 +394,64 @@ def record_dead(
         ExpressionAttributeNames={"#status": "status"},
         ExpressionAttributeValues=values | {":running": {"S": Status.RUNNING}, ":failed": {"S": Status.FAILED}},
     )
+
+
+@dataclass(frozen=True)
+class DeadNow:
+    """Recorded `dead` by this write."""
+
+    retries: int = 0  # the record's: which run of the job ended
+
+
+def record_dead_lettered(
+    message: JobMessage, reason: str, now: float, *, single_attempt: bool = False
+) -> DeadNow | Finished | HeldElsewhere | Foreign:
+    """A job whose message reached the backstop with no outcome recorded (shared/worker/backstop.py): `dead`
+    with `reason`, in one conditional write, unless it has finished (Finished: the message was one left
+    over) or an attempt holds a live lease on it (HeldElsewhere: that attempt records its outcome). Written
+    where there is no record too, with what the message says of its job (GET, the listing and a retry see
+    it as any dead job), and over a `queued` or `failed` one, or a `running` one whose lease has ended."""
+    sets, values = _job_fields(message, None)
+    values |= {
+        ":dead": {"S": Status.DEAD},
+        ":queued": {"S": Status.QUEUED},
+        ":running": {"S": Status.RUNNING},
+        ":failed": {"S": Status.FAILED},
+        ":error": {"S": reason[:2000]},
+        ":zero": job_items.n(0),
+        ":now": job_items.n(now),
+        ":ttl": job_items.n(job_items.expires_at(now)),
+    }
+    sets += [
+        "#status = :dead",
+        "attempts = if_not_exists(attempts, :zero)",
+        "last_error = :error",
+        "finished_at = :now",
+        "expires_at = :ttl",
+    ]
+    answer = job_items.write(
+        single_attempt=single_attempt,
+        Key=job_items.key(message.id),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE lease_until",
+        ConditionExpression=f"attribute_not_exists(pk) OR (#tenant = :tenant AND {_TAKEABLE})",
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues=values,
+        ReturnValues="ALL_NEW",
+        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+    )
+    if isinstance(answer, job_items.ConditionFailed):
+        old = job_items.old_item(answer, message.id)
+        if not old:
+            return HeldElsewhere(by_this_message=False, lease_left_seconds=0)  # there for the condition, gone since
+        if job_items.as_str(old, "tenant") != message.tenant:
+            return Foreign()
+        status = Status(old["status"]["S"])
+        if status.finished:
+            return Finished(status, job_items.as_int(old, "retries") or 0)
+        return HeldElsewhere(
+            by_this_message=False, lease_left_seconds=max((job_items.as_float(old, "lease_until") or now) - now, 0)
+        )
+    return DeadNow(job_items.as_int(answer["Attributes"], "retries") or 0)
 
 
 def release(job_id: str, token: str) -> bool:

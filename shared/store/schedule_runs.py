@@ -93,9 +93,17 @@ def skip_reason(blocker: LiveRun) -> str:
     return f"overlap skip: the schedule's earlier run {blocker.id} was still {blocker.status}"
 
 
-def record_skipped(message: JobMessage, blocker: LiveRun, now: float, *, single_attempt: bool = False) -> bool:
+# Set on a run skipped by the trigger that made it (not at a claim): a retry of that trigger answers
+# `skipped` as the trigger did, and one whose trigger answered `queued` keeps answering so.
+_SKIPPED_AT_TRIGGER = "skipped_at_trigger"
+
+
+def record_skipped(
+    message: JobMessage, blocker: LiveRun, now: float, *, single_attempt: bool = False, at_trigger: bool = False
+) -> bool:
     """Record the schedule's run `message` as `skipped` because of `blocker`, with no attempt made. False if the
-    run has a record already (it started before, or was skipped already): it is left as it is."""
+    run has a record already (it started before, or was skipped already): it is left as it is.
+    `at_trigger`: the trigger that made the run decides it (its answer says so), not the run's claim."""
     item: dict[str, Any] = {
         **job_items.key(message.id),
         "status": {"S": Status.SKIPPED},
@@ -115,6 +123,8 @@ def record_skipped(message: JobMessage, blocker: LiveRun, now: float, *, single_
         item["timeout_seconds"] = job_items.n(message.timeout_seconds)
     if message.trigger:
         item["run_trigger"] = {"S": message.trigger}
+    if at_trigger:
+        item[_SKIPPED_AT_TRIGGER] = {"BOOL": True}
     if message.schedule and message.scheduled_for:  # an index key is never empty
         item |= {
             "schedule_name": {"S": message.schedule},
@@ -127,11 +137,44 @@ def record_skipped(message: JobMessage, blocker: LiveRun, now: float, *, single_
     )
 
 
-def skip_if_overlapping(message: JobMessage, now: float, *, single_attempt: bool = False) -> str | None:
+def skip_if_overlapping(
+    message: JobMessage, now: float, *, single_attempt: bool = False, at_trigger: bool = False
+) -> str | None:
     """If an earlier run of the message's schedule is live, record this run `skipped` and answer why;
-    None if it may run (no live run, or this run has a record already: it started before and goes on)."""
+    None if it may run (no live run, or this run has a record already: it started before and goes on).
+    `at_trigger`: asked by the trigger that made the run (see `record_skipped`)."""
     assert message.schedule is not None
     blocker = live_run(message.tenant, message.schedule, message.id, single_attempt=single_attempt)
-    if blocker is None or not record_skipped(message, blocker, now, single_attempt=single_attempt):
+    if blocker is None:
+        return None
+    if not record_skipped(message, blocker, now, single_attempt=single_attempt, at_trigger=at_trigger):
         return None
     return skip_reason(blocker)
+
+
+@dataclass(frozen=True)
+class TriggeredRun:
+    """What a trigger's run's record says of the trigger's answer: skipped by the trigger (and why), or not."""
+
+    skipped_reason: str | None
+
+
+def triggered_run(job_id: str) -> TriggeredRun | None:
+    """The run a keyed trigger made, if it has a record: whether that trigger skipped it (its answer then was
+    `skipped`; any other record, a run skipped at its claim included, was answered `queued`). None: no
+    record yet. Reads three small attributes, never the run's payload or result."""
+    item = (
+        client("dynamodb")
+        .get_item(
+            TableName=table.name(),
+            Key=job_items.key(job_id),
+            ConsistentRead=True,
+            ProjectionExpression="#status, skip_reason, " + _SKIPPED_AT_TRIGGER,
+            ExpressionAttributeNames={"#status": "status"},
+        )
+        .get("Item")
+    )
+    if item is None:
+        return None
+    skipped_here = item.get(_SKIPPED_AT_TRIGGER, {}).get("BOOL", False) and item["status"]["S"] == Status.SKIPPED
+    return TriggeredRun(job_items.as_str(item, "skip_reason") if skipped_here else None)

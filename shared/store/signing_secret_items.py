@@ -27,6 +27,8 @@ class SigningSecret:
     # From when every worker signs with it (it was written then less the workers' cache time); None: a
     # secret written before this was recorded, long signing.
     signs_from: float | None = None
+    # The rotation that made it, if it was given an idempotency key: (the key's fingerprint, the request's).
+    rotation: tuple[str, str] | None = None
 
     def valid_at(self, now: float) -> bool:
         return self.expires_at is None or self.expires_at > now
@@ -59,6 +61,8 @@ def _to_value(secret: SigningSecret) -> dict[str, Any]:
         value["issued"] = {"BOOL": False}
     if secret.signs_from is not None:
         value["signs_from"] = {"N": repr(secret.signs_from)}
+    if secret.rotation is not None:
+        value["rotation_key"], value["rotation_request"] = ({"S": part} for part in secret.rotation)
     return {"M": value}
 
 
@@ -72,6 +76,7 @@ def _from_value(value: dict[str, Any]) -> SigningSecret:
         destination=fields["destination"]["S"] if "destination" in fields else None,
         issued=fields.get("issued", {"BOOL": True})["BOOL"],
         signs_from=float(fields["signs_from"]["N"]) if "signs_from" in fields else None,
+        rotation=(fields["rotation_key"]["S"], fields["rotation_request"]["S"]) if "rotation_key" in fields else None,
     )
 
 

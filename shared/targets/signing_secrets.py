@@ -50,7 +50,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from shared import settings
+from shared import ids, settings
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
@@ -136,15 +136,32 @@ def active(tenant: str, now: float | None = None) -> list[SigningSecret]:
     return _issued(_newest_first(_valid(tenant, time.time() if now is None else now)))
 
 
-def rotate(tenant: str, now: float | None = None, destination: str | None = None) -> list[SigningSecret]:
+def rotate(
+    tenant: str, now: float | None = None, destination: str | None = None, idempotency_key: str | None = None
+) -> list[SigningSecret]:
     """Issue the set's next secret (for `destination`, an origin, or unbound) as its current one, and write
     its next; the previous ones of the set stay valid for the grace period (or less, if already set), the
     other sets as they were. A set without a next secret (a destination's first rotation) gets a fresh
-    one, which every worker signs with from its `signs_from`. Returns the issued secrets, newest first."""
+    one, which every worker signs with from its `signs_from`. Returns the issued secrets, newest first.
+
+    With `idempotency_key`, a rotation retried issues nothing: while the secret the key's first rotation
+    issued is kept, the same request answers the issued secrets as they stand (that one among them while
+    it is valid), and another request with the key is refused (Conflict naming `idempotency_key`).
+    Without one, each retry issues a secret, and five retries would push the secret receivers use out of
+    its set."""
     now = time.time() if now is None else now
     grace_until = now + settings.SIGNING_SECRET_GRACE_SECONDS
+    rotation = None
+    if idempotency_key is not None:
+        rotation = (ids.request_fingerprint(idempotency_key), ids.request_fingerprint({"destination": destination}))
     for _ in range(_WRITE_CONFLICT_RETRIES):
         stored = signing_secret_items.read(tenant)
+        if (
+            rotation is not None
+            and stored is not None
+            and (earlier := _rotated_by(stored[0], rotation, now)) is not None
+        ):
+            return earlier
         # A tenant's first secret is unbound, whichever set its first rotation is for: every request is signed.
         first = [] if destination is None else _first_secrets(now)
         previous, version = stored if stored is not None else (first, None)
@@ -159,12 +176,27 @@ def rotate(tenant: str, now: float | None = None, destination: str | None = None
             )
         waiting = [s for s in same if not s.issued]
         current = replace(waiting[0], issued=True, created_at=now) if waiting else _new_secret(now, destination)
+        current = replace(current, rotation=rotation)
         kept = [replace(s, expires_at=s.expires_at if s.expires_at is not None else grace_until) for s in _issued(same)]
         issued = [current, *kept][: settings.SIGNING_SECRETS_MAX]
         updated = _newest_first([*issued, _new_secret(now, destination, issued=False), *others])
         if signing_secret_items.write(tenant, updated, version):
             return _issued(updated)
     raise RuntimeError(f"signing secrets of tenant {tenant!r} kept changing under concurrent writes")
+
+
+def _rotated_by(stored: list[SigningSecret], rotation: tuple[str, str], now: float) -> list[SigningSecret] | None:
+    """The answer to a rotation whose idempotency key made one of `stored` already: the valid secrets, newest
+    first; Conflict if that rotation was another request; None if the key made none of them."""
+    made = next((secret for secret in stored if secret.rotation and secret.rotation[0] == rotation[0]), None)
+    if made is None:
+        return None
+    if made.rotation != rotation:
+        raise Conflict(
+            "this idempotency_key rotated another destination's secrets; a key names one request: use a new key",
+            field="idempotency_key",
+        )
+    return _issued(_newest_first([secret for secret in stored if secret.valid_at(now)]))
 
 
 def _newest_first(secrets_: list[SigningSecret]) -> list[SigningSecret]:

@@ -56,6 +56,7 @@ class Worker:
 
     def __init__(self) -> None:
         self.breaker = StoreBreaker()
+        self.at_cap: set[str] = set()  # the tenants whose running slots this process last found full
         self._writers = ThreadPoolExecutor(max_workers=4, thread_name_prefix="outcome-write")
         self._claimers = ThreadPoolExecutor(max_workers=settings.WORKER_BATCH_SIZE, thread_name_prefix="claim-ahead")
         self._runners = ThreadPoolExecutor(max_workers=settings.WORKER_BATCH_SIZE, thread_name_prefix="delivery")
@@ -82,7 +83,7 @@ class Worker:
         (shared/worker/running_share.py), then the jobs within their caps are claimed together
         (shared/worker/claim_ahead.py)."""
         jobs = {} if self.breaker.cooling else _batch_jobs(deliveries)
-        share = RunningShare(self._claimers, self.breaker, deliveries, jobs)
+        share = RunningShare(self._claimers, self.breaker, deliveries, jobs, self.at_cap)
         within_caps = [each for each in deliveries if share.starts_now(each)]
         job_messages = {message_id: job.message for message_id, job in jobs.items() if not job.carried}
         hidden = HiddenBatch(
@@ -97,6 +98,17 @@ class Worker:
             ClaimsAhead(self._claimers, self.breaker, within_caps, job_messages),
             Completer(self.breaker, self._writers, hidden),
             share,
+            self._runners,
+        )
+
+    def backstop_batch(self) -> Batch:
+        """A batch of the backstop's messages (shared/worker/backstop.py): no job runs, so it takes no
+        running slots, claims nothing and hides nothing; its completer records and buries."""
+        return Batch(
+            self.breaker,
+            ClaimsAhead(self._claimers, self.breaker, [], {}),
+            Completer(self.breaker, self._writers, HiddenBatch([])),
+            RunningShare(self._claimers, self.breaker, [], {}),
             self._runners,
         )
 

@@ -29,6 +29,17 @@ def is_outage(error: BaseException) -> bool:
     return isinstance(error, AWS_ERRORS) and aws_error_code(error) != "ValidationException"
 
 
+# DynamoDB's answers to more requests than an item's partition (or the table, or the account) takes now.
+THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
+
+
+def is_throttle(error: BaseException) -> bool:
+    """A request the store refused as one too many, not a store that failed. On one item of its own (a
+    tenant's running slots) it tells of that item's load, which a tenant can cause: it is no reason to
+    leave the store alone for every tenant's jobs."""
+    return isinstance(error, AWS_ERRORS) and aws_error_code(error) in THROTTLE_CODES
+
+
 class StoreBreaker:
     """Whether the store failed moments ago. One per process, shared by its batches."""
 

@@ -1,5 +1,6 @@
 """The completer: applies a verdict (shared/worker/verdicts.py) to a delivery. Every store write that
-records a delivery's outcome, every DLQ send and every visibility change of the worker happens here.
+records a delivery's outcome, every DLQ send, every visibility change and every waiting job's message
+sent again of the worker happens here.
 
 A finished job's outcome write runs beside the batch's next jobs: the k-th job of a batch then waits
 for the k - 1 jobs before it to run and claim, not also for their outcome writes (the herd's crons
@@ -31,6 +32,7 @@ from shared.worker.verdicts import (
     Attempt,
     Completed,
     Dead,
+    DeadLettered,
     Duplicate,
     Ended,
     HandBack,
@@ -39,6 +41,7 @@ from shared.worker.verdicts import (
     Retry,
     Unreadable,
     Verdict,
+    Wait,
 )
 
 # An outcome message sent because the store failed is first delivered this much later: received during
@@ -111,6 +114,8 @@ class Completer:
         match verdict:
             case HandBack():
                 return self._hand_back(verdict, delivery)
+            case Wait():
+                return self._wait(verdict, delivery)
             case Duplicate(ended=Ended() as ended):
                 pending = self._follow_up(ended.job, ended.status, delivery)
                 return Outcome.DUPLICATE if pending is None else self._hand_back(pending, delivery)
@@ -133,6 +138,8 @@ class Completer:
                 return self._ran_unclaimed(verdict, delivery)
             case LateOutcome():
                 return self._late_outcome(verdict, delivery)
+            case DeadLettered():
+                return self._dead_lettered(verdict, delivery)
         raise AssertionError(f"unexpected verdict {verdict!r}")
 
     def arrived(self, job: JobMessage) -> bool:
@@ -173,8 +180,20 @@ class Completer:
     def _hand_back(self, hand_back: HandBack, delivery: Delivery) -> HandBack:
         if delivery.receipt_handle is not None and not hand_back.visibility_set:
             self._hidden_now()  # the cover's visibility first, then the hand-back's
-            queue.retry_later(delivery.receipt_handle, hand_back.delay_seconds)
+            queue.retry_later(delivery.receipt_handle, hand_back.delay_seconds, queue_url=delivery.queue_url)
         return hand_back
+
+    def _wait(self, wait: Wait, delivery: Delivery) -> Settled:
+        """A job waiting its turn: handed back, or near the queue's receive budget sent again as a fresh
+        message carrying its wait (shared/worker/waiting.py), this one then acknowledged. A send that
+        fails hands the message back instead: it spends one receive, and the next one tries again."""
+        if not wait.resend:
+            return self._hand_back(wait.hand_back(), delivery)
+        try:
+            queue.send_waiting(wait.job, wait.delay_seconds, wait.waited.to_attribute())
+        except (*AWS_ERRORS, ParamValidationError):
+            return self._hand_back(wait.hand_back(), delivery)
+        return Outcome.RESENT
 
     def _follow_up(self, job: JobMessage, status: Status, delivery: Delivery) -> HandBack | None:
         """Do what the recorded end of `job` sets off (shared/jobs/follow_ups.py): None once done, else the
@@ -352,6 +371,42 @@ class Completer:
         if recorded:
             return self._ended(outcome.job, outcome.status, answer, delivery)
         return self._ended_as_recorded(outcome.job, answer, delivery)
+
+    def _dead_lettered(self, verdict: DeadLettered, delivery: Delivery) -> Settled:
+        """A job's message found in the backstop with no outcome recorded: the job recorded `dead` with the
+        reason (unless it has finished), what its end sets off done, then the message buried in the DLQ
+        with the reason, where operators redrive. The record first: the message waits in the backstop
+        meanwhile, and a delivery of it seen twice records nothing twice (at worst, buries it twice)."""
+        job = verdict.job
+        if self._breaker.cooling or not self.arrived(job):
+            return self._hand_back(delivery.hand_back("store unavailable recording a dead-lettered job"), delivery)
+        try:
+            found = job_store.record_dead_lettered(job, verdict.reason, time.time(), single_attempt=True)
+        except AWS_ERRORS as error:
+            if is_outage(error):
+                self._breaker.failed()
+                reason = f"store unavailable recording a dead-lettered job: {error}"
+                return self._hand_back(delivery.hand_back(reason), delivery)
+            # The store refuses the record itself (and would every time): the DLQ keeps the job, with the reason.
+            refused = f"{verdict.reason}; the store refused its record ({aws_error_code(error)})"
+            queue.send_to_dlq(job.to_json(), refused)
+            return Outcome.UNREADABLE
+        match found:
+            case job_store.HeldElsewhere(lease_left_seconds=left):
+                # An attempt of the job still runs, from another message: ask again when its lease has ended.
+                held = HandBack(left + 1, "an attempt of this dead-lettered job still holds it")
+                return self._hand_back(held, delivery)
+            case job_store.Foreign():
+                queue.send_to_dlq(delivery.body, "forged job message: the job's record belongs to another tenant")
+                return Outcome.UNREADABLE
+            case job_store.Finished(status=status) if status is not Status.DEAD:
+                return Outcome.DUPLICATE  # a message left over of a job that ended: nothing to record or keep
+            case job_store.Finished(retries=retries) | job_store.DeadNow(retries=retries):
+                if (pending := self._follow_up(job.in_run(retries), Status.DEAD, delivery)) is not None:
+                    return self._hand_back(pending, delivery)
+                queue.send_to_dlq(job.to_json(), verdict.reason)
+                return Outcome.DEAD_LETTERED if isinstance(found, job_store.DeadNow) else Outcome.DUPLICATE
+        raise AssertionError(f"unexpected record answer {found!r}")
 
     def _ended_as_recorded(self, job: JobMessage, answer: Outcome, delivery: Delivery) -> Settled:
         """A carried outcome found another recorded first: the follow-ups of the end the record says."""

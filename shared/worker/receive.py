@@ -21,7 +21,7 @@ from shared.jobs import follow_ups, job_types
 from shared.model import JobMessage, Outcome, OutcomeMessage, Status, UnreadableMessage, read_message
 from shared.store import job_store
 from shared.store.id_secret import id_secret
-from shared.worker import deadline, executor, unclaimed
+from shared.worker import deadline, executor, unclaimed, waiting
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.completer import Settled
@@ -39,7 +39,10 @@ class Handled:
 
 
 def handle_all(
-    deliveries: Sequence[Delivery], batch: Batch, on_error: Callable[[Delivery, Exception], None]
+    deliveries: Sequence[Delivery],
+    batch: Batch,
+    on_error: Callable[[Delivery, Exception], None],
+    handle_with: Callable[[Delivery, Batch], Settled] | None = None,
 ) -> dict[str, Handled]:
     """Handle a batch's deliveries, each on a thread of its own, each starting as the one before ends or
     has run STAGGER_SECONDS: how each was handled, by message id. Run strictly one after another, a job
@@ -48,13 +51,15 @@ def handle_all(
 
     A delivery whose handling fails with an error of ours or of a dependency (not a job's failure,
     which is recorded) is handed back after `on_error` has seen it: its message comes back soon, later
-    each time, and reaches the DLQ after the queue's receive budget, instead of staying hidden for its
-    job's whole visibility."""
+    each time, and reaches the backstop after the queue's receive budget, instead of staying hidden for its
+    job's whole visibility. `handle_with`: what handles one delivery (the backstop's has its own), else
+    `handle`."""
+    handle_delivery = handle_with or handle
 
     def handle_one(delivery: Delivery) -> Handled:
         began = time.perf_counter()
         try:
-            settled = handle(delivery, batch)
+            settled = handle_delivery(delivery, batch)
         except Exception as error:
             on_error(delivery, error)
             settled = batch.completer.settle(delivery.hand_back(f"record failed: {error!r}"), delivery)
@@ -87,15 +92,22 @@ def handle(delivery: Delivery, batch: Batch) -> Settled:
     return settled
 
 
-def receive(delivery: Delivery, batch: Batch) -> Verdict:
-    """What to do with one delivery of a queue message (running its job if it runs now)."""
+def id_secret_for(delivery: Delivery, batch: Batch) -> bytes | HandBack:
+    """The id secret that verifies the delivery's job id; a hand-back while the store cannot give it."""
     try:
-        secret = id_secret()
+        return id_secret()
     except AWS_ERRORS as error:
         if not is_outage(error):
             raise
         batch.breaker.failed()
         return delivery.hand_back(f"store unavailable reading the id secret: {error}")
+
+
+def receive(delivery: Delivery, batch: Batch) -> Verdict:
+    """What to do with one delivery of a queue message (running its job if it runs now)."""
+    secret = id_secret_for(delivery, batch)
+    if isinstance(secret, HandBack):
+        return secret
     try:
         parsed = read_message(delivery.body, sent_at=delivery.sent_at, secret=secret)
         if isinstance(parsed, OutcomeMessage):
@@ -109,11 +121,11 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
         # Handed back for an invocation with the time: a job started here would be cut off by the
         # invocation's own timeout, which holds every record of the batch for the visibility timeout.
         return delivery.hand_back("too little of the invocation left to start this job within its timeout")
-    if (waiting := batch.share.waiting(delivery)) is not None:
+    if (over_cap := batch.share.waiting(delivery)) is not None:
         # Waits unclaimed, using no attempt: its tenant's other jobs hold its share of the fleet.
-        reason = f"its tenant runs {waiting.cap} jobs at once already (max_running)"
-        return HandBack(waiting.delay_seconds, reason, visibility_set=True)
-    if delivery.receive_count == 1:
+        why = waiting.WaitReason.RUNNING_CAP
+        return waiting.wait(message, delivery, why, over_cap.reason, delay=over_cap.delay_seconds, visibility_set=True)
+    if delivery.first_receive:
         metrics.job_started(message.enqueued_at)
     batch.completer.arrived(message)  # while the store fails, whatever carries the job on gives it back later
     return work(message, delivery, batch)

@@ -7,17 +7,19 @@ As a batch begins, it takes running slots (shared/store/running_slots.py) for ea
 it, one write per tenant. A batch holds its worker environment until its slowest job ends, so the
 cap also bounds the batches holding a tenant's jobs at once: max_running / 10 (a full batch's), at
 least one; a tenant's share of the fleet is then a share of its environments, however its jobs are
-spread over batches. A job beyond its tenant's cap is handed back unclaimed: it waits without
-using an attempt, and comes back later each time. The batch gives its slots back as it ends; a
-worker that dies holds them until its jobs' timeouts have passed. A cap of 0 is no cap, and costs no
-write. If the store fails, the batch runs its jobs uncounted rather than wait
-(docs/decisions/running-cap.md).
+spread over batches. A job beyond its tenant's cap waits unclaimed (shared/worker/waiting.py): it uses
+no attempt and no receive budget, and comes back later each time. The batch gives its slots back as it
+ends; a worker that dies holds them until its jobs' timeouts have passed. A cap of 0 is no cap, and
+costs no write. If taking a tenant's slots fails, its jobs wait when the item was throttled (a hot item
+is its tenant's doing) or when this process last saw the tenant at its cap; otherwise, the store failing,
+they run uncounted under a store blip's rules rather than wait. A throttle never trips the process's
+store breaker (docs/decisions/running-cap.md).
 
 Then, for its jobs within their tenant's cap that have a concurrency key (shared/jobs/concurrency.py),
 it takes one slot of the (tenant, key) pool per job, one write per key (`KeySlots`). A job without
 one waits in its batch, unclaimed, for a batch-mate of the same key to end (its slot passes on, no
 write) or for a slot freed elsewhere (looked for every KEY_SLOT_POLL_SECONDS), at most
-KEY_WAIT_IN_BATCH_SECONDS, and is then handed back, using no attempt. A slot no job of the batch
+KEY_WAIT_IN_BATCH_SECONDS, and then waits unclaimed as a job over its cap does. A slot no job of the batch
 waits for goes back to the store the moment its job ends, so another batch's jobs start at once.
 The limit fails closed: while the store fails, a job with a key is handed back, never run uncounted
 (docs/decisions/concurrency-keys.md).
@@ -35,20 +37,21 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 from shared import settings
-from shared.aws import queue
 from shared.jobs.concurrency import KeyUnreadable, concurrency_of
 from shared.model import Concurrency, JobMessage, OutcomeMessage, Status, UnreadableMessage, read_message
 from shared.store import running_slots
 from shared.tenants import quotas
-from shared.worker import deadline
-from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
+from shared.worker import deadline, waiting
+from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage, is_throttle
 from shared.worker.delivery import Delivery
-from shared.worker.verdicts import HandBack, Unreadable
+from shared.worker.verdicts import Unreadable, Wait
 
 
 @dataclass(frozen=True)
 class Waiting:
-    cap: int  # its tenant's max_running
+    """A delivery over its tenant's cap (or whose tenant's slots could not be counted): it waits."""
+
+    reason: str
     delay_seconds: int  # how long it waits: set as the batch begins, with the batch's other visibilities
 
 
@@ -57,7 +60,7 @@ class Admission:
     """Whether a job starts now (`refused` None: it holds its key's slot, if it has a key), and what
     gives the slot back once its job has run."""
 
-    refused: HandBack | Unreadable | None = None
+    refused: Wait | Unreadable | None = None
     release: Callable[[], None] = lambda: None
 
 
@@ -66,12 +69,19 @@ class RunningShare:
     concurrency keys' slots its jobs wait for or run under."""
 
     def __init__(
-        self, takers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery], jobs: Mapping[str, BatchJob]
+        self,
+        takers: Executor,
+        breaker: StoreBreaker,
+        deliveries: Sequence[Delivery],
+        jobs: Mapping[str, BatchJob],
+        at_cap: set[str] | None = None,
     ) -> None:
         """`jobs`: the jobs the batch's deliveries may run, by SQS message id (`job_of`, read once by
-        shared/worker/batch.py)."""
+        shared/worker/batch.py). `at_cap`: the tenants this process last found at their cap, kept from
+        batch to batch (updated here)."""
         self._holder = uuid.uuid4().hex[:16]
         self._breaker = breaker
+        self._at_cap = set() if at_cap is None else at_cap
         self._began = time.time()
         self._held: dict[str, int] = {}  # tenant -> slots this batch holds
         self._waiting: dict[str, Waiting] = {}  # by message id: the deliveries over their tenant's cap
@@ -92,16 +102,37 @@ class RunningShare:
             try:
                 cap, count = taken.result()
             except AWS_ERRORS as error:
-                if is_outage(error):
-                    breaker.failed()
-                continue  # uncounted: the batch runs what it received
+                if (closed := self._uncounted(tenant, error)) is not None:
+                    for delivery, _ in by_tenant[tenant]:
+                        self._waiting[delivery.message_id] = Waiting(closed, waiting.delay_seconds(delivery))
+                continue  # else uncounted: the batch runs what it received
             if count and cap > 0:
                 self._held[tenant] = count
+            if cap > 0 and count < len(by_tenant[tenant]):
+                self._at_cap.add(tenant)
+            else:
+                self._at_cap.discard(tenant)
             for delivery, _ in by_tenant[tenant][count:]:
-                delay = queue.hand_back_seconds(delivery.receive_count, unit=settings.OVER_CAP_HAND_BACK_UNIT_SECONDS)
-                self._waiting[delivery.message_id] = Waiting(cap, delay)
+                delay = waiting.delay_seconds(delivery, settings.OVER_CAP_HAND_BACK_UNIT_SECONDS)
+                reason = f"its tenant runs {cap} jobs at once already (max_running)"
+                self._waiting[delivery.message_id] = Waiting(reason, delay)
         within = [(delivery, job) for delivery in deliveries if (job := jobs.get(delivery.message_id)) is not None]
         self._take_keys(takers, [(d, job.message) for d, job in within if d.message_id not in self._waiting])
+
+    def _uncounted(self, tenant: str, error: Exception) -> str | None:
+        """Taking `tenant`'s slots failed with `error`: why its jobs wait, or None if they run uncounted.
+
+        A throttle is that one item's load, which its tenant can cause (every batch of its jobs writes it
+        twice): its jobs wait, and the breaker, which serves every tenant's jobs, does not hear of it.
+        A store that fails is a blip: its jobs run uncounted under the blip's rules
+        (docs/decisions/store-blips.md), unless this process last found the tenant at its cap."""
+        if is_throttle(error):
+            return "its tenant's running slots are throttled: it waits rather than run uncounted"
+        if is_outage(error):
+            self._breaker.failed()
+        if tenant in self._at_cap:
+            return "store unavailable counting its tenant's running slots, last found at its cap: it waits"
+        return None
 
     def _take(self, tenant: str, jobs: list[tuple[Delivery, int]], now: float) -> tuple[int, int]:
         """(the tenant's cap, how many of its `jobs` got a slot); all of them where it has no cap."""
@@ -139,12 +170,12 @@ class RunningShare:
             try:
                 taken.result()
             except AWS_ERRORS as error:
-                if is_outage(error):
-                    self._breaker.failed()
-                slots.uncounted = True  # fails closed: its jobs are handed back at their turn
+                _pool_failed(self._breaker, error)
+                slots.uncounted = True  # fails closed: its jobs wait at their turn
 
     def waiting(self, delivery: Delivery) -> Waiting | None:
-        """Whether the delivery is over its tenant's cap: it waits, handed back for `delay_seconds`."""
+        """Whether the delivery is over its tenant's cap (or its tenant's slots could not be counted): it
+        waits `delay_seconds`."""
         return self._waiting.get(delivery.message_id)
 
     def starts_now(self, delivery: Delivery) -> bool:
@@ -169,16 +200,16 @@ class RunningShare:
             if concurrency is None:
                 return Admission()
             # A key the batch could not count (the store failed as it began): the limit fails closed.
-            return Admission(refused=_key_wait(delivery, "store unavailable counting its concurrency key"))
+            return Admission(refused=_key_wait(message, delivery, "store unavailable counting its concurrency key"))
         if slots.uncounted:
-            return Admission(refused=_key_wait(delivery, "store unavailable counting its concurrency key"))
+            return Admission(refused=_key_wait(message, delivery, "store unavailable counting its concurrency key"))
         latest_start = self._began + min(
             settings.KEY_WAIT_IN_BATCH_SECONDS, delivery.seconds_left - deadline.seconds_needed_to_start(message)
         )
         slot = slots.acquire(delivery.message_id, latest_start)
         if slot is None:
             reason = f"{slots.limit} jobs of its concurrency key run at once already"
-            return Admission(refused=_key_wait(delivery, reason))
+            return Admission(refused=_key_wait(message, delivery, reason))
         return Admission(release=lambda: slots.release(slot))
 
     def give_back(self) -> None:
@@ -289,8 +320,7 @@ class KeySlots:
                     self.tenant, wanted, self._cap, now + self._cover, now, key=self.key, look_first=True
                 )
         except AWS_ERRORS as error:
-            if is_outage(error):
-                self._breaker.failed()
+            _pool_failed(self._breaker, error)
         finally:
             self._changed.acquire()
             self._looking = False
@@ -320,14 +350,21 @@ class KeySlots:
             try:
                 running_slots.give_back(self.tenant, slot, 1, key=self.key)
             except AWS_ERRORS as error:
-                if is_outage(error):
-                    self._breaker.failed()
+                _pool_failed(self._breaker, error)
 
 
-def _key_wait(delivery: Delivery, reason: str) -> HandBack:
+def _pool_failed(breaker: StoreBreaker, error: Exception) -> None:
+    """A call on one pool's item failed: the process's breaker hears of a store that failed, not of a
+    throttle of that one item (its tenant's load, not everyone's)."""
+    if is_outage(error) and not is_throttle(error):
+        breaker.failed()
+
+
+def _key_wait(message: JobMessage, delivery: Delivery, reason: str) -> Wait:
     """A job over its key's limit comes back soon, later each time (it may wait behind a long backlog)."""
-    delay = queue.hand_back_seconds(delivery.receive_count, unit=settings.KEY_WAIT_HAND_BACK_UNIT_SECONDS)
-    return HandBack(delay, reason)
+    return waiting.wait(
+        message, delivery, waiting.WaitReason.CONCURRENCY_KEY, reason, unit=settings.KEY_WAIT_HAND_BACK_UNIT_SECONDS
+    )
 
 
 def _unreadable_key(message: JobMessage, why: str) -> Unreadable:

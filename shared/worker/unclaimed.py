@@ -19,7 +19,8 @@ def without_claim(message: JobMessage, delivery: Delivery, timeout: int, why: st
     """The store cannot claim: run a first delivery without the claim, or hand it back (nothing happened yet).
 
     Only a first delivery runs: a message received again may be one whose unclaimed run died
-    (its job ran, perhaps), and an exclusive type never runs without the claim.
+    (its job ran, perhaps), as may a waiting job's message sent again (shared/worker/waiting.py); and
+    an exclusive type never runs without the claim.
     """
     job_type = job_types.lookup(message.type)
     if job_type is None or not may_run_unclaimed(message, delivery, first_run=first_run):
@@ -29,12 +30,7 @@ def without_claim(message: JobMessage, delivery: Delivery, timeout: int, why: st
 
 def may_run_unclaimed(message: JobMessage, delivery: Delivery, *, first_run: bool) -> bool:
     job_type = job_types.lookup(message.type)
-    return (
-        first_run
-        and delivery.receive_count == 1
-        and job_type is not None
-        and not job_type.is_exclusive(message.payload)
-    )
+    return first_run and delivery.first_receive and job_type is not None and not job_type.is_exclusive(message.payload)
 
 
 def run_unclaimed(message: JobMessage, job_type: job_types.JobType, timeout: int) -> RanUnclaimed:

@@ -7,6 +7,7 @@ token) and knows how long the job stays held if its outcome cannot be written (i
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,54 @@ class HandBack:
 
 
 @dataclass(frozen=True)
+class Waited:
+    """A job's wait so far, carried from message to message (shared/worker/waiting.py)."""
+
+    since: float  # epoch seconds: when it first waited
+    why: str  # what it waits for (waiting.WaitReason)
+    receives: int  # receives it has spent waiting, over all its messages
+
+    def to_attribute(self) -> str:
+        return json.dumps({"since": self.since, "why": self.why, "receives": self.receives}, separators=(",", ":"))
+
+    @classmethod
+    def from_attribute(cls, raw: str | None) -> Waited | None:
+        """The wait a message's attribute carries; None for none, or for one not of corral's making."""
+        try:
+            found = json.loads(raw) if raw else None
+            return cls(float(found["since"]), str(found["why"]), int(found["receives"]))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+
+@dataclass(frozen=True)
+class Wait:
+    """The job waits its turn, unclaimed and using no attempt (shared/worker/waiting.py): its message is
+    handed back for `delay_seconds`, or, near the queue's receive budget (`resend`), sent again as a
+    fresh message carrying `waited` and acknowledged, so that no wait spends the budget."""
+
+    job: JobMessage
+    delay_seconds: int
+    reason: str
+    waited: Waited  # its wait, this receive included
+    resend: bool
+    visibility_set: bool = False  # set already, as the batch began (a job over its tenant's cap)
+
+    def hand_back(self) -> HandBack:
+        return HandBack(self.delay_seconds, self.reason, self.visibility_set)
+
+
+@dataclass(frozen=True)
+class DeadLettered:
+    """A job's message reached the backstop with no outcome recorded (SQS moved it after the jobs queue's
+    receive budget, Scheduler could not deliver it, or someone moved it by hand): the job ends `dead` with
+    `reason` unless it has finished, its follow-ups are done, and the message is buried in the DLQ."""
+
+    reason: str
+    job: JobMessage
+
+
+@dataclass(frozen=True)
 class Ended:
     """A finished job whose end sets something off: its batch's count, its callbacks (shared/jobs/follow_ups.py)."""
 
@@ -107,4 +156,6 @@ class LateOutcome:
     outcome: OutcomeMessage
 
 
-Verdict = Completed | Retry | Dead | Unreadable | HandBack | Duplicate | RanUnclaimed | LateOutcome
+Verdict = (
+    Completed | Retry | Dead | Unreadable | HandBack | Wait | Duplicate | RanUnclaimed | LateOutcome | DeadLettered
+)

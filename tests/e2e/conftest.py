@@ -23,6 +23,9 @@ TEST_PORT = int(os.environ.get("CORRAL_TEST_PORT", "4599"))  # apart from `make 
 # The one Lambda function `lambda` jobs may invoke on the test stack, for the demo tenant (the `api`
 # fixture's) only; test_customer_work.py creates it. Not named `corral-...`: those are the stack's own.
 LAMBDA_TARGET = "e2e-lambda-target"
+# The test stack's jobs queue lets a message be received this often (the profile's 100 lowered), so
+# test_waiting.py waits past the budget in a couple of minutes.
+TEST_RECEIVE_BUDGET = 10
 
 
 class SuitePlatform(Platform):
@@ -51,7 +54,12 @@ def deployed() -> Iterator[Platform]:
         aws_env = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
         yield SuitePlatform(os.environ["CORRAL_API_URL"], os.environ["CORRAL_API_KEY"], aws_env, emulated=False)
         return
-    with embedded_stack(TEST_PORT, STATE / "test", lambda_targets=[f"{LAMBDA_TARGET}={DEMO_TENANT}"]) as stack:
+    with embedded_stack(
+        TEST_PORT,
+        STATE / "test",
+        lambda_targets=[f"{LAMBDA_TARGET}={DEMO_TENANT}"],
+        receive_budget=TEST_RECEIVE_BUDGET,
+    ) as stack:
         yield _for_the_suite(stack.platform)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 from local.chaos import Chaos
 from local.platform import Platform
@@ -17,6 +18,19 @@ def outcome_writes(chaos: Chaos, job_id: str, status: str) -> int:
         for r in chaos.store_requests(job_id)
         if r["operation"] == "UpdateItem" and r["sets_status"] == status and r["http_status"] == 200
     )
+
+
+def job_message(job_id: str, **fields: object) -> dict:
+    """A demo tenant's `echo` job message, as the API would send it (`fields` change or add to it)."""
+    return {
+        "v": 1,
+        "id": job_id,
+        "tenant": "demo",
+        "type": "echo",
+        "payload": {"marker": uuid.uuid4().hex},
+        "max_attempts": 3,
+        "enqueued_at": time.time(),
+    } | fields
 
 
 def dlq_bodies(deployed: Platform, job_id: str, timeout: float = 30) -> list[dict]:

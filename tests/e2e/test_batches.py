@@ -1,14 +1,20 @@
 """Batches on the embedded stack: a batch's counts are exact, its on_complete runs once every job has
 ended and its on_success once all succeeded, each exactly once (one record, one attempt, one
 `succeeded` write at the store, counted at the fault proxy as the resilience tests count), with a
-worker SIGKILLed mid-batch and with a 5 s store blip during it (docs/decisions/batches.md)."""
+worker SIGKILLed mid-batch and with a 5 s store blip during it (docs/decisions/batches.md). A finished
+batch's cancel answers 409 and changes nothing; a batch key reused for other jobs answers 409 naming it
+(docs/decisions/idempotency-keys.md)."""
 
 from __future__ import annotations
 
 import random
 import time
+import uuid
 from typing import Any
 
+import pytest
+
+from client import Conflict
 from tests.e2e.helpers import outcome_writes
 
 CALLBACKS: dict[str, Any] = {
@@ -110,3 +116,33 @@ def test_a_batch_through_a_five_second_store_blip_still_counts_exactly_and_calls
     injected = sum(n for name, n in chaos.stats()["proxy"].items() if name.endswith(".injected"))
     assert injected > injected_before, "the blip did not hit the store"
     _all_succeeded(api, chaos, batch, 20)
+
+
+def test_cancelling_a_finished_batch_answers_409_and_it_stays_as_it_ended(api):
+    created = api.batches.create([{"type": "echo", "payload": {"n": n}} for n in range(3)])
+    api.batches.wait(created["id"], timeout=120)
+
+    for _ in range(3):
+        with pytest.raises(Conflict) as refused:
+            api.batches.cancel(created["id"])
+        assert refused.value.status == 409 and "already finished" in refused.value.message
+
+    batch = api.batches.get(created["id"])
+    assert (batch["status"], batch["succeeded"], batch["cancelled"]) == ("succeeded", 3, 0)
+    assert "cancelled_at" not in batch
+
+
+def test_a_batch_key_reused_for_other_jobs_answers_409_naming_it_and_the_first_batch_keeps_its_jobs(api):
+    key = f"e2e-{uuid.uuid4().hex}"
+    first_jobs = [{"type": "echo", "payload": {"first": 1}}, {"type": "echo", "payload": {"first": 2}}]
+    created = api.batches.create(first_jobs, idempotency_key=key)
+
+    with pytest.raises(Conflict) as refused:
+        api.batches.create([{"type": "echo", "payload": {"other": n}} for n in range(2)], idempotency_key=key)
+    assert (refused.value.status, refused.value.field) == (409, "idempotency_key")
+
+    assert api.batches.create(first_jobs, idempotency_key=key) == created  # the same request: the first answer
+    batch = api.batches.wait(created["id"], timeout=120)
+    assert (batch["status"], batch["succeeded"]) == ("succeeded", 2)
+    results = sorted(api.job(job_id)["result"]["first"] for job_id in api.batches.jobs(created["id"]))
+    assert results == [1, 2]  # the first request's jobs ran, as its members

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 import pytest
 import requests
 
 from shared import ids, settings
+from tests.e2e.helpers import job_message
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -52,18 +52,6 @@ def _dead_letter(deployed, marker: str, timeout: float = 60) -> tuple[dict, str]
     raise AssertionError(f"no dead letter containing {marker!r}")
 
 
-def _message(job_id: str, **fields) -> dict:
-    return {
-        "v": 1,
-        "id": job_id,
-        "tenant": "demo",
-        "type": "echo",
-        "payload": {"marker": uuid.uuid4().hex},
-        "max_attempts": 3,
-        "enqueued_at": time.time(),
-    } | fields
-
-
 def test_a_job_enqueued_without_a_payload_runs_with_a_null_payload(api):
     response = api.request("POST", "/v1/jobs", json={"type": "echo"})
     assert response.status_code == 202, response.text
@@ -75,7 +63,7 @@ def test_a_job_enqueued_without_a_payload_runs_with_a_null_payload(api):
 
 def test_a_wrong_typed_message_with_a_verifiable_id_ends_dead_with_its_reason(api, deployed, send, job_id_secret):
     job_id = ids.timed_id(job_id_secret, "demo")
-    send(_message(job_id, type=["echo"]))
+    send(job_message(job_id, type=["echo"]))
 
     job = api.wait(job_id, timeout=60)
 
@@ -88,7 +76,7 @@ def test_a_wrong_typed_message_with_a_verifiable_id_ends_dead_with_its_reason(ap
 
 def test_a_message_of_an_unknown_type_ends_dead_instead_of_queued_forever(api, send, job_id_secret):
     job_id = ids.timed_id(job_id_secret, "demo")
-    send(_message(job_id, type="no-such-type"))
+    send(job_message(job_id, type="no-such-type"))
 
     job = api.wait(job_id, timeout=60)
 
@@ -98,7 +86,7 @@ def test_a_message_of_an_unknown_type_ends_dead_instead_of_queued_forever(api, s
 
 def test_a_message_whose_id_does_not_verify_is_buried_with_its_reason_and_leaves_no_record(deployed, send):
     made_up = "jt" + "a" * 38
-    message = _message(made_up)
+    message = job_message(made_up)
     send(message)
 
     body, reason = _dead_letter(deployed, message["payload"]["marker"])
@@ -113,7 +101,7 @@ def test_a_forged_tenant_does_not_take_over_another_tenants_job(api, other_tenan
     job_id = api.enqueue("fail", {"times": 10}, max_attempts=3)
     api.wait(job_id, statuses=("failed", "dead"), timeout=60)  # attempt 1 failed: a retry is due
 
-    forged = _message(job_id, tenant="other-tenant")
+    forged = job_message(job_id, tenant="other-tenant")
     send(forged)
 
     _, reason = _dead_letter(deployed, forged["payload"]["marker"])

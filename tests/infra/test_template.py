@@ -96,21 +96,40 @@ def test_hand_backs_grow_to_at_most_the_visibility_timeout(aws_template: Templat
         assert hand_back_max == str(profile.visibility_timeout_seconds)
 
 
-def test_queues_are_encrypted_tls_only_and_redrive_after_max_receive_count(aws_template: Template):
-    for name in (settings.QUEUE_NAME, settings.DLQ_NAME):
+def _queue_id(template: Template, name: str) -> str:
+    (logical_id,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": name}})
+    return logical_id
+
+
+def test_queues_are_encrypted_tls_only_and_redrive_to_the_backstop_then_the_dlq_after_the_receive_budget(
+    aws_template: Template, local_template: Template
+):
+    for name in (settings.QUEUE_NAME, settings.BACKSTOP_NAME, settings.DLQ_NAME):
         aws_template.has_resource_properties(
             "AWS::SQS::Queue",
             {"QueueName": name, "SqsManagedSseEnabled": True, "MessageRetentionPeriod": 14 * 24 * 3600},
         )
-    aws_template.has_resource_properties(
-        "AWS::SQS::Queue",
-        {
-            "QueueName": settings.QUEUE_NAME,
-            "RedrivePolicy": {"deadLetterTargetArn": Match.any_value(), "maxReceiveCount": settings.MAX_RECEIVE_COUNT},
-        },
-    )
+    for template, profile in ((aws_template, AWS), (local_template, LOCAL)):
+        for source, target in (
+            (settings.QUEUE_NAME, settings.BACKSTOP_NAME),
+            (settings.BACKSTOP_NAME, settings.DLQ_NAME),
+        ):
+            redrive = _only(template, "AWS::SQS::Queue", {"QueueName": source})["Properties"]["RedrivePolicy"]
+            assert redrive == {
+                "deadLetterTargetArn": {"Fn::GetAtt": [_queue_id(template, target), "Arn"]},
+                "maxReceiveCount": profile.receive_budget,
+            }
+        assert "RedrivePolicy" not in _only(template, "AWS::SQS::Queue", {"QueueName": settings.DLQ_NAME})["Properties"]
+        # The worker knows the budget it must never let a wait spend, and sends a waiting job again before it.
+        variables = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"][
+            "Environment"
+        ]["Variables"]
+        assert int(variables["CORRAL_RECEIVE_BUDGET"]) == profile.receive_budget
+        assert 1 < int(variables["CORRAL_WAIT_RESEND_AT"]) == profile.wait_resend_at < profile.receive_budget
+        assert variables["CORRAL_BACKSTOP_ARN"] == {"Fn::GetAtt": [_queue_id(template, settings.BACKSTOP_NAME), "Arn"]}
+    assert AWS.receive_budget == LOCAL.receive_budget == settings.MAX_RECEIVE_COUNT
     policies = aws_template.find_resources("AWS::SQS::QueuePolicy")
-    assert len(policies) == 2
+    assert len(policies) == 3
     for policy in policies.values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
         deny_conditions = [s.get("Condition") for s in statements if s["Effect"] == "Deny"]
@@ -180,10 +199,15 @@ def test_the_worker_may_send_outcomes_to_the_jobs_queue_hand_back_and_bury(
         worker = _policy_statements_of_role_of_function(template, settings.WORKER_FUNCTION)
         (jobs,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.QUEUE_NAME}})
         (dlq,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.DLQ_NAME}})
+        backstop_arn = {"Fn::GetAtt": [_queue_id(template, settings.BACKSTOP_NAME), "Arn"]}
         jobs_arn, dlq_arn = {"Fn::GetAtt": [jobs, "Arn"]}, {"Fn::GetAtt": [dlq, "Arn"]}
         assert _grants_on(worker, "sqs:SendMessage", jobs_arn)  # outcome messages (shared/worker/completer.py)
         assert _grants_on(worker, "sqs:ChangeMessageVisibility", jobs_arn)
         assert _grants_on(worker, "sqs:SendMessage", dlq_arn)
+        # It drains the backstop (its event source) and hands back there, but never sends to it.
+        assert _grants_on(worker, "sqs:ReceiveMessage", backstop_arn)
+        assert _grants_on(worker, "sqs:ChangeMessageVisibility", backstop_arn)
+        assert not _grants_on(worker, "sqs:SendMessage", backstop_arn)
 
 
 # Worker event source ----------------------------------------------------------------------------------
@@ -196,10 +220,12 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
         "BatchSize": settings.WORKER_BATCH_SIZE,
         "FunctionResponseTypes": ["ReportBatchItemFailures"],
     }
+    jobs_queue = {"Fn::GetAtt": [_queue_id(aws_template, settings.QUEUE_NAME), "Arn"]}
     aws_template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
             **common,
+            "EventSourceArn": jobs_queue,
             "ProvisionedPollerConfig": {
                 "MinimumPollers": settings.WORKER_MIN_POLLERS,
                 "MaximumPollers": settings.WORKER_MAX_POLLERS,
@@ -215,11 +241,26 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
             "ProvisionedPollerConfig": Match.absent(),
         },
     )
-    window = _only(aws_template, "AWS::Lambda::EventSourceMapping")["Properties"].get(
+    window = _only(aws_template, "AWS::Lambda::EventSourceMapping", {"EventSourceArn": jobs_queue})["Properties"].get(
         "MaximumBatchingWindowInSeconds", 0
     )
     assert window == settings.WORKER_BATCHING_WINDOW_SECONDS
     assert 2 <= settings.WORKER_MIN_POLLERS <= 200 and settings.WORKER_MIN_POLLERS <= settings.WORKER_MAX_POLLERS
+
+
+def test_the_worker_drains_the_backstop_with_an_event_source_of_its_own(
+    aws_template: Template, local_template: Template
+):
+    for template in (aws_template, local_template):
+        worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})
+        backstop = {"Fn::GetAtt": [_queue_id(template, settings.BACKSTOP_NAME), "Arn"]}
+        mapping = _only(template, "AWS::Lambda::EventSourceMapping", {"EventSourceArn": backstop})["Properties"]
+        assert mapping["FunctionName"] == {"Ref": next(iter(template.find_resources("AWS::Lambda::Function", worker)))}
+        assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        assert mapping["ScalingConfig"] == {"MaximumConcurrency": 2} and "ProvisionedPollerConfig" not in mapping
+        # Its event source needs the backstop's visibility to outlast the worker's timeout, as the jobs queue's.
+        visibility = _only(template, "AWS::SQS::Queue", {"QueueName": settings.BACKSTOP_NAME})["Properties"]
+        assert visibility["VisibilityTimeout"] >= worker["Properties"]["Timeout"]
 
 
 # Store ----------------------------------------------------------------------------------------------
@@ -477,7 +518,7 @@ PAGED = {
     ("AWS/ApiGateway", "Latency"),
     ("AWS/SQS", "ApproximateAgeOfOldestMessage"),
     ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
-    ("corral", "UnreadableMessages"),
+    ("corral", "PlatformDeadLetters"),
     ("corral", "StoreHandBacks"),
     ("AWS/Lambda", "Errors"),
     ("AWS/Lambda", "Throttles"),
@@ -516,12 +557,14 @@ def test_each_named_alarm_is_there_and_notifies_when_it_fires_and_when_it_clears
 
 def test_a_tenants_dead_jobs_page_nobody_platform_dead_letters_do(aws_template: Template):
     """The DLQ holds every tenant's jobs that used their attempts: its depth pages no one (it would sit
-    in ALARM for good in a multi-tenant deployment); unreadable messages and Scheduler's dead letters do."""
+    in ALARM for good in a multi-tenant deployment); unreadable messages, jobs recorded dead from the
+    backstop (shared/aws/metrics.py counts both as PlatformDeadLetters) and Scheduler's dead letters do."""
     alarms = _alarms(aws_template).values()
     dlq_alarms = [a for a in alarms if json.dumps(a.get("Dimensions", [])).find("QueueDeadLetters") >= 0]
     assert dlq_alarms == []
-    unreadable = [a for a in alarms if a["MetricName"] == "UnreadableMessages"]
-    assert [a["Dimensions"] for a in unreadable] == [[{"Name": "service", "Value": "corral-worker"}]]
+    (platform,) = [a for a in alarms if a["MetricName"] == "PlatformDeadLetters"]
+    assert platform["Dimensions"] == [{"Name": "service", "Value": "corral-worker"}]
+    assert (platform["Namespace"], platform["Statistic"], platform["Threshold"]) == ("corral", "Sum", 1)
     assert not any(a["MetricName"] in ("JobsDead", "DeadLettersByTenant") for a in alarms)
 
 
@@ -763,22 +806,31 @@ def test_function_code_may_not_make_network_interfaces_nor_write_other_log_group
                 assert statement["Resource"] != "*", (name, statement)
 
 
-def test_only_the_workers_and_scheduler_may_send_to_the_dlq_and_only_the_jobs_queue_redrives_into_it(
+def test_only_the_workers_and_scheduler_bury_in_the_dlq_only_scheduler_sends_to_the_backstop(
     aws_template: Template,
 ):
-    dlq = _only(aws_template, "AWS::SQS::Queue", {"QueueName": settings.DLQ_NAME})
-    allow = dlq["Properties"]["RedriveAllowPolicy"]
-    assert allow["redrivePermission"] == "byQueue"
-    assert settings.QUEUE_NAME in json.dumps(allow["sourceQueueArns"])
-    statements = _queue_policy_statements(aws_template, "QueueDeadLetters")
-    (deny,) = [s for s in statements if s.get("Sid") == "OnlyCorralBuries"]
-    assert deny["Effect"] == "Deny" and _actions(deny) == ["sqs:SendMessage"]
-    senders = json.dumps(deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"])
-    worker = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})
-    assert worker["Properties"]["Role"]["Fn::GetAtt"][0] in senders
-    assert "Schedules" in senders
+    """Scheduler's role may still send to the DLQ: schedules made before the backstop name it as their
+    dead-letter target until they are next updated. Each queue takes SQS's redrive from one queue."""
     api = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})
-    assert api["Properties"]["Role"]["Fn::GetAtt"][0] not in senders
+    for name, logical_prefix, sid, source, allowed in (
+        (
+            settings.DLQ_NAME,
+            "QueueDeadLetters",
+            "OnlyCorralBuries",
+            settings.BACKSTOP_NAME,
+            ("WorkersHandler", "Schedules"),
+        ),
+        (settings.BACKSTOP_NAME, "QueueBackstop", "OnlySchedulerFails", settings.QUEUE_NAME, ("Schedules",)),
+    ):
+        allow = _only(aws_template, "AWS::SQS::Queue", {"QueueName": name})["Properties"]["RedriveAllowPolicy"]
+        assert allow["redrivePermission"] == "byQueue"
+        assert json.dumps(allow["sourceQueueArns"]).count(f":{source}") == 1, name
+        statements = _queue_policy_statements(aws_template, logical_prefix)
+        (deny,) = [s for s in statements if s.get("Sid") == sid]
+        assert deny["Effect"] == "Deny" and _actions(deny) == ["sqs:SendMessage"]
+        senders = deny["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+        assert len(senders) == len(allowed) and all(sender in json.dumps(senders) for sender in allowed), name
+        assert api["Properties"]["Role"]["Fn::GetAtt"][0] not in json.dumps(senders)
 
 
 # Stages and deploy safety ---------------------------------------------------------------------------
@@ -927,3 +979,15 @@ def test_opentelemetry_export_is_off_unless_asked_and_then_every_function_runs_u
 def test_an_opentelemetry_layer_the_profile_cannot_use_fails_the_synth_saying_why(profile, arn, why, tmp_path) -> None:
     with pytest.raises(SystemExit, match=why):
         synth(profile, tmp_path, context={"corral:otel_layer": arn})
+
+
+def test_a_test_stack_lowers_the_receive_budget_and_the_wait_resend_with_it(tmp_path):
+    template = Template.from_json(synth("local", tmp_path, context={"corral:receive_budget": "10"}).template)
+    redrive = _only(template, "AWS::SQS::Queue", {"QueueName": settings.QUEUE_NAME})["Properties"]["RedrivePolicy"]
+    variables = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"][
+        "Environment"
+    ]["Variables"]
+    assert redrive["maxReceiveCount"] == 10
+    assert (variables["CORRAL_RECEIVE_BUDGET"], variables["CORRAL_WAIT_RESEND_AT"]) == ("10", "6")
+    with pytest.raises(ValueError, match="at least"):
+        LOCAL.with_receive_budget(2)

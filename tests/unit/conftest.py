@@ -54,9 +54,25 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         dynamodb.create_table(**table_schema.create_table_params())  # the schema the stack deploys
         sqs = boto3.client("sqs")
         dlq_url = sqs.create_queue(QueueName=settings.DLQ_NAME)["QueueUrl"]
+        backstop_url = sqs.create_queue(QueueName=settings.BACKSTOP_NAME)["QueueUrl"]
         queue_url = sqs.create_queue(QueueName=settings.QUEUE_NAME)["QueueUrl"]
-        environment.change(table=settings.TABLE_NAME, queue_url=queue_url, dlq_url=dlq_url, lease_seconds=10)
-        yield {"queue_url": queue_url, "dlq_url": dlq_url, "sqs": sqs, "dynamodb": dynamodb}
+        environment.change(
+            table=settings.TABLE_NAME,
+            queue_url=queue_url,
+            dlq_url=dlq_url,
+            backstop_url=backstop_url,
+            backstop_arn=sqs.get_queue_attributes(QueueUrl=backstop_url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ],
+            lease_seconds=10,
+        )
+        yield {
+            "queue_url": queue_url,
+            "dlq_url": dlq_url,
+            "backstop_url": backstop_url,
+            "sqs": sqs,
+            "dynamodb": dynamodb,
+        }
     client.cache_clear()
     single_attempt_client.cache_clear()
     id_secret.cache_clear()
@@ -72,7 +88,7 @@ def scheduler_env(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[
     def arn(url: str) -> str:
         return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
 
-    environment.change(scheduler_role_arn=role, queue_arn=arn(aws["queue_url"]), dlq_arn=arn(aws["dlq_url"]))
+    environment.change(scheduler_role_arn=role, queue_arn=arn(aws["queue_url"]))
     client = boto3.client("scheduler")
     client.create_schedule_group(Name=settings.SCHEDULE_GROUP)
     return {**aws, "scheduler": client}

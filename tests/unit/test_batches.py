@@ -13,7 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from functions.api.handler import handler as api_handler
 from shared.aws import queue
 from shared.jobs import batches, control, follow_ups
 from shared.jobs.enqueue import JobRequest
@@ -21,19 +20,14 @@ from shared.model import BatchMember, JobSpec, Status
 from shared.store import batch_items, job_store
 from shared.store.batch_items import MemberState
 from shared.tenants import tenants
-from tests.events import FakeLambdaContext, http_api_event
+from tests.unit.api_harness import answer
 from tests.unit.worker_harness import poll
 
 
 def _api(
     method: str, path: str, body: Any = None, key: str = "", query: dict[str, str] | None = None
 ) -> tuple[int, Any]:
-    event = http_api_event(method, path, body, key)
-    if query:
-        event["queryStringParameters"] = query
-        event["rawQueryString"] = "&".join(f"{k}={v}" for k, v in query.items())
-    answer = api_handler(event, FakeLambdaContext())
-    return answer["statusCode"], json.loads(answer["body"])
+    return answer(method, path, key, body, query)
 
 
 @pytest.fixture

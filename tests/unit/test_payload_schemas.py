@@ -74,11 +74,11 @@ with mock_aws():
     def queue(name):
         url = sqs.create_queue(QueueName=name)["QueueUrl"]
         return url, sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    (queue_url, queue_arn), (_, dlq_arn) = queue(settings.QUEUE_NAME), queue(settings.DLQ_NAME)
+    (queue_url, queue_arn), (_, backstop_arn) = queue(settings.QUEUE_NAME), queue(settings.BACKSTOP_NAME)
     role = boto3.client("iam").create_role(RoleName=settings.SCHEDULER_ROLE_NAME, AssumeRolePolicyDocument="{}")
     boto3.client("scheduler").create_schedule_group(Name=settings.SCHEDULE_GROUP)
     environment.change(
-        queue_url=queue_url, queue_arn=queue_arn, dlq_arn=dlq_arn, scheduler_role_arn=role["Role"]["Arn"]
+        queue_url=queue_url, queue_arn=queue_arn, backstop_arn=backstop_arn, scheduler_role_arn=role["Role"]["Arn"]
     )
     key = tenants.create_key("acme")
     def call(method, path, body):

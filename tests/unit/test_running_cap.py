@@ -9,15 +9,17 @@ import time
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from functions.worker.handler import worker
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, JobSpec, Status
 from shared.store import running_slots
 from shared.tenants import quotas
-from tests.unit.worker_harness import poll, record, send
+from tests.unit.worker_harness import messages_held, poll, record, send
 
 
 def _send(aws: dict[str, Any], tenant: str, job_type: str, count: int) -> list[JobMessage]:
@@ -136,3 +138,75 @@ def test_slots_held_always_equal_the_sum_of_live_holders_and_never_exceed_the_ca
 def test_max_running_must_be_a_whole_number_of_jobs(aws, value):
     with pytest.raises(ValueError):
         quotas.set_limits("acme", max_running=value)
+
+
+# --- when taking the slots fails (docs/decisions/running-cap.md "When taking slots fails") ----------------
+
+
+def _failing_take(monkeypatch: pytest.MonkeyPatch, code: str, *tenants: str) -> None:
+    """Taking these tenants' slots fails with `code`; the others' are taken as usual."""
+    take = running_slots.take
+
+    def failing(tenant: str, *args: Any, **kwargs: Any) -> int:
+        if tenant in tenants:
+            raise ClientError({"Error": {"Code": code, "Message": "injected"}}, "UpdateItem")
+        return take(tenant, *args, **kwargs)
+
+    monkeypatch.setattr(running_slots, "take", failing)
+
+
+def _breaker_trips(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    trips: list[float] = []
+    failed = worker.breaker.failed
+
+    def counted() -> None:
+        trips.append(time.monotonic())
+        failed()
+
+    monkeypatch.setattr(worker.breaker, "failed", counted)
+    return trips
+
+
+def test_R4_a_throttled_take_of_one_tenants_slots_keeps_its_jobs_waiting_and_trips_no_breaker(aws, monkeypatch):
+    quotas.set_limits("attacker", max_running=1)
+    _failing_take(monkeypatch, "ProvisionedThroughputExceededException", "attacker")
+    trips = _breaker_trips(monkeypatch)
+    attacker = _send(aws, "attacker", "echo", 3)
+    victim = _send(aws, "victim", "echo", 2)
+
+    batch = poll(aws)
+
+    assert batch is not None and len(batch.failed) == 3  # the attacker's three wait...
+    assert [record(m.id) for m in attacker] == [None] * 3  # ...unclaimed: the cap fails closed for its tenant
+    # The victim's jobs ran under their claims and were recorded at once: no breaker sent them down the
+    # store blip's path (run unclaimed, outcomes carried in messages).
+    assert [record(m.id).status for m in victim] == [Status.SUCCEEDED] * 2
+    assert trips == []
+    assert messages_held(aws) == 3  # the attacker's, waiting: no outcome message carries anything
+
+
+def test_a_store_failing_while_taking_slots_runs_a_tenant_below_its_cap_uncounted_not_one_last_found_full(
+    aws, monkeypatch
+):
+    runs: list[object] = []
+    monkeypatch.setitem(
+        job_types._REGISTRY,
+        "counted",
+        job_types.JobType(name="counted", run=lambda payload, context: runs.append(payload), timeout_seconds=5),
+    )
+    monkeypatch.setattr(worker, "at_cap", set())
+    quotas.set_limits("full", max_running=1)
+    now = time.time()
+    running_slots.take("full", "elsewhere", 1, running_slots.Cap(1, 1), until=now + 3600, now=now)
+    _send(aws, "full", "counted", 1)
+    assert poll(aws).failed != []  # it waits: its tenant is found at its cap
+    assert worker.at_cap == {"full"}
+    _failing_take(monkeypatch, "InternalServerError", "full", "quiet")
+    full = _send(aws, "full", "counted", 1)
+    quiet = _send(aws, "quiet", "counted", 1)
+    monkeypatch.setattr(worker.breaker, "down_until", 0.0)
+
+    poll(aws)
+
+    assert runs == [quiet[0].payload]  # the tenant below its cap ran (uncounted, a store blip's way)
+    assert record(full[0].id) is None  # the one last found full waited

@@ -14,7 +14,6 @@ import dataclasses
 import json
 import time
 
-import moto.sqs.models
 import pytest
 from botocore.exceptions import ClientError
 
@@ -25,20 +24,9 @@ from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobSpec, Status
 from shared.store import job_store
-from tests.unit.worker_harness import poll, record, send
+from tests.unit.worker_harness import VirtualClock, poll, record, send
 
 AWS = settings.PROFILES["aws"]
-
-
-class VirtualClock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def seconds(self) -> float:
-        return self.now
-
-    def millis(self) -> float:
-        return self.now * 1000
 
 
 def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int, list]:
@@ -49,9 +37,7 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
     redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": budget})
     url = sqs.create_queue(QueueName="corral-outage", Attributes={"RedrivePolicy": redrive})["QueueUrl"]
     environment.change(queue_url=url)
-    clock = VirtualClock(time.time())
-    monkeypatch.setattr(moto.sqs.models, "unix_time", clock.seconds)
-    monkeypatch.setattr(moto.sqs.models, "unix_time_millis", clock.millis)
+    clock = VirtualClock(time.time()).install(monkeypatch)
     outage_ends = clock.now + seconds
 
     claim = job_store.claim
@@ -67,9 +53,9 @@ def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.Mo
     delays: list[float] = []
     retry_later = queue.retry_later
 
-    def spy(receipt_handle: str, delay_seconds: float) -> None:
+    def spy(receipt_handle: str, delay_seconds: float, **where: str | None) -> None:
         delays.append(delay_seconds)
-        retry_later(receipt_handle, delay_seconds)
+        retry_later(receipt_handle, delay_seconds, **where)
 
     monkeypatch.setattr(queue, "retry_later", spy)
     message = build_message("acme", JobRequest(JobSpec("echo", payload="survived")), clock.now)

@@ -11,6 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import moto.sqs.models
+import pytest
+
 from functions.worker.handler import handler, worker
 from shared.model import JobMessage, JobRecord, Outcome
 from shared.store import job_store
@@ -19,6 +22,25 @@ from shared.worker import receive as worker_receive
 from shared.worker.completer import Settled
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import HandBack
+
+
+class VirtualClock:
+    """The clock moto's SQS reads (visibility, delays, receive counts' redrive): moved on by a test, so
+    hours of hand-backs take seconds."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def seconds(self) -> float:
+        return self.now
+
+    def millis(self) -> float:
+        return self.now * 1000
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> VirtualClock:
+        monkeypatch.setattr(moto.sqs.models, "unix_time", self.seconds)
+        monkeypatch.setattr(moto.sqs.models, "unix_time_millis", self.millis)
+        return self
 
 
 class WorkerContext:
@@ -46,7 +68,7 @@ def send(aws: dict[str, Any], body: str) -> str:
     return aws["sqs"].send_message(QueueUrl=aws["queue_url"], MessageBody=body)["MessageId"]
 
 
-def event_record(message: dict[str, Any]) -> dict[str, Any]:
+def event_record(message: dict[str, Any], source_queue: str = "corral-jobs") -> dict[str, Any]:
     return {
         "messageId": message["MessageId"],
         "receiptHandle": message["ReceiptHandle"],
@@ -58,24 +80,26 @@ def event_record(message: dict[str, Any]) -> dict[str, Any]:
         },
         "md5OfBody": message["MD5OfBody"],
         "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:corral-jobs",
+        "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:{source_queue}",
         "awsRegion": "us-east-1",
     }
 
 
-def poll(aws: dict[str, Any]) -> Batch | None:
-    """One poll of the event source mapping: receive up to 10 messages, invoke the handler, delete
-    what it did not hand back. None if nothing was visible."""
-    sqs, url = aws["sqs"], aws["queue_url"]
+def poll(aws: dict[str, Any], *, url_key: str = "queue_url", delete: bool = True) -> Batch | None:
+    """One poll of the event source mapping of `aws[url_key]` (the jobs queue; "backstop_url": the
+    backstop's): receive up to 10 messages, invoke the handler, delete what it did not hand back (not if
+    `delete` is False: the event source's delete failed). None if nothing was visible."""
+    sqs, url = aws["sqs"], aws[url_key]
     messages = sqs.receive_message(
         QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
     ).get("Messages", [])
     if not messages:
         return None
-    response = handler({"Records": [event_record(m) for m in messages]}, WorkerContext())
+    source = url.rsplit("/", 1)[-1]
+    response = handler({"Records": [event_record(m, source) for m in messages]}, WorkerContext())
     failed = [item["itemIdentifier"] for item in response["batchItemFailures"]]
     for message in messages:
-        if message["MessageId"] not in failed:
+        if delete and message["MessageId"] not in failed:
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     return Batch(message_ids=[m["MessageId"] for m in messages], failed=failed)
 
@@ -86,6 +110,13 @@ def deliver(aws: dict[str, Any], body: str) -> Batch:
     batch = poll(aws)
     assert batch is not None
     return batch
+
+
+def messages_held(aws: dict[str, Any], url_key: str = "queue_url") -> int:
+    """How many messages a queue holds, visible, in flight or delayed (read without a receive, which counts)."""
+    names = [f"ApproximateNumberOfMessages{kind}" for kind in ("", "NotVisible", "Delayed")]
+    found = aws["sqs"].get_queue_attributes(QueueUrl=aws[url_key], AttributeNames=names)["Attributes"]
+    return sum(int(found[name]) for name in names)
 
 
 def dead_letters(aws: dict[str, Any]) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install up test lint docs synth footprint smoke clean bench capacity fuzz
+.PHONY: install up test lint docs synth footprint smoke clean bench capacity fuzz invariant
 
 install: $(STAMP)/venv $(STAMP)/npm $(STAMP)/cli $(STAMP)/client-ts
 
@@ -71,6 +71,12 @@ FUZZ_EXAMPLES ?= 300
 fuzz: install
 	CORRAL_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) CORRAL_FUZZ_RANDOM=1 $(PY) -m pytest tests/e2e/test_api_fuzz.py -p no:cacheprovider $(ARGS)
 
+# The one invariant across features (tests/unit/test_invariant.py, in process on moto), many more examples than
+# `make test`'s 15: about 10 s an example on a loaded 2-core machine.
+INVARIANT_EXAMPLES ?= 500
+invariant: install
+	CORRAL_INVARIANT_EXAMPLES=$(INVARIANT_EXAMPLES) $(PY) -m pytest tests/unit/test_invariant.py -p no:cacheprovider $(ARGS)
+
 bench: install
 	$(PY) -m bench $(ARGS)
 
@@ -80,7 +86,7 @@ capacity: install
 # A newcomer's first 20 echo jobs at 4/s right after the stack comes up: make first-jobs ARGS=--compare
 .PHONY: first-jobs
 first-jobs: install
-	$(PY) -m bench.first_jobs $(ARGS)
+	$(PY) -m bench.scenarios.first_jobs $(ARGS)
 
 # PROFILE=local synthesizes the emulator's variant (no DAX, no VPC).
 PROFILE ?= aws
@@ -100,28 +106,28 @@ smoke: install
 clean:
 	rm -rf cdk.out .corral/build
 
-# How fast the worker fleet empties a backlog, and whose CPU it takes (bench/drain.py): make drain
+# How fast the worker fleet empties a backlog, and whose CPU it takes (bench/scenarios/drain.py): make drain
 .PHONY: drain
 drain: install
-	$(PY) -m bench.drain $(ARGS)
+	$(PY) -m bench.scenarios.drain $(ARGS)
 
-# The noisy neighbour (bench/noisy.py): make noisy (or ARGS="--quick"); the limiter's accuracy: make rate-limit-accuracy
+# The noisy neighbour (bench/scenarios/noisy.py): make noisy (or ARGS="--quick"); the limiter's accuracy: make rate-limit-accuracy
 .PHONY: noisy rate-limit-accuracy
 noisy: install
-	$(PY) -m bench.noisy $(ARGS)
+	$(PY) -m bench.scenarios.noisy $(ARGS)
 
 rate-limit-accuracy: install
 	$(PY) -m bench.models.rate_limit $(ARGS)
 
-# The midnight herd, measured (bench/herd.py): make herd ARGS="--schedules 1000"
+# The midnight herd, measured (bench/scenarios/herd.py): make herd ARGS="--schedules 1000"
 .PHONY: herd
 herd: install
-	$(PY) -m bench.herd $(ARGS)
+	$(PY) -m bench.scenarios.herd $(ARGS)
 
-# A customer's job in its own function against in-process, per job (bench/fence.py): make fence (or ARGS="--quick")
+# A customer's job in its own function against in-process, per job (bench/scenarios/fence.py): make fence (or ARGS="--quick")
 .PHONY: fence
 fence: install
-	$(PY) -m bench.fence $(ARGS)
+	$(PY) -m bench.scenarios.fence $(ARGS)
 
 # corral beside a bare SQS→Lambda pipeline and Celery on SQS, one emulator (bench/compare/): make compare ARGS=--quick
 .PHONY: compare

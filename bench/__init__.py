@@ -1,4 +1,5 @@
-"""The SLO benchmark (`make bench`): steady load, a midnight herd, faults, drain; measured, printed, plotted.
+"""The benchmarks: `python -m bench` (`make bench`) is the SLO benchmark, steady load, a midnight herd, faults,
+drain; measured, printed, plotted. The other scenarios are in `bench.scenarios`, their helpers in `bench.lib`.
 
-See docs/benchmark.md for how to run it and what each figure means.
+See bench/README.md for every scenario and its command, and docs/benchmark.md for what each figure means.
 """

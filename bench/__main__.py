@@ -1,5 +1,5 @@
 import sys
 
-from bench.run import main
+from bench.scenarios.run import main
 
 sys.exit(main())

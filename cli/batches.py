@@ -80,7 +80,7 @@ def list_batches(
     as_json: JsonFlag = False,
 ) -> None:
     """This tenant's batches, newest first."""
-    found = corral().batches.list(status=status, max_items=limit)
+    found = list(corral().batches.list(status=status, max_items=limit))
     if as_json:
         render.emit_json({"batches": found})
         return

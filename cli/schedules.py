@@ -41,7 +41,7 @@ def list_schedules(
     as_json: JsonFlag = False,
 ) -> None:
     """This tenant's schedules, by name (every page, or the first --limit)."""
-    found = corral().schedules.list(max_items=limit)
+    found = list(corral().schedules.list(max_items=limit))
     if as_json:
         render.emit_json({"schedules": found})
         return

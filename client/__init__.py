@@ -9,83 +9,18 @@ Inside the corral repository this folder is imported as `client` (tests, CLI, be
 Every error is a `CorralError` (`status`, `code`, `field`); see `errors`.
 """
 
-from .corral import BATCH_SIZE, Batches, Corral, Schedules
-from .errors import (
-    Conflict,
-    ConnectionFailed,
-    CorralError,
-    Forbidden,
-    InvalidRequest,
-    NotFound,
-    PermissionDenied,
-    QuotaExceeded,
-    RateLimited,
-    ServerError,
-    Unauthorized,
-    Unavailable,
-    WaitTimeout,
-)
-from .retrying import RetryPolicy
-from .signatures import SignatureVerificationError, verify_signature  # HTTP jobs' requests
-from .types import (
-    BATCH_FINISHED,
-    FINISHED,
-    Accepted,
-    Batch,
-    BatchPage,
-    Callback,
-    Concurrency,
-    EnqueueOutcome,
-    Job,
-    JobPage,
-    JobSpec,
-    RetriedMany,
-    Schedule,
-    SchedulePage,
-    ScheduleRun,
-    Stats,
-    Triggered,
-)
+# Each module lists its public names in its own `__all__`; the package is their union (written with `+=`,
+# the form type checkers follow).
+from . import corral, errors, retrying, signatures, types
+from .corral import *  # noqa: F403
+from .errors import *  # noqa: F403
+from .retrying import *  # noqa: F403
+from .signatures import *  # noqa: F403  (HTTP jobs' receivers)
+from .types import *  # noqa: F403
 
-JobTimeout = WaitTimeout  # the name this package used before `WaitTimeout`
-
-__all__ = [
-    "BATCH_FINISHED",
-    "BATCH_SIZE",
-    "FINISHED",
-    "Accepted",
-    "Batch",
-    "BatchPage",
-    "Batches",
-    "Callback",
-    "Concurrency",
-    "Conflict",
-    "ConnectionFailed",
-    "Corral",
-    "CorralError",
-    "EnqueueOutcome",
-    "Forbidden",
-    "InvalidRequest",
-    "Job",
-    "JobPage",
-    "JobSpec",
-    "JobTimeout",
-    "NotFound",
-    "PermissionDenied",
-    "QuotaExceeded",
-    "RateLimited",
-    "RetriedMany",
-    "RetryPolicy",
-    "Schedule",
-    "SchedulePage",
-    "ScheduleRun",
-    "Schedules",
-    "ServerError",
-    "SignatureVerificationError",
-    "Stats",
-    "Triggered",
-    "Unauthorized",
-    "Unavailable",
-    "WaitTimeout",
-    "verify_signature",
-]
+__all__: list[str] = []
+__all__ += corral.__all__
+__all__ += errors.__all__
+__all__ += retrying.__all__
+__all__ += signatures.__all__
+__all__ += types.__all__

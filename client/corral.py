@@ -6,14 +6,14 @@ import builtins
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, cast
 from urllib.parse import quote
 
 import requests
 
-from . import errors
+from . import errors, paging
 from .errors import CorralError
 from .retrying import RetryPolicy, retry_after_seconds, retryable_exception, retryable_status
 from .types import (
@@ -35,16 +35,6 @@ from .types import (
 )
 
 BATCH_SIZE = 100  # POST /v1/jobs:batch takes at most this many jobs
-_JOB_OPTIONS = (
-    "idempotency_key",
-    "delay_seconds",
-    "run_at",
-    "max_attempts",
-    "timeout_seconds",
-    "concurrency",
-    "on_success",
-    "on_failure",
-)
 
 
 def _when(value: datetime | float | str | None) -> str | None:
@@ -56,8 +46,9 @@ def _when(value: datetime | float | str | None) -> str | None:
     return datetime.fromtimestamp(float(value)).astimezone().isoformat()
 
 
-def _new_idempotency_key() -> str:
-    return f"sdk-{uuid.uuid4()}"
+def _given(body: dict[str, Any]) -> dict[str, Any]:
+    """The body without the fields left as None (the API's default then applies)."""
+    return {name: value for name, value in body.items() if value is not None}
 
 
 class Corral:
@@ -91,6 +82,14 @@ class Corral:
         self._sleep = sleep
         self.schedules = Schedules(self)
         self.batches = Batches(self)
+
+    def _keyed(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """`body` with its idempotency key: the caller's, else a fresh one while the SDK retries (so a retry of
+        a request that reached the API is answered as the first was)."""
+        keyed = dict(body)
+        if self.policy.retries and not keyed.get("idempotency_key"):
+            keyed["idempotency_key"] = f"sdk-{uuid.uuid4()}"
+        return keyed
 
     @classmethod
     def from_env(cls, **options: Any) -> Corral:
@@ -145,10 +144,7 @@ class Corral:
         return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
 
     def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:
-        body = dict(spec)
-        if self.policy.retries and not body.get("idempotency_key"):
-            body["idempotency_key"] = _new_idempotency_key()
-        return cast(Accepted, self.call("POST", "/v1/jobs", idempotent=True, expect=(202,), json=body))
+        return cast(Accepted, self.call("POST", "/v1/jobs", idempotent=True, expect=(202,), json=self._keyed(spec)))
 
     def enqueue_many(
         self, jobs: Iterable[JobSpec | dict[str, Any]], *, on_chunk: Callable[[int], None] | None = None
@@ -159,10 +155,7 @@ class Corral:
         API could not queue for the moment ("unavailable") are sent again with the same key.
         `on_chunk(n)` is called after each request with the number of jobs it settled (progress bars).
         """
-        specs = [dict(job) for job in jobs]
-        for spec in specs:
-            if self.policy.retries and not spec.get("idempotency_key"):
-                spec["idempotency_key"] = _new_idempotency_key()
+        specs = [self._keyed(job) for job in jobs]
         outcomes: list[EnqueueOutcome] = []
         for start in range(0, len(specs), BATCH_SIZE):
             chunk = specs[start : start + BATCH_SIZE]
@@ -200,8 +193,6 @@ class Corral:
     def get(self, job_id: str) -> Job:
         return cast(Job, self.call("GET", f"/v1/jobs/{quote(job_id, safe='')}", idempotent=True))
 
-    job = get  # the name the repository's tests know
-
     def pages(
         self,
         *,
@@ -214,34 +205,13 @@ class Corral:
         cursor: str | None = None,
     ) -> Iterator[JobPage]:
         """GET /v1/jobs page by page, newest first, following `next_cursor` until the last page."""
-        query = {
-            "status": status,
-            "type": type,
-            "schedule": schedule,
-            "since": _when(since),
-            "until": _when(until),
-            "limit": page_size,
-        }
-        params = {k: v for k, v in query.items() if v is not None}
-        while True:
-            answer = self.call(
-                "GET", "/v1/jobs", idempotent=True, params={**params, "cursor": cursor} if cursor else params
-            )
-            page = JobPage(jobs=answer["jobs"], next_cursor=answer.get("next_cursor"), note=answer.get("note", ""))
-            yield page
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        query = {"status": status, "type": type, "schedule": schedule, "since": _when(since), "until": _when(until)}
+        return paging.pages(self.call, "/v1/jobs", {**query, "limit": page_size}, cursor, JobPage.read)
 
     def list(self, *, max_items: int | None = None, **filters: Any) -> Iterator[Job]:
-        """The tenant's jobs, newest first, across pages (filters as `pages`); stops after `max_items`."""
-        count = 0
-        for page in self.pages(**filters):
-            for job in page.jobs:
-                if max_items is not None and count >= max_items:
-                    return
-                count += 1
-                yield job
+        """The tenant's jobs, newest first, fetched page by page as you iterate (filters as `pages`); at most
+        `max_items`."""
+        return paging.items(self.pages(**filters), lambda page: page.jobs, max_items)
 
     def wait(
         self, job_id: str, statuses: Iterable[str] = FINISHED, timeout: float = 60, poll_seconds: float = 0.25
@@ -278,7 +248,7 @@ class Corral:
     ) -> RetriedMany:
         """Retry the tenant's dead jobs matching the filter, up to the API's bound per call; `more`
         says whether another call would find more."""
-        body = {k: v for k, v in {"type": type, "since": _when(since), "limit": limit}.items() if v is not None}
+        body = _given({"type": type, "since": _when(since), "limit": limit})
         return cast(RetriedMany, self.call("POST", "/v1/jobs:retry", idempotent=False, json=body))
 
     def stats(self, window_seconds: int | None = None) -> Stats:
@@ -286,11 +256,23 @@ class Corral:
         return cast(Stats, self.call("GET", "/v1/stats", idempotent=True, params=params))
 
 
-class Schedules:
-    """`corral.schedules`: recurring and one-time jobs (EventBridge Scheduler expressions)."""
+class _Collection:
+    """One of the API's collections (`/v1/<collection>/<name>`), called through the client's `call`."""
+
+    collection: str
 
     def __init__(self, corral: Corral) -> None:
         self._corral = corral
+
+    def _call(self, method: str, name: str = "", action: str = "", **kwargs: Any) -> Any:
+        item = f"/{quote(name, safe='')}" if name else ""  # one path segment: a "/" in a name stays in it
+        return self._corral.call(method, f"/v1/{self.collection}{item}{action}", **kwargs)
+
+
+class Schedules(_Collection):
+    """`corral.schedules`: recurring and one-time jobs (EventBridge Scheduler expressions)."""
+
+    collection = "schedules"
 
     def create(
         self,
@@ -312,56 +294,35 @@ class Schedules:
         `timeout_seconds`: each run's (default: the job type's). `overlap="skip"`: a run whose earlier run is
         still queued, running or waiting to retry is recorded skipped instead of running (default "allow").
         QuotaExceeded at the tenant's schedule quota or firings budget."""
-        job = {"type": job_type, "payload": payload, "max_attempts": max_attempts, "timeout_seconds": timeout_seconds}
+        job = {"type": job_type, "max_attempts": max_attempts, "timeout_seconds": timeout_seconds}
         body = {
             "name": name,
             "expression": expression,
             "timezone": timezone,
-            "job": {k: v for k, v in job.items() if v is not None or k == "payload"},
+            "job": {**_given(job), "payload": payload},
             "flexible_window_minutes": flexible_window_minutes,
             "start": start,
             "end": end,
             "overlap": overlap,
             "description": description,
         }
-        return cast(
-            Schedule,
-            self._corral.call(
-                "POST",
-                "/v1/schedules",
-                idempotent=False,
-                expect=(201,),
-                json={k: v for k, v in body.items() if v is not None},
-            ),
-        )
+        return cast(Schedule, self._call("POST", idempotent=False, expect=(201,), json=_given(body)))
 
     def pages(self, *, page_size: int | None = None, cursor: str | None = None) -> Iterator[SchedulePage]:
         """GET /v1/schedules page by page (by name), following `next_cursor` until the last page."""
-        while True:
-            params = {k: v for k, v in {"limit": page_size, "cursor": cursor}.items() if v is not None}
-            answer = self._corral.call("GET", "/v1/schedules", idempotent=True, params=params)
-            page = SchedulePage(schedules=answer["schedules"], next_cursor=answer.get("next_cursor"))
-            yield page
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        return paging.pages(self._corral.call, "/v1/schedules", {"limit": page_size}, cursor, SchedulePage.read)
 
-    def list(self, *, max_items: int | None = None, page_size: int | None = None) -> builtins.list[Schedule]:
-        """The tenant's schedules by name, across pages; at most `max_items`."""
-        found: builtins.list[Schedule] = []
-        for page in self.pages(page_size=page_size):
-            found += page.schedules
-            if max_items is not None and len(found) >= max_items:
-                return found[:max_items]
-        return found
+    def list(self, *, max_items: int | None = None, page_size: int | None = None) -> Iterator[Schedule]:
+        """The tenant's schedules by name, fetched page by page as you iterate; at most `max_items`."""
+        return paging.items(self.pages(page_size=page_size), lambda page: page.schedules, max_items)
 
     def get(self, name: str) -> Schedule:
         """The schedule and its recent runs, newest first."""
-        return cast(Schedule, self._corral.call("GET", f"/v1/schedules/{quote(name, safe='')}", idempotent=True))
+        return cast(Schedule, self._call("GET", name, idempotent=True))
 
     def delete(self, name: str) -> None:
         """Delete the schedule (its runs stay). NotFound if there is none."""
-        self._corral.call("DELETE", f"/v1/schedules/{quote(name, safe='')}", idempotent=True)
+        self._call("DELETE", name, idempotent=True)
 
     def update(self, name: str, **changes: Any) -> Schedule:
         """Change any of expression, timezone, job (a dict of the job fields to change: type, payload,
@@ -369,58 +330,40 @@ class Schedules:
         given as None is cleared (start, end, description). E.g.
         `update("nightly", job={"payload": {"day": "today"}}, expression="cron(0 3 * * ? *)")`.
         InvalidRequest names a bad field, and the schedule stays as it was."""
-        return cast(
-            Schedule, self._corral.call("PATCH", f"/v1/schedules/{quote(name, safe='')}", idempotent=True, json=changes)
-        )
+        return cast(Schedule, self._call("PATCH", name, idempotent=True, json=changes))
 
     def pause(self, name: str, note: str | None = None) -> Schedule:
         """Stop it firing until `resume` (a paused schedule can still be triggered); `note` says why.
         Pausing a paused schedule changes nothing."""
-        body = {"note": note} if note is not None else {}
-        return cast(
-            Schedule,
-            self._corral.call("POST", f"/v1/schedules/{quote(name, safe='')}:pause", idempotent=True, json=body),
-        )
+        return cast(Schedule, self._call("POST", name, ":pause", idempotent=True, json=_given({"note": note})))
 
     def resume(self, name: str) -> Schedule:
         """Let a paused schedule fire again; resuming an enabled one changes nothing."""
-        return cast(
-            Schedule, self._corral.call("POST", f"/v1/schedules/{quote(name, safe='')}:resume", idempotent=True)
-        )
+        return cast(Schedule, self._call("POST", name, ":resume", idempotent=True))
 
-    def backfill(self, name: str, start: datetime | str, end: datetime | str) -> list[dict[str, str]]:
+    def backfill(self, name: str, start: datetime | str, end: datetime | str) -> builtins.list[dict[str, str]]:
         """Run the schedule's firings from `start` (included) to `end` (excluded, at the latest now) now, at
         most 1,000: [{"id", "scheduled_for"}], oldest first. Each run has its occurrence's id, so repeating a
         backfill (as the SDK's retries do) never runs one twice."""
         body = {"start": _when(start), "end": _when(end)}
-        path = f"/v1/schedules/{quote(name, safe='')}:backfill"
-        return cast(
-            list[dict[str, str]], self._corral.call("POST", path, idempotent=True, expect=(202,), json=body)["runs"]
-        )
+        answer = self._call("POST", name, ":backfill", idempotent=True, expect=(202,), json=body)
+        return cast(builtins.list[dict[str, str]], answer["runs"])
 
     def trigger(self, name: str, *, idempotency_key: str | None = None) -> Triggered:
         """Run the schedule's job now, as a run of the schedule: {"id", "status": "queued"}, or, under overlap
         "skip" while an earlier run is live, {"id", "status": "skipped", "reason"}. Carries an idempotency key
         (one is generated when none is given), so the SDK's retries never run it twice."""
-        key = idempotency_key or (_new_idempotency_key() if self._corral.policy.retries else None)
-        body = {"idempotency_key": key} if key else {}
-        return cast(
-            Triggered,
-            self._corral.call(
-                "POST",
-                f"/v1/schedules/{quote(name, safe='')}:trigger",
-                idempotent=key is not None,
-                expect=(200, 202),
-                json=body,
-            ),
+        body = _given(self._corral._keyed({"idempotency_key": idempotency_key}))
+        answer = self._call(
+            "POST", name, ":trigger", idempotent="idempotency_key" in body, expect=(200, 202), json=body
         )
+        return cast(Triggered, answer)
 
 
-class Batches:
+class Batches(_Collection):
     """`corral.batches`: jobs enqueued together and counted as one, with callbacks when they have ended."""
 
-    def __init__(self, corral: Corral) -> None:
-        self._corral = corral
+    collection = "batches"
 
     def create(
         self,
@@ -440,55 +383,37 @@ class Batches:
             "on_complete": on_complete,
             "on_success": on_success,
             "description": description,
-            "idempotency_key": idempotency_key or (_new_idempotency_key() if self._corral.policy.retries else None),
+            "idempotency_key": idempotency_key,
         }
         return cast(
-            Accepted,
-            self._corral.call(
-                "POST",
-                "/v1/batches",
-                idempotent=True,
-                expect=(201,),
-                json={k: v for k, v in body.items() if v is not None},
-            ),
+            Accepted, self._call("POST", idempotent=True, expect=(201,), json=_given(self._corral._keyed(body)))
         )
 
     def get(self, batch_id: str) -> Batch:
-        return cast(Batch, self._corral.call("GET", f"/v1/batches/{quote(batch_id, safe='')}", idempotent=True))
+        return cast(Batch, self._call("GET", batch_id, idempotent=True))
 
     def jobs(self, batch_id: str) -> builtins.list[str]:
         """The ids of the batch's jobs, in the order they were given."""
-        answer = self._corral.call("GET", f"/v1/batches/{quote(batch_id, safe='')}/jobs", idempotent=True)
-        return cast(builtins.list[str], answer["jobs"])
+        return cast(builtins.list[str], self._call("GET", batch_id, "/jobs", idempotent=True)["jobs"])
 
     def pages(
         self, *, status: str | None = None, page_size: int | None = None, cursor: str | None = None
     ) -> Iterator[BatchPage]:
         """GET /v1/batches page by page, newest first, following `next_cursor` until the last page."""
-        while True:
-            query = {"status": status, "limit": page_size, "cursor": cursor}
-            params = {k: v for k, v in query.items() if v is not None}
-            answer = self._corral.call("GET", "/v1/batches", idempotent=True, params=params)
-            page = BatchPage(batches=answer["batches"], next_cursor=answer.get("next_cursor"))
-            yield page
-            if not page.next_cursor:
-                return
-            cursor = page.next_cursor
+        query = {"status": status, "limit": page_size}
+        return paging.pages(self._corral.call, "/v1/batches", query, cursor, BatchPage.read)
 
-    def list(self, *, status: str | None = None, max_items: int | None = None) -> builtins.list[Batch]:
-        """The tenant's batches, newest first (optionally of one status), at most `max_items`."""
-        found: builtins.list[Batch] = []
-        for page in self.pages(status=status):
-            found += page.batches
-            if max_items is not None and len(found) >= max_items:
-                return found[:max_items]
-        return found
+    def list(
+        self, *, status: str | None = None, max_items: int | None = None, page_size: int | None = None
+    ) -> Iterator[Batch]:
+        """The tenant's batches, newest first (optionally of one status), fetched page by page as you iterate;
+        at most `max_items`."""
+        return paging.items(self.pages(status=status, page_size=page_size), lambda page: page.batches, max_items)
 
     def cancel(self, batch_id: str) -> Batch:
         """Cancel the batch's jobs that have not started; it runs no callback. Repeating it is harmless; a
         batch that already finished raises Conflict (409) and stays as it ended."""
-        path = f"/v1/batches/{quote(batch_id, safe='')}/cancel"
-        return cast(Batch, self._corral.call("POST", path, idempotent=True))
+        return cast(Batch, self._call("POST", batch_id, "/cancel", idempotent=True))
 
     def wait(self, batch_id: str, timeout: float = 120, poll_seconds: float = 0.5) -> Batch:
         """Poll until the batch has ended (succeeded, completed_with_failures or cancelled with no job
@@ -513,4 +438,4 @@ def _json_or_none(response: requests.Response) -> Any:
         return None
 
 
-__all__ = ["Batches", "Corral", "CorralError", "Schedules"]
+__all__ = ["BATCH_SIZE", "Batches", "Corral", "Schedules"]

@@ -128,3 +128,20 @@ def from_answer(status: int, body: Any, retry_after: float | None = None) -> Cor
         error.scope = body.get("scope")
         error.needed_scopes = tuple(str(scope) for scope in body.get("needed_scopes") or ())
     return error
+
+
+__all__ = [
+    "Conflict",
+    "ConnectionFailed",
+    "CorralError",
+    "Forbidden",
+    "InvalidRequest",
+    "NotFound",
+    "PermissionDenied",
+    "QuotaExceeded",
+    "RateLimited",
+    "ServerError",
+    "Unauthorized",
+    "Unavailable",
+    "WaitTimeout",
+]

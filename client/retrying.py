@@ -69,3 +69,6 @@ def retryable_exception(error: requests.RequestException, *, idempotent: bool) -
 
 def retryable_status(status: int, *, idempotent: bool) -> bool:
     return status in RETRY_ALWAYS or (idempotent and status in RETRY_IF_IDEMPOTENT)
+
+
+__all__ = ["RetryPolicy"]

@@ -48,7 +48,8 @@ class Concurrency(TypedDict):
 class Callback(TypedDict, total=False):
     """A job enqueued when another ends (on_success, on_failure) or a batch does (on_complete, on_success):
     its payload, an object, gets `parent` (the finished job's view, without its payload unless
-    `include_parent_payload`) or `batch` (the batch's)."""
+    `include_parent_payload`) or `batch` (the batch's). A callback has no callbacks of its own: the API
+    refuses any field not listed here."""
 
     type: str
     payload: dict[str, Any] | None
@@ -56,8 +57,6 @@ class Callback(TypedDict, total=False):
     timeout_seconds: int
     concurrency: Concurrency
     include_parent_payload: bool  # a job's callbacks only; an http parent's header values are redacted anyway
-    on_success: Callback
-    on_failure: Callback
 
 
 class JobSpec(TypedDict, total=False):
@@ -100,6 +99,10 @@ class BatchPage:
 
     batches: list[Batch]
     next_cursor: str | None
+
+    @classmethod
+    def read(cls, answer: dict[str, Any]) -> BatchPage:
+        return cls(answer["batches"], answer.get("next_cursor"))
 
 
 class Accepted(TypedDict):
@@ -172,6 +175,10 @@ class SchedulePage:
     schedules: list[Schedule]
     next_cursor: str | None
 
+    @classmethod
+    def read(cls, answer: dict[str, Any]) -> SchedulePage:
+        return cls(answer["schedules"], answer.get("next_cursor"))
+
 
 @dataclass(frozen=True)
 class JobPage:
@@ -180,6 +187,10 @@ class JobPage:
     jobs: list[Job]
     next_cursor: str | None
     note: str = ""
+
+    @classmethod
+    def read(cls, answer: dict[str, Any]) -> JobPage:
+        return cls(answer["jobs"], answer.get("next_cursor"), answer.get("note", ""))
 
 
 @dataclass(frozen=True)
@@ -193,3 +204,24 @@ class EnqueueOutcome:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+__all__ = [
+    "BATCH_FINISHED",
+    "FINISHED",
+    "Accepted",
+    "Batch",
+    "BatchPage",
+    "Callback",
+    "Concurrency",
+    "EnqueueOutcome",
+    "Job",
+    "JobPage",
+    "JobSpec",
+    "RetriedMany",
+    "Schedule",
+    "SchedulePage",
+    "ScheduleRun",
+    "Stats",
+    "Triggered",
+]

@@ -71,6 +71,8 @@ def _type(schema: dict[str, Any]) -> str:
     if "anyOf" in schema:
         kinds = [_type(option) for option in schema["anyOf"] if option.get("type") != "null"]
         return " or ".join(kinds) if kinds else "null"
+    if "const" in schema:
+        return f"`{json.dumps(schema['const'])}`"
     if "enum" in schema:
         return "one of " + ", ".join(f"`{value}`" for value in schema["enum"])
     kind = schema.get("type")
@@ -115,7 +117,9 @@ def _fields_table(schema: dict[str, Any]) -> list[str]:
     lines = ["| field | type | | what it is |", "|---|---|---|---|"]
     for name, field in schema.get("properties", {}).items():
         needed = "required" if name in required else ""
-        lines.append(f"| `{name}` | {_cell(_type(field))} | {needed} | {_described(field)} |")
+        nullable = needed and {"type": "null"} in field.get("anyOf", [])  # always there, and may be null
+        said = _type(field) + (" or null" if nullable else "")
+        lines.append(f"| `{name}` | {_cell(said)} | {needed} | {_described(field)} |")
     return lines
 
 
@@ -130,16 +134,20 @@ def _refs(value: object) -> Iterator[str]:
             yield from _refs(item)
 
 
-def _shapes_used(document: dict[str, Any]) -> list[str]:
-    """The component schemas the operations' parameters and bodies reach, in the order a reader meets them
-    (the error shape is errors-and-limits.md's)."""
+def _successes(operation: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(code, response) for code, response in sorted(operation.get("responses", {}).items()) if int(code) < 400]
+
+
+def _shapes_used(document: dict[str, Any], *, answers: bool = False) -> list[str]:
+    """The component schemas the operations' parameters and bodies reach (`answers`: their successes' bodies), in
+    the order a reader meets them (the error shape is errors-and-limits.md's)."""
     schemas = document.get("components", {}).get("schemas", {})
     seen: list[str] = []
-    asked = [
-        [operation.get("parameters", []), operation.get("requestBody", {})]
-        for item in document["paths"].values()
-        for operation in item.values()
-    ]
+    operations = [operation for item in document["paths"].values() for operation in item.values()]
+    if answers:
+        asked = [[response for _, response in _successes(operation)] for operation in operations]
+    else:
+        asked = [[operation.get("parameters", []), operation.get("requestBody", {})] for operation in operations]
     pending = list(_refs(asked))
     while pending:
         name = pending.pop(0)
@@ -148,6 +156,21 @@ def _shapes_used(document: dict[str, Any]) -> list[str]:
         seen.append(name)
         pending.extend(_refs(schemas[name]))
     return seen
+
+
+def _shapes(document: dict[str, Any], names: list[str]) -> list[str]:
+    schemas = document.get("components", {}).get("schemas", {})
+    lines: list[str] = []
+    for name in names:
+        schema = schemas[name]
+        lines += [f"### {name}", ""]
+        if schema.get("description"):
+            lines += [_cell(schema["description"]), ""]
+        if "properties" in schema:
+            lines += [*_fields_table(schema), ""]
+        else:
+            lines += [_cell(_type(schema)) + ".", ""]
+    return lines
 
 
 def _operation(path: str, method: str, operation: dict[str, Any]) -> list[str]:
@@ -168,13 +191,11 @@ def _operation(path: str, method: str, operation: dict[str, Any]) -> list[str]:
     if body:
         optional = "" if operation["requestBody"].get("required") else " (optional)"
         lines += [f"Body{optional}: {_type(body)}.", ""]
-    answers, errors = [], []
-    for code, response in sorted(operation.get("responses", {}).items()):
-        if int(code) < 400:
-            answers.append(f"- `{code}`: {_cell(response.get('description', ''))}")
-        else:
-            errors.append(f"`{code}`")
-    lines += answers
+    for code, response in _successes(operation):
+        shape = response.get("content", {}).get("application/json", {}).get("schema")
+        said = f" {_type(shape)}" if shape else ""
+        lines.append(f"- `{code}`{said}: {_cell(response.get('description', ''))}")
+    errors = [f"`{code}`" for code in sorted(operation.get("responses", {})) if int(code) >= 400]
     if errors:
         lines.append(f"- errors: {' '.join(errors)} ([what each means](errors-and-limits.md#error-codes))")
     lines.append("")
@@ -182,7 +203,6 @@ def _operation(path: str, method: str, operation: dict[str, Any]) -> list[str]:
 
 
 def api_reference(document: dict[str, Any]) -> str:
-    schemas = document.get("components", {}).get("schemas", {})
     tags = document.get("tags", [])
     lines = _header(
         "API reference",
@@ -212,16 +232,11 @@ def api_reference(document: dict[str, Any]) -> str:
         lines += [" ".join(said), ""] if said else []
         for path, method, operation in operations:
             lines += _operation(path, method, operation)
+    bodies = _shapes_used(document)
     lines += ["## Body shapes", "", "The request bodies above, and the shapes their fields refer to.", ""]
-    for name in _shapes_used(document):
-        schema = schemas[name]
-        lines += [f"### {name}", ""]
-        if schema.get("description"):
-            lines += [_cell(schema["description"]), ""]
-        if "properties" in schema:
-            lines += [*_fields_table(schema), ""]
-        else:
-            lines += [_cell(_type(schema)) + ".", ""]
+    lines += _shapes(document, bodies)
+    lines += ["## Answer shapes", "", "What each route answers on success, and the shapes their fields refer to.", ""]
+    lines += _shapes(document, [name for name in _shapes_used(document, answers=True) if name not in bodies])
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -12,11 +12,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra import acknowledgements, table_access
-from infra.capacity import Capacity
-from infra.functions import FunctionFactory
-from infra.queue import JobQueue
-from infra.store import JobStore
-from shared.settings import Profile, ResourceNames
+from infra.parts import StackParts
 
 API_TIMEOUT_SECONDS = 10
 API_MEMORY_MB = 1024  # CPU scales with memory; cold starts and p99 enqueue latency are the SLO
@@ -38,20 +34,10 @@ ACCESS_LOG_FORMAT = json.dumps(
 
 
 class Api(Construct):
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        names: ResourceNames,
-        profile: Profile,
-        functions: FunctionFactory,
-        store: JobStore,
-        queue: JobQueue,
-        capacity: Capacity,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, parts: StackParts) -> None:
         super().__init__(scope, id)
-        self.function = functions.function(
+        names, queue, capacity = parts.names, parts.queue, parts.capacity
+        self.function = parts.functions.function(
             self,
             "Handler",
             name=names.api_function,
@@ -60,7 +46,7 @@ class Api(Construct):
             memory_mb=API_MEMORY_MB,
             service="corral-api",
             # On AWS a flood of jobs cannot take the API's concurrency: its share of the stage's (infra/capacity.py).
-            reserved_concurrency=capacity.api_reserved if profile.production else None,
+            reserved_concurrency=capacity.api_reserved if parts.profile.production else None,
         )
         queue.queue.grant_send_messages(self.function)
         # The operator view (functions/api/operator.py): queue counts and the worker's metrics, read only.
@@ -70,8 +56,8 @@ class Api(Construct):
             iam.PolicyStatement(actions=["cloudwatch:GetMetricData"], resources=["*"])  # no resource-level form
         )
         acknowledgements.metric_reader(self.function)
-        table_access.grant(self.function, store, worker=False)
-        acknowledgements.table_grantee(self.function, store.table)
+        table_access.grant(self.function, parts.store, worker=False)
+        acknowledgements.table_grantee(self.function, parts.store.table)
         self.http_api = apigwv2.HttpApi(
             self,
             "HttpApi",

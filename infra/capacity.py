@@ -8,11 +8,12 @@ CDK context (docs/deploy.md "Quotas" has a table for one, two and three stages):
     -c corral:concurrency=900            the Lambda concurrency the stage's functions may take at most
                                          (default: the quota less the 100 Lambda keeps unreserved)
     -c corral:api_reserved_concurrency=400
-    -c corral:worker_max_pollers=50      (default: what the share leaves the worker)
+    -c corral:worker_max_pollers=49      (default: what the share leaves the worker)
     -c corral:worker_min_pollers=21      (default: settings.WORKER_MIN_POLLERS, at most the maximum)
     -c corral:api_throttle_rate=8000 -c corral:api_throttle_burst=4000
 
-The worker is bounded by its pollers (each drives up to 10 concurrent invokes), not by a reservation.
+The worker is bounded by its pollers (each drives up to 10 concurrent invokes) and the backstop's event
+source (settings.BACKSTOP_MAX_CONCURRENCY), not by a reservation.
 When the stack runs a customer's jobs package, the jobs function gets a reservation of its own: the
 share less the API's reservation and the worker's most. By default the worker gets a tenth of that
 remainder and the jobs function the rest, because each worker invocation runs its batch's ten jobs at
@@ -30,7 +31,7 @@ from shared import settings
 
 # An SQS event source in provisioned mode has at least 2 pollers, minimum and maximum alike (Lambda's API).
 LEAST_POLLERS = 2
-# Each worker invocation runs its batch's jobs at once (shared/worker/batch.py): up to a batch's worth
+# Each worker invocation runs its batch's jobs at once (shared/worker/producer.py): up to a batch's worth
 # of jobs-function executions per worker execution.
 JOBS_INVOKES_PER_WORKER = settings.WORKER_BATCH_SIZE
 
@@ -54,8 +55,8 @@ class Capacity:
 
     @property
     def worker_most(self) -> int:
-        """The worker's most concurrent executions: its pollers' invokes."""
-        return self.worker_max_pollers * settings.INVOKES_PER_POLLER
+        """The worker's most concurrent executions: its pollers' invokes, and the backstop's event source's."""
+        return self.worker_max_pollers * settings.INVOKES_PER_POLLER + settings.BACKSTOP_MAX_CONCURRENCY
 
     @property
     def total(self) -> int:
@@ -66,7 +67,7 @@ class Capacity:
         account = _positive(node, "corral:account_concurrency", settings.ACCOUNT_CONCURRENCY)
         concurrency = _positive(node, "corral:concurrency", account - settings.LAMBDA_UNRESERVED_MINIMUM)
         api_reserved = _positive(node, "corral:api_reserved_concurrency", settings.API_RESERVED_CONCURRENCY)
-        left = concurrency - api_reserved
+        left = concurrency - api_reserved - settings.BACKSTOP_MAX_CONCURRENCY  # what the jobs queue's pollers may take
         share = 1 + JOBS_INVOKES_PER_WORKER if runs_customer_code else 1
         default_pollers = left // (settings.INVOKES_PER_POLLER * share)
         max_pollers = _positive(node, "corral:worker_max_pollers", default_pollers)
@@ -98,6 +99,7 @@ class Capacity:
                 LEAST_POLLERS
                 * settings.INVOKES_PER_POLLER
                 * (1 if self.jobs_reserved is None else 1 + JOBS_INVOKES_PER_WORKER)
+                + settings.BACKSTOP_MAX_CONCURRENCY
             )
             raise SystemExit(
                 f"corral:concurrency: {self.concurrency} less the API's {self.api_reserved} leaves the worker "

@@ -22,47 +22,31 @@ from __future__ import annotations
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from infra.capacity import Capacity
-from infra.functions import FunctionFactory
+from infra.parts import StackParts
 from shared import settings
-from shared.settings import Profile, ResourceNames
 
 # As the worker's: the customer's code ran in the worker's 1 GB before, with its CPU share.
 JOBS_FUNCTION_MEMORY_MB = 1024
 
 
 class JobsFunction(Construct):
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        profile: Profile,
-        functions: FunctionFactory,
-        names: ResourceNames,
-        reserved_concurrency: int | None,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, parts: StackParts) -> None:
         super().__init__(scope, id)
-        self.function = functions.function(
+        self.function = parts.functions.function(
             self,
             "Handler",
-            name=names.jobs_function,
+            name=parts.names.jobs_function,
             handler="functions.jobs.handler.handler",
-            timeout_seconds=profile.worker_timeout_seconds,
+            timeout_seconds=parts.profile.worker_timeout_seconds,
             memory_mb=JOBS_FUNCTION_MEMORY_MB,
             service=settings.JOBS_FUNCTION,  # the logs' service name, the same in every stage
             runs_customer_code=True,
-            reserved_concurrency=reserved_concurrency,
+            reserved_concurrency=parts.capacity.jobs_reserved if parts.profile.production else None,
         )
 
 
-def deploy_if_needed(
-    scope: Construct, *, profile: Profile, functions: FunctionFactory, names: ResourceNames, capacity: Capacity
-) -> lambda_.Function | None:
+def deploy_if_needed(scope: Construct, parts: StackParts) -> lambda_.Function | None:
     """The jobs function, if the stack has a customer's job package to run in it; else None."""
-    if not functions.runs_customer_code:
+    if not parts.functions.runs_customer_code:
         return None
-    reserved = capacity.jobs_reserved if profile.production else None
-    return JobsFunction(
-        scope, "Jobs", profile=profile, functions=functions, names=names, reserved_concurrency=reserved
-    ).function
+    return JobsFunction(scope, "Jobs", parts).function

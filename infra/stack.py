@@ -22,6 +22,7 @@ from infra.jobs_function import deploy_if_needed
 from infra.jobs_package import JobsPackage
 from infra.lambda_targets import LambdaTargets
 from infra.network import Network
+from infra.parts import StackParts
 from infra.queue import JobQueue
 from infra.schedule_group import Schedules
 from infra.store import JobStore
@@ -87,25 +88,17 @@ class CorralStack(Stack):
             ),
             extra_environment=extra_function_env,
         )
-        api = Api(
-            self, "Api", names=names, profile=profile, functions=functions, store=store, queue=queue, capacity=capacity
+        parts = StackParts(
+            names=names, profile=profile, functions=functions, store=store, queue=queue, capacity=capacity
         )
+        api = Api(self, "Api", parts)
         schedules.grant_manage(api.function)
         api_role = api.function.role
         assert api_role is not None  # every function built here has its own role
         operator_roles = [
             arn.strip() for arn in str(self.node.try_get_context("corral:operator_roles") or "").split(",")
         ]
-        workers = Workers(
-            self,
-            "Workers",
-            names=names,
-            profile=profile,
-            functions=functions,
-            store=store,
-            queue=queue,
-            capacity=capacity,
-        )
+        workers = Workers(self, "Workers", parts)
         worker_role = workers.function.role
         assert worker_role is not None
         # The workers send outcome messages recorded late (a store outage): shared/worker/completer.py.
@@ -115,7 +108,7 @@ class CorralStack(Stack):
         queue.allow_only_dead_letter_senders(worker_role, schedules.role)
         # A customer's job package runs in a function of its own, which the worker invokes: its role holds
         # nothing of corral's (docs/decisions/customer-code-fence.md).
-        jobs_function = deploy_if_needed(self, profile=profile, functions=functions, names=names, capacity=capacity)
+        jobs_function = deploy_if_needed(self, parts)
         lambda_targets.grant_invoke(self, workers.function, jobs_function, names)
         if cache:
             cache.grant_data_access(api.function)

@@ -9,14 +9,11 @@ from constructs import Construct
 
 from infra import acknowledgements, table_access
 from infra.capacity import Capacity
-from infra.functions import FunctionFactory
-from infra.queue import JobQueue
-from infra.store import JobStore
+from infra.parts import StackParts
 from shared import settings
-from shared.settings import Profile, ResourceNames
+from shared.settings import Profile
 
 WORKER_MEMORY_MB = 1024
-BACKSTOP_MAX_CONCURRENCY = 2  # the event source's least
 
 
 def scaling(profile: Profile, capacity: Capacity) -> dict[str, object]:
@@ -36,30 +33,20 @@ def scaling(profile: Profile, capacity: Capacity) -> dict[str, object]:
 
 
 class Workers(Construct):
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        names: ResourceNames,
-        profile: Profile,
-        functions: FunctionFactory,
-        store: JobStore,
-        queue: JobQueue,
-        capacity: Capacity,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, parts: StackParts) -> None:
         super().__init__(scope, id)
-        self.function = functions.function(
+        queue = parts.queue
+        self.function = parts.functions.function(
             self,
             "Handler",
-            name=names.worker_function,
+            name=parts.names.worker_function,
             handler="functions.worker.handler.handler",
-            timeout_seconds=profile.worker_timeout_seconds,
+            timeout_seconds=parts.profile.worker_timeout_seconds,
             memory_mb=WORKER_MEMORY_MB,
             service="corral-worker",
         )
-        table_access.grant(self.function, store, worker=True)
-        acknowledgements.table_grantee(self.function, store.table)
+        table_access.grant(self.function, parts.store, worker=True)
+        acknowledgements.table_grantee(self.function, parts.store.table)
         # The event source grants what the worker does on the jobs queue (receive, delete,
         # ChangeMessageVisibility for hand-backs). SendMessage there carries an outcome produced while
         # the store failed (shared/worker/completer.py), or a callback a finished job or batch calls for
@@ -72,7 +59,7 @@ class Workers(Construct):
                 batch_size=settings.WORKER_BATCH_SIZE,
                 max_batching_window=Duration.seconds(settings.WORKER_BATCHING_WINDOW_SECONDS),
                 report_batch_item_failures=True,
-                **scaling(profile, capacity),
+                **scaling(parts.profile, parts.capacity),
             )
         )
         # The backstop's messages (SQS moved them after the jobs queue's receive budget, or Scheduler could not
@@ -83,7 +70,7 @@ class Workers(Construct):
                 queue.backstop,
                 batch_size=settings.WORKER_BATCH_SIZE,
                 report_batch_item_failures=True,
-                max_concurrency=BACKSTOP_MAX_CONCURRENCY,
+                max_concurrency=settings.BACKSTOP_MAX_CONCURRENCY,
             )
         )
         acknowledgements.sqs_event_source(self.function)

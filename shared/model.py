@@ -746,3 +746,16 @@ def scheduled_time(value: Any, sent_at: float) -> str:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return format_scheduled_time(parsed)
+
+
+# An attempt's start ------------------------------------------------------------------------------------
+# Given by the worker to the store with an attempt's outcome (shared/store/job_store.py records it).
+
+
+@dataclass(frozen=True)
+class Started:
+    """When an attempt's code really started (its claim may have come earlier: a batch's jobs are claimed
+    together, shared/worker/claim_ahead.py), and whether it was the job's first attempt."""
+
+    at: float
+    first_attempt: bool = False

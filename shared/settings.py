@@ -140,6 +140,9 @@ WORKER_MAX_CONCURRENCY = 8
 # herd's worth of pollers warm. The maximum is what a stage's Lambda concurrency leaves the worker
 # once the API's reservation is taken (infra/capacity.py; docs/decisions/capacity.md).
 INVOKES_PER_POLLER = 10
+# The backstop's event source (infra/workers.py): the least MaximumConcurrency an SQS event source takes;
+# nothing is meant to arrive there. Counted in the worker's most executions (infra/capacity.py).
+BACKSTOP_MAX_CONCURRENCY = 2
 WORKER_MIN_POLLERS = 21
 # Throttled receives count toward maxReceiveCount; the app counts attempts itself and
 # moves dead jobs to the DLQ, so this is only a backstop for messages that never reach
@@ -180,10 +183,10 @@ STAGE_CONCURRENCY = ACCOUNT_CONCURRENCY - LAMBDA_UNRESERVED_MINIMUM
 # Concurrency reserved for the API function: what a flood of jobs can never take from it. The herd
 # needs ~360 (18,000 requests/s x ~20 ms); 400 leaves a margin.
 API_RESERVED_CONCURRENCY = 400
-# The worker's most, without a customer's jobs package: what the stage's concurrency leaves it
-# ((900 - 400) / 10 = 50 pollers, 500 invokes; the herd needs ~205). With a package the jobs function
-# takes a reservation of its own out of the same 500 (infra/capacity.py).
-WORKER_MAX_POLLERS = (STAGE_CONCURRENCY - API_RESERVED_CONCURRENCY) // INVOKES_PER_POLLER
+# The worker's most, without a customer's jobs package: what the stage's concurrency leaves it after the
+# API and the backstop's event source ((900 - 400 - 2) / 10 = 49 pollers, 490 invokes; the herd needs
+# ~205). With a package the jobs function takes a reservation of its own out of the same 498 (infra/capacity.py).
+WORKER_MAX_POLLERS = (STAGE_CONCURRENCY - API_RESERVED_CONCURRENCY - BACKSTOP_MAX_CONCURRENCY) // INVOKES_PER_POLLER
 # DynamoDB warm throughput (profile aws): what a new on-demand table serves from its first second.
 # `make capacity` (bench/models/capacity.py): the 3x herd is 18,000 jobs/s, two writes each (claim,
 # outcome), 36,000 writes/s; a new on-demand table starts near 4,000/s. Each index takes every job
@@ -240,7 +243,7 @@ MAX_CONCURRENCY_KEY_CHARS = 128
 MAX_CONCURRENCY_LIMIT = 1_000
 # A job over its key's limit waits in its batch for a slot a batch-mate frees, or one freed elsewhere, this
 # long at most: half the margin its message's cover and its batch's slots outlast its timeout
-# (shared/worker/deadline.py MARGIN_SECONDS), so a job started late still ends inside both.
+# (shared/worker/cover.py MARGIN_SECONDS), so a job started late still ends inside both.
 KEY_WAIT_IN_BATCH_SECONDS = 5.0
 # While it waits there, its batch looks for a slot freed elsewhere this often (one consistent read each).
 KEY_SLOT_POLL_SECONDS = 0.25
@@ -424,7 +427,7 @@ class Profile:
     @property
     def visibility_timeout_seconds(self) -> int:
         # SQS event sources need >= the function timeout. Not AWS's suggested 6x: the worker hides each
-        # received message for about its own job's timeout (shared/worker/deadline.py), so this applies only to
+        # received message for about its own job's timeout (shared/worker/cover.py), so this applies only to
         # messages it never reached (an environment that died starting), and 6 x 900 s would hold those 90 min.
         return self.worker_timeout_seconds + QUEUE_VISIBILITY_MARGIN_SECONDS + WORKER_BATCHING_WINDOW_SECONDS
 

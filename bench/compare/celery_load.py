@@ -1,4 +1,4 @@
-"""The load generator for Celery: bench/load.py's open-loop schedule, each send an `apply_async`.
+"""The load generator for Celery: bench/lib/load.py's open-loop schedule, each send an `apply_async`.
 
     python -m bench.compare.celery_load <spec.json> <out.json>      (in the Celery venv)
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.compare.celery_app import app, echo
 from bench.compare.names import CELERY_QUEUE
-from bench.load import EnqueueLoad, Phases, rate_of_phases
+from bench.lib.load import EnqueueLoad, Phases, rate_of_phases
 
 
 class CeleryLoad(EnqueueLoad):

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bench import slo
-from bench.load import Sample
-from bench.measure import JobRow
-from bench.report import format_value
+from bench.lib import slo
+from bench.lib.load import Sample
+from bench.lib.measure import JobRow
+from bench.lib.report import format_value
 
 # The targets (ratios of the same run), each: (figure, comparison, bound).
 TARGETS = {

@@ -8,7 +8,7 @@ up` deploys it), pauses the worker's event source, enqueues --jobs echo jobs thr
 runs a child process with the deployed worker's environment (its endpoints: the status cache, the
 fault proxy) that receives them from the queue and calls `functions.worker.handler.handler` on them
 in batches of 1 and of 10 (the timeline's batches at R = 8 hold 1-3 jobs; a backlog's hold 10), under
-cProfile. Then the same for the API handler on synthetic `POST /v1/jobs` events (bench/cost.py's).
+cProfile. Then the same for the API handler on synthetic `POST /v1/jobs` events (bench/scenarios/cost.py's).
 Prints, per job: the handler's CPU in this process, the store and queue requests that reached the
 sidecars (the emulator's work), and the functions taking most of the CPU; writes .corral/profile-*.txt.
 What the emulator does for those requests is not profiled here: their count is its share.
@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.tuning import set_limits
+from bench.lib.tuning import set_limits
 from local.deploy import DEMO_TENANT
 from local.ministack import STATE
 from local.platform import embedded_stack
@@ -66,8 +66,8 @@ def _worker_child(batch: int, jobs: int) -> None:
     import boto3
 
     from functions.worker import handler as worker
+    from local.events import FakeLambdaContext
     from shared import environment
-    from tests.events import FakeLambdaContext
 
     class WorkerContext(FakeLambdaContext):
         function_name = settings.WORKER_FUNCTION
@@ -105,7 +105,7 @@ def _worker_child(batch: int, jobs: int) -> None:
 
 def _api_child(api_key: str, jobs: int) -> None:
     from functions.api.handler import handler
-    from tests.events import FakeLambdaContext, http_api_event
+    from local.events import FakeLambdaContext, http_api_event
 
     event = http_api_event("POST", "/v1/jobs", {"type": "echo", "payload": {"n": 1}}, api_key)
     context = FakeLambdaContext()

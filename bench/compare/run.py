@@ -11,9 +11,9 @@ it, deploys the bare pipeline beside it (bench/compare/bare), and builds the Cel
 background (every system's consumers off), and for each system in turn, its consumers on and the
 others' off:
 1. a warm-up at R and its drain;
-2. the search for the highest steady rate at the SLO (bench/run.py `find_rate`: 6 s steps, p99
+2. the search for the highest steady rate at the SLO (bench/scenarios/run.py `find_rate`: 6 s steps, p99
    enqueue-to-run <= 260 ms; max R = a third of the highest step held), unless --no-search;
-3. the timeline at the same R for every system (--rate, default bench.run.DEFAULT_RATE): steady R,
+3. the timeline at the same R for every system (--rate, default bench.scenarios.run.DEFAULT_RATE): steady R,
    herd 3R with crons due at one second, a worker process SIGKILLed and a 5 s store blip, R again,
    its drain; CPU of every process by /proc over it;
 4. a drain: a backlog placed while its consumers are paused, then drained (jobs/s, CPU per job).
@@ -36,13 +36,12 @@ from typing import Any
 
 from tqdm import tqdm
 
-from bench import faults, measure, report, slo
-from bench import run as bench_run
 from bench.compare import celery_venv, figures, names
 from bench.compare.systems import BareSystem, CelerySystem, System
-from bench.fence import group_cpu
-from bench.scenario import HERD_FACTOR, Scenario, midnight_herd
-from bench.tuning import set_limits
+from bench.lib import faults, measure, report, slo
+from bench.lib.timeline import HERD_FACTOR, Scenario, midnight_herd
+from bench.lib.tuning import set_limits
+from bench.scenarios import run as bench_run
 from local.deploy import DEMO_TENANT, api_base_url, deploy_app
 from local.ministack import STATE
 from local.platform import EmbeddedStack, embedded_stack
@@ -83,7 +82,7 @@ class CpuMeter:
     def used(self) -> tuple[dict[str, float], float]:
         """CPU seconds by group since the meter started, and the seconds since."""
         after, groups = self._reading()
-        used = group_cpu(self._before, after, groups)
+        used = measure.group_cpu(self._before, after, groups)
         if self._system:
             used[LOAD_GENERATOR] += self._system.extra_cpu_seconds - self._extra
         return used, time.monotonic() - self.started
@@ -169,7 +168,7 @@ def run_system(
         rows = system.job_rows()
         cron = system.cron_herd or {}
         cron_ids = [row.id for row in rows.values() if (row.schedule or "").startswith(cron.get("prefix", "-"))]
-        if cron.get("due_epoch"):  # a cron waits from its due second (bench/run.py)
+        if cron.get("due_epoch"):  # a cron waits from its due second (bench/scenarios/run.py)
             rows = slo.waiting_from_due(rows, cron_ids, cron["due_epoch"])
         timeline = figures.Timeline(
             samples=run["samples"],

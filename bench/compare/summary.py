@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.compare.figures import ROWS, TARGETS, meets
-from bench.report import format_value
+from bench.lib.report import format_value
 
 
 def load(path: Path) -> dict[str, Any]:

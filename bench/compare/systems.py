@@ -1,4 +1,4 @@
-"""The three systems `make compare` runs the timeline against, each a bench.run.RunContext.
+"""The three systems `make compare` runs the timeline against, each a bench.scenarios.run.RunContext.
 
 What differs between them is said here once, in each system's terms: how a job is enqueued, how its
 record is read back, which processes run its jobs (the `kill` ends one of them), what a cron is, how
@@ -30,10 +30,10 @@ from typing import Any
 
 import requests
 
-from bench import measure
 from bench.compare import celery_venv, names
-from bench.load import Phases, Sample
-from bench.run import Load, RunContext
+from bench.lib import measure
+from bench.lib.load import Phases, Sample
+from bench.scenarios.run import Load, RunContext
 from local.ministack import worker_pids
 from shared import settings
 from shared.aws import eventbridge
@@ -109,7 +109,7 @@ class System(RunContext):
         for mapping in lambda_.list_event_source_mappings(FunctionName=function)["EventSourceMappings"]:
             lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=enabled)
         if not enabled:
-            time.sleep(3)  # the mapping's pollers stop (bench/drain.py)
+            time.sleep(3)  # the mapping's pollers stop (bench/scenarios/drain.py)
 
     def process_groups(self) -> dict[str, list[int]]:
         """Its own processes, by group (the emulator, the sidecars and the load generator are added by the run)."""
@@ -128,7 +128,7 @@ class System(RunContext):
         return {pk.removeprefix("job#"): n for pk, n in counted.items()}
 
     def place_backlog(self, jobs: int) -> list[str]:
-        """`jobs` echo jobs on the queue while the consumers are paused (bench/drain.py's bulk enqueue)."""
+        """`jobs` echo jobs on the queue while the consumers are paused (bench/scenarios/drain.py's bulk enqueue)."""
         ids: list[str] = []
         headers = {"Authorization": f"Bearer {self.api_key}"}
         for first in range(0, jobs, settings.MAX_BATCH_JOBS):
@@ -333,7 +333,7 @@ def _children(pid: int) -> list[int]:
 
 
 class CeleryLoad:
-    """bench.run's Load for Celery: bench/compare/celery_load.py in the Celery venv, started so that its
+    """bench.scenarios.run's Load for Celery: bench/compare/celery_load.py in the Celery venv, started so that its
     schedule's time 0 is CELERY_START_SECONDS from now; its samples are read back when it ends."""
 
     def __init__(self, system: CelerySystem, spec: dict[str, Any]) -> None:

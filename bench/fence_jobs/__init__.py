@@ -1,4 +1,4 @@
-"""The job type `make fence` deploys beside the example package (bench/fence.py): not part of any profile.
+"""The job type `make fence` deploys beside the example package (bench/scenarios/fence.py): not part of any profile.
 
 `fence-invoke` was the prototype of option (a) of docs/decisions/customer-code-fence.md: the job's
 code in its own function, invoked synchronously by the worker with a client kept for the

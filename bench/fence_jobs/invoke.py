@@ -11,7 +11,7 @@ from botocore.config import Config
 
 from corral_jobs import JobContext, JobFailed, job_type
 
-TARGET = "fence-echo"  # bench/fence.py creates it in the emulator
+TARGET = "fence-echo"  # bench/scenarios/fence.py creates it in the emulator
 
 
 @functools.cache

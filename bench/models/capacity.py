@@ -21,7 +21,7 @@ Assumptions (every one is an argument; docs/benchmark.md repeats them):
 - Faults (`--kill-at`, `--blip-at`, seconds from the burst's start; negative = before it, in the
   steady load): a worker environment dies mid-batch: its `batch_size` jobs come back after
   `killed_batch_returns_s` (the worker keeps its batch hidden for about the running job's
-  timeout plus 10 s, renewed at each turn, shared/worker/deadline.py: 40 s for the default 30 s timeout,
+  timeout plus 10 s, renewed at each turn, shared/worker/cover.py: 40 s for the default 30 s timeout,
   the same for every message of the batch), and the slot
   cold-starts a new environment (`cold_start_s`). A store blip of `blip_seconds`: first deliveries
   run without a store claim while the store fails (docs/decisions/store-blips.md), so starts go on
@@ -41,6 +41,8 @@ import math
 import sys
 from dataclasses import asdict, dataclass
 
+from shared.settings import ACCOUNT_CONCURRENCY  # the Region's default Lambda quota, as the stack plans with
+
 PRICES = {
     "http_api_per_million_requests": 1.00,
     "lambda_per_million_requests": 0.20,
@@ -53,7 +55,6 @@ ESM_START_BATCHES = 5
 ESM_STANDARD_ADD_PER_SECOND = 300 / 60
 PROVISIONED_SCALING_SPEEDUP = 3
 LAMBDA_ENVIRONMENTS_PER_10S = 1000
-ACCOUNT_CONCURRENCY = 1000
 SCHEDULER_INVOCATIONS_PER_SECOND = 1000
 API_GATEWAY_RPS = 10_000
 DYNAMODB_NEW_ON_DEMAND_WRITES = 4000

@@ -28,7 +28,7 @@ def served_document() -> dict[str, object]:
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Powertools: "No application metrics to publish"
         from functions.api.handler import handler
-        from tests.events import FakeLambdaContext, http_api_event  # the API handler's synthetic event
+        from local.events import FakeLambdaContext, http_api_event  # the API handler's synthetic event
 
         answer = handler(http_api_event("GET", "/v1/openapi.json"), FakeLambdaContext())
     if answer["statusCode"] != 200:

@@ -60,8 +60,10 @@ interface Call {
   idempotent: boolean;
   expect?: readonly number[];
   body?: unknown;
-  query?: Record<string, string | number | null | undefined>;
+  query?: Query;
 }
+
+type Query = Record<string, string | number | null | undefined>;
 
 export class Corral {
   readonly apiUrl: string;
@@ -202,25 +204,14 @@ export class Corral {
   }
 
   /** GET /v1/jobs page by page, newest first, following `next_cursor` until the last page. */
-  async *pages(filters: JobFilters = {}): AsyncGenerator<JobPage> {
-    let cursor = filters.cursor;
-    for (;;) {
-      const answer = await this.call<JobPage>("GET", "/v1/jobs", {
-        idempotent: true,
-        query: {
-          status: filters.status,
-          type: filters.type,
-          schedule: filters.schedule,
-          since: when(filters.since),
-          until: when(filters.until),
-          limit: filters.pageSize,
-          cursor,
-        },
-      });
-      yield { jobs: answer.jobs, next_cursor: answer.next_cursor ?? null, note: answer.note ?? "" };
-      if (!answer.next_cursor) return;
-      cursor = answer.next_cursor;
-    }
+  pages(filters: JobFilters = {}): AsyncGenerator<JobPage> {
+    const { status, type, schedule, pageSize } = filters;
+    const query = { status, type, schedule, since: when(filters.since), until: when(filters.until), limit: pageSize };
+    return pagesOf(this, "/v1/jobs", query, filters.cursor, (answer: JobPage) => ({
+      jobs: answer.jobs,
+      next_cursor: answer.next_cursor ?? null,
+      note: answer.note ?? "",
+    }));
   }
 
   /** The tenant's jobs, newest first, across pages: `for await (const job of corral.list({ status: "dead" }))`. */
@@ -290,17 +281,12 @@ export class Schedules {
   }
 
   /** GET /v1/schedules page by page (by name), following `next_cursor` until the last page. */
-  async *pages(options: { pageSize?: number; cursor?: string } = {}): AsyncGenerator<SchedulePage> {
-    let cursor = options.cursor;
-    for (;;) {
-      const answer = await this.#corral.call<SchedulePage>("GET", "/v1/schedules", {
-        idempotent: true,
-        query: { limit: options.pageSize, cursor },
-      });
-      yield { schedules: answer.schedules, next_cursor: answer.next_cursor ?? null };
-      if (!answer.next_cursor) return;
-      cursor = answer.next_cursor;
-    }
+  pages(options: { pageSize?: number; cursor?: string } = {}): AsyncGenerator<SchedulePage> {
+    const query = { limit: options.pageSize };
+    return pagesOf(this.#corral, "/v1/schedules", query, options.cursor, (answer: SchedulePage) => ({
+      schedules: answer.schedules,
+      next_cursor: answer.next_cursor ?? null,
+    }));
   }
 
   /** The tenant's schedules by name, across pages. */
@@ -386,17 +372,12 @@ export class Batches {
   }
 
   /** GET /v1/batches page by page, newest first, following `next_cursor` until the last page. */
-  async *pages(options: { status?: BatchStatus; pageSize?: number; cursor?: string } = {}): AsyncGenerator<BatchPage> {
-    let cursor = options.cursor;
-    for (;;) {
-      const answer = await this.#corral.call<BatchPage>("GET", "/v1/batches", {
-        idempotent: true,
-        query: { status: options.status, limit: options.pageSize, cursor },
-      });
-      yield { batches: answer.batches, next_cursor: answer.next_cursor ?? null };
-      if (!answer.next_cursor) return;
-      cursor = answer.next_cursor;
-    }
+  pages(options: { status?: BatchStatus; pageSize?: number; cursor?: string } = {}): AsyncGenerator<BatchPage> {
+    const query = { status: options.status, limit: options.pageSize };
+    return pagesOf(this.#corral, "/v1/batches", query, options.cursor, (answer: BatchPage) => ({
+      batches: answer.batches,
+      next_cursor: answer.next_cursor ?? null,
+    }));
   }
 
   /** The tenant's batches, newest first (optionally of one status). */
@@ -444,6 +425,26 @@ function when(value: When | undefined): string | undefined {
 
 function defined<T extends object>(body: T): Partial<T> {
   return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined)) as Partial<T>;
+}
+
+/**
+ * Every listing's pager (as Stripe's `autoPagingIter`): GET `path` with `query`, then again with each answer's
+ * `next_cursor` until an answer has none; `page` reads an answer into its page. Nothing is asked before the
+ * first page is wanted.
+ */
+async function* pagesOf<P extends { next_cursor?: string | null }>(
+  corral: Corral,
+  path: string,
+  query: Query,
+  cursor: string | undefined,
+  page: (answer: P) => P,
+): AsyncGenerator<P> {
+  for (;;) {
+    const answer = await corral.call<P>("GET", path, { idempotent: true, query: { ...query, cursor } });
+    yield page(answer);
+    if (!answer.next_cursor) return;
+    cursor = answer.next_cursor;
+  }
 }
 
 async function* items<P, T>(pages: AsyncIterable<P>, of: (page: P) => T[]): AsyncGenerator<T> {

@@ -260,6 +260,30 @@ test("list follows cursors across pages, and stops at maxItems without asking fo
   assert.match(pages[0].note, /not listed/);
 });
 
+test("every list is one pager: nothing asked before it is iterated, no page beyond maxItems", async () => {
+  const corral = client();
+  const listings = {
+    jobs: (options) => corral.list(options),
+    schedules: (options) => corral.schedules.list(options),
+    batches: (options) => corral.batches.list(options),
+  };
+  for (const [field, list] of Object.entries(listings)) {
+    seen.length = 0;
+    script.push(
+      [200, { [field]: [{ id: "1" }, { id: "2" }], next_cursor: "c1" }],
+      [200, { [field]: [{ id: "3" }], next_cursor: null }],
+    );
+    const firstTwo = list({ maxItems: 2, pageSize: 2 });
+    await new Promise((resolve) => setTimeout(resolve, 10)); // time enough for a request made eagerly to arrive
+    assert.equal(seen.length, 0, field);
+    const ids = [];
+    for await (const item of firstTwo) ids.push(item.id);
+    assert.deepEqual(ids, ["1", "2"], field);
+    assert.equal(seen.length, 1, field);
+    script.length = 0;
+  }
+});
+
 test("schedules and batches: their routes, names encoded, lists across pages", async () => {
   const corral = client();
   script.push(

@@ -9,9 +9,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.api.enqueue_routes import parse_job
+from functions.api.answers import BatchCreatedOut, BatchJobsOut, BatchOut, BatchPageOut
+from functions.api.caller import Tenant
+from functions.api.job_bodies import item_field, parse_job
 from functions.api.models import callback_model, idempotency_key_field
-from functions.api.responses import documented, json_response
+from functions.api.openapi_docs import answer, documented
+from functions.api.responses import json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
 from shared.errors import InvalidRequest
@@ -26,10 +29,6 @@ _BATCH_ID = Path(max_length=64)
 
 OnCompleteIn = callback_model("OnCompleteIn", adds="batch")
 OnBatchSuccessIn = callback_model("OnBatchSuccessIn", adds="batch")
-
-
-def _tenant() -> str:
-    return router.context["tenant"]
 
 
 class BatchIn(BaseModel):
@@ -60,8 +59,7 @@ def _requests(items: list[Any]) -> list[JobRequest]:
     for index, item in enumerate(items):
         parsed = parse_job(item)
         if isinstance(parsed, InvalidRequest):
-            field = f"jobs[{index}]" + (f".{parsed.field}" if parsed.field else "")
-            raise InvalidRequest(field, parsed.message)
+            raise InvalidRequest(item_field(index, parsed), parsed.message)
         requests.append(parsed)
     return requests
 
@@ -78,17 +76,24 @@ def _requests(items: list[Any]) -> list[JobRequest]:
         "did (once the first sent every job it sends nothing and counts one); another request with the key "
         "answers 409 naming idempotency_key, and nothing is enqueued."
     ),
-    responses=documented({201: {"description": '{"id", "status": "running", "total"}'}}, 400, 403, 409, 413, 429),
+    responses=documented(
+        {
+            201: answer(
+                BatchCreatedOut,
+                "Created (or, with its idempotency_key, the same request again): the batch, running; "
+                "GET /v1/batches/{id} has its counts",
+            )
+        },
+        400,
+        403,
+        409,
+        413,
+        429,
+    ),
 )
-def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
-    request = batches.BatchRequest(
-        jobs=_requests(batch.jobs),
-        on_complete=batch.on_complete,
-        on_success=batch.on_success,
-        description=batch.description,
-        idempotency_key=batch.idempotency_key,
-    )
-    created = batches.create(_tenant(), request)
+def create_batch(tenant: Tenant, batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
+    request = batches.BatchRequest(**batch.model_dump(exclude={"jobs"}), jobs=_requests(batch.jobs))
+    created = batches.create(tenant, request)
     jobs_enqueued(created.total)
     # A new batch is running; a repeat of the request with its key answers as the first did (GET shows it now).
     return json_response(201, {"id": created.id, "status": RUNNING, "total": created.total})
@@ -104,16 +109,17 @@ def create_batch(batch: Annotated[BatchIn, Body()]) -> Response[dict[str, Any]]:
         f"request is metered with filtered GET /v1/jobs and GET /v1/stats: {settings.HEAVY_READS_PER_SECOND}/s per "
         f"tenant with bursts of {settings.HEAVY_READS_BURST} (429 over it)."
     ),
-    responses=documented({200: {"description": '{"batches": [...], "next_cursor": str | null}'}}, 429),
+    responses=documented({200: answer(BatchPageOut, "A page of batches, newest first, each with its counts")}, 429),
 )
 def list_batches(
+    tenant: Tenant,
     status: Annotated[str | None, Query(description=f"One of {', '.join(STATUSES)}", max_length=32)] = None,
     cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
     limit: Annotated[int, Query(ge=1, le=settings.BATCH_LIST_MAX_LIMIT)] = settings.BATCH_LIST_DEFAULT_LIMIT,
 ) -> Response[dict[str, Any]]:
     if status is not None:  # reads up to LIST_READ_BUDGET index entries for one page: metered
-        rate_limit.check_heavy_read(_tenant())
-    page = batches.list_batches(_tenant(), status=status, cursor=cursor, limit=limit)
+        rate_limit.check_heavy_read(tenant)
+    page = batches.list_batches(tenant, status=status, cursor=cursor, limit=limit)
     return json_response(200, {"batches": page.batches, "next_cursor": page.next_cursor})
 
 
@@ -121,21 +127,21 @@ def list_batches(
     "/v1/batches/<batch_id>",
     tags=["batches"],
     summary="A batch's status, counts and callbacks",
-    responses=documented({200: {"description": "The batch"}}, 404),
+    responses=documented({200: answer(BatchOut, "The batch, with its counts and callbacks")}, 404),
 )
-def get_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, batches.view(batches.get(_tenant(), batch_id)))
+def get_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    return json_response(200, batches.view(batches.get(tenant, batch_id)))
 
 
 @router.get(
     "/v1/batches/<batch_id>/jobs",
     tags=["batches"],
     summary="The ids of a batch's jobs, in the order they were given",
-    responses=documented({200: {"description": '{"jobs": [id, ...]}'}}, 404),
+    responses=documented({200: answer(BatchJobsOut, "Its jobs' ids, in the order they were given")}, 404),
 )
-def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    batch = batches.get(_tenant(), batch_id)
-    return json_response(200, {"jobs": batches.member_ids(_tenant(), batch)})
+def get_batch_jobs(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    batch = batches.get(tenant, batch_id)
+    return json_response(200, {"jobs": batches.member_ids(tenant, batch)})
 
 
 @router.post(
@@ -145,7 +151,7 @@ def get_batch_jobs(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, An
     description="Idempotent: a cancelled batch answers 200 again at once. A finished batch answers 409 and stays "
     "as it ended. Jobs already running end on their own (retries included) and are counted. Counts one against "
     "the tenant's rate limit per job still pending (all or none, before any is cancelled), one if none is.",
-    responses=documented({200: {"description": "The batch, status cancelled"}}, 404, 409, 429),
+    responses=documented({200: answer(BatchOut, "The batch, status cancelled")}, 404, 409, 429),
 )
-def cancel_batch(batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, batches.view(batches.cancel(_tenant(), batch_id)))
+def cancel_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
+    return json_response(200, batches.view(batches.cancel(tenant, batch_id)))

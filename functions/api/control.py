@@ -10,9 +10,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.api.responses import error_response, json_response
+from functions.api.answers import AcceptedOut, JobOut, JobPageOut, RetriedOut, StatsOut
+from functions.api.caller import Tenant
+from functions.api.openapi_docs import answer, documented
+from functions.api.responses import json_response
 from shared import settings
-from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.jobs import control, listing, stats
 from shared.model import Status
 from shared.tenants import rate_limit
@@ -20,31 +22,13 @@ from shared.tenants import rate_limit
 router = APIGatewayHttpRouter()
 
 _JOB_ID = Path(max_length=128)
-_NOT_FOUND = {404: {"description": "No such job for this API key's tenant"}}
-_CONFLICT = {409: {"description": "The job's state does not allow it; the message says which state"}}
-_RATE_LIMITED = {429: {"description": "rate_limited: over the tenant's rate limit (see Retry-After); nothing was done"}}
-
-
-def _tenant() -> str:
-    return router.context["tenant"]
+_NOT_FOUND = {404: {"description": "not_found: no such job for this API key's tenant"}}
 
 
 def _epoch(value: datetime | None) -> float | None:
     if value is None:
         return None
     return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-
-
-def _invalid(error: InvalidRequest) -> Response:
-    return error_response(
-        422, "invalid_request", str(error), field=error.field, fields=[{"field": error.field, "message": error.message}]
-    )
-
-
-def _refused(job_id: str, refusal: NotFound | Conflict) -> Response:
-    if isinstance(refusal, NotFound):
-        return error_response(404, "not_found", f"no job {job_id!r}")
-    return error_response(409, "conflict", str(refusal))
 
 
 @router.get(
@@ -59,9 +43,10 @@ def _refused(job_id: str, refusal: NotFound | Conflict) -> Response:
         f"A filtered request is metered: {settings.HEAVY_READS_PER_SECOND}/s per tenant with bursts of "
         f"{settings.HEAVY_READS_BURST}, shared with GET /v1/stats (429 over it)."
     ),
-    responses={200: {"description": '{"jobs": [...], "next_cursor": str | null, "note": str}'}} | _RATE_LIMITED,
+    responses=documented({200: answer(JobPageOut, "A page of jobs, newest first")}, 429),
 )
 def list_jobs(
+    tenant: Tenant,
     status: Annotated[Status | None, Query(description="Only jobs in this status")] = None,
     type: Annotated[str | None, Query(max_length=64, description="Only jobs of this type")] = None,
     schedule: Annotated[str | None, Query(max_length=128, description="Only runs of this schedule")] = None,
@@ -80,11 +65,8 @@ def list_jobs(
         cursor=cursor,
     )
     if status or type or schedule:  # read past what it answers, up to LIST_READ_BUDGET entries: metered
-        rate_limit.check_heavy_read(_tenant())
-    try:
-        page = listing.list_jobs(_tenant(), query)
-    except InvalidRequest as error:
-        return _invalid(error)
+        rate_limit.check_heavy_read(tenant)
+    page = listing.list_jobs(tenant, query)
     body = {
         "jobs": [job.public(with_bodies=False) for job in page.jobs],
         "next_cursor": page.next_cursor,
@@ -102,14 +84,17 @@ def list_jobs(
         "one 409. A cancelled job never runs: a delivery of it is acknowledged unrun. Counts one against the "
         "tenant's rate limit."
     ),
-    responses={200: {"description": "The job view, status cancelled"}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
+    responses=documented(
+        {
+            200: answer(JobOut, "The job, status cancelled"),
+            **_NOT_FOUND,
+            409: {"description": "conflict: the job is running or has finished (the message says which)"},
+        },
+        429,
+    ),
 )
-def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
-    try:
-        record = control.cancel(_tenant(), job_id)
-    except (NotFound, Conflict) as refusal:
-        return _refused(job_id, refusal)
-    return json_response(200, record.public())
+def cancel_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
+    return json_response(200, control.cancel(tenant, job_id).public())
 
 
 @router.post(
@@ -120,13 +105,20 @@ def cancel_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
         "Idempotent: a job a retry already queued answers 202 again and is not sent again. Counts one against the "
         "tenant's rate limit."
     ),
-    responses={202: {"description": '{"id", "status": "queued"}'}} | _CONFLICT | _NOT_FOUND | _RATE_LIMITED,
+    responses=documented(
+        {
+            202: answer(AcceptedOut, "Queued again, with a fresh attempt budget"),
+            **_NOT_FOUND,
+            409: {
+                "description": "conflict: the job is not dead or cancelled, or it was cancelled before its payload "
+                "was recorded (the message says which)"
+            },
+        },
+        429,
+    ),
 )
-def retry_job(job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
-    try:
-        message = control.retry(_tenant(), job_id)
-    except (NotFound, Conflict) as refusal:
-        return _refused(job_id, refusal)
+def retry_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
+    message = control.retry(tenant, job_id)
     return json_response(202, {"id": message.id, "status": "queued"})
 
 
@@ -148,16 +140,10 @@ class BulkRetryIn(BaseModel):
         "found then counts one against the tenant's rate limit, all or none, before any is retried: a 429 retried "
         "none."
     ),
-    responses={
-        200: {
-            "description": '{"retried": n, "ids": [...], "more": bool, "skipped": [{"id", "reason"}]}; '
-            "while `more`, call again"
-        }
-    }
-    | _RATE_LIMITED,
+    responses=documented({200: answer(RetriedOut, "The dead jobs queued again; while `more`, call again")}, 429),
 )
-def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
-    outcome = control.retry_dead(_tenant(), request.type, _epoch(request.since), request.limit)
+def retry_dead_jobs(tenant: Tenant, request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
+    outcome = control.retry_dead(tenant, request.type, _epoch(request.since), request.limit)
     body = {"retried": len(outcome.ids), "ids": outcome.ids, "more": outcome.more, "skipped": outcome.skipped}
     return json_response(200, body)
 
@@ -172,16 +158,13 @@ def retry_dead_jobs(request: Annotated[BulkRetryIn, Body()]) -> Response[dict[st
         f"Answered from figures read within {settings.STATS_CACHE_SECONDS} s; a new read is metered with filtered "
         "listings (429 over it)."
     ),
-    responses={200: {"description": "Counts, per_minute, enqueue_to_run_ms, source"}} | _RATE_LIMITED,
+    responses=documented({200: answer(StatsOut, "The tenant's counts, throughput and waits")}, 429),
 )
 def get_stats(
+    tenant: Tenant,
     window_seconds: Annotated[
         int, Query(ge=1, le=settings.STATS_MAX_WINDOW_SECONDS, description="Counts cover jobs enqueued this recently")
     ] = settings.STATS_DEFAULT_WINDOW_SECONDS,
 ) -> Response[dict[str, Any]]:
-    try:
-        tenant = _tenant()
-        figures = stats.recent_tenant_stats(tenant, window_seconds, on_read=lambda: rate_limit.check_heavy_read(tenant))
-    except InvalidRequest as error:
-        return _invalid(error)
+    figures = stats.recent_tenant_stats(tenant, window_seconds, on_read=lambda: rate_limit.check_heavy_read(tenant))
     return json_response(200, figures.public())

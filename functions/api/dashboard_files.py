@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path as PathParam
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from functions.api.responses import error_response
+from shared.errors import NotFound
 
 router = APIGatewayHttpRouter()
 
@@ -105,7 +105,7 @@ def dashboard_slash() -> Response[str]:
 def dashboard_file(name: Annotated[str, PathParam(max_length=64)]) -> Response[Any]:
     asset = files().get(name)
     if asset is None:
-        return error_response(404, "not_found", f"no dashboard file {name!r}")
+        raise NotFound(f"no dashboard file {name!r}")
     return _serve(asset)
 
 

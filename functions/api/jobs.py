@@ -14,9 +14,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.answers import AcceptedOut, BulkOut, JobOut
+from functions.api.caller import Tenant
 from functions.api.enqueue_routes import accepted, enqueue_items
 from functions.api.models import JobSpecIn, callback_model, concurrency_model, idempotency_key_field
-from functions.api.responses import documented, error_response, json_response
+from functions.api.openapi_docs import answer, documented
+from functions.api.responses import json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
 from shared.jobs.enqueue import JobRequest, enqueue
@@ -62,20 +65,18 @@ class JobsBatchIn(BaseModel):
     )
 
 
-def _tenant() -> str:
-    return router.context["tenant"]
-
-
 @router.post(
     "/v1/jobs",
     tags=["jobs"],
     summary="Enqueue a job",
     responses=documented(
         {
-            202: {
-                "description": '{"id", "status": "queued"}; with an idempotency_key, also "request": the fingerprint '
-                "of this request, which GET /v1/jobs/{id} shows for the request that runs under the key"
-            }
+            202: answer(
+                AcceptedOut,
+                "Accepted and queued (to run after its delay or at its run_at, if given); with an idempotency_key, "
+                "`request` is this request's fingerprint, which GET /v1/jobs/{id} shows for the request that runs "
+                "under the key",
+            )
         },
         400,
         403,
@@ -84,8 +85,8 @@ def _tenant() -> str:
         429,
     ),
 )
-def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
-    message = enqueue(_tenant(), JobRequest.from_fields(job.model_dump()))
+def post_job(tenant: Tenant, job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
+    message = enqueue(tenant, JobRequest.from_fields(job.model_dump()))
     jobs_enqueued()
     return json_response(202, accepted(message))
 
@@ -96,8 +97,8 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     summary="Enqueue up to 100 jobs",
     responses=documented(
         {
-            202: {"description": "Every job accepted and queued"},
-            207: {"description": "Some jobs rejected; each result says which and why"},
+            202: answer(BulkOut, "Every job accepted and queued"),
+            207: answer(BulkOut, "Some jobs rejected (the others are queued); each result says which and why"),
         },
         400,
         413,
@@ -105,21 +106,20 @@ def post_job(job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
         429,
     ),
 )
-def post_jobs_batch(batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:
-    return json_response(*enqueue_items(_tenant(), batch.jobs))
+def post_jobs_batch(tenant: Tenant, batch: Annotated[JobsBatchIn, Body()]) -> Response[dict[str, Any]]:
+    return json_response(*enqueue_items(tenant, batch.jobs))
 
 
 @router.get(
     "/v1/jobs/<job_id>",
     tags=["jobs"],
     summary="A job's status and result",
-    responses=documented({200: {"description": "The job"}}, 404, 422),
+    responses=documented(
+        {200: answer(JobOut, "The job: its status and attempts; once it ended, its result or error")}, 404
+    ),
 )
-def get_job(job_id: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
-    record = job_status(_tenant(), job_id)
-    if record is None:
-        return error_response(404, "not_found", f"no job {job_id!r}")
-    return json_response(200, record.public())
+def get_job(tenant: Tenant, job_id: Annotated[str, Path(max_length=128)]) -> Response[dict[str, Any]]:
+    return json_response(200, job_status(tenant, job_id).public())
 
 
 def core_schemas() -> dict[str, dict[str, Any]]:

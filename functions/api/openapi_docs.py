@@ -71,13 +71,21 @@ TAGS: dict[str, str] = {
 }
 
 
-def documented(success: dict[int, OpenAPIResponse], *errors: int) -> dict[int, OpenAPIResponse]:
-    """A route's OpenAPI responses: its successes, then the errors it can answer, shaped like ErrorOut."""
+def answer(model: type[BaseModel], description: str) -> OpenAPIResponse:
+    """A success's declaration: what it means, and the shape of its body (functions/api/answers.py)."""
+    return {"description": description, "content": {"application/json": {"model": model}}}
+
+
+def documented(answers: dict[int, OpenAPIResponse], *errors: int) -> dict[int, OpenAPIResponse]:
+    """A route's OpenAPI responses: `answers`, its successes (`answer(...)`) and any error it explains in
+    its own words, then the `errors` it can answer as ERRORS says them; every error shaped like ErrorOut."""
     shared = (401, 422, 500, 503)  # every route: the key, validation, a bug, AWS
-    codes = sorted({*errors, *shared})
-    return success | {
-        code: {"description": ERRORS[code], "content": {"application/json": {"model": ErrorOut}}} for code in codes
+    error_shape = {"application/json": {"model": ErrorOut}}
+    declared = {
+        code: {**response, "content": error_shape} if code >= 400 else response for code, response in answers.items()
     }
+    codes = sorted({*errors, *shared} - set(answers))
+    return declared | {code: {"description": ERRORS[code], "content": error_shape} for code in codes}
 
 
 SCOPES_EXTENSION = "x-corral-scopes"

@@ -10,6 +10,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from functions.api.answers import QueuesOut
+from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared.operations import queue_health
 
@@ -21,6 +23,7 @@ PREFIX = "/operator/"
     "/operator/v1/queues",
     tags=["operator"],
     summary="Operator: queue depth, in flight, oldest age, DLQ, worker health",
+    responses=documented({200: answer(QueuesOut, "The queue, its DLQ and the workers, read now")}),
 )
 def queues() -> Response[dict[str, Any]]:
     return json_response(200, queue_health.snapshot())

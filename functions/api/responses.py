@@ -6,7 +6,6 @@ path, an id) is cut to a few dozen characters here, whatever the caller passed.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import Callable
@@ -131,10 +130,13 @@ def _too_large(error: PayloadTooLarge) -> ErrorAnswer:
 
 
 @answers(InvalidRequest)
-def _invalid_job(error: InvalidRequest) -> ErrorAnswer:
+def _invalid(error: InvalidRequest) -> ErrorAnswer:
+    """422 naming the field at fault, in `field` and in `fields` (the shape of pydantic's problems)."""
     if isinstance(error.__cause__, eventbridge.Rejected):
         _log.warning("EventBridge Scheduler rejected a request", extra={"detail": error.__cause__.detail})
-    return 422, error_body("invalid_request", str(error), fields=[{"field": error.field, "message": error.message}]), {}
+    named = {"field": error.field} if error.field else {}
+    fields = [{"field": error.field, "message": error.message}]
+    return 422, error_body("invalid_request", str(error), **named, fields=fields), {}
 
 
 @answers(QuotaExceeded)
@@ -165,14 +167,3 @@ def _conflict(error: Conflict) -> ErrorAnswer:
 def _aws_unavailable(error: Exception) -> ErrorAnswer:
     _log.exception("AWS call failed", exc_info=error)
     return 503, error_body("unavailable", "the job service is briefly unavailable; retry with backoff"), {}
-
-
-# The OpenAPI side (pydantic models of the error shape) is imported only where the document is
-# built: the enqueue routes answer without it (functions/api/handler.py).
-_OPENAPI_NAMES = frozenset({"FieldProblemOut", "ErrorOut", "ERRORS", "documented", "complete_error_responses"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _OPENAPI_NAMES:
-        return getattr(importlib.import_module("functions.api.openapi_docs"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

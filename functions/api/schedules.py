@@ -15,11 +15,21 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.answers import (
+    AcceptedOut,
+    BackfillOut,
+    ScheduleDeletedOut,
+    ScheduleOut,
+    SchedulePageOut,
+    SkippedRunOut,
+)
+from functions.api.caller import Tenant
 from functions.api.models import JobSpecIn, idempotency_key_field
-from functions.api.responses import documented, error_response, json_response
+from functions.api.openapi_docs import answer, documented
+from functions.api.responses import json_response
 from shared import settings
 from shared.model import Overlap, Status
-from shared.schedules import customer_schedules, runs
+from shared.schedules import definitions, lifecycle, queries, runs
 
 router = APIGatewayHttpRouter()
 
@@ -59,17 +69,10 @@ class ScheduleIn(BaseModel):
     description: str | None = Field(default=None, max_length=settings.SCHEDULE_TEXT_MAX_LENGTH)
 
 
-class ScheduleJobChangesIn(BaseModel):
+class ScheduleJobChangesIn(JobSpecIn):
     """The job fields to change; the others keep their values."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    type: str | None = Field(default=None, min_length=1, max_length=64)
-    payload: Any = Field(default=None, description=f"Any JSON, at most {settings.MAX_PAYLOAD_BYTES} bytes")
-    max_attempts: int | None = Field(default=None, ge=1, le=settings.MAX_MAX_ATTEMPTS)
-    timeout_seconds: int | None = Field(
-        default=None, ge=1, le=settings.MAX_JOB_TIMEOUT_SECONDS, description="null: the job type's default"
-    )
+    type: str | None = Field(default=None, min_length=1, max_length=64, description="A registered job type, e.g. echo")
 
 
 class ScheduleChangesIn(BaseModel):
@@ -113,33 +116,15 @@ class BackfillIn(BaseModel):
 _NAME = Path(max_length=128)
 
 
-def _tenant() -> str:
-    return router.context["tenant"]
-
-
 @router.post(
     "/v1/schedules",
     tags=["schedules"],
     summary="Create a schedule",
-    responses=documented({201: {"description": "Created"}}, 400, 403, 409, 413, 422, 429),
+    responses=documented({201: answer(ScheduleOut, "Created: the schedule")}, 400, 403, 409, 413, 422, 429),
 )
-def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
-    request = customer_schedules.ScheduleRequest(
-        name=schedule.name,
-        expression=schedule.expression,
-        job=schedule.job.spec(),
-        timezone=schedule.timezone,
-        flexible_window_minutes=schedule.flexible_window_minutes,
-        start=schedule.start,
-        end=schedule.end,
-        overlap=schedule.overlap,
-        description=schedule.description,
-    )
-    try:
-        created = customer_schedules.create(_tenant(), request)
-    except customer_schedules.ScheduleExists:
-        return error_response(409, "conflict", f"a schedule named {schedule.name!r} exists; delete it first")
-    return json_response(201, created.public())
+def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
+    request = definitions.ScheduleRequest(**schedule.model_dump(exclude={"job"}), job=schedule.job.spec())
+    return json_response(201, lifecycle.create(tenant, request).public())
 
 
 @router.get(
@@ -147,13 +132,14 @@ def post_schedule(schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str,
     tags=["schedules"],
     summary="This tenant's schedules by name (cursor-paginated)",
     description="Pass `next_cursor` back as `cursor` for the next page; null: that was the last.",
-    responses=documented({200: {"description": '{"schedules": [...], "next_cursor": str | null}'}}),
+    responses=documented({200: answer(SchedulePageOut, "A page of schedules, by name")}),
 )
 def list_schedules(
+    tenant: Tenant,
     limit: Annotated[int, Query(ge=1, le=settings.LIST_MAX_LIMIT)] = settings.LIST_DEFAULT_LIMIT,
     cursor: Annotated[str | None, Query(max_length=512, description="next_cursor of the previous page")] = None,
 ) -> Response[dict[str, Any]]:
-    page = customer_schedules.list_page(_tenant(), limit=limit, cursor=cursor)
+    page = queries.list_page(tenant, limit=limit, cursor=cursor)
     return json_response(
         200, {"schedules": [item.public() for item in page.schedules], "next_cursor": page.next_cursor}
     )
@@ -163,14 +149,12 @@ def list_schedules(
     "/v1/schedules/<name>",
     tags=["schedules"],
     summary="A schedule, its next firings and its recent runs, newest first",
-    responses=documented({200: {"description": "The schedule"}}, 404, 422),
+    responses=documented({200: answer(ScheduleOut, "The schedule, with next_firings and runs")}, 404, 422),
 )
-def get_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    item = customer_schedules.get(_tenant(), name)
-    if item is None:
-        return error_response(404, "not_found", f"no schedule {name!r}")
-    next_firings = customer_schedules.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
-    return json_response(200, {**item.public(), "next_firings": next_firings, "runs": runs.recent(_tenant(), name)})
+def get_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
+    item = queries.existing(tenant, name)
+    next_firings = queries.next_firings(item, count=settings.SCHEDULE_FIRINGS_SHOWN)
+    return json_response(200, {**item.public(), "next_firings": next_firings, "runs": runs.recent(tenant, name)})
 
 
 @router.patch(
@@ -184,19 +168,32 @@ def get_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
         "Counts one against the tenant's rate limit. With dry_run=true, nothing is written or counted: the answer "
         "is the schedule as the update would leave it, with its next firings."
     ),
-    responses=documented({200: {"description": "The schedule as it is now"}}, 400, 404, 409, 413, 422, 429),
+    responses=documented(
+        {
+            200: answer(
+                ScheduleOut, "The schedule as it is now; with dry_run, as the update would leave it, with next_firings"
+            )
+        },
+        400,
+        404,
+        409,
+        413,
+        422,
+        429,
+    ),
 )
 def patch_schedule(
+    tenant: Tenant,
     name: Annotated[str, _NAME],
     changes: Annotated[ScheduleChangesIn, Body()],
     dry_run: Annotated[bool, Query(description="Check the changes and answer the result without saving")] = False,
 ) -> Response[dict[str, Any]]:
     fields = changes.model_dump(exclude_unset=True)
     if dry_run:
-        previewed = customer_schedules.preview(_tenant(), name, fields)
-        firings = customer_schedules.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
+        previewed = queries.preview(tenant, name, fields)
+        firings = queries.next_firings(previewed, count=settings.SCHEDULE_FIRINGS_SHOWN)
         return json_response(200, {**previewed.public(), "next_firings": firings})
-    return json_response(200, customer_schedules.update(_tenant(), name, fields).public())
+    return json_response(200, lifecycle.update(tenant, name, fields).public())
 
 
 @router.post(
@@ -205,12 +202,12 @@ def patch_schedule(
     summary="Pause a schedule: it does not fire until resumed",
     description="Idempotent: pausing a paused schedule changes nothing. A trigger still runs it by hand. Counts one"
     " against the tenant's rate limit.",
-    responses=documented({200: {"description": 'The schedule, "state": "paused"'}}, 400, 404, 409, 422, 429),
+    responses=documented({200: answer(ScheduleOut, "The schedule, state paused")}, 400, 404, 409, 422, 429),
 )
 def pause_schedule(
-    name: Annotated[str, _NAME], pause: Annotated[PauseIn | None, Body()] = None
+    tenant: Tenant, name: Annotated[str, _NAME], pause: Annotated[PauseIn | None, Body()] = None
 ) -> Response[dict[str, Any]]:
-    paused = customer_schedules.pause(_tenant(), name, note=pause.note if pause else None)
+    paused = lifecycle.pause(tenant, name, note=pause.note if pause else None)
     return json_response(200, paused.public())
 
 
@@ -219,10 +216,10 @@ def pause_schedule(
     tags=["schedules"],
     summary="Resume a paused schedule",
     description="Idempotent: resuming an enabled schedule changes nothing. Counts one against the tenant's rate limit.",
-    responses=documented({200: {"description": 'The schedule, "state": "enabled"'}}, 404, 409, 422, 429),
+    responses=documented({200: answer(ScheduleOut, "The schedule, state enabled")}, 404, 409, 422, 429),
 )
-def resume_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    return json_response(200, customer_schedules.resume(_tenant(), name).public())
+def resume_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
+    return json_response(200, lifecycle.resume(tenant, name).public())
 
 
 @router.post(
@@ -236,8 +233,8 @@ def resume_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     ),
     responses=documented(
         {
-            202: {"description": '{"id", "status": "queued"}'},
-            200: {"description": '{"id", "status": "skipped", "reason"}'},
+            202: answer(AcceptedOut, "The run, queued (its id is its job's)"),
+            200: answer(SkippedRunOut, "The run, skipped under overlap skip, and why (recorded as a run)"),
         },
         400,
         404,
@@ -247,9 +244,9 @@ def resume_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     ),
 )
 def trigger_schedule(
-    name: Annotated[str, _NAME], request: Annotated[TriggerIn | None, Body()] = None
+    tenant: Tenant, name: Annotated[str, _NAME], request: Annotated[TriggerIn | None, Body()] = None
 ) -> Response[dict[str, Any]]:
-    triggered = runs.trigger(_tenant(), name, idempotency_key=request.idempotency_key if request else None)
+    triggered = runs.trigger(tenant, name, idempotency_key=request.idempotency_key if request else None)
     if triggered.status is Status.SKIPPED:
         return json_response(200, {"id": triggered.id, "status": str(triggered.status), "reason": triggered.reason})
     return json_response(202, {"id": triggered.id, "status": "queued"})
@@ -259,11 +256,10 @@ def trigger_schedule(
     "/v1/schedules/<name>",
     tags=["schedules"],
     summary="Delete a schedule (its runs stay)",
-    responses=documented({200: {"description": "Deleted"}}, 404, 409, 422, 429),
+    responses=documented({200: answer(ScheduleDeletedOut, "Deleted (its runs stay)")}, 404, 409, 422, 429),
 )
-def delete_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
-    if not customer_schedules.delete(_tenant(), name):
-        return error_response(404, "not_found", f"no schedule {name!r}")
+def delete_schedule(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
+    lifecycle.delete(tenant, name)
     return json_response(200, {"name": name, "deleted": True})
 
 
@@ -277,9 +273,11 @@ def delete_schedule(name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
         "are never skipped for overlap. Each run counts one against the tenant's rate limit, all or none."
     ),
     responses=documented(
-        {202: {"description": '{"runs": [{"id", "scheduled_for"}, ...]}, oldest first'}}, 400, 404, 409, 422, 429
+        {202: answer(BackfillOut, "The runs queued, one per firing time, oldest first")}, 400, 404, 409, 422, 429
     ),
 )
-def backfill_schedule(name: Annotated[str, _NAME], window: Annotated[BackfillIn, Body()]) -> Response[dict[str, Any]]:
-    backfilled = runs.backfill(_tenant(), name, window.start, window.end)
+def backfill_schedule(
+    tenant: Tenant, name: Annotated[str, _NAME], window: Annotated[BackfillIn, Body()]
+) -> Response[dict[str, Any]]:
+    backfilled = runs.backfill(tenant, name, window.start, window.end)
     return json_response(202, {"runs": [{"id": run.id, "scheduled_for": run.scheduled_for} for run in backfilled]})

@@ -13,7 +13,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from functions.api.answers import SigningSecretsOut
+from functions.api.caller import Tenant
 from functions.api.models import idempotency_key_field
+from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
 from shared.targets import signing_secrets
@@ -21,10 +24,6 @@ from shared.targets.http_policy import TargetPolicy
 from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
-
-
-def _tenant() -> str:
-    return router.context["tenant"]
 
 
 def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
@@ -38,9 +37,10 @@ def _view(secrets: list[signing_secrets.SigningSecret]) -> dict[str, Any]:
     description="Newest first; a secret with expires_at was rotated out and stays valid until then; one with a "
     "destination signs requests to that origin only; signs_from is when every request of its set began to carry "
     "its signature. The first call creates the tenant's first secret.",
+    responses=documented({200: answer(SigningSecretsOut, "The valid secrets, newest first")}),
 )
-def get_signing_secrets() -> Response[dict[str, Any]]:
-    return json_response(200, _view(signing_secrets.active(_tenant())))
+def get_signing_secrets(tenant: Tenant) -> Response[dict[str, Any]]:
+    return json_response(200, _view(signing_secrets.active(tenant)))
 
 
 class RotateIn(BaseModel):
@@ -71,18 +71,27 @@ class RotateIn(BaseModel):
     "secret: then from when every worker knows it. Until a destination's first secret's signs_from, its requests "
     "carry either the unbound signatures or its own (by the worker), and from then its own only: its receiver "
     "should accept both meanwhile.",
-    responses={
-        201: {"description": "Rotated: the secrets, the new one first"},
-        409: {"description": "The idempotency_key was used for another rotation (field: idempotency_key)"},
-    },
+    responses=documented(
+        {
+            201: answer(SigningSecretsOut, "Rotated: the secrets, the new one first"),
+            409: {
+                "description": "conflict: the idempotency_key was used for another rotation (field: idempotency_key)"
+            },
+        },
+        400,
+        413,
+        429,
+    ),
 )
-def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -> Response[dict[str, Any]]:
+def rotate_signing_secrets(
+    tenant: Tenant, request: Annotated[RotateIn | None, Body()] = None
+) -> Response[dict[str, Any]]:
     destination = request.destination if request is not None else None
-    policy = TargetPolicy.from_env(_tenant())
+    policy = TargetPolicy.from_env(tenant)
     origin = None if destination is None else signing_secrets.destination_origin(destination, policy)
-    rate_limit.check(_tenant())  # a rotation counts one against the tenant's rate limit (429 over it)
+    rate_limit.check(tenant)  # a rotation counts one against the tenant's rate limit (429 over it)
     key = request.idempotency_key if request is not None else None
-    return json_response(201, _view(signing_secrets.rotate(_tenant(), destination=origin, idempotency_key=key)))
+    return json_response(201, _view(signing_secrets.rotate(tenant, destination=origin, idempotency_key=key)))
 
 
 @router.post(
@@ -92,11 +101,13 @@ def rotate_signing_secrets(request: Annotated[RotateIn | None, Body()] = None) -
     description="The secret is removed at once: the API no longer lists it and no new signature uses it "
     f"(workers that read it earlier stop within {settings.SIGNING_SECRETS_CACHE_SECONDS} s); receivers should "
     "stop accepting it. The tenant's only valid secret cannot be expired: rotate first, then expire the old one.",
-    responses={
-        200: {"description": "Expired: the secrets left, newest first"},
-        404: {"description": "No valid signing secret with this id for this API key's tenant"},
-        409: {"description": "It is the only valid secret; rotate first"},
-    },
+    responses=documented(
+        {
+            200: answer(SigningSecretsOut, "Expired: the secrets left, newest first"),
+            404: {"description": "not_found: no valid signing secret with this id for this API key's tenant"},
+            409: {"description": "conflict: it is the only valid secret; rotate first"},
+        }
+    ),
 )
-def expire_signing_secret(secret_id: Annotated[str, Path(max_length=64)]) -> Response[dict[str, Any]]:
-    return json_response(200, _view(signing_secrets.expire(_tenant(), secret_id)))
+def expire_signing_secret(tenant: Tenant, secret_id: Annotated[str, Path(max_length=64)]) -> Response[dict[str, Any]]:
+    return json_response(200, _view(signing_secrets.expire(tenant, secret_id)))

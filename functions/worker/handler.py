@@ -1,6 +1,6 @@
 """Worker Lambda: SQS batch -> Powertools partial-batch processing -> the worker (shared/worker/receive.py).
 
-The handler reads the event and hands the records over, to be handled at once (receive.handle_all);
+The handler reads the event and hands the records over, to be handled at once (producer.handle_all);
 the completer (shared/worker/completer.py) makes every queue call for them. Its second event source is
 the backstop (shared/worker/backstop.py): those batches' messages are recorded dead and buried in the DLQ.
 """
@@ -28,9 +28,8 @@ from shared.aws.metrics import handed_back, job_outcome, metrics
 from shared.jobs import job_types
 from shared.model import Outcome
 from shared.worker import backstop
-from shared.worker.batch import Worker
 from shared.worker.delivery import Delivery
-from shared.worker.receive import Handled, handle_all
+from shared.worker.producer import Handled, Worker, handle_all
 from shared.worker.verdicts import HandBack
 
 logger = Logger(service="corral-worker")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -163,51 +162,25 @@ def backoff_seconds(
     return int(min(cap, delay * random.uniform(0.8, 1.2)))
 
 
-def _hand_back_unit_seconds() -> float:
-    return environment.current().hand_back_unit_seconds
-
-
-def _hand_back_max_seconds() -> float:
-    return environment.current().hand_back_max_seconds
-
-
-def hand_back_floor_seconds(receive_count: int, unit: float | None = None, cap: float | None = None) -> float:
-    """The least a delivery handed back without running stays away, after its `receive_count`-th receive.
-
-    It doubles every HAND_BACK_DOUBLING_RECEIVES receives, up to the cap (the visibility timeout):
-    each hand-back costs one receive of the queue's budget (maxReceiveCount), so the budget
-    must be spent over hours of a store outage, not minutes.
-    """
-    unit = _hand_back_unit_seconds() if unit is None else unit
-    cap = _hand_back_max_seconds() if cap is None else cap
-    return min(cap, unit * 2 ** ((max(receive_count, 1) - 1) / settings.HAND_BACK_DOUBLING_RECEIVES))
-
-
-def hand_back_seconds(receive_count: int, unit: float | None = None) -> int:
-    """The delay of one hand-back: the floor, plus up to 20 % jitter (never less: the floor is what
-    the outage arithmetic counts), in whole seconds as ChangeMessageVisibility takes them."""
-    floor = hand_back_floor_seconds(receive_count, unit)
-    return math.ceil(min(_hand_back_max_seconds(), floor * random.uniform(1.0, 1.2)))
-
-
 def retry_later(receipt_handle: str, delay_seconds: float, *, queue_url: str | None = None) -> None:
-    """Make a received message visible again after `delay_seconds` (not the full visibility timeout).
+    """Make a received message visible again after `delay_seconds` (not the full visibility timeout; how
+    long a hand-back waits is the worker's: shared/worker/delivery.py `hand_back_seconds`).
     `queue_url`: the queue it was received from, if not the jobs queue (the backstop)."""
     client("sqs").change_message_visibility(
         QueueUrl=queue_url or _queue_url(), ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, int(delay_seconds))
     )
 
 
-def send_waiting(message: JobMessage, delay_seconds: int, waited: str) -> None:
+def send_waiting(message: JobMessage, delay_seconds: int, attributes: Mapping[str, str]) -> None:
     """Send a waiting job's message again, as a fresh message (its receive count starts over), first
-    delivered after `delay_seconds`; `waited` (WAITING_ATTRIBUTE) carries its wait so far
+    delivered after `delay_seconds`; `attributes` (name -> string value) carry its wait so far
     (shared/worker/waiting.py). The caller then acknowledges the old message."""
     client("sqs").send_message(
         QueueUrl=_queue_url(),
         MessageBody=message.to_json(),
         DelaySeconds=min(max(0, delay_seconds), MAX_DELAY_SECONDS),
         MessageGroupId=message_group(message.tenant),
-        MessageAttributes={WAITING_ATTRIBUTE: {"DataType": "String", "StringValue": waited}},
+        MessageAttributes={name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()},
         **_traced(),
     )
 
@@ -233,9 +206,8 @@ def set_visibility(entries: Sequence[tuple[str, int]]) -> bool:
 
 
 # The message attributes corral reads and writes (SQS keeps a message's attributes when it moves it to a
-# dead-letter queue).
+# dead-letter queue); and a waiting job's wait so far, shared/worker/verdicts.py WAITING_ATTRIBUTE.
 REASON_ATTRIBUTE = "corral-reason"  # why a message is in the DLQ: set by the worker as it buries it
-WAITING_ATTRIBUTE = "corral-waiting"  # a waiting job's wait so far (shared/worker/waiting.py)
 _SCHEDULER_ERROR_ATTRIBUTES = ("ERROR_MESSAGE", "ERROR_CODE")  # EventBridge Scheduler's, on a firing it dead-letters
 
 

@@ -5,7 +5,7 @@ type's `@job_type(concurrency_key="<payload field>", concurrency_limit=...)`: th
 of its payload. A field, not a function: the worker reads it from the type's declaration, as it holds
 no customer code (the jobs function does; docs/decisions/customer-code-fence.md). At most
 `limit` of a tenant's jobs with one key run at once: the worker holds a running slot of the
-(tenant, key) pool for each (shared/worker/running_share.py, docs/decisions/concurrency-keys.md).
+(tenant, key) pool for each (shared/worker/key_slots.py, docs/decisions/concurrency-keys.md).
 """
 
 from __future__ import annotations

@@ -24,10 +24,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import environment, ids, settings
 from shared.aws import eventbridge, queue
 from shared.aws.clients import client, is_not_found
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict
 from shared.jobs import batches, listing
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
+from shared.jobs.status import JobNotFound
 from shared.model import BatchMember, JobMessage, JobRecord, Status
 from shared.store import job_control, job_items, job_store, keys
 from shared.store.id_secret import id_secret
@@ -39,18 +40,18 @@ _writers = ThreadPoolExecutor(max_workers=10, thread_name_prefix="retry")
 
 
 def _unrecorded(tenant: str, job_id: str, now: float) -> ids.IdInfo:
-    """What the id of a job with no record says, if it is this tenant's; else NotFound."""
+    """What the id of a job with no record says, if it is this tenant's; else JobNotFound."""
     info = ids.verify(id_secret(), tenant, job_id)
     if info is None:
-        raise NotFound(job_id)
+        raise JobNotFound(job_id)
     if info.minted_at is not None and now - info.minted_at > settings.MESSAGE_RETENTION_DAYS * _DAY:
-        raise NotFound(job_id)  # its message expired unrun long ago
+        raise JobNotFound(job_id)  # its message expired unrun long ago
     return info
 
 
 def _owned(item: dict[str, Any], tenant: str, job_id: str) -> JobRecord:
     if not item or item.get("tenant", {}).get("S") != tenant:
-        raise NotFound(job_id)
+        raise JobNotFound(job_id)
     return job_items.record_from_item(item)
 
 
@@ -70,7 +71,7 @@ def _far_future_message(job_id: str) -> JobMessage | None:
 def cancel(tenant: str, job_id: str) -> JobRecord:
     """Cancel a job that has not started. Idempotent: cancelling a cancelled job answers it again.
 
-    Conflict if it is running or finished; NotFound if it is not this tenant's; RateLimited over the
+    Conflict if it is running or finished; JobNotFound if it is not this tenant's; RateLimited over the
     tenant's rate (a cancel counts one).
     """
     rate_limit.check(tenant)
@@ -83,13 +84,13 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         if info.kind is not ids.IdKind.SCHEDULED:  # a schedule's run is never a far-future job
             far_future = _far_future_message(job_id)
         if far_future is not None and far_future.tenant != tenant:
-            raise NotFound(job_id)
+            raise JobNotFound(job_id)
     else:
         if existing.tenant != tenant:
-            raise NotFound(job_id)
+            raise JobNotFound(job_id)
         enqueued_at = existing.enqueued_at or now
     outcome = job_control.cancel(job_id, tenant, enqueued_at, now, known=far_future)
-    if isinstance(outcome, job_control.Refused):
+    if isinstance(outcome, job_control.Unchanged):
         record = _owned(outcome.item, tenant, job_id)
         if record.status is Status.CANCELLED:
             _count_in_batch(record)  # again: the cancel that wrote it may have died before counting it
@@ -154,7 +155,7 @@ def _retry(tenant: str, job_id: str, *, resend_queued: bool) -> JobMessage:
         _sent(job_id, now)
         return outcome
     if not outcome.item:
-        _unrecorded(tenant, job_id, now)  # NotFound unless this tenant's
+        _unrecorded(tenant, job_id, now)  # JobNotFound unless this tenant's
         raise Conflict(f"job {job_id} is queued and has not run yet; there is nothing to retry")
     record = _owned(outcome.item, tenant, job_id)
     if record.status is Status.QUEUED and record.retries:
@@ -204,7 +205,9 @@ def retry_dead(tenant: str, job_type: str | None, since: float | None, limit: in
         if message.batch is not None:
             batches.member_reopened(tenant, message.batch.id, message.batch.index, message.batch.generation)
     refused = [
-        job_id for job_id, outcome in zip(candidates, outcomes, strict=True) if isinstance(outcome, job_control.Refused)
+        job_id
+        for job_id, outcome in zip(candidates, outcomes, strict=True)
+        if isinstance(outcome, job_control.Unchanged)
     ]
     now_status = job_control.statuses(refused)
     skipped = [{"id": job_id, "reason": _why_skipped(now_status[job_id])} for job_id in refused]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from shared import ids, settings
+from shared.errors import NotFound
 from shared.model import JobRecord, Status
 from shared.store import job_store
 from shared.store.id_secret import id_secret
@@ -18,8 +19,15 @@ _rechecked: dict[str, float] = {}
 _RECHECKED_KEPT = 10_000
 
 
-def job_status(tenant: str, job_id: str) -> JobRecord | None:
-    """The job's record; `queued` for a valid id no worker has seen yet; None if unknown to this tenant.
+class JobNotFound(NotFound):
+    """No such job for this tenant: another tenant's job answers exactly the same."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"no job {job_id!r}")
+
+
+def job_status(tenant: str, job_id: str) -> JobRecord:
+    """The job's record; `queued` for a valid id no worker has seen yet; JobNotFound if unknown to this tenant.
 
     The status cache may answer "no record" after a worker wrote one: DAX keeps a miss (a negative entry)
     for its TTL, and a miss filled on one node just as the worker's write replicated to it can outlive
@@ -28,21 +36,27 @@ def job_status(tenant: str, job_id: str) -> JobRecord | None:
     STATUS_MISS_RECHECK_SECONDS per id and instance: a stale `queued` lasts that long, not the TTL."""
     found = job_store.get(job_id)
     if found is not None:
-        return found if found.tenant == tenant else None
+        return _owned(found, tenant, job_id)
     info = ids.verify(id_secret(), tenant, job_id)
     if info is None:
-        return None
+        raise JobNotFound(job_id)
     entered = info.due_at if info.due_at is not None else info.minted_at
     if entered is not None and _due_a_recheck(job_id, entered):
         found = job_store.get(job_id, consistent=True)
         if found is not None:
-            return found if found.tenant == tenant else None
+            return _owned(found, tenant, job_id)
     # A message lives MESSAGE_RETENTION_DAYS from when it enters the queue: at enqueue, or when due
     # for a delayed job (a far-future one waits in Scheduler, not in the queue, until then).
     entered_queue = info.due_at if info.due_at is not None else info.minted_at
     if entered_queue is not None and time.time() - entered_queue > settings.MESSAGE_RETENTION_DAYS * _DAY:
-        return None  # its message would have expired unrun long ago; nothing to report
+        raise JobNotFound(job_id)  # its message would have expired unrun long ago; nothing to report
     return JobRecord(id=job_id, status=Status.QUEUED, enqueued_at=info.minted_at, tenant=tenant)
+
+
+def _owned(record: JobRecord, tenant: str, job_id: str) -> JobRecord:
+    if record.tenant != tenant:
+        raise JobNotFound(job_id)
+    return record
 
 
 def _due_a_recheck(job_id: str, entered_queue: float) -> bool:

@@ -8,8 +8,8 @@ counters to the items found; with `prune`, it first gives back the holds whose s
 although they are long past due.
 
 First it finishes the tenant's schedule records left `creating` or `deleting` by requests that died
-(their schedule, record and unit go), and deletes the tenant's Scheduler schedules that have no
-record (shared/schedules/customer_schedules.py `repair`), so the count is of schedules that fire.
+(their schedule, record and unit go) or left `updating` (`repair_schedules`), and deletes the tenant's
+Scheduler schedules that have no record, so the count is of schedules that fire.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from botocore.exceptions import ClientError
 
 from shared import environment, settings
+from shared.aws import eventbridge
 from shared.aws.clients import client, is_not_found
 from shared.jobs import far_future
 from shared.jobs.enqueue import delayed_schedule_name
-from shared.schedules import customer_schedules
+from shared.schedules import lifecycle, queries
 from shared.store import schedule_items
 from shared.tenants import quotas
 
@@ -52,12 +53,36 @@ def _schedule_exists(job_id: str) -> bool:
     return True
 
 
+def scheduler_names_left(tenant: str) -> list[str]:
+    """Scheduler schedules of the tenant's prefix with no record (left by code older than the records' states)."""
+    prefix = lifecycle.scheduler_name(tenant, "")
+    recorded = {lifecycle.scheduler_name(tenant, item.name) for item in queries.list_for(tenant)}
+    return [found for found in eventbridge.names_with_prefix(prefix) if found not in recorded]
+
+
+def repair_schedules(tenant: str) -> list[str]:
+    """Finish the tenant's records left `creating`, `updating` or `deleting` by requests that died, and delete
+    its Scheduler schedules that have no record. The names of what it removed or updated."""
+    repaired = [
+        item.name
+        for item in queries.list_for(tenant)
+        if (lifecycle.is_stale(item) and lifecycle.finish_stale(tenant, item.name))
+        or (lifecycle.is_stale_update(item) and lifecycle.finish_stale_update(tenant, item.name))
+    ]
+    prefix = lifecycle.scheduler_name(tenant, "")
+    for left in scheduler_names_left(tenant):
+        if schedule_items.get(tenant, left.removeprefix(prefix)) is None:  # not recorded since it was listed
+            eventbridge.delete(left)
+            repaired.append(left)
+    return repaired
+
+
 def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Recount:
     """Set the tenant's counters to the schedules and far-future holds it has. Run it while the tenant
     is quiet: a unit taken or given back between the count and the write would be overwritten."""
     now = time.time() if now is None else now
     before = quotas.usage(tenant)
-    repaired = customer_schedules.repair(tenant)
+    repaired = repair_schedules(tenant)
     pruned: list[str] = []
     holds = far_future.held(tenant)
     if prune:

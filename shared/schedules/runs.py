@@ -1,6 +1,6 @@
 """A schedule's runs: the jobs its firings, its manual triggers and its backfills became.
 
-A firing's run is put on the queue by EventBridge Scheduler itself (shared/schedules/customer_schedules.py);
+A firing's run is put on the queue by EventBridge Scheduler itself (shared/schedules/lifecycle.py);
 a trigger's and a backfill's by the API, here, as the same job message the firing would carry, marked with
 what started it. Whatever started it, a run of a schedule that skips overlaps is checked at its claim
 (shared/store/schedule_runs.py), and a trigger is checked here first, so its answer can say "skipped".
@@ -18,7 +18,7 @@ from shared.aws import queue
 from shared.errors import InvalidRequest, Unavailable
 from shared.jobs.enqueue import check_job
 from shared.model import JobMessage, JobSpec, Overlap, Status, Trigger, format_scheduled_time
-from shared.schedules import customer_schedules, expressions
+from shared.schedules import expressions, queries
 from shared.store import schedule_runs
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
@@ -61,9 +61,7 @@ def trigger(tenant: str, name: str, idempotency_key: str | None = None) -> Trigg
     the schedule's name and the key, and the request holds nothing else, so no other request can reuse it.
     Until a worker has recorded the run, a retried trigger cannot tell it from a first one: it is checked
     for overlap and sent again (the same id: the claim runs it once)."""
-    schedule = customer_schedules.get(tenant, name)
-    if schedule is None:
-        raise customer_schedules.ScheduleNotFound(name)
+    schedule = queries.existing(tenant, name)
     rate_limit.check(tenant)
     now = time.time()
     secret = id_secret()
@@ -119,9 +117,7 @@ def backfill(tenant: str, name: str, start: datetime, end: datetime) -> list[Bac
         raise InvalidRequest("end", "must be after start")
     if end > now + timedelta(seconds=1):
         raise InvalidRequest("end", "must not be in the future: a backfill runs occurrences already due")
-    schedule = customer_schedules.get(tenant, name)
-    if schedule is None:
-        raise customer_schedules.ScheduleNotFound(name)
+    schedule = queries.existing(tenant, name)
     definition = schedule.definition
     times = expressions.firings_between(
         definition.expression,

@@ -10,19 +10,20 @@ from shared.store import job_items, table
 
 
 @dataclass(frozen=True)
-class Refused:
-    """The write's condition failed; `item` is the record as it is now ({} if there is none)."""
+class Unchanged:
+    """The write's condition failed and the record stays as it was: `item` is it now ({} if there is none,
+    or if it was not read back)."""
 
     item: dict[str, Any]
 
 
-def _update_unless_refused(job_id: str, *, explain: bool = True, **params: Any) -> dict[str, Any] | Refused:
-    """A conditional UpdateItem returning the new item, or Refused with the record as it is (`explain`:
-    read back when refused; else Refused({}), the caller needing no more than that it was refused)."""
+def _update_unless_refused(job_id: str, *, explain: bool = True, **params: Any) -> dict[str, Any] | Unchanged:
+    """A conditional UpdateItem returning the new item, or Unchanged with the record as it is (`explain`:
+    read back when refused; else Unchanged({}), the caller needing no more than that it was refused)."""
     returns = {"ReturnValues": "ALL_NEW"} | ({"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if explain else {})
     answer = job_items.write(Key=job_items.key(job_id), **returns, **params)
     if isinstance(answer, job_items.ConditionFailed):
-        return Refused(job_items.old_item(answer, job_id) if explain else {})
+        return Unchanged(job_items.old_item(answer, job_id) if explain else {})
     return answer["Attributes"]
 
 
@@ -68,7 +69,7 @@ def _cancel_update(
 
 def cancel(
     job_id: str, tenant: str, enqueued_at: float, now: float, known: JobMessage | None = None
-) -> JobRecord | Refused:
+) -> JobRecord | Unchanged:
     """Mark the job cancelled if it has not started: no record yet, queued by a retry, failed and
     waiting for its retry, or `running` under a lease that expired (its attempt died). A claim is a
     conditional write on the same item, so of a claim and a cancel racing, exactly one succeeds.
@@ -77,7 +78,7 @@ def cancel(
     cancelled job can be retried at once; otherwise the worker records it when the message arrives.
     """
     item = _update_unless_refused(job_id, **_cancel_update(job_id, tenant, enqueued_at, now, known))
-    if isinstance(item, Refused):
+    if isinstance(item, Unchanged):
         return item
     return job_items.record_from_item(item)
 
@@ -113,13 +114,13 @@ RETRYABLE = (Status.DEAD, Status.CANCELLED)
 
 def reset_for_retry(
     job_id: str, tenant: str, now: float, statuses: tuple[Status, ...] = RETRYABLE, *, explain: bool = True
-) -> JobMessage | Refused:
+) -> JobMessage | Unchanged:
     """Start a dead or cancelled job over: status `queued`, a fresh attempt budget, `retries` + 1.
 
     Attempts keep counting (the job's code sees attempt 3 after two that failed): the budget is
     fresh because the record's max_attempts becomes attempts so far + the job's own budget
     (`attempt_budget`, its max_attempts when first retried), and the claim counts the record's.
-    Returns that message, or Refused with the record as it is (`explain`), or Refused({}) (not `explain`:
+    Returns that message, or Unchanged with the record as it is (`explain`), or Unchanged({}) (not `explain`:
     a bulk retry, which reads only the status of the few it was refused). The record keeps its place in
     the listing and its first enqueue time; it expires like a finished one if its message never runs.
 
@@ -153,7 +154,7 @@ def reset_for_retry(
             ":ttl": job_items.n(job_items.expires_at(now)),
         },
     )
-    if isinstance(item, Refused):
+    if isinstance(item, Unchanged):
         return item
     return job_items.message_from_item(item, enqueued_at=now)
 

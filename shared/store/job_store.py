@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, JobRecord, OutcomeMessage, Overlap, Status, Trigger, result_json
+from shared.model import JobMessage, JobRecord, OutcomeMessage, Overlap, Started, Status, Trigger, result_json
 from shared.store import job_items, keys, schedule_runs, table
 
 
@@ -303,15 +303,6 @@ def _finish(
         ExpressionAttributeNames={"#status": "status"},
         ExpressionAttributeValues={":token": {"S": token}, ":running": {"S": Status.RUNNING}} | values,
     )
-
-
-@dataclass(frozen=True)
-class Started:
-    """When an attempt's code really started (its claim may have come earlier: a batch's jobs are claimed
-    together, shared/worker/claim_ahead.py), and whether it was the job's first attempt."""
-
-    at: float
-    first_attempt: bool = False
 
 
 def _started(started: Started | None) -> tuple[list[str], dict[str, Any]]:

@@ -1,6 +1,6 @@
 """Running slots: how many jobs of a pool run now, fleet-wide, against the pool's cap. A pool is a
 tenant (`running#<tenant>`, its `max_running` cap: shared/worker/running_share.py) or a tenant's
-concurrency key (`running#<tenant>#key#<key>`, the key's limit: docs/decisions/concurrency-keys.md).
+concurrency key (`running#<tenant>#key#<key>`, the key's limit: shared/worker/key_slots.py).
 
 One item per pool: `running`, the number of slots held, `holders`, the number of holders holding
 them, and one attribute per holder, `h_<holder id>` = {n: the slots it holds, until: epoch seconds

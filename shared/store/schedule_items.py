@@ -9,7 +9,7 @@ schedule), `active`, `updating` (an update, a pause or a resume is changing its 
 `pending` holds the definition it is applying), or `deleting` (a delete is removing it). `creating`,
 `updating` and `deleting` carry the owning request's `token` and `changing_since`; every change of
 state is a conditional write on them, so two requests never act on one record at once
-(shared/schedules/customer_schedules.py, docs/decisions/schedules.md). A record written before
+(shared/schedules/lifecycle.py, docs/decisions/schedules.md). A record written before
 states existed has none: it is active.
 
 What a schedule does (its expression, job, bounds, overlap policy, pause...) is its `Definition`: what

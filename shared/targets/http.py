@@ -30,7 +30,15 @@ from urllib3.exceptions import HTTPError as TransportError
 from shared import environment, settings
 from shared.jobs.registry import InvalidPayload, JobContext, JobDead, JobFailed, builtin_job_type
 from shared.targets import signing_secrets
-from shared.targets.http_policy import Refused, ResolutionFailed, Resolver, Target, TargetPolicy, check_url, resolve
+from shared.targets.http_policy import (
+    ResolutionFailed,
+    Resolver,
+    Target,
+    TargetPolicy,
+    TargetRefused,
+    check_url,
+    resolve,
+)
 
 METHODS = ("POST", "GET", "PUT", "PATCH", "DELETE")
 RETRYABLE_STATUSES = frozenset({408, 425, 429})  # and every 5xx
@@ -75,7 +83,7 @@ def _parse(payload: Any, policy: TargetPolicy) -> HttpRequest:
         raise InvalidPayload("payload.url", "required: the URL to call (a string)")
     try:
         target = check_url(url, policy)
-    except Refused as refused:
+    except TargetRefused as refused:
         raise InvalidPayload(f"payload.{refused.field}", refused.message) from refused
     method = payload.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in METHODS:
@@ -154,11 +162,11 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     try:
         request = _parse(payload, policy)
     except InvalidPayload as invalid:  # enqueued before a policy change, or by a path that skipped validation
-        what = "refused" if isinstance(invalid.__cause__, Refused) else "invalid payload"
+        what = "refused" if isinstance(invalid.__cause__, TargetRefused) else "invalid payload"
         raise JobDead(f"{what}: {invalid}; not contacted") from invalid
     try:
         address = resolve(request.target, policy, resolver)
-    except Refused as refused:
+    except TargetRefused as refused:
         raise JobDead(f"refused: {refused.message}; not contacted") from refused
     except ResolutionFailed as error:
         raise JobFailed(str(error)) from error
@@ -185,7 +193,7 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     }
     if (standard := signing_secrets.standard_signature(secrets, context.job_id, timestamp, request.body)) is not None:
         headers[signing_secrets.WEBHOOK_SIGNATURE_HEADER] = standard
-    # The job's own timeout stops the attempt anyway (shared/worker/deadline.py); the request's timeout ends
+    # The job's own timeout stops the attempt anyway (shared/worker/cover.py); the request's timeout ends
     # just before it, so a hanging endpoint reads as a timeout of the request, with its host named.
     timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))
     status, reason, response_headers, body, truncated = _send(request, address, headers, timeout)

@@ -44,7 +44,7 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _LOCALHOST_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback")
 
 
-class Refused(CorralError, ValueError):
+class TargetRefused(CorralError, ValueError):
     """The target may not be contacted; `field` names the payload field at fault."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -221,46 +221,46 @@ _NUMBER = re.compile(r"[0-9]+|0x[0-9a-f]*")  # a last label a resolver would rea
 
 def check_url(url: str, policy: TargetPolicy, field: str = "url") -> Target:
     """Enqueue-time checks of a job's URL: scheme, shape, port, and the host when the URL alone shows it
-    unsafe. Refused names `field`."""
+    unsafe. TargetRefused names `field`."""
     return _parse(url, policy, field, origin_only=False)
 
 
 def check_origin(text: str, policy: TargetPolicy, field: str = "destination") -> Target:
     """`check_url` for an origin (`scheme://host[:port]`, no path, query or fragment): the URL a
-    destination names, which the requests it signs must be able to reach. Refused names `field`."""
+    destination names, which the requests it signs must be able to reach. TargetRefused names `field`."""
     return _parse(text, policy, field, origin_only=True)
 
 
 def _parse(url: str, policy: TargetPolicy, field: str, *, origin_only: bool) -> Target:
-    """The one parser of a tenant's URLs; Refused naming `field` for anything it would not call."""
+    """The one parser of a tenant's URLs; TargetRefused naming `field` for anything it would not call."""
     if len(url) > settings.HTTP_URL_MAX_LENGTH:
-        raise Refused(field, f"longer than {settings.HTTP_URL_MAX_LENGTH} characters")
+        raise TargetRefused(field, f"longer than {settings.HTTP_URL_MAX_LENGTH} characters")
     if any(ord(c) < 33 or ord(c) == 127 for c in url):
-        raise Refused(field, "must not contain spaces or control characters")
+        raise TargetRefused(field, "must not contain spaces or control characters")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as error:
-        raise Refused(field, f"not a valid URL: {error}") from error
+        raise TargetRefused(field, f"not a valid URL: {error}") from error
     if parts.scheme not in policy.schemes:
         if origin_only:
             shown = " or ".join(f"{scheme}://" for scheme in policy.schemes)
-            raise Refused(field, f"must be an {shown} origin, e.g. https://hooks.example.com")
-        raise Refused(field, f"scheme must be {' or '.join(policy.schemes)}")
+            raise TargetRefused(field, f"must be an {shown} origin, e.g. https://hooks.example.com")
+        raise TargetRefused(field, f"scheme must be {' or '.join(policy.schemes)}")
     if "@" in parts.netloc:
-        raise Refused(field, "must not carry credentials (user:password@); an HTTP job sends them in headers")
+        raise TargetRefused(field, "must not carry credentials (user:password@); an HTTP job sends them in headers")
     host = (parts.hostname or "").rstrip(".")
     if not host:
-        raise Refused(field, "has no host")
+        raise TargetRefused(field, "has no host")
     if (problem := _host_problem(host)) is not None:
-        raise Refused(field, f"{host[:100]!r} is not a host name or IP address: {problem}")
+        raise TargetRefused(field, f"{host[:100]!r} is not a host name or IP address: {problem}")
     if origin_only and (parts.path not in ("", "/") or parts.query or parts.fragment or url.endswith(("?", "#"))):
-        raise Refused(field, "must be an origin only (scheme://host[:port]): no path, query or fragment")
+        raise TargetRefused(field, "must be an origin only (scheme://host[:port]): no path, query or fragment")
     literal = _ip_literal(host)
     loopback_host = (literal is not None and literal.is_loopback) or _loopback_name(host)
     if port == 0 or (port is not None and port not in policy.ports and not loopback_host):
         allowed = ", ".join(str(allowed) for allowed in sorted(policy.ports))
-        raise Refused(field, f"port {port} is not one HTTP jobs may call: {allowed} (an operator may add more)")
+        raise TargetRefused(field, f"port {port} is not one HTTP jobs may call: {allowed} (an operator may add more)")
     target = Target(
         scheme=parts.scheme,
         host=host,
@@ -269,9 +269,9 @@ def _parse(url: str, policy: TargetPolicy, field: str, *, origin_only: bool) -> 
     )
     if literal is not None:
         if (reason := why_refused(literal, policy)) is not None:
-            raise Refused(field, f"not a public address: {reason}")
+            raise TargetRefused(field, f"not a public address: {reason}")
     elif _loopback_name(host) and not policy.allow_loopback:
-        raise Refused(field, f"{host} is a loopback name")
+        raise TargetRefused(field, f"{host} is a loopback name")
     return target
 
 
@@ -328,7 +328,7 @@ def resolve(target: Target, policy: TargetPolicy, resolver: Resolver | None = No
     private_allowed = target.host in policy.private_hosts
     for address in addresses:
         if (reason := why_refused(address, policy, private_allowed=private_allowed)) is not None:
-            raise Refused("url", f"{target.host} resolves to a refused address: {reason}")
+            raise TargetRefused("url", f"{target.host} resolves to a refused address: {reason}")
     return str(addresses[0])
 
 

@@ -54,7 +54,7 @@ from shared import ids, settings
 from shared.errors import Conflict, InvalidRequest, NotFound
 from shared.store import signing_secret_items
 from shared.store.signing_secret_items import SigningSecret
-from shared.targets.http_policy import Refused, TargetPolicy, check_origin
+from shared.targets.http_policy import TargetPolicy, TargetRefused, check_origin
 
 SECRET_PREFIX = "whsec_"
 SIGNATURE_HEADER = "Corral-Signature"
@@ -105,7 +105,7 @@ def destination_origin(text: str, policy: TargetPolicy) -> str:
     a port no job may call is refused, since a secret bound to it would sign nothing."""
     try:
         target = check_origin(text.strip(), policy, "destination")
-    except Refused as refused:
+    except TargetRefused as refused:
         raise InvalidRequest(refused.field, refused.message) from refused
     return target.origin  # the same spelling as the origin of the requests it will sign, whatever was typed
 

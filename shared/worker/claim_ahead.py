@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from shared.jobs import job_types
 from shared.model import JobMessage
 from shared.store import job_store
-from shared.worker import deadline
+from shared.worker import cover
 from shared.worker.breaker import StoreBreaker, is_outage
 from shared.worker.delivery import Delivery
 
@@ -32,7 +32,7 @@ class ClaimsAhead:
 
     Only what `receive` would claim: a readable job message of a known type that fits the
     invocation's time, one per job, while the store answers. Each lease, like its message's
-    visibility (deadline.HiddenBatch), covers the job's own timeout plus the margin (the batch's jobs
+    visibility (cover.HiddenBatch), covers the job's own timeout plus the margin (the batch's jobs
     start together): if this worker dies, each job can be claimed again that soon. A claim that no
     job used (its delivery was handed back) is given back at the batch's end (`give_back_unused`).
     The claim records the claim's time; the outcome write records when the job's code really started.
@@ -41,7 +41,7 @@ class ClaimsAhead:
     def __init__(
         self, claimers: Executor, breaker: StoreBreaker, deliveries: Sequence[Delivery], jobs: Mapping[str, JobMessage]
     ) -> None:
-        """`jobs`: the batch's job messages whose ids verify, by SQS message id (shared/worker/batch.py)."""
+        """`jobs`: the batch's job messages whose ids verify, by SQS message id (shared/worker/producer.py)."""
         self._claims: dict[str, ClaimAhead] = {}  # by SQS message id
         if len(deliveries) < 2 or breaker.cooling:
             return
@@ -52,13 +52,13 @@ class ClaimsAhead:
             message = jobs.get(delivery.message_id)
             if message is None or job_types.lookup(message.type) is None:
                 continue
-            if delivery.seconds_left < deadline.seconds_needed_to_start(message):
+            if delivery.seconds_left < cover.seconds_needed_to_start(message):
                 continue  # handed back at its turn
             if message.id in claimed:
                 continue  # the same job twice: the second delivery finds it claimed at its turn
             claimed.add(message.id)
-            span = deadline.cover_span(deadline.timeout_of(message), delivery.seconds_left)
-            lease = deadline.lease_seconds(span)
+            span = cover.cover_span(cover.timeout_of(message), delivery.seconds_left)
+            lease = cover.lease_seconds(span)
             claim = claimers.submit(_claim_after, probe, message, delivery.message_id, now, lease)
             self._claims[delivery.message_id] = ClaimAhead(message.id, now, lease, claim)
             probe = probe or claim

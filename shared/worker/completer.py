@@ -11,7 +11,6 @@ a batch's environment for 225-360 ms at the herd's cron second. `finish` waits f
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -23,12 +22,13 @@ from shared.aws import queue
 from shared.aws.clients import aws_error_code
 from shared.errors import CorralError
 from shared.jobs import far_future, follow_ups
-from shared.model import JobMessage, Outcome, OutcomeMessage, Status
+from shared.model import JobMessage, Outcome, OutcomeMessage, Started, Status
 from shared.store import job_store
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
-from shared.worker.deadline import HiddenBatch
+from shared.worker.cover import HiddenBatch
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import (
+    WAITING_ATTRIBUTE,
     Attempt,
     Completed,
     Dead,
@@ -91,22 +91,15 @@ class Completer:
         self._breaker = breaker
         self._writers = writers
         self._hidden = hidden
-        self._hiding: Future[None] | None = None
         self._writes: list[tuple[Delivery, Future[None]]] = []
         self._carried: list[_Carried] = []
 
     def hide(self, seconds_left: float) -> None:
-        """Hide the batch's messages as it begins (deadline.HiddenBatch), on an outcome-writing thread:
+        """Hide the batch's messages as it begins (cover.HiddenBatch), on an outcome-writing thread:
         the jobs' claims and runs need not wait for the SQS call (measured, it was ~2 ms of each
         single-job batch's start here, more under load: docs/decisions/the-limit-and-a-peer.md). It lands within
         that call's time; any later visibility change of the batch's (a hand-back) waits for it."""
-        self._hiding = self._writers.submit(self._hidden.begin, seconds_left)
-
-    def _hidden_now(self) -> None:
-        """Wait for the batch's cover (best effort, as the cover itself: deadline.HiddenBatch)."""
-        if self._hiding is not None:
-            with contextlib.suppress(Exception):
-                self._hiding.result()
+        self._hidden.begin_on(self._writers, seconds_left)
 
     def settle(self, verdict: Verdict, delivery: Delivery) -> Settled:
         """Apply `verdict` to `delivery`: what the delivery answers. A finished job's outcome write and an
@@ -172,14 +165,14 @@ class Completer:
         late += self._send_carried()
         for each in late:
             self._hand_back(each.hand_back, each.delivery)
-        self._hidden_now()  # not after the invocation: the event source then deletes or returns the messages
+        self._hidden.landed()  # not after the invocation: the event source then deletes or returns the messages
         return late
 
     # Verdicts -----------------------------------------------------------------------------------------
 
     def _hand_back(self, hand_back: HandBack, delivery: Delivery) -> HandBack:
         if delivery.receipt_handle is not None and not hand_back.visibility_set:
-            self._hidden_now()  # the cover's visibility first, then the hand-back's
+            self._hidden.landed()  # the cover's visibility first, then the hand-back's
             queue.retry_later(delivery.receipt_handle, hand_back.delay_seconds, queue_url=delivery.queue_url)
         return hand_back
 
@@ -190,7 +183,7 @@ class Completer:
         if not wait.resend:
             return self._hand_back(wait.hand_back(), delivery)
         try:
-            queue.send_waiting(wait.job, wait.delay_seconds, wait.waited.to_attribute())
+            queue.send_waiting(wait.job, wait.delay_seconds, {WAITING_ATTRIBUTE: wait.waited.to_attribute()})
         except (*AWS_ERRORS, ParamValidationError):
             return self._hand_back(wait.hand_back(), delivery)
         return Outcome.RESENT
@@ -351,7 +344,7 @@ class Completer:
                     outcome.attempt_token,
                     outcome.result,
                     outcome.finished_at,
-                    started=job_store.Started(outcome.started_at),
+                    started=Started(outcome.started_at),
                     single_attempt=True,
                 )
             else:
@@ -399,8 +392,13 @@ class Completer:
             case job_store.Foreign():
                 queue.send_to_dlq(delivery.body, "forged job message: the job's record belongs to another tenant")
                 return Outcome.UNREADABLE
-            case job_store.Finished(status=status) if status is not Status.DEAD:
-                return Outcome.DUPLICATE  # a message left over of a job that ended: nothing to record or keep
+            case job_store.Finished(status=status, retries=retries) if status is not Status.DEAD:
+                # A message left over of a job that ended: nothing to record or keep, but what its end sets off
+                # is done (idempotent), as its delivery on the jobs queue would: it may be the only one left to
+                # do it (a member cancelled before any worker read it is counted in its batch only by its
+                # message; a delivery handed back to send a callback may have spent the receive budget).
+                pending = None if status is None else self._follow_up(job.in_run(retries), status, delivery)
+                return Outcome.DUPLICATE if pending is None else self._hand_back(pending, delivery)
             case job_store.Finished(retries=retries) | job_store.DeadNow(retries=retries):
                 if (pending := self._follow_up(job.in_run(retries), Status.DEAD, delivery)) is not None:
                     return self._hand_back(pending, delivery)

@@ -18,8 +18,7 @@ from typing import Any
 from shared.aws import queue
 from shared.jobs import fenced_job, job_logging, job_types, time_limit
 from shared.jobs.fenced_job import Answer
-from shared.model import JobMessage, result_problem
-from shared.store import job_store
+from shared.model import JobMessage, Started, result_problem
 from shared.worker import fence
 from shared.worker.verdicts import Attempt, Completed, Dead, Retry, Verdict
 
@@ -70,7 +69,7 @@ def run_claimed(message: JobMessage, attempt: int, token: str, timeout: int, lea
     """Run a claimed attempt: `Completed`, `Retry` while attempts are left, else `Dead`."""
     job_type = job_types.lookup(message.type)
     ran = run(message, job_type, attempt, timeout)
-    claimed = Attempt(message, token, job_store.Started(ran.started_at, first_attempt=attempt == 1), lease_end)
+    claimed = Attempt(message, token, Started(ran.started_at, first_attempt=attempt == 1), lease_end)
     if ran.failure is not None:
         if attempt >= message.max_attempts or ran.dead:
             return Dead(ran.failure, message, claimed)

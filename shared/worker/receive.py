@@ -1,5 +1,6 @@
-"""Receive: read a delivered message, claim its job, run it, and have the batch's completer settle
-the verdict, so that its outcome is recorded exactly once.
+"""Receive: judge one delivery (the producer, shared/worker/producer.py, hands each of a batch's to it on a
+thread of its own). Read its message, claim its job, run it through the executor, and have the batch's
+completer settle the verdict, so that its outcome is recorded exactly once.
 
 Delivery is at least once. The claim is a conditional write, so of several deliveries of one job
 only one runs at a time, and only the attempt that holds the claim can record an outcome. A message
@@ -12,67 +13,19 @@ While the store fails, a job's first delivery runs without a claim (shared/worke
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from shared.aws import metrics
 from shared.jobs import follow_ups, job_types
 from shared.model import JobMessage, Outcome, OutcomeMessage, Status, UnreadableMessage, read_message
 from shared.store import job_store
 from shared.store.id_secret import id_secret
-from shared.worker import deadline, executor, unclaimed, waiting
+from shared.worker import cover, executor, unclaimed, waiting
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.completer import Settled
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import Dead, Duplicate, Ended, HandBack, LateOutcome, Unreadable, Verdict
-
-# How long a delivery's handling may run before the batch's next one starts beside it.
-STAGGER_SECONDS = 0.05
-
-
-@dataclass(frozen=True)
-class Handled:
-    settled: Settled  # what the delivery answers
-    milliseconds: float  # how long handling it took
-
-
-def handle_all(
-    deliveries: Sequence[Delivery],
-    batch: Batch,
-    on_error: Callable[[Delivery, Exception], None],
-    handle_with: Callable[[Delivery, Batch], Settled] | None = None,
-) -> dict[str, Handled]:
-    """Handle a batch's deliveries, each on a thread of its own, each starting as the one before ends or
-    has run STAGGER_SECONDS: how each was handled, by message id. Run strictly one after another, a job
-    would wait out every earlier job's time, up to its timeout: one tenant's slow jobs would hold their
-    batch-mates' (docs/decisions/concurrent-batches.md).
-
-    A delivery whose handling fails with an error of ours or of a dependency (not a job's failure,
-    which is recorded) is handed back after `on_error` has seen it: its message comes back soon, later
-    each time, and reaches the backstop after the queue's receive budget, instead of staying hidden for its
-    job's whole visibility. `handle_with`: what handles one delivery (the backstop's has its own), else
-    `handle`."""
-    handle_delivery = handle_with or handle
-
-    def handle_one(delivery: Delivery) -> Handled:
-        began = time.perf_counter()
-        try:
-            settled = handle_delivery(delivery, batch)
-        except Exception as error:
-            on_error(delivery, error)
-            settled = batch.completer.settle(delivery.hand_back(f"record failed: {error!r}"), delivery)
-        return Handled(settled, round((time.perf_counter() - began) * 1000, 1))
-
-    running: dict[str, Future[Handled]] = {}
-    for delivery in deliveries:
-        running[delivery.message_id] = started = batch.runners.submit(handle_one, delivery)
-        # The next delivery starts when this one ends or has run STAGGER_SECONDS, whichever is first: quick
-        # jobs then run one after another, not ten threads contending for the interpreter (on a loaded
-        # worker that delayed a herd batch's last jobs by ~300 ms), and a slow one holds the rest that long.
-        wait([started], timeout=STAGGER_SECONDS)
-    return {message_id: future.result() for message_id, future in running.items()}
 
 
 def handle(delivery: Delivery, batch: Batch) -> Settled:
@@ -117,7 +70,7 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
             raise UnreadableMessage(f"unknown job type {message.type!r} on this worker", job=message.to_dict())
     except UnreadableMessage as unreadable:
         return Unreadable(unreadable.reason, unreadable.job)
-    if delivery.seconds_left < deadline.seconds_needed_to_start(message):
+    if delivery.seconds_left < cover.seconds_needed_to_start(message):
         # Handed back for an invocation with the time: a job started here would be cut off by the
         # invocation's own timeout, which holds every record of the batch for the visibility timeout.
         return delivery.hand_back("too little of the invocation left to start this job within its timeout")
@@ -133,7 +86,7 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
 
 def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool = True) -> Verdict:
     """Claim and run the job of a readable message whose id verified, under its concurrency key's slot
-    if it has one (waiting in the batch for it, unclaimed: shared/worker/running_share.py).
+    if it has one (waiting in the batch for it, unclaimed: shared/worker/key_slots.py).
 
     `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
     """
@@ -147,13 +100,13 @@ def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bo
 
 
 def _claim_and_run(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool) -> Verdict:
-    timeout = deadline.timeout_of(message)
+    timeout = cover.timeout_of(message)
     ahead = batch.claims.take(message, delivery)
     if ahead is None and batch.breaker.cooling:
         why = "the store failed moments ago"
         return unclaimed.without_claim(message, delivery, timeout, why, first_run=first_run)
     if ahead is None:
-        claimed_at, lease = time.time(), deadline.lease_seconds(timeout)
+        claimed_at, lease = time.time(), cover.lease_seconds(timeout)
     else:
         claimed_at, lease = ahead.claimed_at, ahead.lease
     try:
@@ -198,6 +151,6 @@ def _late_outcome(outcome: OutcomeMessage, delivery: Delivery, batch: Batch) -> 
     """An outcome that an earlier attempt sent, to record now; a `failed` one then runs the job's retry, claimed."""
     if batch.breaker.cooling:
         return delivery.hand_back("the store failed moments ago: not recording now")
-    if outcome.status is Status.FAILED and delivery.seconds_left < deadline.seconds_needed_to_start(outcome.job):
+    if outcome.status is Status.FAILED and delivery.seconds_left < cover.seconds_needed_to_start(outcome.job):
         return delivery.hand_back("too little of the invocation left to start this job within its timeout")
     return LateOutcome(outcome)

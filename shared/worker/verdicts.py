@@ -3,6 +3,22 @@ applies each one: every store write, DLQ send and visibility change it calls for
 
 A claimed attempt's verdict carries the `Attempt`, so the completer can write as that attempt (its
 token) and knows how long the job stays held if its outcome cannot be written (its lease).
+
+One delivery's result, Answer -> Ran -> Verdict -> Settled -> Handled, one value per step (only the
+completer, which turns a Verdict into Settled, writes anything):
+- `Answer` (shared/jobs/fenced_job.py): what a job's code did, on either side of the fence;
+- `Ran` (shared/worker/executor.py): that answer, with when the code started;
+- `Verdict` (here): what to do about the delivery;
+- `Settled` (shared/worker/completer.py `Completer.settle`): what the delivery answers, `Outcome | HandBack`;
+- `Handled` (shared/worker/producer.py `handle_all`): its `Settled`, and how long handling it took.
+
+Only a job that ran passes through `Answer` and `Ran`: the executor's `Completed`, `Retry` and `Dead`,
+and an unclaimed run's `RanUnclaimed` (shared/worker/unclaimed.py). The rest enter at `Verdict`:
+receive's (`Unreadable`, `HandBack`, `Wait`, `Duplicate`, `LateOutcome`, and `Dead` when every attempt
+died without an outcome) and the backstop's (`DeadLettered`, shared/worker/backstop.py). A `Wait`
+settles as a hand-back, or as `Outcome.RESENT` when its message is sent again. A delivery whose outcome
+write or outcome message fails after it was answered is handed back at the batch's end: a
+`LateHandBack` (completer.py), beside its `Handled`.
 """
 
 from __future__ import annotations
@@ -11,8 +27,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, OutcomeMessage, Status
-from shared.store.job_store import Started
+from shared.model import JobMessage, OutcomeMessage, Started, Status
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,11 @@ class HandBack:
     visibility_set: bool = False  # set already, as the batch began (a job over its tenant's cap)
 
 
+# The message attribute that carries a waiting job's `Waited` from message to message (SQS keeps it when
+# it moves the message to the backstop: its dead letter's reason says how long the job had waited).
+WAITING_ATTRIBUTE = "corral-waiting"
+
+
 @dataclass(frozen=True)
 class Waited:
     """A job's wait so far, carried from message to message (shared/worker/waiting.py)."""
@@ -81,6 +101,7 @@ class Waited:
     receives: int  # receives it has spent waiting, over all its messages
 
     def to_attribute(self) -> str:
+        """Its WAITING_ATTRIBUTE's value."""
         return json.dumps({"since": self.since, "why": self.why, "receives": self.receives}, separators=(",", ":"))
 
     @classmethod

@@ -23,9 +23,8 @@ import time
 from enum import StrEnum
 
 from shared import environment
-from shared.aws import queue
 from shared.model import JobMessage
-from shared.worker.delivery import Delivery
+from shared.worker.delivery import Delivery, hand_back_seconds
 from shared.worker.verdicts import Wait, Waited
 
 
@@ -45,7 +44,7 @@ def receives_waited(delivery: Delivery) -> int:
 def delay_seconds(delivery: Delivery, unit: float | None = None) -> int:
     """How long the delivery's job waits this time: a hand-back's delay from `unit` (None: any hand-back's),
     by the receives it has waited."""
-    return queue.hand_back_seconds(receives_waited(delivery), unit=unit)
+    return hand_back_seconds(receives_waited(delivery), unit=unit)
 
 
 def wait(

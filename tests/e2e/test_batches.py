@@ -67,7 +67,7 @@ def _all_succeeded(api, chaos, batch: dict[str, Any], total: int) -> None:
 def _wait_running(api, job_ids: list[str], timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(api.job(job_id)["status"] == "running" for job_id in job_ids[:10]):
+        if any(api.get(job_id)["status"] == "running" for job_id in job_ids[:10]):
             return
         time.sleep(0.1)
     raise AssertionError(f"no job of the batch ran within {timeout:.0f}s")
@@ -80,7 +80,7 @@ def test_a_batch_of_fifty_with_failures_completes_with_failures_and_runs_on_comp
     batch = api.batches.wait(created["id"], timeout=180)
 
     _completed_with_failures(api, chaos, batch)
-    member = api.job(api.batches.jobs(created["id"])[0])
+    member = api.get(api.batches.jobs(created["id"])[0])
     assert member["batch"] == created["id"]
 
 
@@ -144,5 +144,5 @@ def test_a_batch_key_reused_for_other_jobs_answers_409_naming_it_and_the_first_b
     assert api.batches.create(first_jobs, idempotency_key=key) == created  # the same request: the first answer
     batch = api.batches.wait(created["id"], timeout=120)
     assert (batch["status"], batch["succeeded"]) == ("succeeded", 2)
-    results = sorted(api.job(job_id)["result"]["first"] for job_id in api.batches.jobs(created["id"]))
+    results = sorted(api.get(job_id)["result"]["first"] for job_id in api.batches.jobs(created["id"]))
     assert results == [1, 2]  # the first request's jobs ran, as its members

@@ -11,7 +11,7 @@ def _wait_all(api, job_ids, timeout=90):
     pending, done = set(job_ids), {}
     while pending and time.monotonic() < deadline:
         for job_id in list(pending):
-            job = api.job(job_id)
+            job = api.get(job_id)
             if job["status"] in ("succeeded", "dead"):
                 done[job_id] = job
                 pending.discard(job_id)

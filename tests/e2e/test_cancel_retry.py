@@ -91,7 +91,7 @@ def test_a_bad_cursor_or_status_is_a_422_naming_it(tenant_api):
 
 def test_a_dead_job_retried_runs_again_and_succeeds(tenant_api, ran):
     job_id = ran["retried"]
-    assert tenant_api.job(job_id)["status"] == "dead"
+    assert tenant_api.get(job_id)["status"] == "dead"
 
     response = tenant_api.request("POST", f"/v1/jobs/{job_id}/retry")
 
@@ -115,7 +115,7 @@ def test_a_delayed_job_cancelled_before_it_runs_never_runs_and_can_be_retried(te
     assert (again.status_code, again.json()) == (200, cancelled)  # idempotent
     # The message arrives after its delay: the worker acknowledges it unrun and records its payload.
     deadline = time.monotonic() + 45
-    while "payload" not in (job := tenant_api.job(job_id)) and time.monotonic() < deadline:
+    while "payload" not in (job := tenant_api.get(job_id)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert (job["status"], job["attempts"], job["result"], job["payload"]) == ("cancelled", 0, None, {"late": True})
 

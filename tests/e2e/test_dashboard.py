@@ -163,11 +163,11 @@ def test_a_delayed_job_is_cancelled_from_the_ui_and_never_runs(tab, tenant):
     page.fill("input[name=job-id]", delayed)
     page.get_by_role("button", name="Cancel job").click()
     page.locator(".alert-success").wait_for()
-    assert tenant.job(delayed)["status"] == "cancelled"
+    assert tenant.get(delayed)["status"] == "cancelled"
     tab.shot("06-delayed")
     # Its message arrives after the delay; the worker acknowledges it unrun (the payload gets recorded).
     deadline = time.monotonic() + DELAY_SECONDS + 40
-    while "payload" not in (job := tenant.job(delayed)) and time.monotonic() < deadline:
+    while "payload" not in (job := tenant.get(delayed)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert (job["status"], job["attempts"], job["result"]) == ("cancelled", 0, None)
 

@@ -27,7 +27,7 @@ def test_a_live_jobs_message_moved_to_the_dead_letter_queue_ends_it_dead_with_th
     job_id = ids.timed_id(job_id_secret, "demo")
     body = json.dumps(job_message(job_id))
     sqs.send_message(QueueUrl=deployed.queue_url(), MessageBody=body, DelaySeconds=settings.MAX_SQS_DELAY_SECONDS)
-    assert api.job(job_id)["status"] == "queued"
+    assert api.get(job_id)["status"] == "queued"
 
     sqs.send_message(QueueUrl=deployed.queue_url(settings.BACKSTOP_NAME), MessageBody=body)
 

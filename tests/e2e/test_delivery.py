@@ -20,5 +20,5 @@ def test_a_duplicated_message_runs_once(api, deployed, job_id_secret):
     job = api.wait(job_id)
     time.sleep(2)  # let every copy be delivered and acked
 
-    assert api.job(job_id)["attempts"] == 1
+    assert api.get(job_id)["attempts"] == 1
     assert job["status"] == "succeeded"

@@ -20,7 +20,7 @@ def test_a_job_no_worker_has_seen_yet_reports_queued(api):
     body = {"type": "echo", "payload": {"later": True}, "delay_seconds": 30}
     job_id = api.request("POST", "/v1/jobs", json=body).json()["id"]
 
-    job = api.job(job_id)
+    job = api.get(job_id)
 
     assert job["status"] == "queued"
     assert job["attempts"] == 0

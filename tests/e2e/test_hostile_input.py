@@ -40,7 +40,7 @@ def _wait_all(api, job_ids: dict[str, str], timeout: float) -> dict[str, dict]:
     """Each job's view once all have finished, or as they stand when `timeout` runs out (bounded)."""
     deadline = time.monotonic() + timeout
     while True:
-        jobs = {name: api.job(job_id) for name, job_id in job_ids.items()}
+        jobs = {name: api.get(job_id) for name, job_id in job_ids.items()}
         if all(job["status"] in FINISHED for job in jobs.values()) or time.monotonic() > deadline:
             return jobs
         time.sleep(0.5)
@@ -152,6 +152,6 @@ def test_scheduler_keywords_in_a_schedules_payload_are_422(api):
 def test_a_job_delayed_beyond_the_queues_retention_reports_queued(api):
     job_id = api.enqueue("echo", {"later": True}, delay_seconds=30 * 86_400)
 
-    job = api.job(job_id)
+    job = api.get(job_id)
 
     assert job["status"] == "queued"  # the 15th day is a unit test (tests/unit/test_api_input.py): no time travel here

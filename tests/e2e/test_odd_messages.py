@@ -107,7 +107,7 @@ def test_a_forged_tenant_does_not_take_over_another_tenants_job(api, other_tenan
     _, reason = _dead_letter(deployed, forged["payload"]["marker"])
     assert "does not verify for tenant 'other-tenant'" in reason
     assert other_tenant_api.request("GET", f"/v1/jobs/{job_id}").status_code == 404
-    job = api.job(job_id)
+    job = api.get(job_id)
     assert job["type"] == "fail"
     assert job["result"] is None
 

@@ -3,7 +3,7 @@
 Nothing is lost and nothing is recorded twice: each job ends with exactly one
 successful outcome write reaching the store (counted at the fault proxy).
 The local profile's worker keeps each received message hidden for about the running job's
-timeout plus 10 s (at most 15 s with its 5 s ceiling; shared/worker/deadline.py), so a killed attempt
+timeout plus 10 s (at most 15 s with its 5 s ceiling; shared/worker/cover.py), so a killed attempt
 comes back within that, or the queue's 35 s visibility timeout if the worker died before hiding it; the
 poison job is enqueued first (module fixture) so its two waits overlap the other tests.
 
@@ -33,7 +33,7 @@ def _wait_status(api, job_ids: list[str], status: str, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for job_id in job_ids:
-            if api.job(job_id)["status"] == status:
+            if api.get(job_id)["status"] == status:
                 return job_id
         time.sleep(0.1)
     raise AssertionError(f"none of {job_ids} reached {status!r} in {timeout:.0f}s")
@@ -49,7 +49,7 @@ def test_a_store_blip_loses_nothing_and_records_nothing_twice(api, chaos, poison
     enqueued_in_blip, polls_in_blip = [], []
     while time.monotonic() - blip_started < 4:
         enqueued_in_blip.append(api.enqueue("echo", {"during": "blip"}))  # raises on anything but 202
-        polls_in_blip.append(api.job(cached_job)["status"])  # a cache hit: answered without the store
+        polls_in_blip.append(api.get(cached_job)["status"])  # a cache hit: answered without the store
         time.sleep(0.2)
     injected = {name: n for name, n in chaos.stats()["proxy"].items() if name.endswith(".injected")}
 

@@ -21,7 +21,7 @@ from botocore.exceptions import ClientError
 
 from client import Corral
 from shared import settings
-from shared.schedules.customer_schedules import scheduler_name
+from shared.schedules.lifecycle import scheduler_name
 
 TICK_ALLOWANCE = 25  # seconds: the emulator's 10 s tick, plus the worker, plus a shared machine
 TIMEZONE = "Asia/Kolkata"  # UTC+05:30: a cron read in UTC instead fires hours off
@@ -90,7 +90,7 @@ def created(api: Corral) -> Created:
 def test_an_at_schedule_fires_once(api: Corral, deployed, created: Created) -> None:
     runs = _wait_for_runs(api, created.name("at"), until=created.at_time.timestamp() + TICK_ALLOWANCE)
     assert len(runs) == 1, f"at() should fire exactly once by {TICK_ALLOWANCE}s after its time: {runs}"
-    job = api.job(runs[0]["id"])
+    job = api.get(runs[0]["id"])
     assert job["status"] == "succeeded" and job["result"] == {"from": "a schedule"}
     assert job["schedule"] == created.name("at")
     lateness = job["enqueued_at"] - created.at_time.timestamp()
@@ -109,7 +109,7 @@ def test_a_cron_schedule_fires_at_the_minute(api: Corral, created: Created) -> N
     due = created.next_minute.timestamp()
     runs = _wait_for_runs(api, created.name("cron"), until=due + TICK_ALLOWANCE)
     assert runs, f"cron(* * * * ? *) did not fire within {TICK_ALLOWANCE}s of {_iso(created.next_minute)}"
-    job = api.job(runs[-1]["id"])  # the oldest run: the first firing
+    job = api.get(runs[-1]["id"])  # the oldest run: the first firing
     lateness = job["enqueued_at"] - due
     print(f"\ncron(): entered the queue {lateness:.1f}s after the minute")
     assert 0 <= lateness <= TICK_ALLOWANCE
@@ -122,7 +122,7 @@ def test_a_rate_schedule_fires_every_interval(api: Corral, created: Created) -> 
     # interval from creation and then waits for its tick.
     runs = _wait_for_runs(api, created.name("rate"), until=created.created_at + 60 + TICK_ALLOWANCE)
     assert runs, f"rate(1 minute) did not fire within {60 + TICK_ALLOWANCE}s of creation"
-    job = api.job(runs[0]["id"])
+    job = api.get(runs[0]["id"])
     assert job["status"] == "succeeded" and job["attempts"] == 1
     after = job["enqueued_at"] - created.created_at
     print(f"\nrate(1 minute): the first firing entered the queue {after:.1f}s after creation")
@@ -168,7 +168,7 @@ def test_a_duplicate_firing_runs_once(api: Corral, deployed, created: Created) -
     time.sleep(2)  # let the second copy be delivered and acked
     runs = _schedule(api, name)["runs"]
     assert [run["scheduled_for"] for run in runs] == ["2030-01-01T00:00:00Z"]
-    assert api.job(runs[0]["id"])["attempts"] == 1
+    assert api.get(runs[0]["id"])["attempts"] == 1
 
 
 def test_schedules_are_listed_shown_and_deleted_per_tenant(
@@ -223,7 +223,7 @@ def test_a_bad_schedule_is_refused_naming_the_field(api: Corral, change: dict, f
 
 def test_a_job_due_beyond_15_minutes_becomes_a_one_time_schedule(api: Corral, deployed) -> None:
     job_id = api.enqueue("echo", {"much": "later"}, delay_seconds=3600)
-    assert api.job(job_id)["status"] == "queued"
+    assert api.get(job_id)["status"] == "queued"
     entry = deployed.aws("scheduler").get_schedule(Name=f"d-{job_id}", GroupName=settings.SCHEDULE_GROUP)
     assert entry["ScheduleExpression"].startswith("at(")
     assert entry["ActionAfterCompletion"] == "DELETE"

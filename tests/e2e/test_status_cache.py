@@ -27,7 +27,7 @@ def test_a_thousand_polls_of_a_finished_job_cost_a_handful_of_store_reads(deploy
     reads_before = _store_reads(chaos, job_id)
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        statuses = list(pool.map(lambda _: api.job(job_id)["status"], range(1000)))
+        statuses = list(pool.map(lambda _: api.get(job_id)["status"], range(1000)))
 
     assert statuses == ["succeeded"] * 1000
     assert _store_reads(chaos, job_id) - reads_before <= 3
@@ -37,7 +37,7 @@ def test_a_job_polled_before_it_ran_shows_its_outcome_at_once_write_through(api,
     # The first poll finds no record and the cache keeps that "not found" for its TTL (5 min);
     # the worker's writes go through the cache, so they replace it, and polls never go stale.
     job_id = api.enqueue("echo", {"early": True}, delay_seconds=2)
-    assert api.job(job_id)["status"] == "queued"
+    assert api.get(job_id)["status"] == "queued"
 
     job = api.wait(job_id, timeout=30)
 

@@ -1,6 +1,6 @@
 """A worker environment that dies costs its batch about one job's timeout plus the margin, on the
 embedded stack as on AWS: the worker keeps its messages hidden that long at a time
-(shared/worker/deadline.py `HiddenBatch`), so they come back before the queue's own visibility timeout.
+(shared/worker/cover.py `HiddenBatch`), so they come back before the queue's own visibility timeout.
 
 After test_resilience.py on purpose: its poison job kills every environment it lands in until it
 is dead, which would take this batch's takeover down a second time.
@@ -9,7 +9,7 @@ is dead, which would take this batch's takeover down a second time.
 import time
 
 from shared import settings
-from shared.worker import deadline
+from shared.worker import cover
 from tests.e2e.helpers import outcome_writes
 
 LOCAL = settings.PROFILES["local"]
@@ -20,7 +20,7 @@ def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeo
     outcomes = api.enqueue_many([{"type": "sleep", "payload": {"seconds": 2}} for _ in range(3)])
     jobs = [outcome.id for outcome in outcomes]
     started = time.monotonic()
-    while not any(api.job(job_id)["status"] == "running" for job_id in jobs) and time.monotonic() - started < 30:
+    while not any(api.get(job_id)["status"] == "running" for job_id in jobs) and time.monotonic() - started < 30:
         time.sleep(0.1)
     # The claims made ahead read `running` a moment before the batch's cover is set (the two start
     # together): kill inside the first job, once the cover holds, as a real death would come.
@@ -35,10 +35,10 @@ def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeo
     # Back once the running job could no longer be running: its timeout (the 5 s ceiling) + the 10 s
     # margin from the batch's start, plus the killed environments' cold start (~17 s after the kill on
     # a quiet machine); the queue's visibility timeout would have held them 35 s.
-    cover = LOCAL.job_timeout_ceiling_seconds + deadline.MARGIN_SECONDS
+    covered = LOCAL.job_timeout_ceiling_seconds + cover.MARGIN_SECONDS
     # The jobs the death cut short (attempt 2). On a loaded machine the event source may have split the
     # three over two batches, and a job still waiting on the queue at the kill runs at once, as attempt 1.
     rerun = [job for job in finished if job["attempts"] > 1]
     assert rerun, "the kill cut no job short"
     first_rerun = min(job["started_at"] for job in rerun) - killed_at
-    assert cover - 3 < first_rerun < LOCAL.visibility_timeout_seconds - 3
+    assert covered - 3 < first_rerun < LOCAL.visibility_timeout_seconds - 3

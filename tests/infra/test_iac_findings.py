@@ -111,15 +111,16 @@ def test_R12_every_vpc_function_depends_on_its_network_interface_policy(aws_temp
 
 def _capacity(resources: dict[str, dict], stage: str = "") -> tuple[int, int, int | None, dict]:
     """(API reservation, the worker's most, the jobs function's reservation or None, the poller config)."""
-    (mapping,) = _of_type(resources, "AWS::Lambda::EventSourceMapping").values()
-    pollers = mapping["Properties"]["ProvisionedPollerConfig"]
+    mappings = [m["Properties"] for m in _of_type(resources, "AWS::Lambda::EventSourceMapping").values()]
+    (pollers,) = [m["ProvisionedPollerConfig"] for m in mappings if "ProvisionedPollerConfig" in m]  # the jobs queue
+    (backstop,) = [m["ScalingConfig"]["MaximumConcurrency"] for m in mappings if "ScalingConfig" in m]
     jobs = [
         f["Properties"].get("ReservedConcurrentExecutions")
         for f in _of_type(resources, "AWS::Lambda::Function").values()
         if str(f["Properties"].get("FunctionName", "")).endswith("jobcode")
     ]
     api = _function(resources, settings.names(stage).api_function)["ReservedConcurrentExecutions"]
-    worker_most = pollers["MaximumPollers"] * settings.INVOKES_PER_POLLER
+    worker_most = pollers["MaximumPollers"] * settings.INVOKES_PER_POLLER + backstop
     return api, worker_most, (jobs[0] if jobs else None), pollers
 
 
@@ -155,8 +156,8 @@ def small_stage(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 def test_R16_a_stage_takes_the_share_of_the_account_its_context_gives_it(small_stage: Synthesized):
     resources = _resources(small_stage)
     api, worker_most, jobs, pollers = _capacity(resources, "dev")
-    assert (api, worker_most, jobs) == (50, 200, None)
-    assert pollers == {"MinimumPollers": 20, "MaximumPollers": 20}  # the minimum never above the maximum
+    assert (api, worker_most, jobs) == (50, 192, None)  # 19 pollers and the backstop's 2
+    assert pollers == {"MinimumPollers": 19, "MaximumPollers": 19}  # the minimum never above the maximum
     (stage,) = _of_type(resources, "AWS::ApiGatewayV2::Stage").values()
     throttle = stage["Properties"]["DefaultRouteSettings"]
     assert (throttle["ThrottlingRateLimit"], throttle["ThrottlingBurstLimit"]) == (1000, 500)
@@ -173,9 +174,9 @@ def test_R16_a_stage_takes_the_share_of_the_account_its_context_gives_it(small_s
     ("context", "why"),
     [
         ({"corral:concurrency": "950"}, r"more than the account's 1000 less the 100"),
-        ({"corral:concurrency": "410"}, r"needs at least 2 \(give the stage at least 420"),
-        ({"corral:jobs": "examples/jobs", "corral:concurrency": "600"}, r"give the stage at least 620"),
-        ({"corral:worker_max_pollers": "60"}, r"the worker's 600 \(60 pollers\) are more than the stage's 900"),
+        ({"corral:concurrency": "410"}, r"needs at least 2 \(give the stage at least 422"),
+        ({"corral:jobs": "examples/jobs", "corral:concurrency": "600"}, r"give the stage at least 622"),
+        ({"corral:worker_max_pollers": "60"}, r"the worker's 602 \(60 pollers\) are more than the stage's 900"),
         ({"corral:worker_min_pollers": "30", "corral:worker_max_pollers": "25"}, r"30 is more than the maximum, 25"),
         ({"corral:api_throttle_rate": "100", "corral:api_throttle_burst": "200"}, r"200 is more than the rate"),
         ({"corral:api_reserved_concurrency": "many"}, r"'many' is not a whole number"),

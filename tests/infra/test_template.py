@@ -42,8 +42,8 @@ def test_the_stage_throttle_is_below_the_account_quota_and_the_api_has_reserved_
     worker = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
     assert "ReservedConcurrentExecutions" not in worker
     # The workers' most (10 invokes a poller) and the API's reservation fit the default account quota.
-    workers_most = settings.WORKER_MAX_POLLERS * 10
-    assert workers_most + settings.API_RESERVED_CONCURRENCY <= capacity.ACCOUNT_CONCURRENCY
+    workers_most = settings.WORKER_MAX_POLLERS * 10 + settings.BACKSTOP_MAX_CONCURRENCY
+    assert workers_most + settings.API_RESERVED_CONCURRENCY <= settings.ACCOUNT_CONCURRENCY
     assert capacity.plan(capacity.Inputs())["api_concurrency_at_burst"] <= settings.API_RESERVED_CONCURRENCY
     local_api = _only(local_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})
     assert "ReservedConcurrentExecutions" not in local_api["Properties"]
@@ -74,7 +74,7 @@ def test_default_stage_is_throttled_and_writes_access_logs(aws_template: Templat
 def test_the_worker_runs_15_minute_jobs_on_aws_and_the_queue_outlasts_its_timeout(
     aws_template: Template, local_template: Template
 ):
-    """SQS event sources need visibility >= the function timeout; per-job visibility does the rest (deadline.py)."""
+    """SQS event sources need visibility >= the function timeout; per-job visibility does the rest (cover.py)."""
     for template, profile in ((aws_template, AWS), (local_template, LOCAL)):
         queue = _only(template, "AWS::SQS::Queue", {"QueueName": settings.QUEUE_NAME})["Properties"]
         worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]

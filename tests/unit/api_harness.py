@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from functions.api.handler import handler
-from tests.events import FakeLambdaContext, http_api_event
+from local.events import FakeLambdaContext, http_api_event
 
 
 def answer(method: str, path: str, key: str, body: Any = None, query: dict[str, str] | None = None) -> tuple[int, Any]:

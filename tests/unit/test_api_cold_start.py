@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from functions.api import job_schemas
+from local.events import FakeLambdaContext, http_api_event
 from shared import settings as corral_settings
 from shared.environment import FunctionEnv
 from shared.jobs import job_types
 from shared.tenants import tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,6 +33,10 @@ NOT_ON_THE_ENQUEUE_PATH = (
     "functions.api.resolver",
     "functions.api.jobs",
     "functions.api.openapi_docs",
+    "functions.api.answers",
+    "functions.api.caller",
+    "functions.api.models",
+    "functions.api.batches",
     "functions.api.dashboard_files",
     "functions.api.operator",
     "functions.api.control",
@@ -42,7 +46,9 @@ NOT_ON_THE_ENQUEUE_PATH = (
     "shared.jobs.stats",
     "shared.jobs.control",
     "shared.targets.signing_secrets",
-    "shared.schedules.customer_schedules",
+    "shared.schedules.definitions",
+    "shared.schedules.lifecycle",
+    "shared.schedules.queries",
     "shared.targets.http",
     "shared.targets.http_policy",
     "shared.operations.dead_letters",
@@ -64,7 +70,7 @@ forbidden = json.loads(sys.argv[1])
 loaded_at_import = sorted(name for name in forbidden if name in sys.modules)
 import boto3
 from moto import mock_aws
-from tests.events import FakeLambdaContext, http_api_event
+from local.events import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.store import table_schema
 from shared.tenants import tenants

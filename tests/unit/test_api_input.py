@@ -13,10 +13,10 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from functions.api import body as request_body
+from local.events import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.aws import eventbridge, queue
 from shared.tenants import tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 
 def _nested(levels: int, leaf=1):

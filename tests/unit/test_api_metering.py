@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import JobMessage, JobSpec, Status
-from shared.schedules import customer_schedules
+from shared.schedules import definitions, lifecycle, queries
 from shared.store import job_store
 from shared.targets import signing_secrets
 from shared.tenants import quotas, tenants
 from shared.worker.delivery import Delivery
-from tests.events import FakeLambdaContext, http_api_event
 from tests.unit.worker_harness import work
 
 
@@ -81,9 +81,9 @@ _ROUTES = {
 def test_a_write_route_answers_429_once_the_bucket_is_empty_and_changes_nothing(call, scheduler_env, route):
     dead = _dead_job()
     waiting = enqueue("acme", JobRequest(JobSpec("echo"), delay_seconds=600))
-    customer_schedules.create("acme", customer_schedules.ScheduleRequest("kept", "rate(1 hour)", JobSpec("echo")))
+    lifecycle.create("acme", definitions.ScheduleRequest("kept", "rate(1 hour)", JobSpec("echo")))
     secrets = signing_secrets.active("acme")
-    kept = customer_schedules.get("acme", "kept").public()
+    kept = queries.get("acme", "kept").public()
     _empty_the_bucket(call)
     sent = _queued(scheduler_env)
 
@@ -91,8 +91,8 @@ def test_a_write_route_answers_429_once_the_bucket_is_empty_and_changes_nothing(
 
     assert job_store.get(dead.id).status is Status.DEAD
     assert job_store.get(waiting.id) is None  # never cancelled: no record written
-    assert [item.name for item in customer_schedules.list_for("acme")] == ["kept"]
-    assert customer_schedules.get("acme", "kept").public() == kept
+    assert [item.name for item in queries.list_for("acme")] == ["kept"]
+    assert queries.get("acme", "kept").public() == kept
     assert quotas.usage("acme")["schedules"] == 1
     assert [secret.id for secret in signing_secrets.active("acme")] == [secret.id for secret in secrets]
     assert _queued(scheduler_env) == sent

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.tenants import quotas, tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
 

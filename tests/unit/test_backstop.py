@@ -19,15 +19,17 @@ import moto.sqs.models
 import pytest
 
 from functions.api.handler import handler as api_handler
+from functions.worker.handler import worker
+from local.events import FakeLambdaContext, http_api_event
 from shared import environment
 from shared.aws import queue
+from shared.jobs import follow_ups
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobSpec, OutcomeMessage, Status
 from shared.operations import dead_letters
 from shared.store import job_store
 from shared.tenants import tenants
-from shared.worker.verdicts import Waited
-from tests.events import FakeLambdaContext, http_api_event
+from shared.worker.verdicts import WAITING_ATTRIBUTE, Waited
 from tests.unit.worker_harness import dead_letters as dlq_messages
 from tests.unit.worker_harness import messages_held, poll, record
 
@@ -146,6 +148,56 @@ def test_a_batch_member_moved_by_hand_is_counted_dead_in_its_batch(aws, key):
     )
 
 
+def test_a_member_cancelled_before_any_worker_saw_it_is_counted_when_its_message_reaches_the_backstop(aws, key):
+    # Found by tests/unit/test_invariant.py: the cancel writes a record that names no batch (no worker has read
+    # the message yet), so only the message can count the member; in the backstop it was acknowledged as a
+    # job that had ended, uncounted, and the batch stayed running with a member pending forever.
+    callback = {"type": "echo", "payload": {}}
+    created = _post(key, "/v1/batches", {"jobs": [{"type": "echo"}, {"type": "echo"}], "on_complete": callback})
+    members = _get(key, f"/v1/batches/{created['id']}/jobs")["jobs"]
+    cancelled = api_handler(http_api_event("POST", f"/v1/jobs/{members[0]}/cancel", None, key), FakeLambdaContext())
+    assert cancelled["statusCode"] == 200
+    _to_the_backstop(aws, _take_from_the_queue(aws, members[0])["Body"])
+
+    _drain(aws, "backstop_url")
+    _drain(aws)
+
+    shown = _get(key, f"/v1/batches/{created['id']}")
+    assert (shown["status"], shown["succeeded"], shown["cancelled"], shown["pending"]) == (
+        "completed_with_failures",
+        1,
+        1,
+        0,
+    )
+    assert record(shown["callbacks"]["on_complete"]).status is Status.SUCCEEDED
+    assert dlq_messages(aws) == []  # a job that ended is nothing to redrive
+
+
+def test_a_finished_jobs_callback_left_to_send_is_sent_when_its_message_reaches_the_backstop(aws, key, monkeypatch):
+    # The job is recorded, but the store fails before its on_success is sent: its delivery is handed back to send
+    # it. If that message then reaches the backstop (a long outage spends the receive budget), the backstop's
+    # worker must send it, not acknowledge the message as one left over of a job that ended.
+    accepted = _post(key, "/v1/jobs", {"type": "echo", "on_success": {"type": "echo"}})
+    real = follow_ups.job_ended
+
+    def store_fails(*args, **kwargs):
+        raise queue.client("sqs").exceptions.ClientError({"Error": {"Code": "ServiceUnavailable"}}, "GetItem")
+
+    monkeypatch.setattr(follow_ups, "job_ended", store_fails)
+    assert poll(aws).failed != []  # recorded, and handed back for its callback
+    monkeypatch.setattr(follow_ups, "job_ended", real)
+    assert record(accepted["id"]).status is Status.SUCCEEDED
+    _release(aws, "queue_url")
+    _to_the_backstop(aws, _take_from_the_queue(aws, accepted["id"])["Body"])
+    worker.breaker.down_until = 0.0  # the in-process cooldown is real time; the test moves past it
+
+    _drain(aws, "backstop_url")
+    _drain(aws)
+
+    on_success = record(accepted["id"]).callbacks["on_success"]
+    assert on_success is not None and record(on_success).status is Status.SUCCEEDED
+
+
 def test_the_same_message_seen_twice_records_its_job_once(aws, key, counted):
     accepted = _post(key, "/v1/jobs", {"type": "echo", "on_failure": {"type": "echo"}})
     _to_the_backstop(aws, _take_from_the_queue(aws, accepted["id"])["Body"])
@@ -235,7 +287,7 @@ def test_a_succeeded_outcome_in_the_backstop_is_recorded_not_buried(aws):
 
 def _waited_a_day() -> dict[str, str]:
     waited = Waited(since=time.time() - 86_400, why="its concurrency key", receives=99)
-    return {queue.WAITING_ATTRIBUTE: waited.to_attribute()}
+    return {WAITING_ATTRIBUTE: waited.to_attribute()}
 
 
 @pytest.mark.parametrize(

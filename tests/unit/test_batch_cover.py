@@ -1,5 +1,5 @@
-"""A batch's jobs run at once (shared/worker/receive.py `handle_all`), and its messages and claims are held
-for each job's own timeout (shared/worker/deadline.py `HiddenBatch`, shared/worker/claim_ahead.py): no job
+"""A batch's jobs run at once (shared/worker/producer.py `handle_all`), and its messages and claims are held
+for each job's own timeout (shared/worker/cover.py `HiddenBatch`, shared/worker/claim_ahead.py): no job
 waits out another's time, and a worker that dies costs its batch about one job's timeout plus the margin,
 not the batch's timeouts added up."""
 
@@ -15,7 +15,7 @@ from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, JobSpec, Status
-from shared.worker import deadline
+from shared.worker import cover
 from shared.worker.claim_ahead import ClaimsAhead
 from tests.unit.worker_harness import poll, record, send
 
@@ -41,7 +41,7 @@ def _send_jobs(aws: dict[str, Any], count: int = JOBS) -> list[JobMessage]:
 
 @pytest.fixture
 def short_margin(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    monkeypatch.setattr(deadline, "MARGIN_SECONDS", MARGIN)
+    monkeypatch.setattr(cover, "MARGIN_SECONDS", MARGIN)
     return aws
 
 

@@ -20,6 +20,7 @@ from shared.model import BatchMember, JobSpec, Status
 from shared.store import batch_items, job_store
 from shared.store.batch_items import MemberState
 from shared.tenants import tenants
+from shared.worker import delivery
 from tests.unit.api_harness import answer
 from tests.unit.worker_harness import poll
 
@@ -176,7 +177,7 @@ def test_a_job_recorded_whose_batch_could_not_be_counted_is_counted_by_its_redel
         real(job, status, **options)
 
     monkeypatch.setattr(follow_ups, "job_ended", blip_once)
-    monkeypatch.setattr(queue, "hand_back_seconds", lambda *args, **kwargs: 0)
+    monkeypatch.setattr(delivery, "hand_back_seconds", lambda *args, **kwargs: 0)
     sent: list[str] = []
     real_send = queue.send
     monkeypatch.setattr(queue, "send", lambda message, delay=0: sent.append(message.id) or real_send(message, delay))

@@ -5,11 +5,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import faults, fence, measure, report, run, slo
-from bench.load import Sample
-from bench.measure import Batch
+from bench.lib import faults, measure, report, slo
+from bench.lib.load import Sample
+from bench.lib.measure import Batch
+from bench.lib.timeline import midnight_herd
 from bench.models import capacity
-from bench.scenario import midnight_herd
+from bench.scenarios import fence, run
 
 
 def _never(context):
@@ -173,18 +174,34 @@ def test_the_herds_crons_are_created_before_the_load_and_due_cron_lead_seconds_i
 
 
 def test_the_benchmark_needs_neither_the_test_suite_nor_pytest():
-    """Every scenario starts its stack with local/platform.py: importing them all loads no test code."""
+    """Every scenario starts its stack with local/platform.py and builds its events with local/events.py:
+    importing them all loads no test code, and no bench module imports any, even inside a function."""
+    import ast
     import subprocess
     import sys
     from pathlib import Path
 
-    scenarios = "bench.run, bench.drain, bench.first_jobs, bench.herd, bench.noisy, bench.crons, bench.get_item_rate"
-    scenarios += ", bench.fence, bench.compare.run"
-    check = f"import sys, {scenarios}; print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith('tests')))"
     root = Path(__file__).resolve().parents[2]
+    modules = [
+        ".".join(path.relative_to(root).with_suffix("").parts)
+        for folder in ("scenarios", "lib")
+        for path in sorted((root / "bench" / folder).glob("*.py"))
+        if path.stem != "__init__"
+    ]
+    assert "bench.scenarios.run" in modules and "bench.lib.measure" in modules
+    check = f"import sys, {', '.join([*modules, 'bench.compare.run'])}; "
+    check += "print(sorted(m for m in sys.modules if m == 'pytest' or m.startswith('tests')))"
     out = subprocess.run([sys.executable, "-c", check], cwd=root, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+    imported = {
+        f"{path.relative_to(root)}: {node.module}"
+        for path in (root / "bench").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("tests", "pytest")
+    }
+    assert imported == set()
 
 
 def _fence_round(kind, seconds, ids=(), cpu=None, calls=None):
@@ -261,7 +278,7 @@ def test_fence_counts_a_process_started_during_the_round_from_zero_and_forgets_o
     before = {1: 10.0, 2: 5.0}
     after = {1: 10.5, 3: 0.25}
 
-    assert fence.group_cpu(before, after, {"emulator": [1], "worker environments": [2, 3]}) == {
+    assert measure.group_cpu(before, after, {"emulator": [1], "worker environments": [2, 3]}) == {
         "emulator": 0.5,
         "worker environments": 0.25,
     }
@@ -275,7 +292,7 @@ def test_fence_counts_a_process_started_during_the_round_from_zero_and_forgets_o
 
 
 def test_a_load_given_as_phases_follows_them_and_ends_after_the_last():
-    from bench.load import rate_of_phases
+    from bench.lib.load import rate_of_phases
 
     rate_at = rate_of_phases([("steady", 10, 5.0), ("herd", 5, 15.0)])
 
@@ -464,3 +481,10 @@ def test_a_celery_result_reads_as_a_job_row():
     assert row == measure.JobRow("t-1", "succeeded", 1, 10.0, 10.5, 11.0, "herd1-00001")
     failed = {**meta, "status": "FAILURE", "result": {"exc_type": "WorkerLostError"}}
     assert systems.celery_row({**item, "result": {"B": json.dumps(failed).encode()}}).status == "dead"
+
+
+def test_the_scenarios_find_the_repository_from_their_folder():
+    """Where `make bench` writes bench-results/ and reads cdk.out/, and where the cost scenario starts its child."""
+    from bench.scenarios import cost
+
+    assert (run.ROOT / "cdk.json").exists() and cost.ROOT == run.ROOT

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.aws import queue
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, NotSent, enqueue_many
 from shared.model import JobMessage, JobSpec
 from shared.tenants import tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 
 def _queued(aws) -> list[dict]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from functions.api.handler import handler as api_handler
+from local.events import FakeLambdaContext, http_api_event
 from shared import environment
 from shared.errors import InvalidRequest
 from shared.jobs import callbacks, enqueue, follow_ups
@@ -16,7 +17,6 @@ from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage, Status
 from shared.store import job_store
 from shared.tenants import rate_limit, tenants
-from tests.events import FakeLambdaContext, http_api_event
 from tests.receiver import Answer, receiver
 from tests.unit.worker_harness import poll
 

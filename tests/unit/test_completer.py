@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from shared.aws import queue
-from shared.model import JobMessage, Outcome, OutcomeMessage, Status
+from shared.model import JobMessage, Outcome, OutcomeMessage, Started, Status
 from shared.store import job_store
 from shared.worker.breaker import StoreBreaker
 from shared.worker.completer import Completer
-from shared.worker.deadline import HiddenBatch
+from shared.worker.cover import HiddenBatch
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import (
     Attempt,
@@ -84,7 +84,7 @@ def _received(aws: dict[str, Any], message: JobMessage) -> Delivery:
 
 def _claimed(message: JobMessage) -> Attempt:
     claim = job_store.claim(message, "m1", time.time(), lease_seconds=10)
-    return Attempt(message, claim.token, job_store.Started(time.time(), first_attempt=True), time.time() + 10)
+    return Attempt(message, claim.token, Started(time.time(), first_attempt=True), time.time() + 10)
 
 
 def _unclaimed_run(message: JobMessage) -> RanUnclaimed:

@@ -1,4 +1,4 @@
-"""Concurrency keys (shared/jobs/concurrency.py, shared/worker/running_share.py): at most `limit` of a
+"""Concurrency keys (shared/jobs/concurrency.py, shared/worker/key_slots.py): at most `limit` of a
 tenant's jobs with one key run at once, fleet-wide; the others wait, in their batch or handed back,
 without using an attempt; the limit fails closed while the store fails."""
 
@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from functions.api.handler import handler as api_handler
+from local.events import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.jobs import job_types
 from shared.jobs.concurrency import KeyUnreadable, concurrency_of
@@ -21,7 +22,6 @@ from shared.store import running_slots
 from shared.store.id_secret import id_secret
 from shared.tenants import tenants
 from shared.worker.breaker import StoreBreaker
-from tests.events import FakeLambdaContext, http_api_event
 from tests.unit.worker_harness import dead_letters, poll, record, send
 
 

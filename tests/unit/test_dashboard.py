@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from infra import bundling
+from local.events import FakeLambdaContext, http_api_event
 from shared.schedules.expressions import next_firings
 from shared.tenants import operators, tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -183,6 +183,7 @@ def test_every_error_code_the_api_answers_has_a_row():
 LINKED_FILES = [
     generate.ROOT / "README.md",
     *sorted(DOCS.rglob("*.md")),
+    generate.ROOT / "bench" / "README.md",
     generate.ROOT / "client" / "README.md",
     generate.ROOT / "client-ts" / "README.md",
     generate.ROOT / "functions" / "api" / "README.md",

@@ -18,7 +18,7 @@ from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import JobMessage, JobSpec, Status
 from shared.operations import dead_letters
-from shared.schedules import customer_schedules
+from shared.schedules import definitions, lifecycle
 from shared.store import batch_items, job_items, job_store, keys
 from shared.store.batch_items import MemberState
 from shared.store.id_secret import id_secret
@@ -324,7 +324,7 @@ def _visible(aws: dict[str, Any]) -> int:
 
 
 def test_a_backfill_costs_a_unit_per_run_and_a_window_without_a_firing_answers_at_once(scheduler_env, key, units):
-    customer_schedules.create("acme", customer_schedules.ScheduleRequest("tick", "rate(1 minute)", JobSpec("echo")))
+    lifecycle.create("acme", definitions.ScheduleRequest("tick", "rate(1 minute)", JobSpec("echo")))
     end = datetime.now(UTC)
     units.clear()
 
@@ -338,8 +338,8 @@ def test_a_backfill_costs_a_unit_per_run_and_a_window_without_a_firing_answers_a
     assert units == [3]
 
     units.clear()
-    hourly = customer_schedules.ScheduleRequest("hourly", "cron(0 * * * ? *)", JobSpec("echo"))
-    customer_schedules.create("acme", hourly)
+    hourly = definitions.ScheduleRequest("hourly", "cron(0 * * * ? *)", JobSpec("echo"))
+    lifecycle.create("acme", hourly)
     units.clear()
     top = end.replace(minute=0, second=0, microsecond=0)
     quiet = {"start": (top + timedelta(seconds=1)).isoformat(), "end": (top + timedelta(seconds=2)).isoformat()}

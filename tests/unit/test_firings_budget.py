@@ -9,18 +9,17 @@ from typing import Any
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared.aws import eventbridge
 from shared.errors import InvalidRequest, QuotaExceeded
 from shared.model import JobSpec
-from shared.schedules import customer_schedules, expressions
+from shared.schedules import definitions, expressions, lifecycle, queries
+from shared.store.schedule_items import ScheduleItem
 from shared.tenants import quotas, tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 
-def _create(name: str, expression: str) -> customer_schedules.ScheduleItem:
-    return customer_schedules.create(
-        "acme", customer_schedules.ScheduleRequest(name=name, expression=expression, job=JobSpec("echo"))
-    )
+def _create(name: str, expression: str) -> ScheduleItem:
+    return lifecycle.create("acme", definitions.ScheduleRequest(name=name, expression=expression, job=JobSpec("echo")))
 
 
 def _held() -> int:
@@ -56,7 +55,7 @@ def test_a_create_past_the_budget_is_refused_naming_it_and_creates_nothing(sched
     assert refused.value.message == (
         "firings-per-minute budget quota reached: 1.5 of 2 (max_firings_per_minute); this request needs 1"
     )
-    assert [item.name for item in customer_schedules.list_for("acme")] == ["a", "b"]
+    assert [item.name for item in queries.list_for("acme")] == ["a", "b"]
     assert quotas.usage("acme") == {"schedules": 2, "far_future_jobs": 0, "firings_per_hour": 90}
     assert len(scheduler_env["scheduler"].list_schedules()["Schedules"]) == 2
     _create("d", "cron(0 * * * ? *)")  # what still fits
@@ -77,20 +76,20 @@ def test_an_update_moves_the_weight_and_one_past_the_budget_changes_nothing(sche
     _create("a", "rate(5 minutes)")
     assert _held() == 12
 
-    customer_schedules.update("acme", "a", {"expression": "rate(1 minute)"})
+    lifecycle.update("acme", "a", {"expression": "rate(1 minute)"})
     assert _held() == 60
     with pytest.raises(QuotaExceeded):  # the budget is full
         _create("b", "rate(1 hour)")
 
-    customer_schedules.update("acme", "a", {"expression": "rate(10 minutes)"})
+    lifecycle.update("acme", "a", {"expression": "rate(10 minutes)"})
     assert _held() == 6
     _create("b", "rate(1 hour)")
     assert _held() == 7
     with pytest.raises(QuotaExceeded):
-        customer_schedules.update("acme", "b", {"expression": "rate(1 minute)"})
-    assert customer_schedules.get("acme", "b").expression == "rate(1 hour)" and _held() == 7
+        lifecycle.update("acme", "b", {"expression": "rate(1 minute)"})
+    assert queries.get("acme", "b").expression == "rate(1 hour)" and _held() == 7
 
-    customer_schedules.update("acme", "b", {"job": {"payload": {"n": 1}}})  # no weight moves
+    lifecycle.update("acme", "b", {"job": {"payload": {"n": 1}}})  # no weight moves
     assert _held() == 7
     assert quotas.usage("acme")["schedules"] == 2  # an update never changes the count
 
@@ -100,7 +99,7 @@ def test_a_delete_gives_its_weight_back(scheduler_env):
     _create("b", "cron(0/15 * * * ? *)")
     assert _held() == 64
 
-    customer_schedules.delete("acme", "a")
+    lifecycle.delete("acme", "a")
 
     assert quotas.usage("acme") == {"schedules": 1, "far_future_jobs": 0, "firings_per_hour": 4}
 
@@ -113,10 +112,10 @@ def test_an_update_scheduler_refuses_gives_the_weight_it_reserved_back(scheduler
 
     monkeypatch.setattr(eventbridge, "update", refuses)
     with pytest.raises(InvalidRequest):
-        customer_schedules.update("acme", "a", {"expression": "rate(1 minute)"})
+        lifecycle.update("acme", "a", {"expression": "rate(1 minute)"})
 
     assert _held() == 1
-    assert customer_schedules.get("acme", "a").held == 1
+    assert queries.get("acme", "a").held == 1
 
 
 def test_creates_racing_for_the_last_of_the_budget_never_pass_it(scheduler_env):
@@ -137,7 +136,7 @@ def test_creates_racing_for_the_last_of_the_budget_never_pass_it(scheduler_env):
 
     assert len(refused) == 5
     assert quotas.usage("acme")["firings_per_hour"] == 180
-    assert len(customer_schedules.list_for("acme")) == 3
+    assert len(queries.list_for("acme")) == 3
 
 
 def test_the_api_answers_429_quota_exceeded_naming_the_budget(scheduler_env):

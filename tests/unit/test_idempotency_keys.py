@@ -16,7 +16,7 @@ from shared.aws import queue
 from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest
 from shared.model import JobMessage, JobSpec, Status
-from shared.schedules import customer_schedules, runs
+from shared.schedules import definitions, lifecycle, runs
 from shared.store import batch_items, job_store
 from shared.tenants import rate_limit, tenants
 from shared.worker.delivery import Delivery
@@ -216,8 +216,8 @@ def _delivery(message: JobMessage, attempt: str = "") -> Delivery:
 
 
 def _schedule(overlap: str = "skip") -> None:
-    request = customer_schedules.ScheduleRequest("report", "rate(1 hour)", JobSpec("echo"), overlap=overlap)
-    customer_schedules.create("acme", request)
+    request = definitions.ScheduleRequest("report", "rate(1 hour)", JobSpec("echo"), overlap=overlap)
+    lifecycle.create("acme", request)
 
 
 def _claim_next(aws: dict[str, Any]) -> job_store.ClaimResult:

@@ -10,7 +10,7 @@ from shared.environment import FunctionEnv
 from shared.jobs import job_types, time_limit
 from shared.model import JobMessage, Status
 from shared.store import job_store
-from shared.worker import deadline
+from shared.worker import cover
 from shared.worker.delivery import Delivery
 from tests.unit.worker_harness import RetryLater, work
 
@@ -109,17 +109,17 @@ def test_the_alarm_is_cleared_after_a_job_that_finishes_in_time(aws):
 
 def test_the_worker_ceiling_caps_a_job_timeout(aws, monkeypatch):
     environment.change(job_timeout_ceiling=3)
-    assert deadline.timeout_of(_message("sleep", timeout_seconds=600)) == 3
-    assert deadline.timeout_of(_message("echo")) == 3
+    assert cover.timeout_of(_message("sleep", timeout_seconds=600)) == 3
+    assert cover.timeout_of(_message("echo")) == 3
     environment.change(job_timeout_ceiling=FunctionEnv().job_timeout_ceiling)
-    assert deadline.timeout_of(_message("sleep", timeout_seconds=600)) == 600
-    assert deadline.timeout_of(_message("echo")) == 30  # the type's default
+    assert cover.timeout_of(_message("sleep", timeout_seconds=600)) == 600
+    assert cover.timeout_of(_message("echo")) == 30  # the type's default
 
 
 def test_a_claim_leases_the_job_for_its_timeout_plus_the_margin_within_the_workers_lease(aws, monkeypatch):
     environment.change(lease_seconds=905)
-    assert deadline.lease_seconds(30) == 40
-    assert deadline.lease_seconds(900) == 905
+    assert cover.lease_seconds(30) == 40
+    assert cover.lease_seconds(900) == 905
 
 
 def test_job_dead_ends_the_job_at_its_first_attempt(aws):
@@ -151,7 +151,7 @@ def test_a_jobs_retry_after_chooses_when_it_comes_back(aws):
 )
 def test_a_batch_begins_with_each_message_hidden_for_its_own_jobs_timeout(timeouts, seconds_left, expected):
     # The batch's jobs start together: each message is covered for its own job.
-    assert [deadline.cover_seconds(own, seconds_left) for own in timeouts] == expected
+    assert [cover.cover_seconds(own, seconds_left) for own in timeouts] == expected
 
 
 def test_a_hidden_batch_sets_each_received_messages_visibility(aws, monkeypatch):
@@ -160,10 +160,10 @@ def test_a_hidden_batch_sets_each_received_messages_visibility(aws, monkeypatch)
         sqs.send_message(QueueUrl=url, MessageBody=body)
     received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600)["Messages"]
     assert len(received) == 2
-    monkeypatch.setattr(deadline, "MARGIN_SECONDS", 0)
+    monkeypatch.setattr(cover, "MARGIN_SECONDS", 0)
 
     # With 1 s of invocation left, neither message can be running after 1 s: both are back then, not after 600 s.
-    deadline.HiddenBatch([(m["ReceiptHandle"], m["Body"], None) for m in received]).begin(seconds_left=1)
+    cover.HiddenBatch([(m["ReceiptHandle"], m["Body"], None) for m in received]).begin(seconds_left=1)
 
     time.sleep(1.5)
     again = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])

@@ -45,7 +45,8 @@ def test_the_example_package_registers_its_types_with_their_options():
 
 
 def test_the_fence_benchmarks_package_loads_as_the_bundle_loads_it():
-    """`make fence` deploys bench/fence_jobs beside the example (bench/fence.py): its type must pass the synth."""
+    """`make fence` deploys bench/fence_jobs beside the example (bench/scenarios/fence.py): its type must pass
+    the synth."""
     types = {found["name"]: found for found in _registry(jobs_package.from_folder("bench/fence_jobs"))}
 
     assert not types["fence-invoke"]["builtin"]

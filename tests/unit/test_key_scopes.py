@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from functions.api import auth, body, enqueue_routes
 from functions.api.handler import handler
+from local.events import FakeLambdaContext, http_api_event
 from shared.aws.clients import client
 from shared.store import keys
 from shared.tenants import api_keys, scopes, tenants
 from shared.tenants.scopes import Scope
-from tests.events import FakeLambdaContext, http_api_event
 
 # A value for each path parameter of the table's routes.
 _PARAMETERS = {"job_id": "jt_not_one", "batch_id": "b_not_one", "name": "nightly", "secret_id": "ss_not_one"}

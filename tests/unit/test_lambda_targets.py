@@ -20,7 +20,7 @@ from shared.aws import lambda_clients
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobMessage, JobSpec, Status
-from shared.schedules import customer_schedules
+from shared.schedules import definitions, lifecycle
 from shared.store import job_store
 from shared.targets import lambda_allowlist
 from shared.worker.delivery import Delivery
@@ -143,8 +143,8 @@ def test_a_tenant_may_enqueue_only_the_functions_the_allow_list_names_for_it(fak
 
 def test_the_api_answers_422_naming_payload_function_for_another_tenants_function(fake_lambda):
     from functions.api.handler import handler
+    from local.events import FakeLambdaContext, http_api_event
     from shared.tenants import tenants
-    from tests.events import FakeLambdaContext, http_api_event
 
     body = {"type": "lambda", "payload": {"function": "billing", "input": {"account": "acme"}}}
 
@@ -159,14 +159,14 @@ def test_the_api_answers_422_naming_payload_function_for_another_tenants_functio
 
 
 def test_a_schedule_of_a_lambda_job_is_checked_for_its_tenant(scheduler_env, fake_lambda):
-    def request(name: str) -> customer_schedules.ScheduleRequest:
-        return customer_schedules.ScheduleRequest(
+    def request(name: str) -> definitions.ScheduleRequest:
+        return definitions.ScheduleRequest(
             name=name, expression="rate(1 day)", job=JobSpec("lambda", {"function": "billing"}, 3)
         )
 
-    customer_schedules.create("acme", request("nightly"))
+    lifecycle.create("acme", request("nightly"))
     with pytest.raises(InvalidRequest) as refused:
-        customer_schedules.create("globex", request("nightly"))
+        lifecycle.create("globex", request("nightly"))
 
     assert refused.value.field == "job.payload.function"
 

@@ -111,6 +111,26 @@ def test_the_top_of_shared_holds_only_the_base_modules():
     assert set(top) <= LAYERS[0]
 
 
+# Values, not adapters: what a delivery is and what handling it decided import no AWS client and no
+# store, so the worker's steps hand them to one another and the completer alone turns them into calls.
+VALUE_MODULES = ("shared.worker.delivery", "shared.worker.verdicts")
+ADAPTERS = ("shared.aws", "shared.store")
+
+
+def test_the_worker_s_value_modules_reach_no_adapter():
+    graph = _graph()
+    reached: dict[str, set[str]] = {}
+    for module in VALUE_MODULES:
+        seen: set[str] = set()
+        waiting = [module]
+        while waiting:
+            for imported in graph[waiting.pop()] - seen:
+                seen.add(imported)
+                waiting.append(imported)
+        reached[module] = {name for name in seen if name.startswith(ADAPTERS)}
+    assert reached == {module: set() for module in VALUE_MODULES}
+
+
 # The job code's own vocabulary (corral_jobs re-exports it) and two control-flow signals, not errors.
 _OUTSIDE_THE_ROOT = {
     "JobFailed",  # a job's own failure, raised by customer code

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from local.events import FakeLambdaContext, http_api_event
 from shared import settings
 from shared.errors import InvalidRequest
 from shared.jobs import enqueue, listing, stats
@@ -18,7 +19,6 @@ from shared.model import JobMessage, JobSpec
 from shared.store import job_index, job_items
 from shared.tenants import tenants
 from shared.worker.delivery import Delivery
-from tests.events import FakeLambdaContext, http_api_event
 from tests.unit.worker_harness import RetryLater, work
 
 

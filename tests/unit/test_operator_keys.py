@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from functions.api.handler import handler
+from local.events import FakeLambdaContext, http_api_event
 from shared.errors import InvalidRequest
 from shared.store import keys, tenant_items
 from shared.tenants import api_keys, operators
-from tests.events import FakeLambdaContext, http_api_event
 
 
 def test_operator_keys_are_listed_by_id_and_label_never_by_key(aws):

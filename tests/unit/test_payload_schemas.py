@@ -64,7 +64,7 @@ job_types.declarations_path = Path(sys.argv[1])  # as in the code asset, where t
 import functions.api.handler as api
 import boto3
 from moto import mock_aws
-from tests.events import FakeLambdaContext, http_api_event
+from local.events import FakeLambdaContext, http_api_event
 from shared import environment, settings
 from shared.store import table_schema
 from shared.tenants import tenants

@@ -14,11 +14,12 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from shared import settings
+from shared.aws import eventbridge
 from shared.errors import InvalidRequest, QuotaExceeded
 from shared.jobs import control, enqueue, far_future
 from shared.jobs.enqueue import JobRequest, NotSent
 from shared.model import JobMessage, JobSpec
-from shared.schedules import customer_schedules
+from shared.schedules import definitions, lifecycle, queries
 from shared.store import job_store, tenant_items
 from shared.tenants import quotas
 from shared.worker.delivery import Delivery
@@ -31,8 +32,8 @@ FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
 _FIRINGS_PER_HOUR = 1  # what a rate(1 hour) schedule weighs in the firings budget
 
 
-def _schedule(name: str, timeout_seconds: int | None = None) -> customer_schedules.ScheduleRequest:
-    return customer_schedules.ScheduleRequest(
+def _schedule(name: str, timeout_seconds: int | None = None) -> definitions.ScheduleRequest:
+    return definitions.ScheduleRequest(
         name=name, expression="rate(1 hour)", job=JobSpec("echo", payload=None, timeout_seconds=timeout_seconds)
     )
 
@@ -215,42 +216,42 @@ def test_the_counter_is_always_the_number_of_items_held_and_never_over_the_limit
 
 def test_schedules_are_refused_at_the_quota_and_a_delete_gives_the_unit_back(scheduler_env):
     quotas.set_limits("acme", max_schedules=2)
-    customer_schedules.create("acme", _schedule("a"))
-    customer_schedules.create("acme", _schedule("b"))
+    lifecycle.create("acme", _schedule("a"))
+    lifecycle.create("acme", _schedule("b"))
 
     with pytest.raises(QuotaExceeded, match=r"schedule quota reached: 2 of 2 \(max_schedules\)"):
-        customer_schedules.create("acme", _schedule("c"))
+        lifecycle.create("acme", _schedule("c"))
     assert len(_scheduler_entries(scheduler_env)) == 2  # nothing created in Scheduler
 
-    assert customer_schedules.delete("acme", "a")
-    customer_schedules.create("acme", _schedule("c"))
+    lifecycle.delete("acme", "a")
+    lifecycle.create("acme", _schedule("c"))
     assert quotas.usage("acme")["schedules"] == 2
-    customer_schedules.create("globex", _schedule("a"))  # another tenant's quota is its own
+    lifecycle.create("globex", _schedule("a"))  # another tenant's quota is its own
 
 
 def test_a_taken_name_takes_no_unit(scheduler_env):
-    customer_schedules.create("acme", _schedule("a"))
-    with pytest.raises(customer_schedules.ScheduleExists):
-        customer_schedules.create("acme", _schedule("a"))
+    lifecycle.create("acme", _schedule("a"))
+    with pytest.raises(lifecycle.ScheduleExists):
+        lifecycle.create("acme", _schedule("a"))
     assert quotas.usage("acme")["schedules"] == 1
 
 
 def test_a_schedule_scheduler_refuses_gives_its_unit_back(scheduler_env, monkeypatch):
     def refuse(*_args: Any, **_kwargs: Any) -> None:
-        raise customer_schedules.eventbridge.Rejected("expression", "ValidationException: nope")
+        raise eventbridge.Rejected("expression", "ValidationException: nope")
 
-    monkeypatch.setattr(customer_schedules.eventbridge, "create_schedule", refuse)
+    monkeypatch.setattr(eventbridge, "create_schedule", refuse)
     with pytest.raises(InvalidRequest):
-        customer_schedules.create("acme", _schedule("a"))
+        lifecycle.create("acme", _schedule("a"))
     assert quotas.usage("acme")["schedules"] == 0
-    assert customer_schedules.get("acme", "a") is None
+    assert queries.get("acme", "a") is None
 
 
 def test_a_schedule_carries_its_job_timeout_into_every_firing(scheduler_env):
-    created = customer_schedules.create("acme", _schedule("a", timeout_seconds=42))
+    created = lifecycle.create("acme", _schedule("a", timeout_seconds=42))
 
     entry = scheduler_env["scheduler"].get_schedule(
-        Name=customer_schedules.scheduler_name("acme", "a"), GroupName=settings.SCHEDULE_GROUP
+        Name=lifecycle.scheduler_name("acme", "a"), GroupName=settings.SCHEDULE_GROUP
     )
     assert json.loads(entry["Target"]["Input"])["timeout_seconds"] == 42
     assert created.public()["job"]["timeout_seconds"] == 42
@@ -264,7 +265,7 @@ def test_a_schedule_carries_its_job_timeout_into_every_firing(scheduler_env):
 
 def test_a_schedule_timeout_beyond_its_type_is_refused(scheduler_env):
     with pytest.raises(InvalidRequest) as refused:
-        customer_schedules.create("acme", _schedule("a", timeout_seconds=settings.MAX_JOB_TIMEOUT_SECONDS + 1))
+        lifecycle.create("acme", _schedule("a", timeout_seconds=settings.MAX_JOB_TIMEOUT_SECONDS + 1))
     assert refused.value.field == "job.timeout_seconds"
     assert quotas.usage("acme")["schedules"] == 0
 
@@ -275,13 +276,13 @@ def test_a_schedule_timeout_beyond_its_type_is_refused(scheduler_env):
 def test_schedules_are_listed_a_page_at_a_time_by_name(scheduler_env):
     names = [f"s{n:02d}" for n in range(7)]
     for name in reversed(names):
-        customer_schedules.create("acme", _schedule(name))
-    customer_schedules.create("globex", _schedule("other"))
+        lifecycle.create("acme", _schedule(name))
+    lifecycle.create("globex", _schedule("other"))
 
     seen: list[str] = []
     cursor: str | None = None
     for _ in range(10):  # bounded: 7 schedules in pages of 3
-        page = customer_schedules.list_page("acme", limit=3, cursor=cursor)
+        page = queries.list_page("acme", limit=3, cursor=cursor)
         seen += [item.name for item in page.schedules]
         cursor = page.next_cursor
         if cursor is None:
@@ -292,7 +293,7 @@ def test_schedules_are_listed_a_page_at_a_time_by_name(scheduler_env):
 @pytest.mark.parametrize("cursor", ["nonsense", "czE6YS9i", "", "czI6YQ"])
 def test_a_cursor_the_api_did_not_return_is_refused_naming_the_field(scheduler_env, cursor):
     with pytest.raises(InvalidRequest) as refused:
-        customer_schedules.list_page("acme", cursor=cursor or "x")
+        queries.list_page("acme", cursor=cursor or "x")
     assert refused.value.field == "cursor"
 
 
@@ -425,8 +426,8 @@ def test_only_far_future_messages_cost_the_worker_a_write(scheduler_env, monkeyp
 def test_a_recount_restores_counters_from_the_items_and_drops_holds_of_lost_firings(scheduler_env):
     from shared.operations import recount
 
-    customer_schedules.create("acme", _schedule("a"))
-    customer_schedules.create("acme", _schedule("b"))
+    lifecycle.create("acme", _schedule("a"))
+    lifecycle.create("acme", _schedule("b"))
     lost = _far_job()
     kept = _far_job()
     # A firing Scheduler gave up on: its schedule is gone (deleted after completion), its message never arrived.

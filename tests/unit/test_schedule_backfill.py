@@ -13,18 +13,19 @@ import pytest
 from shared import ids, settings
 from shared.errors import InvalidRequest, RateLimited
 from shared.model import JobMessage, JobSpec, Status
-from shared.schedules import customer_schedules, expressions, runs
+from shared.schedules import definitions, expressions, lifecycle, runs
 from shared.store import job_store
 from shared.store.id_secret import id_secret
+from shared.store.schedule_items import ScheduleItem
 from shared.tenants import quotas
 from tests.unit.worker_harness import poll, record
 
 
-def _create(expression: str = "rate(1 minute)", overlap: str = "allow") -> customer_schedules.ScheduleItem:
-    request = customer_schedules.ScheduleRequest(
+def _create(expression: str = "rate(1 minute)", overlap: str = "allow") -> ScheduleItem:
+    request = definitions.ScheduleRequest(
         name="tick", expression=expression, job=JobSpec("echo", payload={"n": 1}), overlap=overlap
     )
-    return customer_schedules.create("acme", request)
+    return lifecycle.create("acme", request)
 
 
 def _run_everything(aws: dict[str, Any]) -> None:

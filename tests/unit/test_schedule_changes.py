@@ -14,7 +14,7 @@ from shared import settings
 from shared.aws import eventbridge
 from shared.errors import InvalidRequest, NotFound
 from shared.model import JobMessage, Status
-from shared.schedules import customer_schedules, runs
+from shared.schedules import definitions, lifecycle, queries, runs
 from shared.store import job_store, schedule_items
 from shared.tenants import quotas
 
@@ -23,12 +23,12 @@ def _create(name: str = "nightly", **changes: Any) -> None:
     from shared.model import JobSpec
 
     request = {"name": name, "expression": "cron(0 0 * * ? *)", "job": JobSpec("echo", payload={"n": 1}), **changes}
-    customer_schedules.create("acme", customer_schedules.ScheduleRequest(**request))
+    lifecycle.create("acme", definitions.ScheduleRequest(**request))
 
 
 def _in_scheduler(scheduler_env: dict[str, Any], name: str = "nightly") -> dict[str, Any]:
     return scheduler_env["scheduler"].get_schedule(
-        Name=customer_schedules.scheduler_name("acme", name), GroupName=settings.SCHEDULE_GROUP
+        Name=lifecycle.scheduler_name("acme", name), GroupName=settings.SCHEDULE_GROUP
     )
 
 
@@ -38,9 +38,9 @@ def _firing(scheduler_env: dict[str, Any], name: str = "nightly") -> dict[str, A
 
 def test_an_update_changes_the_record_and_the_scheduler_schedule_in_one_call(scheduler_env):
     _create()
-    before = customer_schedules.get("acme", "nightly").public()
+    before = queries.get("acme", "nightly").public()
 
-    updated = customer_schedules.update(
+    updated = lifecycle.update(
         "acme",
         "nightly",
         {
@@ -60,14 +60,14 @@ def test_an_update_changes_the_record_and_the_scheduler_schedule_in_one_call(sch
     assert entry["Description"] == "the nightly report"
     firing = _firing(scheduler_env)
     assert (firing["payload"], firing["overlap"]) == ({"n": 2}, "skip")
-    assert customer_schedules.get("acme", "nightly").public() == updated
+    assert queries.get("acme", "nightly").public() == updated
     assert quotas.usage("acme")["schedules"] == 1  # an update never changes the count
 
 
 def test_a_field_given_as_null_is_cleared(scheduler_env):
     _create(end=datetime.now(UTC) + timedelta(days=3), description="soon over")
 
-    updated = customer_schedules.update("acme", "nightly", {"end": None, "description": None})
+    updated = lifecycle.update("acme", "nightly", {"end": None, "description": None})
 
     assert (updated.end, updated.description) == (None, None)
     assert "EndDate" not in _in_scheduler(scheduler_env)
@@ -93,74 +93,74 @@ def test_a_field_given_as_null_is_cleared(scheduler_env):
 )
 def test_an_invalid_update_names_the_field_and_changes_nothing(scheduler_env, changes, field):
     _create()
-    before, in_scheduler = customer_schedules.get("acme", "nightly").public(), _in_scheduler(scheduler_env)
+    before, in_scheduler = queries.get("acme", "nightly").public(), _in_scheduler(scheduler_env)
 
     with pytest.raises(InvalidRequest) as refused:
-        customer_schedules.update("acme", "nightly", changes)
+        lifecycle.update("acme", "nightly", changes)
 
     assert refused.value.field == field
-    assert customer_schedules.get("acme", "nightly").public() == before
+    assert queries.get("acme", "nightly").public() == before
     assert _in_scheduler(scheduler_env)["LastModificationDate"] == in_scheduler["LastModificationDate"]
 
 
 def test_what_scheduler_refuses_answers_422_and_leaves_the_schedule_as_it_was(scheduler_env, monkeypatch):
     _create()
-    before = customer_schedules.get("acme", "nightly").public()
+    before = queries.get("acme", "nightly").public()
 
     def refuses(*_args: Any) -> None:
         raise eventbridge.Rejected("expression", "Invalid Schedule Expression")
 
     monkeypatch.setattr(eventbridge, "update", refuses)
     with pytest.raises(InvalidRequest) as refused:
-        customer_schedules.update("acme", "nightly", {"expression": "rate(7 minutes)"})
+        lifecycle.update("acme", "nightly", {"expression": "rate(7 minutes)"})
 
     assert refused.value.field == "expression"
     after = schedule_items.get("acme", "nightly")
     assert after.current_state is schedule_items.State.ACTIVE and after.pending is None
-    assert customer_schedules.get("acme", "nightly").public() == before
+    assert queries.get("acme", "nightly").public() == before
 
 
 def test_an_unknown_or_another_tenants_schedule_is_not_found(scheduler_env):
     _create()
     with pytest.raises(NotFound):
-        customer_schedules.update("acme", "nope", {"description": "x"})
+        lifecycle.update("acme", "nope", {"description": "x"})
     for change in (
-        lambda: customer_schedules.update("globex", "nightly", {"description": "x"}),
-        lambda: customer_schedules.pause("globex", "nightly"),
+        lambda: lifecycle.update("globex", "nightly", {"description": "x"}),
+        lambda: lifecycle.pause("globex", "nightly"),
         lambda: runs.trigger("globex", "nightly"),
     ):
         with pytest.raises(NotFound):
             change()
-    assert customer_schedules.get("acme", "nightly").description is None
+    assert queries.get("acme", "nightly").description is None
 
 
 def test_pause_disables_the_schedule_and_resume_enables_it_each_idempotent(scheduler_env):
     _create()
 
-    paused = customer_schedules.pause("acme", "nightly", note="incident 42")
+    paused = lifecycle.pause("acme", "nightly", note="incident 42")
     view = paused.public()
     assert (view["state"], view["note"]) == ("paused", "incident 42") and view["paused_at"]
     assert _in_scheduler(scheduler_env)["State"] == "DISABLED"
-    assert customer_schedules.next_firings(paused, count=3) == []
+    assert queries.next_firings(paused, count=3) == []
 
-    again = customer_schedules.pause("acme", "nightly", note="another note")
+    again = lifecycle.pause("acme", "nightly", note="another note")
     assert again.public() == view  # the first pause's time and note stay
 
-    resumed = customer_schedules.resume("acme", "nightly").public()
+    resumed = lifecycle.resume("acme", "nightly").public()
     assert (resumed["state"], resumed["paused_at"], resumed["note"]) == ("enabled", None, None)
     assert _in_scheduler(scheduler_env)["State"] == "ENABLED"
-    assert customer_schedules.resume("acme", "nightly").public() == resumed
-    assert len(customer_schedules.next_firings(customer_schedules.get("acme", "nightly"), count=3)) == 3
+    assert lifecycle.resume("acme", "nightly").public() == resumed
+    assert len(queries.next_firings(queries.get("acme", "nightly"), count=3)) == 3
 
 
 def test_an_update_keeps_a_paused_schedule_paused(scheduler_env):
     _create()
-    customer_schedules.pause("acme", "nightly")
+    lifecycle.pause("acme", "nightly")
 
-    customer_schedules.update("acme", "nightly", {"job": {"payload": {"n": 3}}})
+    lifecycle.update("acme", "nightly", {"job": {"payload": {"n": 3}}})
 
     assert _in_scheduler(scheduler_env)["State"] == "DISABLED"
-    assert customer_schedules.get("acme", "nightly").public()["state"] == "paused"
+    assert queries.get("acme", "nightly").public()["state"] == "paused"
 
 
 def _dies(*_args: Any, **_kwargs: Any) -> None:
@@ -169,7 +169,7 @@ def _dies(*_args: Any, **_kwargs: Any) -> None:
 
 def _past_the_lease(monkeypatch: pytest.MonkeyPatch) -> None:
     later = time.time() + settings.SCHEDULE_CHANGE_LEASE_SECONDS + 1
-    monkeypatch.setattr(customer_schedules, "_clock", lambda: later)
+    monkeypatch.setattr(lifecycle, "_clock", lambda: later)
 
 
 def test_an_update_that_died_after_scheduler_took_it_is_finished_by_the_next_request_after_the_lease(
@@ -178,31 +178,31 @@ def test_an_update_that_died_after_scheduler_took_it_is_finished_by_the_next_req
     _create()
     with monkeypatch.context() as patched, pytest.raises(RuntimeError):
         patched.setattr(schedule_items, "finishing_update", _dies)
-        customer_schedules.update("acme", "nightly", {"job": {"payload": {"n": 9}}})
+        lifecycle.update("acme", "nightly", {"job": {"payload": {"n": 9}}})
     assert _firing(scheduler_env)["payload"] == {"n": 9}  # Scheduler has the new definition
 
-    shown = customer_schedules.get("acme", "nightly")  # the record is `updating`: shown as it was
+    shown = queries.get("acme", "nightly")  # the record is `updating`: shown as it was
     assert shown.job["payload"] == {"n": 1}
-    with pytest.raises(customer_schedules.ScheduleBusy, match="being updated"):
-        customer_schedules.update("acme", "nightly", {"description": "meanwhile"})
+    with pytest.raises(lifecycle.ScheduleBusy, match="being updated"):
+        lifecycle.update("acme", "nightly", {"description": "meanwhile"})
 
     _past_the_lease(monkeypatch)
-    finished = customer_schedules.get("acme", "nightly")
+    finished = queries.get("acme", "nightly")
     assert finished.job["payload"] == {"n": 9}
     assert finished.current_state is schedule_items.State.ACTIVE and finished.pending is None
-    assert customer_schedules.update("acme", "nightly", {"description": "now"}).description == "now"
+    assert lifecycle.update("acme", "nightly", {"description": "now"}).description == "now"
 
 
 def test_an_update_that_died_before_scheduler_took_it_is_applied_after_the_lease(scheduler_env, monkeypatch):
     _create()
     with monkeypatch.context() as patched, pytest.raises(RuntimeError):
         patched.setattr(eventbridge, "update", _dies)
-        customer_schedules.pause("acme", "nightly", note="incident")
+        lifecycle.pause("acme", "nightly", note="incident")
     assert _in_scheduler(scheduler_env)["State"] == "ENABLED"
 
     _past_the_lease(monkeypatch)
     # The operator's recount finishes it too; here the next pause does, then finds it paused already.
-    assert customer_schedules.pause("acme", "nightly").public()["note"] == "incident"
+    assert lifecycle.pause("acme", "nightly").public()["note"] == "incident"
     assert _in_scheduler(scheduler_env)["State"] == "DISABLED"
 
 
@@ -210,14 +210,14 @@ def test_a_delete_takes_an_updating_schedule_over_and_the_update_loses(scheduler
     _create()
 
     def deleted_meanwhile(name: str, definition: eventbridge.Definition) -> None:
-        assert customer_schedules.delete("acme", "nightly") is True
+        lifecycle.delete("acme", "nightly")
         raise eventbridge.Gone(name)
 
     monkeypatch.setattr(eventbridge, "update", deleted_meanwhile)
-    with pytest.raises(customer_schedules.ScheduleBusy, match="being deleted"):
-        customer_schedules.update("acme", "nightly", {"description": "late"})
+    with pytest.raises(lifecycle.ScheduleBusy, match="being deleted"):
+        lifecycle.update("acme", "nightly", {"description": "late"})
 
-    assert customer_schedules.get("acme", "nightly") is None
+    assert queries.get("acme", "nightly") is None
     assert scheduler_env["scheduler"].list_schedules()["Schedules"] == []
     assert quotas.usage("acme")["schedules"] == 0  # a delete gives its unit back
 
@@ -229,7 +229,7 @@ def _sent(scheduler_env: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_a_trigger_sends_the_schedules_job_as_a_manual_run_scheduled_now(scheduler_env):
     _create()
-    customer_schedules.pause("acme", "nightly")  # a paused schedule still runs by hand
+    lifecycle.pause("acme", "nightly")  # a paused schedule still runs by hand
 
     triggered = runs.trigger("acme", "nightly")
 

@@ -10,22 +10,22 @@ from typing import Any
 
 from shared import settings
 from shared.model import JobMessage, JobSpec, Status
-from shared.schedules import customer_schedules, runs
+from shared.schedules import definitions, lifecycle, runs
 from shared.store import job_store
 from tests.unit.worker_harness import dead_letters, deliver, record
 
 
 def _create(overlap: str = "skip") -> None:
-    request = customer_schedules.ScheduleRequest(
+    request = definitions.ScheduleRequest(
         name="report", expression="rate(1 hour)", job=JobSpec("echo", payload={"n": 1}), overlap=overlap
     )
-    customer_schedules.create("acme", request)
+    lifecycle.create("acme", request)
 
 
 def _firing(scheduler_env: dict[str, Any], scheduled_for: str) -> str:
     """What Scheduler puts on the queue for the occurrence `scheduled_for`."""
     entry = scheduler_env["scheduler"].get_schedule(
-        Name=customer_schedules.scheduler_name("acme", "report"), GroupName=settings.SCHEDULE_GROUP
+        Name=lifecycle.scheduler_name("acme", "report"), GroupName=settings.SCHEDULE_GROUP
     )
     return entry["Target"]["Input"].replace("<aws.scheduler.scheduled-time>", scheduled_for)
 
@@ -119,7 +119,7 @@ def test_switching_to_skip_takes_effect_at_the_next_firing(scheduler_env):
     _create(overlap="allow")
     running = _start_a_run(scheduler_env)
 
-    customer_schedules.update("acme", "report", {"overlap": "skip"})
+    lifecycle.update("acme", "report", {"overlap": "skip"})
     deliver(scheduler_env, _firing(scheduler_env, "2030-01-01T00:00:00Z"))
 
     newest = runs.recent("acme", "report")[0]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared.tenants import tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 Answer = tuple[int, dict[str, Any]]
 

@@ -7,24 +7,26 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared import settings
+from shared.aws import eventbridge
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model import JobSpec
-from shared.schedules import customer_schedules
+from shared.schedules import definitions, lifecycle, queries
+from shared.store import schedule_items
 from shared.tenants import quotas
 
 
 def _request(name="nightly", **changes):
-    return customer_schedules.ScheduleRequest(
+    return definitions.ScheduleRequest(
         **{"name": name, "expression": "cron(0 0 * * ? *)", "job": JobSpec("echo", payload={"n": 1}), **changes}
     )
 
 
 def test_a_schedule_targets_the_queue_with_a_firing_input(scheduler_env):
-    customer_schedules.create("acme", _request(timezone="Europe/Paris", flexible_window_minutes=15))
+    lifecycle.create("acme", _request(timezone="Europe/Paris", flexible_window_minutes=15))
 
     entry = scheduler_env["scheduler"].get_schedule(
-        Name=customer_schedules.scheduler_name("acme", "nightly"), GroupName=settings.SCHEDULE_GROUP
+        Name=lifecycle.scheduler_name("acme", "nightly"), GroupName=settings.SCHEDULE_GROUP
     )
     assert entry["ScheduleExpression"] == "cron(0 0 * * ? *)"
     assert entry["ScheduleExpressionTimezone"] == "Europe/Paris"
@@ -36,22 +38,25 @@ def test_a_schedule_targets_the_queue_with_a_firing_input(scheduler_env):
 
 
 def test_a_name_is_taken_once_per_tenant(scheduler_env):
-    customer_schedules.create("acme", _request())
-    with pytest.raises(customer_schedules.ScheduleExists):
-        customer_schedules.create("acme", _request())
-    customer_schedules.create("globex", _request())  # another tenant's namesake
+    lifecycle.create("acme", _request())
+    with pytest.raises(lifecycle.ScheduleExists):
+        lifecycle.create("acme", _request())
+    lifecycle.create("globex", _request())  # another tenant's namesake
 
-    assert [item.name for item in customer_schedules.list_for("acme")] == ["nightly"]
-    assert customer_schedules.get("initech", "nightly") is None
+    assert [item.name for item in queries.list_for("acme")] == ["nightly"]
+    assert queries.get("initech", "nightly") is None
 
 
 def test_delete_removes_the_record_and_the_schedule(scheduler_env):
-    customer_schedules.create("acme", _request())
+    lifecycle.create("acme", _request())
 
-    assert customer_schedules.delete("acme", "nightly") is True
-    assert customer_schedules.get("acme", "nightly") is None
+    lifecycle.delete("acme", "nightly")
+    assert queries.get("acme", "nightly") is None
     assert scheduler_env["scheduler"].list_schedules(GroupName=settings.SCHEDULE_GROUP)["Schedules"] == []
-    assert customer_schedules.delete("acme", "nightly") is False
+    with pytest.raises(lifecycle.ScheduleNotFound):
+        lifecycle.delete("acme", "nightly")
+    with pytest.raises(lifecycle.ScheduleNotFound, match="no schedule 'nightly'"):
+        queries.existing("acme", "nightly")
 
 
 def _scheduled(scheduler_env) -> list[str]:
@@ -63,40 +68,40 @@ def test_a_create_that_died_half_way_is_finished_as_a_delete_once_its_lease_is_o
         raise RuntimeError("the request died here")
 
     with monkeypatch.context() as patched, pytest.raises(RuntimeError):
-        patched.setattr(customer_schedules.schedule_items, "mark_active", dies)
-        customer_schedules.create("acme", _request())
-    monkeypatch.setattr(customer_schedules, "_sleep", lambda _seconds: None)
-    assert _scheduled(scheduler_env) == [customer_schedules.scheduler_name("acme", "nightly")]
+        patched.setattr(schedule_items, "mark_active", dies)
+        lifecycle.create("acme", _request())
+    monkeypatch.setattr(lifecycle, "_sleep", lambda _seconds: None)
+    assert _scheduled(scheduler_env) == [lifecycle.scheduler_name("acme", "nightly")]
 
-    assert customer_schedules.get("acme", "nightly") is None  # being created: not shown
-    with pytest.raises(customer_schedules.ScheduleBusy, match="being created"):
-        customer_schedules.delete("acme", "nightly")
-    with pytest.raises(customer_schedules.ScheduleBusy, match="being created"):
-        customer_schedules.create("acme", _request())
+    assert queries.get("acme", "nightly") is None  # being created: not shown
+    with pytest.raises(lifecycle.ScheduleBusy, match="being created"):
+        lifecycle.delete("acme", "nightly")
+    with pytest.raises(lifecycle.ScheduleBusy, match="being created"):
+        lifecycle.create("acme", _request())
     assert quotas.usage("acme")["schedules"] == 1
 
     later = time.time() + settings.SCHEDULE_CHANGE_LEASE_SECONDS + 1
-    monkeypatch.setattr(customer_schedules, "_clock", lambda: later)
-    assert customer_schedules.get("acme", "nightly") is None
+    monkeypatch.setattr(lifecycle, "_clock", lambda: later)
+    assert queries.get("acme", "nightly") is None
     assert _scheduled(scheduler_env) == []
     assert quotas.usage("acme")["schedules"] == 0
-    assert customer_schedules.list_for("acme") == []
-    customer_schedules.create("acme", _request())  # the name is free again
+    assert queries.list_for("acme") == []
+    lifecycle.create("acme", _request())  # the name is free again
     assert quotas.usage("acme")["schedules"] == 1
 
 
 def test_a_delete_that_died_half_way_is_finished_by_the_next_delete(scheduler_env, monkeypatch):
-    customer_schedules.create("acme", _request())
+    lifecycle.create("acme", _request())
 
     def dies(*_args, **_kwargs):
         raise RuntimeError("the request died here")
 
     with monkeypatch.context() as patched, pytest.raises(RuntimeError):
-        patched.setattr(customer_schedules.eventbridge, "delete", dies)
-        customer_schedules.delete("acme", "nightly")
-    assert customer_schedules.get("acme", "nightly") is None  # being deleted: not shown
+        patched.setattr(eventbridge, "delete", dies)
+        lifecycle.delete("acme", "nightly")
+    assert queries.get("acme", "nightly") is None  # being deleted: not shown
 
-    assert customer_schedules.delete("acme", "nightly") is True
+    lifecycle.delete("acme", "nightly")
     assert _scheduled(scheduler_env) == []
     assert quotas.usage("acme")["schedules"] == 0
 
@@ -104,14 +109,14 @@ def test_a_delete_that_died_half_way_is_finished_by_the_next_delete(scheduler_en
 def test_a_recount_removes_schedules_left_without_a_record(scheduler_env):
     from shared.operations import recount
 
-    customer_schedules.create("acme", _request("kept"))
-    left = customer_schedules.scheduler_name("acme", "left")
-    customer_schedules.eventbridge.create(left, "rate(1 hour)", "{}")
+    lifecycle.create("acme", _request("kept"))
+    left = lifecycle.scheduler_name("acme", "left")
+    eventbridge.create(left, "rate(1 hour)", "{}")
 
     done = recount.recount("acme")
 
     assert done.schedules_repaired == [left]
-    assert _scheduled(scheduler_env) == [customer_schedules.scheduler_name("acme", "kept")]
+    assert _scheduled(scheduler_env) == [lifecycle.scheduler_name("acme", "kept")]
     assert done.after["schedules"] == 1
 
 
@@ -129,9 +134,9 @@ def test_a_recount_removes_schedules_left_without_a_record(scheduler_env):
 )
 def test_an_invalid_schedule_names_the_field_and_creates_nothing(scheduler_env, changes, field):
     with pytest.raises(InvalidRequest) as refused:
-        customer_schedules.create("acme", _request(**changes))
+        lifecycle.create("acme", _request(**changes))
     assert refused.value.field == field
-    assert customer_schedules.list_for("acme") == []
+    assert queries.list_for("acme") == []
 
 
 def test_a_job_due_within_15_minutes_rides_the_sqs_delay(scheduler_env):

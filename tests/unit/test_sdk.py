@@ -257,7 +257,7 @@ def test_schedules_round_trip_their_bodies(stub, corral):
         "timezone": "Europe/Paris",
         "job": {"type": "echo", "payload": {"a": 1}},
     }
-    assert corral.schedules.list() == [{"name": "nightly"}]
+    assert list(corral.schedules.list()) == [{"name": "nightly"}]
     corral.schedules.delete("nightly")
     assert (stub.requests[2].method, stub.requests[2].path) == ("DELETE", "/v1/schedules/nightly")
 
@@ -359,3 +359,63 @@ def test_batches_are_listed_across_pages(stub, corral):
     ]
     assert [batch["id"] for batch in corral.batches.list(status="running")] == ["b2", "b1"]
     assert stub.requests[1].query == {"status": ["running"], "cursor": ["c1"]}
+
+
+@pytest.mark.parametrize(
+    ("listing", "field"),
+    [
+        (lambda corral: corral.list, "jobs"),
+        (lambda corral: corral.schedules.list, "schedules"),
+        (lambda corral: corral.batches.list, "batches"),
+    ],
+    ids=["jobs", "schedules", "batches"],
+)
+def test_every_list_is_an_iterator_that_asks_for_a_page_only_when_it_is_wanted(stub, corral, listing, field):
+    stub.replies = [
+        (200, {field: [{"id": "1"}, {"id": "2"}], "next_cursor": "c1"}),
+        (200, {field: [{"id": "3"}], "next_cursor": None}),
+    ]
+
+    first_two = listing(corral)(max_items=2)
+    assert isinstance(first_two, Iterator) and stub.requests == []  # nothing asked before it is iterated
+    assert [item["id"] for item in first_two] == ["1", "2"]
+    assert len(stub.requests) == 1  # the second page holds nothing wanted: never asked for
+
+    stub.replies = [(200, {field: [{"id": "1"}], "next_cursor": "c1"}), (200, {field: [{"id": "2"}]})]
+    assert [item["id"] for item in listing(corral)()] == ["1", "2"]
+    assert stub.requests[-1].query["cursor"] == ["c1"]
+
+
+def test_a_callback_types_the_fields_the_api_takes_on_a_job_callback_and_no_others():
+    from client import Callback
+    from docs import generate
+
+    document = generate.served_document()
+    schemas = document["components"]["schemas"]
+
+    def schema(field: dict[str, Any]) -> dict[str, Any]:
+        """The object schema a field refers to (an optional field: its schema or null)."""
+        (ref,) = [option["$ref"] for option in field.get("anyOf", [field]) if "$ref" in option]
+        return schemas[ref.rsplit("/", 1)[1]]
+
+    job = schema(document["paths"]["/v1/jobs"]["post"]["requestBody"]["content"]["application/json"]["schema"])
+    for kind in ("on_success", "on_failure"):
+        callback = schema(job["properties"][kind])
+        assert callback["additionalProperties"] is False
+        assert set(Callback.__optional_keys__) == set(callback["properties"]), kind
+
+
+def test_the_package_exports_each_public_name_once_from_the_module_that_defines_it():
+    import client
+
+    assert len(client.__all__) == len(set(client.__all__))
+    assert all(hasattr(client, name) for name in client.__all__)
+    assert not hasattr(client, "JobTimeout") and not hasattr(Corral, "job")  # one name per thing: WaitTimeout, get
+
+
+def test_the_client_module_stays_one_readable_file():
+    from pathlib import Path
+
+    import client.corral
+
+    assert len(Path(client.corral.__file__).read_text().splitlines()) <= 450

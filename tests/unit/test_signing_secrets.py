@@ -325,8 +325,8 @@ def call_api(aws, monkeypatch):
     import json
 
     from functions.api.handler import handler
+    from local.events import FakeLambdaContext, http_api_event
     from shared.tenants import tenants
-    from tests.events import FakeLambdaContext, http_api_event
 
     environment.change(http_allow_plain=False)
     environment.change(http_allow_loopback=False)

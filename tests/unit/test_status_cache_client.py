@@ -93,7 +93,8 @@ def test_a_stale_miss_for_a_job_queued_a_while_ago_is_read_again_from_the_table_
     monkeypatch.setattr(job_items, "jobs_client", lambda single_attempt=False: stale)
 
     assert status.job_status("acme", old.id).status is Status.SUCCEEDED  # not `queued` until the TTL
-    assert status.job_status("other", old.id) is None  # another tenant's job stays unknown
+    with pytest.raises(status.JobNotFound):  # another tenant's job stays unknown
+        status.job_status("other", old.id)
     assert status.job_status("acme", fresh.id).status is Status.QUEUED  # just enqueued: the miss is believed
     assert stale.consistent_reads == 1
 

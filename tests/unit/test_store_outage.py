@@ -24,6 +24,7 @@ from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model import JobSpec, Status
 from shared.store import job_store
+from shared.worker.delivery import hand_back_floor_seconds
 from tests.unit.worker_harness import VirtualClock, poll, record, send
 
 AWS = settings.PROFILES["aws"]
@@ -90,7 +91,7 @@ def test_an_hour_of_store_outage_on_the_aws_profile_moves_no_unrun_job_to_the_dl
 def _survivable_outage_seconds(receive_budget: int, unit: float, cap: float) -> float:
     """How long the store can be down before a never-run message reaches the DLQ: the hand-backs of
     every receive but the last (the receive past the budget moves it to the DLQ)."""
-    return sum(queue.hand_back_floor_seconds(n, unit, cap) for n in range(1, receive_budget))
+    return sum(hand_back_floor_seconds(n, unit, cap) for n in range(1, receive_budget))
 
 
 def test_the_aws_profile_survives_over_three_hours_of_outage_by_the_arithmetic():

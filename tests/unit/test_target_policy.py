@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from shared.targets.http_policy import AWS_RULES, Refused, TargetPolicy, check_url, resolve
+from shared.targets.http_policy import AWS_RULES, TargetPolicy, TargetRefused, check_url, resolve
 
 LOCAL_RULES = TargetPolicy(allow_plain_http=True, allow_loopback=True)
 
@@ -38,7 +38,7 @@ LOCAL_RULES = TargetPolicy(allow_plain_http=True, allow_loopback=True)
     ],
 )
 def test_unsafe_hosts_are_refused_at_enqueue_on_the_aws_rules(url):
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(TargetRefused) as refused:
         check_url(url, AWS_RULES)
     assert refused.value.field == "url"
 
@@ -55,7 +55,7 @@ def test_unsafe_hosts_are_refused_at_enqueue_on_the_aws_rules(url):
     ],
 )
 def test_malformed_or_plain_urls_are_refused_on_the_aws_rules(url, why):
-    with pytest.raises(Refused, match=why):
+    with pytest.raises(TargetRefused, match=why):
         check_url(url, AWS_RULES)
 
 
@@ -71,9 +71,9 @@ def test_a_public_url_passes_and_keeps_its_path_and_query():
 def test_the_local_rules_allow_loopback_and_http_but_not_private_addresses():
     assert check_url("http://127.0.0.1:8080/x", LOCAL_RULES).port == 8080
     assert check_url("http://localhost:8080/x", LOCAL_RULES).host == "localhost"
-    with pytest.raises(Refused):
+    with pytest.raises(TargetRefused):
         check_url("http://10.0.0.1/", LOCAL_RULES)
-    with pytest.raises(Refused):
+    with pytest.raises(TargetRefused):
         check_url("http://169.254.169.254/", LOCAL_RULES)
 
 
@@ -91,14 +91,14 @@ def _resolver(table):
 def test_a_name_resolving_to_loopback_is_refused_at_run_time_on_the_aws_rules():
     target = check_url("https://internal.example.com/hook", AWS_RULES)  # a name: fine at enqueue
 
-    with pytest.raises(Refused, match=r"127\.0\.0\.1 is a loopback address"):
+    with pytest.raises(TargetRefused, match=r"127\.0\.0\.1 is a loopback address"):
         resolve(target, AWS_RULES, _resolver({"internal.example.com": ["127.0.0.1"]}))
 
 
 def test_one_refused_address_among_public_ones_refuses_the_name():
     target = check_url("https://mixed.example.com/", AWS_RULES)
 
-    with pytest.raises(Refused, match=r"10\.0\.0\.1"):
+    with pytest.raises(TargetRefused, match=r"10\.0\.0\.1"):
         resolve(target, AWS_RULES, _resolver({"mixed.example.com": ["93.184.216.34", "10.0.0.1"]}))
 
 
@@ -116,10 +116,10 @@ def test_an_allowlisted_private_host_may_resolve_privately_but_never_to_metadata
 
     assert resolve(target, policy, _resolver({"billing.internal": ["10.1.2.3"]})) == "10.1.2.3"
     for address in ("169.254.169.254", "127.0.0.1"):
-        with pytest.raises(Refused):
+        with pytest.raises(TargetRefused):
             resolve(target, policy, _resolver({"billing.internal": [address]}))
     other = check_url("https://other.internal/", policy)
-    with pytest.raises(Refused):
+    with pytest.raises(TargetRefused):
         resolve(other, policy, _resolver({"other.internal": ["10.1.2.3"]}))
 
 
@@ -130,36 +130,36 @@ def test_an_allowlisted_private_host_may_resolve_privately_but_never_to_metadata
     "url", ["https://smtp.example.com:25/", "https://db.example.com:5432/", "https://x.example:22"]
 )
 def test_Lf_a_port_other_than_443_is_refused_at_enqueue(url):
-    with pytest.raises(Refused, match="is not one HTTP jobs may call: 443") as refused:
+    with pytest.raises(TargetRefused, match="is not one HTTP jobs may call: 443") as refused:
         check_url(url, AWS_RULES)
     assert refused.value.field == "url"
 
 
 def test_Lf_port_80_only_where_the_stack_calls_plain_http_and_extra_ports_only_where_the_operator_lists_them():
     assert check_url("https://example.com:443/", AWS_RULES).port == 443
-    with pytest.raises(Refused, match="port 80 "):
+    with pytest.raises(TargetRefused, match="port 80 "):
         check_url("https://example.com:80/", AWS_RULES)
     assert check_url("http://example.com:80/", TargetPolicy(allow_plain_http=True)).port == 80
-    with pytest.raises(Refused, match="port 8443 "):
+    with pytest.raises(TargetRefused, match="port 8443 "):
         check_url("https://example.com:8443/", AWS_RULES)
     assert check_url("https://example.com:8443/", TargetPolicy(extra_ports=frozenset({8443, 9443}))).port == 8443
-    with pytest.raises(Refused, match="port 0 "):
+    with pytest.raises(TargetRefused, match="port 0 "):
         check_url("https://example.com:0/", TargetPolicy(extra_ports=frozenset({8443})))
 
 
 def test_Lf_a_loopback_host_may_name_any_port_where_loopback_is_allowed_and_nowhere_else():
     assert check_url("http://127.0.0.1:54321/x", LOCAL_RULES).port == 54321  # the local profile's test servers
     assert check_url("http://[::1]:54321/x", LOCAL_RULES).port == 54321
-    with pytest.raises(Refused, match="port 54321"):
+    with pytest.raises(TargetRefused, match="port 54321"):
         check_url("http://hooks.example.com:54321/x", LOCAL_RULES)  # a name: it may resolve anywhere
-    with pytest.raises(Refused, match="loopback"):
+    with pytest.raises(TargetRefused, match="loopback"):
         check_url("https://127.0.0.1:54321/x", AWS_RULES)
 
 
 def test_Lf_the_api_answers_422_naming_payload_url_and_sends_nothing(aws):
     from functions.api.handler import handler
+    from local.events import FakeLambdaContext, http_api_event
     from shared.tenants import tenants
-    from tests.events import FakeLambdaContext, http_api_event
 
     key = tenants.create_key("acme")
     job = {"type": "http", "payload": {"url": "https://smtp.example.com:25/"}}

@@ -13,11 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from functions.api.handler import handler
+from local.events import FakeLambdaContext, http_api_event
 from shared import environment
 from shared.aws.clients import client
 from shared.store import tenant_items
 from shared.tenants import api_keys, operators, tenants
-from tests.events import FakeLambdaContext, http_api_event
 
 
 def test_minted_keys_pass_their_checksum_and_one_changed_character_fails():

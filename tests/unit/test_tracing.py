@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from local.events import FakeLambdaContext, http_api_event
 from shared.aws import tracing
 from shared.tenants import tenants
-from tests.events import FakeLambdaContext, http_api_event
 from tests.unit import worker_harness
 
 

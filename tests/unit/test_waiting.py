@@ -24,8 +24,8 @@ from shared.model import Concurrency, JobMessage, JobSpec, Status
 from shared.store import running_slots
 from shared.tenants import quotas
 from shared.worker import unclaimed, waiting
-from shared.worker.delivery import Delivery
-from shared.worker.verdicts import Waited
+from shared.worker.delivery import Delivery, hand_back_floor_seconds
+from shared.worker.verdicts import WAITING_ATTRIBUTE, Waited
 from tests.unit.worker_harness import VirtualClock, messages_held, poll, record, send
 
 BUDGET = 4  # the queue's maxReceiveCount here
@@ -125,9 +125,9 @@ def test_a_waiting_job_sent_again_carries_its_wait_and_its_delays_keep_growing(b
     sent: list[tuple[int, Waited]] = []
     send_waiting = queue.send_waiting
 
-    def spy(message: JobMessage, delay_seconds: int, waited: str) -> None:
-        sent.append((delay_seconds, Waited.from_attribute(waited)))
-        send_waiting(message, delay_seconds, waited)
+    def spy(message: JobMessage, delay_seconds: int, attributes: dict[str, str]) -> None:
+        sent.append((delay_seconds, Waited.from_attribute(attributes[WAITING_ATTRIBUTE])))
+        send_waiting(message, delay_seconds, attributes)
 
     monkeypatch.setattr(queue, "send_waiting", spy)
     enqueued = time.time()
@@ -139,7 +139,7 @@ def test_a_waiting_job_sent_again_carries_its_wait_and_its_delays_keep_growing(b
     assert {waited.why for _, waited in sent} == {str(waiting.WaitReason.RUNNING_CAP)}
     assert sent[0][1].since == sent[1][1].since >= enqueued  # both since its first wait
     # Each delay counts every receive waited, over both messages: the second send's is the longer.
-    assert sent[1][0] >= queue.hand_back_floor_seconds(2 * RESEND_AT, settings.OVER_CAP_HAND_BACK_UNIT_SECONDS)
+    assert sent[1][0] >= hand_back_floor_seconds(2 * RESEND_AT, settings.OVER_CAP_HAND_BACK_UNIT_SECONDS)
     assert sent[1][0] > sent[0][0]
     assert record(job.id) is None
 
@@ -195,7 +195,7 @@ def test_a_send_that_fails_hands_the_waiting_job_back_instead(aws, monkeypatch):
 def test_only_a_message_at_the_resend_receive_is_sent_again(aws):
     environment.change(wait_resend_at=RESEND_AT)
     message = build_message("acme", JobRequest(JobSpec("echo", payload=1)), time.time())
-    carried = {queue.WAITING_ATTRIBUTE: Waited(since=1.0, why="its concurrency key", receives=7).to_attribute()}
+    carried = {WAITING_ATTRIBUTE: Waited(since=1.0, why="its concurrency key", receives=7).to_attribute()}
 
     def wait_at(receive_count: int, attributes: dict[str, str] | None = None) -> Any:
         delivery = Delivery("m", message.to_json(), receive_count=receive_count, attributes=attributes or {})
@@ -204,16 +204,16 @@ def test_only_a_message_at_the_resend_receive_is_sent_again(aws):
     assert [wait_at(n).resend for n in (1, RESEND_AT - 1, RESEND_AT, RESEND_AT + 5)] == [False, False, True, True]
     later = wait_at(2, carried)
     assert (later.waited.since, later.waited.receives) == (1.0, 9)  # its first wait, and every receive since
-    assert later.delay_seconds >= queue.hand_back_floor_seconds(9, 1.0)
+    assert later.delay_seconds >= hand_back_floor_seconds(9, 1.0)
     assert Waited.from_attribute("not ours") is None
-    assert Delivery("m", "{}", attributes={queue.WAITING_ATTRIBUTE: "{}"}).waited is None
+    assert Delivery("m", "{}", attributes={WAITING_ATTRIBUTE: "{}"}).waited is None
 
 
 def test_a_waiting_jobs_message_sent_again_is_no_first_delivery_for_a_store_blip(aws):
     """A store blip runs only a job's first delivery without a claim; a waiting job's fresh message is not
     one (an earlier message of the job may have started an unclaimed run that died)."""
     message = build_message("acme", JobRequest(JobSpec("echo", payload=1)), time.time())
-    carried = {queue.WAITING_ATTRIBUTE: Waited(since=1.0, why="its tenant's running cap", receives=6).to_attribute()}
+    carried = {WAITING_ATTRIBUTE: Waited(since=1.0, why="its tenant's running cap", receives=6).to_attribute()}
 
     assert unclaimed.may_run_unclaimed(message, Delivery("m", message.to_json()), first_run=True)
     assert not unclaimed.may_run_unclaimed(

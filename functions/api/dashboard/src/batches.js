@@ -3,7 +3,7 @@
 import { h } from "preact";
 import { useState } from "preact/hooks";
 import { api, query } from "./api.js";
-import { ActionButton, Card, Empty, ErrorBox, Flash, Loading, Pager, Time, useCursors, useFlash, usePoll } from "./ui.js";
+import { ActionButton, Card, Empty, ErrorBox, Flash, Page, Pager, PollState, Table, Time, fact, useCursors, useFlash, usePoll } from "./ui.js";
 
 export const BATCH_STATUSES = ["running", "succeeded", "completed_with_failures", "cancelled"];
 const BATCH_HINTS = {
@@ -47,14 +47,8 @@ export function BatchesPage() {
   );
   const batches = list.data?.batches || [];
   return h(
-    "div",
-    { class: "page" },
-    h(
-      "div",
-      { class: "page-header" },
-      h("h1", null, "Batches"),
-      h("p", { class: "muted" }, "Jobs enqueued together and counted as one, with callbacks when they have all ended."),
-    ),
+    Page,
+    { title: "Batches", lead: "Jobs enqueued together and counted as one, with callbacks when they have all ended." },
     h(
       "label",
       { class: "filter" },
@@ -73,40 +67,22 @@ export function BatchesPage() {
         BATCH_STATUSES.map((name) => h("option", { value: name }, name.replace(/_/g, " "))),
       ),
     ),
-    h(ErrorBox, { error: list.error }),
-    !list.data && list.loading ? h(Loading) : null,
+    h(PollState, { poll: list }),
     list.data && !batches.length ? h(Empty, { title: "No batches." }, "POST /v1/batches, or `corral batches create`, makes one.") : null,
     batches.length
       ? h(
-          "div",
-          { class: "table-wrap" },
-          h(
-            "table",
-            { class: "table" },
+          Table,
+          { columns: ["Batch", "Status", "Progress", "Ended", "Created", "Description"] },
+          batches.map((batch) =>
             h(
-              "thead",
-              null,
-              h(
-                "tr",
-                null,
-                ["Batch", "Status", "Progress", "Ended", "Created", "Description"].map((name) => h("th", { scope: "col" }, name)),
-              ),
-            ),
-            h(
-              "tbody",
-              null,
-              batches.map((batch) =>
-                h(
-                  "tr",
-                  { key: batch.id },
-                  h("td", { class: "mono small" }, h("a", { href: `#/batches/${encodeURIComponent(batch.id)}` }, batch.id)),
-                  h("td", null, h(BatchBadge, { status: batch.status })),
-                  h("td", { class: "progress-cell" }, h(Progress, { batch })),
-                  h("td", null, `${batch.total - batch.pending} / ${batch.total}`),
-                  h("td", null, h(Time, { value: batch.created_at })),
-                  h("td", null, batch.description || ""),
-                ),
-              ),
+              "tr",
+              { key: batch.id },
+              h("td", { class: "mono small" }, h("a", { href: `#/batches/${encodeURIComponent(batch.id)}` }, batch.id)),
+              h("td", null, h(BatchBadge, { status: batch.status })),
+              h("td", { class: "progress-cell" }, h(Progress, { batch })),
+              h("td", null, `${batch.total - batch.pending} / ${batch.total}`),
+              h("td", null, h(Time, { value: batch.created_at })),
+              h("td", null, batch.description || ""),
             ),
           ),
         )
@@ -123,12 +99,10 @@ export function BatchDetail({ batchId }) {
   const callbacks = Object.entries(data?.callbacks || {});
   const jobIds = jobs.data?.jobs || [];
   return h(
-    "div",
-    { class: "page" },
-    h("div", { class: "page-header" }, h("a", { href: "#/batches", class: "back" }, "← All batches"), h("h1", { class: "mono break" }, batchId)),
+    Page,
+    { title: batchId, titleClass: "mono break", back: { href: "#/batches", label: "← All batches" } },
     h(Flash, { flash }),
-    h(ErrorBox, { error: batch.error, action: batch.error?.status === 404 ? "This id is not one of your batches." : null }),
-    !data && batch.loading ? h(Loading) : null,
+    h(PollState, { poll: batch, notFound: "This id is not one of your batches." }),
     data
       ? h(
           "div",
@@ -194,8 +168,4 @@ export function BatchDetail({ batchId }) {
         )
       : null,
   );
-}
-
-function fact(label, value) {
-  return h("div", null, h("dt", null, label), h("dd", null, value));
 }

@@ -8,14 +8,16 @@ import {
   ActionButton,
   Card,
   Empty,
-  ErrorBox,
   Flash,
   Json,
-  Loading,
+  Page,
   Pager,
+  PollState,
   STATUSES,
   StatusBadge,
+  Table,
   Time,
+  fact,
   useCursors,
   useFlash,
   usePoll,
@@ -76,15 +78,13 @@ export function JobsPage({ mode = "all", params, navigate }) {
   const failed = (error) => showFlash("error", error.message);
 
   return h(
-    "div",
-    { class: "page" },
-    h("div", { class: "page-header" }, h("h1", null, preset.title), h("p", { class: "muted" }, preset.lead)),
+    Page,
+    { title: preset.title, lead: preset.lead },
     h(Filters, { filters, fixedStatus: preset.status, onApply: applyFilters, key }),
     mode === "dead" ? h(RetryAll, { filters, onDone: done, onError: failed }) : null,
     mode === "delayed" ? h(CancelById, { onDone: done, onError: failed }) : null,
     h(Flash, { flash }),
-    h(ErrorBox, { error: jobs.error, action: "Check the filters, then reload the page." }),
-    !jobs.data && jobs.loading ? h(Loading) : null,
+    h(PollState, { poll: jobs, action: "Check the filters, then reload the page." }),
     jobs.data
       ? h(JobsTable, { jobs: jobs.data.jobs || [], mode, emptyText: preset.empty, onDone: done, onError: failed })
       : null,
@@ -151,43 +151,29 @@ function isoToLocalInput(iso) {
 
 function JobsTable({ jobs, mode, emptyText, onDone, onError }) {
   if (!jobs.length) return h(Empty, { title: emptyText });
+  const columns = [
+    "Job",
+    "Type",
+    "Status",
+    { label: "Attempts", class: "num" },
+    "Enqueued",
+    mode === "delayed" ? "Runs" : "Finished",
+    mode === "all" ? null : { label: h("span", { class: "sr-only" }, "Actions") },
+  ];
   return h(
-    "div",
-    { class: "table-wrap" },
-    h(
-      "table",
-      { class: "table", "data-testid": "jobs-table" },
+    Table,
+    { columns, testId: "jobs-table" },
+    jobs.map((job) =>
       h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          h("th", { scope: "col" }, "Job"),
-          h("th", { scope: "col" }, "Type"),
-          h("th", { scope: "col" }, "Status"),
-          h("th", { scope: "col", class: "num" }, "Attempts"),
-          h("th", { scope: "col" }, "Enqueued"),
-          h("th", { scope: "col" }, mode === "delayed" ? "Runs" : "Finished"),
-          mode === "all" ? null : h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")),
-        ),
-      ),
-      h(
-        "tbody",
-        null,
-        jobs.map((job) =>
-          h(
-            "tr",
-            { key: job.id, "data-job-id": job.id },
-            h("td", { class: "mono" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}` }, shortId(job.id))),
-            h("td", null, job.type || "—"),
-            h("td", null, h(StatusBadge, { status: job.status })),
-            h("td", { class: "num" }, job.max_attempts ? `${job.attempts ?? 0} / ${job.max_attempts}` : formatNumber(job.attempts ?? 0)),
-            h("td", null, h(Time, { value: job.enqueued_at })),
-            h("td", null, h(Time, { value: mode === "delayed" ? runsAt(job) : job.finished_at })),
-            mode === "all" ? null : h("td", { class: "actions" }, h(JobActions, { job, onDone, onError })),
-          ),
-        ),
+        "tr",
+        { key: job.id, "data-job-id": job.id },
+        h("td", { class: "mono" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}` }, shortId(job.id))),
+        h("td", null, job.type || "—"),
+        h("td", null, h(StatusBadge, { status: job.status })),
+        h("td", { class: "num" }, job.max_attempts ? `${job.attempts ?? 0} / ${job.max_attempts}` : formatNumber(job.attempts ?? 0)),
+        h("td", null, h(Time, { value: job.enqueued_at })),
+        h("td", null, h(Time, { value: mode === "delayed" ? runsAt(job) : job.finished_at })),
+        mode === "all" ? null : h("td", { class: "actions" }, h(JobActions, { job, onDone, onError })),
       ),
     ),
   );
@@ -300,20 +286,10 @@ export function JobDetail({ jobId, navigate }) {
   const job = usePoll(() => api("GET", `/v1/jobs/${encodeURIComponent(jobId)}`), [jobId], 3000);
   const data = job.data;
   return h(
-    "div",
-    { class: "page" },
-    h(
-      "div",
-      { class: "page-header" },
-      h("a", { href: "#/jobs", class: "back" }, "← All jobs"),
-      h("h1", { class: "mono break" }, jobId),
-    ),
+    Page,
+    { title: jobId, titleClass: "mono break", back: { href: "#/jobs", label: "← All jobs" } },
     h(Flash, { flash }),
-    h(ErrorBox, {
-      error: job.error,
-      action: job.error?.status === 404 ? "This id is not one of your jobs. Check it, or go back to the list." : null,
-    }),
-    !data && job.loading ? h(Loading) : null,
+    h(PollState, { poll: job, notFound: "This id is not one of your jobs. Check it, or go back to the list." }),
     data
       ? h(
           "div",
@@ -367,10 +343,6 @@ export function JobDetail({ jobId, navigate }) {
         )
       : null,
   );
-}
-
-function fact(label, value) {
-  return h("div", null, h("dt", null, label), h("dd", null, value));
 }
 
 function parentLink(parent) {

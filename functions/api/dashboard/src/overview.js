@@ -5,7 +5,7 @@ import { useEffect, useRef } from "preact/hooks";
 import uPlot from "uplot";
 import { api } from "./api.js";
 import { formatMs, formatNumber, formatTime, toDate } from "./format.js";
-import { Card, Empty, ErrorBox, Loading, STATUSES, STATUS_HINTS, usePoll } from "./ui.js";
+import { Card, Empty, Page, PollState, STATUSES, STATUS_HINTS, fact, usePoll } from "./ui.js";
 
 const REFRESH_MS = 10000;
 const SERIES = [
@@ -18,16 +18,9 @@ export function Overview({ navigate }) {
   const stats = usePoll(() => api("GET", "/v1/stats?window_seconds=3600"), [], REFRESH_MS);
   const data = stats.data;
   return h(
-    "div",
-    { class: "page" },
-    h(
-      "div",
-      { class: "page-header" },
-      h("h1", null, "Overview"),
-      h("p", { class: "muted" }, "The last hour, refreshed every 10 seconds."),
-    ),
-    h(ErrorBox, { error: stats.error }),
-    !data && stats.loading ? h(Loading) : null,
+    Page,
+    { title: "Overview", lead: "The last hour, refreshed every 10 seconds." },
+    h(PollState, { poll: stats }),
     data ? h(Counts, { counts: data.counts || {}, navigate }) : null,
     data
       ? h(
@@ -70,9 +63,9 @@ function Latency({ latency, source }) {
     h(
       "dl",
       { class: "figures" },
-      h("div", null, h("dt", null, "p50"), h("dd", { "data-testid": "p50" }, formatMs(latency.p50))),
-      h("div", null, h("dt", null, "p99"), h("dd", { "data-testid": "p99" }, formatMs(latency.p99))),
-      h("div", null, h("dt", null, "jobs measured"), h("dd", null, formatNumber(latency.count))),
+      fact("p50", formatMs(latency.p50), "p50"),
+      fact("p99", formatMs(latency.p99), "p99"),
+      fact("jobs measured", formatNumber(latency.count)),
     ),
     h("p", { class: "muted small" }, "From when a job was accepted to when a worker first started it, delays included."),
     source ? h("details", { class: "source small" }, h("summary", null, "How this is measured"), h("p", { class: "muted" }, source)) : null,

@@ -7,7 +7,23 @@ import { h } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, query } from "./api.js";
 import { formatDateTime, timeZone } from "./format.js";
-import { ActionButton, Card, Empty, ErrorBox, Flash, Loading, Pager, StatusBadge, Time, useCursors, useFlash, usePoll } from "./ui.js";
+import {
+  ActionButton,
+  Card,
+  Empty,
+  ErrorBox,
+  Flash,
+  Page,
+  Pager,
+  PollState,
+  StatusBadge,
+  Table,
+  Time,
+  fact,
+  useCursors,
+  useFlash,
+  usePoll,
+} from "./ui.js";
 
 // EventBridge Scheduler expressions in words; cron() via cronstrue (AWS cron: 6 fields, year last,
 // day-of-week 1 = Sunday, which cronstrue reads with a leading seconds field and 1-based days).
@@ -32,57 +48,29 @@ export function SchedulesPage({ navigate }) {
   const list = usePoll(() => api("GET", "/v1/schedules" + query({ limit: PAGE_SIZE, cursor: pages.cursor })), [pages.page], 0);
   const schedules = list.data?.schedules || [];
   return h(
-    "div",
-    { class: "page" },
-    h(
-      "div",
-      { class: "page-header" },
-      h("h1", null, "Schedules"),
-      h("p", { class: "muted" }, "Jobs that fire on a cron, a rate or once at a time, on EventBridge Scheduler."),
-    ),
+    Page,
+    { title: "Schedules", lead: "Jobs that fire on a cron, a rate or once at a time, on EventBridge Scheduler." },
     h(Flash, { flash }),
-    h(ErrorBox, { error: list.error }),
-    !list.data && list.loading ? h(Loading) : null,
+    h(PollState, { poll: list }),
     list.data && !schedules.length ? h(Empty, { title: "No schedules yet." }, "Create one with the form below.") : null,
     schedules.length
       ? h(
-          "div",
-          { class: "table-wrap" },
-          h(
-            "table",
-            { class: "table" },
+          Table,
+          { columns: ["Name", "When", "State", "Job type", "Created"] },
+          schedules.map((schedule) =>
             h(
-              "thead",
-              null,
+              "tr",
+              { key: schedule.name },
+              h("td", null, h("a", { href: `#/schedules/${encodeURIComponent(schedule.name)}` }, schedule.name)),
               h(
-                "tr",
+                "td",
                 null,
-                h("th", { scope: "col" }, "Name"),
-                h("th", { scope: "col" }, "When"),
-                h("th", { scope: "col" }, "State"),
-                h("th", { scope: "col" }, "Job type"),
-                h("th", { scope: "col" }, "Created"),
+                describeExpression(schedule.expression, schedule.timezone),
+                h("div", { class: "mono small muted" }, schedule.expression),
               ),
-            ),
-            h(
-              "tbody",
-              null,
-              schedules.map((schedule) =>
-                h(
-                  "tr",
-                  { key: schedule.name },
-                  h("td", null, h("a", { href: `#/schedules/${encodeURIComponent(schedule.name)}` }, schedule.name)),
-                  h(
-                    "td",
-                    null,
-                    describeExpression(schedule.expression, schedule.timezone),
-                    h("div", { class: "mono small muted" }, schedule.expression),
-                  ),
-                  h("td", null, h(StatusBadge, { status: schedule.state || "enabled" })),
-                  h("td", null, schedule.job?.type || "—"),
-                  h("td", null, h(Time, { value: schedule.created_at })),
-                ),
-              ),
+              h("td", null, h(StatusBadge, { status: schedule.state || "enabled" })),
+              h("td", null, schedule.job?.type || "—"),
+              h("td", null, h(Time, { value: schedule.created_at })),
             ),
           ),
         )
@@ -263,15 +251,10 @@ export function ScheduleDetail({ name, navigate }) {
     deleteControls,
   );
   return h(
-    "div",
-    { class: "page" },
-    h("div", { class: "page-header" }, h("a", { href: "#/schedules", class: "back" }, "← Schedules"), h("h1", { class: "break" }, name)),
+    Page,
+    { title: name, titleClass: "break", back: { href: "#/schedules", label: "← Schedules" } },
     h(Flash, { flash }),
-    h(ErrorBox, {
-      error: schedule.error,
-      action: schedule.error?.status === 404 ? "No schedule has this name (it may have been deleted)." : null,
-    }),
-    !data && schedule.loading ? h(Loading) : null,
+    h(PollState, { poll: schedule, notFound: "No schedule has this name (it may have been deleted)." }),
     data
       ? h(
           "div",
@@ -461,8 +444,4 @@ function EditSchedule({ name, schedule, onSaved }) {
       h("div", { class: "span-2" }, h("button", { type: "submit", class: "btn btn-primary", disabled: busy }, busy ? "Saving…" : "Save changes")),
     ),
   );
-}
-
-function fact(label, value) {
-  return h("div", null, h("dt", null, label), h("dd", null, value));
 }

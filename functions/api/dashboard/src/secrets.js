@@ -3,7 +3,7 @@
 import { h } from "preact";
 import { useState } from "preact/hooks";
 import { api } from "./api.js";
-import { ActionButton, Card, Empty, ErrorBox, Flash, Loading, Time, useFlash, usePoll } from "./ui.js";
+import { ActionButton, Card, Empty, Flash, Page, PollState, Time, useFlash, usePoll } from "./ui.js";
 
 export function SecretsPage() {
   const [flash, showFlash] = useFlash();
@@ -13,24 +13,13 @@ export function SecretsPage() {
   // The server keeps at least one unbound secret (409); a destination's last one may go.
   const unboundCount = list.filter((secret) => !secret.destination).length;
   return h(
-    "div",
-    { class: "page" },
-    h(
-      "div",
-      { class: "page-header" },
-      h("h1", null, "Signing secrets"),
-      h(
-        "p",
-        { class: "muted" },
-        "HTTP targets receive a Corral-Signature header and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) made with these. Rotating adds a new secret; the previous one stays valid for 24 hours, so receivers can switch without a gap. Expire a leaked secret to end it at once (the only one left cannot be: rotate first). A secret bound to a destination signs the requests to that origin alone.",
-      ),
-    ),
+    Page,
+    {
+      title: "Signing secrets",
+      lead: "HTTP targets receive a Corral-Signature header and the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) made with these. Rotating adds a new secret; the previous one stays valid for 24 hours, so receivers can switch without a gap. Expire a leaked secret to end it at once (the only one left cannot be: rotate first). A secret bound to a destination signs the requests to that origin alone.",
+    },
     h(Flash, { flash }),
-    h(ErrorBox, {
-      error: secrets.error,
-      action: secrets.error?.status === 404 ? "This deployment has no signing secrets (no HTTP targets)." : null,
-    }),
-    !secrets.data && secrets.loading ? h(Loading) : null,
+    h(PollState, { poll: secrets, notFound: "This deployment has no signing secrets (no HTTP targets)." }),
     secrets.data
       ? h(
           Card,

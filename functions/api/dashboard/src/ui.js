@@ -107,6 +107,63 @@ export function ActionButton({ run, label, busyLabel, kind = "secondary", onDone
   );
 }
 
+// A page: its heading (after a link back, on one item's page), a line saying what it shows, then its children.
+export function Page({ title, lead, back, titleClass, children }) {
+  return h(
+    "div",
+    { class: "page" },
+    h(
+      "div",
+      { class: "page-header" },
+      back ? h("a", { href: back.href, class: "back" }, back.label) : null,
+      h("h1", titleClass ? { class: titleClass } : null, title),
+      lead ? h("p", { class: "muted" }, lead) : null,
+    ),
+    children,
+  );
+}
+
+// What a poll shows before (or instead of) its data: its error, with what to do about it (`notFound` for a
+// 404, else `action`), or that it is loading.
+export function PollState({ poll, notFound, action }) {
+  const hint = poll.error?.status === 404 && notFound ? notFound : action;
+  return [h(ErrorBox, { error: poll.error, action: hint || null }), !poll.data && poll.loading ? h(Loading) : null];
+}
+
+// A table: `columns` label its header cells (a string, or { label, class }; null leaves a column out), the
+// children are its rows (`<tr>`s).
+export function Table({ columns, testId, children }) {
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "table", "data-testid": testId },
+      h(
+        "thead",
+        null,
+        h(
+          "tr",
+          null,
+          columns
+            .filter(Boolean)
+            .map((column) =>
+              typeof column === "string"
+                ? h("th", { scope: "col" }, column)
+                : h("th", { scope: "col", class: column.class }, column.label),
+            ),
+        ),
+      ),
+      h("tbody", null, children),
+    ),
+  );
+}
+
+// One line of a card's list of facts (`<dl class="facts">`) or figures (`<dl class="figures">`).
+export function fact(label, value, testId) {
+  return h("div", null, h("dt", null, label), h("dd", testId ? { "data-testid": testId } : null, value));
+}
+
 export function Card({ title, children, actions, className = "" }) {
   return h(
     "section",

@@ -1,4 +1,4 @@
-"""`python -m bench.get_item_rate`: rough GetItem rates of a running embedded stack (after `make up`).
+"""`python -m bench.scenarios.get_item_rate`: rough GetItem rates of a running embedded stack (after `make up`).
 
 One item read 1,500 times from 4 threads, straight from the emulator, through the fault proxy and
 through the DAX stand-in: what each hop in front of the store costs on this machine.
@@ -37,7 +37,7 @@ def measure_get_item(endpoint: str, total: int = 1500, threads: int = 4) -> floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.get_item_rate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.scenarios.get_item_rate", description=__doc__)
     parser.add_argument("--state", type=Path, default=STATE, help="the stack's state dir (default .corral)")
     args = parser.parse_args(argv)
     chaos = Chaos.of(args.state)

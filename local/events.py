@@ -1,5 +1,6 @@
 """Synthetic Lambda inputs, to call a function's handler in-process: an API Gateway HTTP API (payload 2.0)
-event and the context Powertools reads (tests/unit; bench/cost.py times the API handler with them)."""
+event and the context Powertools reads. Used by the unit tests, the benchmark (which times the API
+handler with them) and client-ts's build (which asks the handler for its OpenAPI document)."""
 
 from __future__ import annotations
 

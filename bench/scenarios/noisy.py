@@ -34,10 +34,10 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench import measure
-from bench.load import EnqueueLoad, Sample
-from bench.slo import enqueue_to_run_ms, percentile
-from bench.tuning import limit_worker_concurrency, set_limits
+from bench.lib import measure
+from bench.lib.load import EnqueueLoad, Sample
+from bench.lib.slo import enqueue_to_run_ms, percentile
+from bench.lib.tuning import limit_worker_concurrency, set_limits
 from local.deploy import create_api_key
 from local.ministack import STATE
 from local.platform import Platform, embedded_stack

@@ -7,8 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from bench.load import Sample
-from bench.measure import Batch, DepthSample, JobRow
+from bench.lib.load import Sample
+from bench.lib.measure import Batch, DepthSample, JobRow
 
 TARGETS = {
     "executed_pct": (">=", 96.0),

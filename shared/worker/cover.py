@@ -1,7 +1,8 @@
-"""A job's time: its timeout, the lease its claim holds, and how long its batch's messages stay
-hidden (`HiddenBatch`).
+"""The batch's cover: what hides each of a batch's messages for its own job's timeout (`HiddenBatch`),
+and the times it is made of: a job's timeout, the lease its claim holds, and what must be left of the
+invocation to start it.
 
-A batch's jobs run at once, each on a thread of its own (shared/worker/receive.py `handle_all`), so
+A batch's jobs run at once, each on a thread of its own (shared/worker/producer.py `handle_all`), so
 one job's timeout never delays its batch-mates. What stops a job at its timeout is
 shared/jobs/time_limit.py `run_within` (the thread waiting for the job ends the attempt, and the job's
 thread is sent an exception); it lives with the job types because the jobs function, which runs a
@@ -10,9 +11,11 @@ customer's job outside the worker, stops it the same way.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Sequence
+from concurrent.futures import Executor, Future
 
 from shared import environment, settings
 from shared.aws import queue
@@ -107,6 +110,17 @@ class HiddenBatch:
     def __init__(self, messages: Sequence[tuple[str, str, int | None]]) -> None:
         """`messages`: (receipt handle, body, the seconds it waits if it is known to wait) each."""
         self._messages = messages
+        self._hiding: Future[None] | None = None
+
+    def begin_on(self, threads: Executor, seconds_left: float) -> None:
+        """`begin` on one of `threads`, not waited for here (`landed` waits)."""
+        self._hiding = threads.submit(self.begin, seconds_left)
+
+    def landed(self) -> None:
+        """Wait for `begin_on`'s call (best effort, as the cover itself)."""
+        if self._hiding is not None:
+            with contextlib.suppress(Exception):
+                self._hiding.result()
 
     def begin(self, seconds_left: float) -> None:
         if self._messages:

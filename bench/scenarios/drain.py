@@ -22,7 +22,7 @@ from typing import Any
 
 import requests
 
-from bench import measure, slo
+from bench.lib import measure, slo
 from local.ministack import STATE, Ministack, worker_pids
 from local.platform import Platform, embedded_stack
 from local.sidecars import Sidecars

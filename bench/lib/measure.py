@@ -6,7 +6,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,16 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
+
+
+def group_cpu(
+    before: Mapping[int, float], after: Mapping[int, float], groups: Mapping[str, Iterable[int]]
+) -> dict[str, float]:
+    """CPU seconds each group of processes used between two per-process readings. A process that
+    started in between counts from 0; one gone by the second reading is not counted."""
+    return {
+        name: sum(after[pid] - before.get(pid, 0.0) for pid in pids if pid in after) for name, pids in groups.items()
+    }
 
 
 @dataclass(frozen=True)

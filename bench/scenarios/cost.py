@@ -7,9 +7,9 @@
   the built code asset and dependencies layer as a function imports them (their bytecode
   included; only those two on the path), or from the checkout when they are not built.
 
-`python -m bench.cost enqueue` is the child process the benchmark starts with the
+`python -m bench.scenarios.cost enqueue` is the child process the benchmark starts with the
 emulator's endpoint and the functions' environment, so nothing leaks into the runner.
-`python -m bench.cost [module ...]` prints the cold-start figures alone (default: the API's handler).
+`python -m bench.scenarios.cost [module ...]` prints the cold-start figures alone (default: the API's handler).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import timeit
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 _IMPORT_TIMER = "import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
 
 
@@ -70,7 +70,7 @@ def enqueue_cost(aws_env: dict[str, str], function_env: dict[str, str], api_key:
     """Runs the child below; returns per-enqueue medians (ms) and their ratio."""
     env = {**os.environ, **aws_env, **function_env, "POWERTOOLS_SERVICE_NAME": "corral-api"}
     out = subprocess.run(
-        [sys.executable, "-m", "bench.cost", "enqueue", api_key, str(rounds)],
+        [sys.executable, "-m", "bench.scenarios.cost", "enqueue", api_key, str(rounds)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -88,8 +88,8 @@ def _child(api_key: str, rounds: int) -> None:
     import boto3
 
     from functions.api.handler import handler
+    from local.events import FakeLambdaContext, http_api_event  # the unit tests' synthetic API event
     from shared import environment
-    from tests.events import FakeLambdaContext, http_api_event  # the unit tests' synthetic API event
 
     body = {"type": "echo", "payload": {"n": 1}}
     event = http_api_event("POST", "/v1/jobs", body, api_key)

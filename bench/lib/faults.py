@@ -2,7 +2,7 @@
 
 They use the same mechanisms as the tests (local/chaos.py): the fault proxy in front of the
 emulator's DynamoDB for the store blip, the emulator's worker subprocesses for the kill, and
-EventBridge Scheduler at() schedules (bench/crons.py) for the crons due at the herd second.
+EventBridge Scheduler at() schedules (bench/lib/crons.py) for the crons due at the herd second.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-# An event's action gets the run's context (bench.run.RunContext) and returns a short note.
+# An event's action gets the run's context (bench.scenarios.run.RunContext) and returns a short note.
 Action = Callable[[Any], str]
 
 

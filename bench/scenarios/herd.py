@@ -3,7 +3,7 @@
     make herd ARGS="--schedules 1000"
 
 Starts its own embedded stack (ministack + cdk deploy) on --port, creates S one-time
-at() schedules in the corral schedule group (bench/crons.py, through the product's own
+at() schedules in the corral schedule group (bench/lib/crons.py, through the product's own
 EventBridge adapter; creation speed is not what is measured), all due at one second T, each
 firing a job message exactly as a customer's schedule would. From --baseline seconds before T until the
 herd has run, a steady stream of POST /v1/jobs goes at --rate per second. Reports:
@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import measure
-from bench.crons import create_herd, herd_records
-from bench.load import EnqueueLoad
-from bench.slo import percentile
-from bench.tuning import limit_worker_concurrency
+from bench.lib import measure
+from bench.lib.crons import create_herd, herd_records
+from bench.lib.load import EnqueueLoad
+from bench.lib.slo import percentile
+from bench.lib.tuning import limit_worker_concurrency
 from client import Corral
 from local.ministack import STATE
 from local.platform import Platform, embedded_stack

@@ -18,8 +18,8 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench import measure, slo
-from bench.load import EnqueueLoad
+from bench.lib import measure, slo
+from bench.lib.load import EnqueueLoad
 from local.ministack import STATE
 from local.platform import embedded_stack
 

@@ -22,12 +22,13 @@ from typing import Any, Protocol
 
 from tqdm import tqdm
 
-from bench import cost, faults, measure, report, slo
-from bench.bulk import bulk_rate
-from bench.crons import create_herd, herd_records
-from bench.load import EnqueueLoad, Phases, Sample, rate_of_phases
-from bench.scenario import HERD_FACTOR, Event, Scenario, midnight_herd
-from bench.tuning import set_limits
+from bench.lib import faults, measure, report, slo
+from bench.lib.bulk import bulk_rate
+from bench.lib.crons import create_herd, herd_records
+from bench.lib.load import EnqueueLoad, Phases, Sample, rate_of_phases
+from bench.lib.timeline import HERD_FACTOR, Event, Scenario, midnight_herd
+from bench.lib.tuning import set_limits
+from bench.scenarios import cost
 from infra import footprint as infra_footprint
 from local.chaos import Chaos
 from local.deploy import DEMO_TENANT
@@ -36,7 +37,7 @@ from local.platform import Platform, embedded_stack
 from shared import settings
 from shared.environment import FunctionEnv
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 BENCH_PORT = int(os.environ.get("CORRAL_BENCH_PORT", "4616"))
 # The base rate when --rate is not given and the run does not search for one (--quick): on the
 # 2-core development machine the embedded API saturates near 35-45 enqueues/s (docs/benchmark.md),
@@ -49,7 +50,7 @@ CRON_CREATION_ALLOWANCE_SECONDS = 10  # creating the herd's crons before the loa
 
 
 class Load(Protocol):
-    """An open-loop enqueue load as the timeline drives it (bench/load.py's EnqueueLoad is one)."""
+    """An open-loop enqueue load as the timeline drives it (bench/lib/load.py's EnqueueLoad is one)."""
 
     samples: list[Sample]
     skipped: dict[str, int]

@@ -14,9 +14,9 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
-from bench.load import Sample
-from bench.measure import Batch, DepthSample, JobRow
-from bench.slo import ON_TIME_MS, TARGETS, Window, meets, percentile
+from bench.lib.load import Sample
+from bench.lib.measure import Batch, DepthSample, JobRow
+from bench.lib.slo import ON_TIME_MS, TARGETS, Window, meets, percentile
 
 # A job's dot in the enqueue-to-run plot takes the colour of what made it slow.
 CAUSE_COLOURS = {

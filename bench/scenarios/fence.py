@@ -50,9 +50,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from bench import measure
-from bench.load import EnqueueLoad
-from bench.slo import percentile
+from bench.lib import measure
+from bench.lib.load import EnqueueLoad
+from bench.lib.slo import percentile
 from local.deploy import DEMO_TENANT, EXAMPLE_JOBS, function_environment
 from local.ministack import ACCOUNT, STATE, worker_pids
 from local.platform import EmbeddedStack, embedded_stack
@@ -115,16 +115,6 @@ class KindFigures:
 def used(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
     """What each counter gained between two readings; a counter first seen in `after` started at 0."""
     return {name: after[name] - before.get(name, 0.0) for name in after}
-
-
-def group_cpu(
-    before: Mapping[int, float], after: Mapping[int, float], groups: Mapping[str, Iterable[int]]
-) -> dict[str, float]:
-    """CPU seconds each group of processes used between two per-process readings. A process that
-    started in between counts from 0; one gone by the second reading is not counted."""
-    return {
-        name: sum(after[pid] - before.get(pid, 0.0) for pid in pids if pid in after) for name, pids in groups.items()
-    }
 
 
 def idle_rate(rounds: Iterable[Round]) -> dict[str, float]:
@@ -362,7 +352,7 @@ def run_round(stack: EmbeddedStack, kind: str, seconds: float, rate: float, firs
         seconds=round(time.monotonic() - began, 3),
         job_ids=tuple(ids),
         failed_enqueues=failed,
-        cpu_seconds=group_cpu(before, after, groups),
+        cpu_seconds=measure.group_cpu(before, after, groups),
         calls={name: int(value) for name, value in calls.items() if value},
     )
 

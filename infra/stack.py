@@ -79,6 +79,7 @@ class CorralStack(Stack):
                 hand_back_max_seconds=profile.visibility_timeout_seconds,
                 receive_budget=profile.receive_budget,
                 wait_resend_at=profile.wait_resend_at,
+                wake_scheduler_threshold_seconds=profile.wake_scheduler_threshold_seconds,
                 job_timeout_ceiling=profile.job_timeout_ceiling_seconds,
                 lambda_targets=lambda_targets.entries,
                 api_key_cache_seconds=profile.api_key_cache_seconds,

@@ -24,6 +24,9 @@ class Status(StrEnum):
     # A schedule's run not started because its previous run was still live (overlap "skip"); it cost no
     # attempt, and a delivery of it is acknowledged unrun (docs/decisions/schedule-overlap.md).
     SKIPPED = "skipped"
+    # A durable job that sleeps or waits (an event, a token, a child): it holds no worker, slot or attempt
+    # until a wake message claims it (docs/decisions/durable-jobs.md "Waiting"). Not finished.
+    WAITING = "waiting"
 
     @property
     def finished(self) -> bool:
@@ -63,6 +66,8 @@ class Outcome(StrEnum):
     # A message found in the backstop with no outcome recorded: its job recorded `dead`, the message buried
     # in the DLQ (shared/worker/backstop.py).
     DEAD_LETTERED = "dead-lettered"
+    # A durable job's attempt stopped at a sleep or a wait: recorded `waiting`, its message acknowledged.
+    SUSPENDED = "suspended"
 
 
 class UnreadableMessage(CorralError, ValueError):
@@ -570,6 +575,11 @@ class JobRecord:
     trigger: str | None = None  # a schedule's run: "manual" or "backfill"; None: the schedule's own firing
     skip_reason: str | None = None  # a `skipped` run: why it did not run
     request: str | None = None  # a keyed job: the fingerprint of the request that runs (JobMessage.request)
+    # A durable job's (docs/decisions/durable-jobs.md): what it waits for while `waiting`, whether it keeps a
+    # journal, and its steps as the view shows them (read from the journal by whoever builds the view).
+    waiting_for: dict[str, Any] | None = None
+    journal: bool = False
+    steps: list[dict[str, Any]] | None = None
 
     @property
     def payload_recorded(self) -> bool:
@@ -616,6 +626,10 @@ class JobRecord:
             view["callbacks"] = self.callbacks
         if self.request is not None:
             view["request"] = self.request
+        if self.status is Status.WAITING and self.waiting_for is not None:
+            view["waiting_for"] = self.waiting_for
+        if self.steps is not None:
+            view["steps"] = self.steps
         return view
 
 

@@ -410,6 +410,9 @@ class Profile:
     # waiting job is sent again as a fresh one instead of handed back (docs/decisions/waiting-keeps-its-place.md).
     receive_budget: int = MAX_RECEIVE_COUNT
     wait_resend_at: int = WAIT_RESEND_AT_RECEIVE
+    # A durable job's sleep or timeout due beyond this wakes through a one-time Scheduler schedule, else an
+    # SQS delay (docs/decisions/durable-jobs.md "Sleeps and timeouts").
+    wake_scheduler_threshold_seconds: int = WAKE_SCHEDULER_THRESHOLD_SECONDS
 
     def __post_init__(self) -> None:
         if not 1 < self.wait_resend_at < self.receive_budget:
@@ -470,6 +473,7 @@ PROFILES = {
         provisioned_pollers=False,
         job_timeout_ceiling_seconds=5,
         api_key_cache_seconds=5,  # so the revocation test waits seconds
+        wake_scheduler_threshold_seconds=20,  # so a test sleeps past it in half a minute
         http_loopback_targets=True,
         plain_http_targets=True,
     ),

@@ -24,13 +24,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import environment, ids, settings
 from shared.aws import eventbridge, queue
 from shared.aws.clients import client, is_not_found
+from shared.durable import steps
 from shared.errors import Conflict
 from shared.jobs import batches, listing
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
 from shared.jobs.status import JobNotFound
 from shared.model import BatchMember, JobMessage, JobRecord, Status
-from shared.store import job_control, job_items, job_store, keys
+from shared.store import job_control, job_items, job_store, journal_items, keys
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
 
@@ -106,8 +107,20 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         # comes back here, or on the worker if the schedule fires first: exactly once either way.
         eventbridge.delete(delayed_schedule_name(job_id))
         give_back_far_future_unit(tenant, job_id)
+    if existing is not None and existing.journal:
+        _cancel_waiting_step(job_id, tenant, now)
     _count_in_batch(outcome)
     return outcome
+
+
+def _cancel_waiting_step(job_id: str, tenant: str, now: float) -> None:
+    """A durable job cancelled while it waited: its waiting step says so in its steps. Best effort: the record
+    stops the job already (every resume goes through it), and a later event or token finds it cancelled."""
+    journal = journal_items.read(job_id, results=False)
+    waiting = journal.waiting() if journal is not None else None
+    if waiting is not None:
+        with contextlib.suppress(ClientError, BotoCoreError):
+            journal_items.resolve(job_id, tenant, waiting.id, steps.Cancelled(), now=now)
 
 
 def _count_in_batch(record: JobRecord) -> None:

@@ -20,10 +20,12 @@ from botocore.exceptions import ParamValidationError
 
 from shared.aws import queue
 from shared.aws.clients import aws_error_code
+from shared.durable.steps import StepStatus
 from shared.errors import CorralError
 from shared.jobs import far_future, follow_ups
 from shared.model import JobMessage, Outcome, OutcomeMessage, Started, Status
-from shared.store import job_store
+from shared.store import job_store, journal_items, waiting_jobs
+from shared.waits import resume
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
 from shared.worker.cover import HiddenBatch
 from shared.worker.delivery import Delivery
@@ -38,7 +40,9 @@ from shared.worker.verdicts import (
     HandBack,
     LateOutcome,
     RanUnclaimed,
+    Resuspended,
     Retry,
+    Suspend,
     Unreadable,
     Verdict,
     Wait,
@@ -133,6 +137,10 @@ class Completer:
                 return self._late_outcome(verdict, delivery)
             case DeadLettered():
                 return self._dead_lettered(verdict, delivery)
+            case Suspend():
+                return self._suspend(verdict, delivery)
+            case Resuspended():
+                return self._resuspended(verdict.job, delivery)
         raise AssertionError(f"unexpected verdict {verdict!r}")
 
     def arrived(self, job: JobMessage) -> bool:
@@ -211,6 +219,41 @@ class Completer:
 
     def _applied(self, settled: Settled, delivery: Delivery) -> Settled:
         return self._hand_back(settled, delivery) if isinstance(settled, HandBack) else settled
+
+    def _suspend(self, verdict: Suspend, delivery: Delivery) -> Settled:
+        """Record the job `waiting` (its attempt given back, its lease released), then read its step once more:
+        resolved since it was registered (a resolution's flip found the job still running), it is woken now."""
+        attempt, suspension = verdict.attempt, verdict.suspension
+        try:
+            suspended = waiting_jobs.suspend(
+                attempt.message.id,
+                attempt.token,
+                suspension.step,
+                suspension.waiting_for,
+                suspension.resume_at,
+                time.time(),
+            )
+        except AWS_ERRORS as error:
+            return self._applied(self._outcome_not_written(error, attempt, delivery), delivery)
+        if not suspended:
+            return Outcome.LOST_CLAIM
+        return self._resuspended(attempt.message, delivery, step=suspension.step)
+
+    def _resuspended(self, job: JobMessage, delivery: Delivery, *, step: str | None = None) -> Settled:
+        """Wake the waiting job if its step (`step`, else the one its journal says) resolved meanwhile."""
+        try:
+            journal = journal_items.read(job.id, results=False)
+            record = journal.steps.get(step) if journal is not None and step is not None else None
+            if journal is not None and step is None:
+                record = max(journal.steps.values(), key=lambda each: each.n, default=None)
+            if record is not None and record.status is not StepStatus.WAITING:
+                resume.wake(job.id, record.id)
+        except AWS_ERRORS as error:
+            if is_outage(error):
+                self._breaker.failed()
+            reason = f"store unavailable reading a waiting job's step: {error}"
+            return self._hand_back(delivery.hand_back(reason), delivery)
+        return Outcome.SUSPENDED
 
     def _unreadable(self, verdict: Unreadable, delivery: Delivery) -> Settled:
         """A message that cannot run: its job (if its id verified) recorded `dead` with the reason, the

@@ -20,7 +20,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"store"}),
     frozenset({"tenants"}),
     frozenset({"jobs"}),
-    frozenset({"targets", "schedules"}),
+    # `waits`: what resumes a waiting durable job (an event, a token's completion), for the API and the worker.
+    frozenset({"targets", "schedules", "waits"}),
     frozenset({"worker"}),
     frozenset({"operations"}),
 )

@@ -17,13 +17,17 @@ import pytest
 
 from shared import environment, settings
 from shared.aws import lambda_clients
+from shared.durable import tokens as durable_tokens
 from shared.errors import Conflict
 from shared.jobs import control, fenced_job, job_types
 from shared.jobs.registry import JobContext, JobFailed, JobType
 from shared.model import JobMessage, Outcome, Status
-from shared.store import job_store, journal_items
+from shared.store import job_store, journal_items, token_items
+from shared.store.id_secret import id_secret
+from shared.tenants import tenants
 from shared.waits import events, tokens
 from shared.worker.delivery import Delivery
+from tests.unit.api_harness import answer
 from tests.unit.worker_harness import RetryLater, work
 
 DURABLE = "unit_durable"
@@ -249,3 +253,41 @@ def test_a_token_completed_once_resumes_its_job_with_the_data(fenced, aws):
     assert _deliver(_message(), "wake") == Outcome.SUCCEEDED
     assert _record().result == {"approved": True}
     assert calls == {"mail": 1}
+
+
+# The API's routes ------------------------------------------------------------------------------------------
+
+
+def test_an_event_is_sent_once_per_id_and_a_bad_one_is_refused_naming_its_field(aws):
+    key = tenants.create_key("acme")
+    event = {"name": "payment.received", "data": {"order": 7}, "id": "pay-7"}
+
+    first = answer("POST", "/v1/events", key, event)
+    again = answer("POST", "/v1/events", key, event)
+    fresh = answer("POST", "/v1/events", key, {"name": "payment.received"})
+    too_long = answer("POST", "/v1/events", key, {"name": "n" * 257})
+
+    assert first == again == (202, {"id": "pay-7"})
+    assert fresh[0] == 202 and fresh[1]["id"].startswith("ev_")
+    assert too_long[0] == 422 and "name" in json.dumps(too_long[1])
+    sent = _wake_messages(aws)
+    assert sorted(each["type"] for each in sent) == ["event", "event", "event"]  # one message per request
+    assert len({each["id"] for each in sent}) == 2  # the same id twice is one job: one event
+
+
+def test_a_token_completes_once_by_its_url_without_a_key_and_a_wrong_capability_is_not_found(aws):
+    key = tenants.create_key("acme")
+    now = time.time()
+    token_id = "tk_" + "c" * 26
+    token_items.create(token_id, "acme", "jt-durable-1", "approval", now + 600, now)
+    url = durable_tokens.url("", id_secret(), "acme", token_id)
+
+    wrong = answer("POST", url.replace(url.split("/")[-1][:4], "aaaa"), "", {"x": 1})
+    first = answer("POST", url, "", {"approved": True})
+    second = answer("POST", url, "", {"approved": False})
+    keyed = answer("POST", f"/v1/tokens/{token_id}:complete", key, {"data": 1})
+
+    assert wrong[0] == 404
+    assert first == (200, {"id": token_id, "status": "completed"})
+    assert second[0] == keyed[0] == 409
+    assert token_items.get(token_id).data == {"approved": True}

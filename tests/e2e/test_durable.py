@@ -9,13 +9,13 @@ the API's address on the emulator is not the one CloudFormation spells), so the 
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 import requests
 
 from local.deploy import DEMO_TENANT
+from shared import settings
 from shared.durable import tokens
 
 pytestmark = pytest.mark.e2e
@@ -46,8 +46,13 @@ def test_a_sleep_holds_nothing_and_resumes(api):
     assert _steps(done)["nap"] == ("succeeded", 1)
 
 
-def test_a_sleep_beyond_the_threshold_wakes_through_a_one_time_schedule(api):
+def test_a_sleep_beyond_the_threshold_wakes_through_a_one_time_schedule(api, deployed):
     job_id = api.enqueue("nap", {"seconds": 25})  # the local profile's threshold: 20 s
+    api.wait(job_id, statuses=("waiting",), timeout=60)
+    if deployed.has_aws_access:
+        scheduler = deployed.aws("scheduler")
+        found = scheduler.list_schedules(GroupName=settings.SCHEDULE_GROUP, NamePrefix=f"w-{job_id}")["Schedules"]
+        assert len(found) == 1, found  # its wake timer: a one-time schedule, not an SQS delay
 
     done = api.wait(job_id, timeout=150)
 
@@ -98,14 +103,16 @@ def test_a_token_is_completed_by_its_url_without_a_key(api, deployed, job_id_sec
 def test_a_waiting_job_cancelled_never_resumes(api):
     order = f"o-{uuid.uuid4().hex[:8]}"
     job_id = api.enqueue("order_flow", {"order": order, "pay_within_seconds": 300})
+    witness = api.enqueue("order_flow", {"order": order, "pay_within_seconds": 300})  # waits for the same event
     api.wait(job_id, statuses=("waiting",), timeout=60)
+    api.wait(witness, statuses=("waiting",), timeout=60)
 
     cancelled = api.cancel(job_id)
     sent = api.request("POST", "/v1/events", json={"name": "payment.received", "data": {"order": order}})
 
     assert cancelled["status"] == "cancelled"
     assert sent.status_code == 202
-    time.sleep(5)  # the event's job has run by now on a healthy stack; the job must still be cancelled
+    assert api.wait(witness, timeout=90)["result"]["status"] == "paid"  # the event has been handled
     job = api.get(job_id)
     assert job["status"] == "cancelled"
     assert _steps(job)["payment"][0] == "cancelled"

@@ -108,11 +108,13 @@ def test_a_waiting_job_cancelled_never_resumes(api):
     api.wait(witness, statuses=("waiting",), timeout=60)
 
     cancelled = api.cancel(job_id)
-    sent = api.request("POST", "/v1/events", json={"name": "payment.received", "data": {"order": order}})
+    paid = {"order": order, "amount_cents": 500}
+    sent = api.request("POST", "/v1/events", json={"name": "payment.received", "data": paid})
 
     assert cancelled["status"] == "cancelled"
     assert sent.status_code == 202
-    assert api.wait(witness, timeout=90)["result"]["status"] == "paid"  # the event has been handled
+    handled = api.wait(witness, timeout=90)  # the event has been handled
+    assert handled["status"] == "succeeded" and handled["result"]["status"] == "paid", handled
     job = api.get(job_id)
     assert job["status"] == "cancelled"
     assert _steps(job)["payment"][0] == "cancelled"

@@ -127,7 +127,7 @@ def wake_timer_manager(grantee: IConstruct, group: str) -> None:
         "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:"
         f"schedule/{group}/w-*]",
         "A waiting durable job's wake timer is a one-time schedule named for the job at run time; the wildcard is "
-        f"limited to the `w-` schedules of corral's own group '{group}' (shared/worker/wake_timer.py).",
+        f"limited to the `w-` schedules of corral's own group '{group}' (shared/worker/run/wake_timer.py).",
     )
 
 

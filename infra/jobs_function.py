@@ -4,12 +4,12 @@ Deployed when the stack has a customer's job package (`-c corral:jobs=...`). It 
 and their requirements' layer, and a thin handler (functions/jobs/handler.py) that runs one job the
 worker sends it and answers the result or the job's failure. Its role writes its own log group and
 nothing more: no table, no queue, no secret, no invoke. The worker invokes it synchronously
-(shared/worker/fence.py); the worker's role may invoke it, by its exact ARN, and no other function of
+(shared/worker/run/fence.py); the worker's role may invoke it, by its exact ARN, and no other function of
 corral's (infra/lambda_targets.py). Tenants' Lambda targets can never name it: it is named `corral-...`
 like every function of the stack, which the allow-list refuses at synth and at run.
 
 Its timeout is the worker's: a job runs at most the worker's job ceiling, and the function stops the
-job's code itself at the job's time left (shared/jobs/time_limit.py). On AWS it runs in subnets of its
+job's code itself at the job's time left (shared/execution/time_limit.py). On AWS it runs in subnets of its
 own whose only route out is the stack's NAT gateways, so a job's requests leave from the stack's
 `EgressIps` as they did from the worker, in a security group of its own that DAX does not admit, and
 no private route an operator adds for the worker reaches it (infra/network.py). Its reserved

@@ -17,7 +17,7 @@ class JobQueue(Construct):
 
     SQS moves a jobs-queue message to the backstop after the profile's receive budget; the worker drains
     the backstop (an event source of its own, infra/workers.py), recording each message's job dead and
-    burying the message in the DLQ with its reason (shared/worker/backstop.py). The DLQ is where
+    burying the message in the DLQ with its reason (shared/worker/complete/backstop.py). The DLQ is where
     operators look and redrive (`corral dlq`): every message in it is a recorded dead job, or an
     unreadable message, counted. A backstop message the worker cannot record in the budget's receives
     reaches the DLQ as it is (its reason: none). See docs/decisions/dead-jobs-and-the-dlq.md.

@@ -79,7 +79,7 @@ class Schedules(Construct):
 
     def grant_wake_timers(self, function: lambda_.IFunction) -> None:
         """Create and delete the one-time schedules that wake waiting durable jobs (`w-<job id>-...`, the worker's
-        shared/worker/wake_timer.py), handing them the role: no other schedule of the group, and no read."""
+        shared/worker/run/wake_timer.py), handing them the role: no other schedule of the group, and no read."""
         stack = Stack.of(self)
         wake_arn = stack.format_arn(
             service="scheduler",

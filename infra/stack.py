@@ -102,9 +102,9 @@ class CorralStack(Stack):
         workers = Workers(self, "Workers", parts)
         worker_role = workers.function.role
         assert worker_role is not None
-        # A durable job's sleep or timeout beyond SQS's delay is a one-time schedule (shared/worker/wake_timer.py).
+        # A durable job's sleep or timeout beyond SQS's delay is a one-time schedule (shared/worker/run/wake_timer.py).
         schedules.grant_wake_timers(workers.function)
-        # The workers send outcome messages recorded late (a store outage): shared/worker/completer.py.
+        # The workers send outcome messages recorded late (a store outage): shared/worker/complete/completer.py.
         queue.allow_only_senders(
             api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
         )

@@ -44,7 +44,7 @@ NEVER = (
     "dynamodb:PartiQLUpdate",
     "dynamodb:PartiQLDelete",
 )
-# DAX carries GetItem, PutItem and UpdateItem on job items (shared/store/job_store.py `_jobs_client`).
+# DAX carries GetItem, PutItem and UpdateItem on job items (shared/store/jobs/job_store.py `_jobs_client`).
 DAX_FUNCTION_ACTIONS = ("dax:GetItem", "dax:PutItem", "dax:UpdateItem")
 DAX_ROLE_ITEM_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 

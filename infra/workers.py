@@ -49,8 +49,8 @@ class Workers(Construct):
         acknowledgements.table_grantee(self.function, parts.store.table)
         # The event source grants what the worker does on the jobs queue (receive, delete,
         # ChangeMessageVisibility for hand-backs). SendMessage there carries an outcome produced while
-        # the store failed (shared/worker/completer.py), or a callback a finished job or batch calls for
-        # (shared/jobs/callbacks.py); the queue's policy names this role among its senders.
+        # the store failed (shared/worker/complete/completer.py), or a callback a finished job or batch calls for
+        # (shared/batches/callbacks.py); the queue's policy names this role among its senders.
         queue.dlq.grant_send_messages(self.function)
         queue.queue.grant_send_messages(self.function)
         self.function.add_event_source(
@@ -63,7 +63,8 @@ class Workers(Construct):
             )
         )
         # The backstop's messages (SQS moved them after the jobs queue's receive budget, or Scheduler could not
-        # deliver them) are recorded dead and buried in the DLQ by the same function (shared/worker/backstop.py).
+        # deliver them) are recorded dead and buried in the DLQ by the same function
+        # (shared/worker/complete/backstop.py).
         # Nothing is meant to arrive there: a poller or two is plenty, and none is provisioned.
         self.function.add_event_source(
             event_sources.SqsEventSource(

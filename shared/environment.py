@@ -48,7 +48,7 @@ class FunctionEnv:
     hand_back_unit_seconds: float = settings.HAND_BACK_UNIT_SECONDS
     hand_back_max_seconds: float = settings.PROFILES["aws"].visibility_timeout_seconds
     # The jobs queue's maxReceiveCount as the worker sees it, and the receive at which a waiting job is
-    # sent again as a fresh message (settings.Profile; shared/worker/waiting.py).
+    # sent again as a fresh message (settings.Profile; shared/worker/admit/waiting.py).
     receive_budget: int = settings.PROFILES["aws"].receive_budget
     wait_resend_at: int = settings.PROFILES["aws"].wait_resend_at
     job_timeout_ceiling: int = settings.MAX_JOB_TIMEOUT_SECONDS

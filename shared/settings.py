@@ -243,7 +243,7 @@ MAX_CONCURRENCY_KEY_CHARS = 128
 MAX_CONCURRENCY_LIMIT = 1_000
 # A job over its key's limit waits in its batch for a slot a batch-mate frees, or one freed elsewhere, this
 # long at most: half the margin its message's cover and its batch's slots outlast its timeout
-# (shared/worker/cover.py MARGIN_SECONDS), so a job started late still ends inside both.
+# (shared/worker/run/cover.py MARGIN_SECONDS), so a job started late still ends inside both.
 KEY_WAIT_IN_BATCH_SECONDS = 5.0
 # While it waits there, its batch looks for a slot freed elsewhere this often (one consistent read each).
 KEY_SLOT_POLL_SECONDS = 0.25
@@ -430,7 +430,7 @@ class Profile:
     @property
     def visibility_timeout_seconds(self) -> int:
         # SQS event sources need >= the function timeout. Not AWS's suggested 6x: the worker hides each
-        # received message for about its own job's timeout (shared/worker/cover.py), so this applies only to
+        # received message for about its own job's timeout (shared/worker/run/cover.py), so this applies only to
         # messages it never reached (an environment that died starting), and 6 x 900 s would hold those 90 min.
         return self.worker_timeout_seconds + QUEUE_VISIBILITY_MARGIN_SECONDS + WORKER_BATCHING_WINDOW_SECONDS
 

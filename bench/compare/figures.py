@@ -1,5 +1,5 @@
 """From what one system's timeline and drain left to the figures of compare.json, and the ratios between
-systems (pure: tests/unit/test_bench.py). Definitions: docs/benchmark.md "corral beside the limit and a peer".
+systems (pure: tests/unit/bench/test_bench.py). Definitions: docs/benchmark.md "corral beside the limit and a peer".
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from local.platform import Platform
 from shared import settings
 from shared.aws import eventbridge
 from shared.environment import FunctionEnv
-from shared.model import JobMessage, JobSpec
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
 
 
 def create_herd(platform: Platform, prefix: str, count: int, due: datetime, threads: int) -> float:

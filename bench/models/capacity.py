@@ -21,7 +21,7 @@ Assumptions (every one is an argument; docs/benchmark.md repeats them):
 - Faults (`--kill-at`, `--blip-at`, seconds from the burst's start; negative = before it, in the
   steady load): a worker environment dies mid-batch: its `batch_size` jobs come back after
   `killed_batch_returns_s` (the worker keeps its batch hidden for about the running job's
-  timeout plus 10 s, renewed at each turn, shared/worker/cover.py: 40 s for the default 30 s timeout,
+  timeout plus 10 s, renewed at each turn, shared/worker/run/cover.py: 40 s for the default 30 s timeout,
   the same for every message of the batch), and the slot
   cold-starts a new environment (`cold_start_s`). A store blip of `blip_seconds`: first deliveries
   run without a store claim while the store fails (docs/decisions/store-blips.md), so starts go on

@@ -109,7 +109,7 @@ class KindFigures:
     lambda_invokes_per_job: float | None
 
 
-# --- the arithmetic (pure: tests/unit/test_bench.py) ---
+# --- the arithmetic (pure: tests/unit/bench/test_bench.py) ---
 
 
 def used(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:

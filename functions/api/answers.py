@@ -2,8 +2,8 @@
 
 Declared in each route's `responses=documented({status: answer(Model, "...")}, ...)` for the document
 (and the TypeScript SDK's types generated from it) only: a route answers the domain's view as it is
-(`JobRecord.public()`, `batches.view`, ...), never re-validated on its way out, so the answers cost
-nothing more and stay exactly as they were. tests/unit/test_api_answers.py sends every route a
+(`JobRecord.public()`, `callbacks.batch_view`, ...), never re-validated on its way out, so the answers cost
+nothing more and stay exactly as they were. tests/unit/api/test_answers.py sends every route a
 request and checks each answer against the shape its route declares: a field added to a view
 without its line here fails it (every model forbids fields it does not name).
 
@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.model import Overlap, Status, Trigger
+from shared.model.states import Overlap, Status, Trigger
 
 
 class _Answer(BaseModel):

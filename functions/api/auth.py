@@ -5,7 +5,7 @@ files are public (they hold no data; the page sends the key the user typed with 
 `ROUTE_SCOPES` is the one table of what each /v1 route needs; a key's scope opens a route or the
 answer is 403 before the route runs (shared/tenants/scopes.py, docs/decisions/api-keys.md). A /v1
 request that matches no route of the table is answered 404 for a key that is not `full`, so a route
-added without its entry stays closed to narrower keys (tests/unit/test_key_scopes.py fails on it).
+added without its entry stays closed to narrower keys (tests/unit/api/test_key_scopes.py fails on it).
 """
 
 from __future__ import annotations

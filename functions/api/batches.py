@@ -1,4 +1,4 @@
-"""Batches: create (jobs counted as one, with callbacks), get, list, cancel (shared/jobs/batches.py)."""
+"""Batches: create (jobs counted as one, with callbacks), get, list, cancel (shared/batches/batches.py)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
+from shared.batches import batches, callbacks
 from shared.errors import InvalidRequest
-from shared.jobs import batches
 from shared.jobs.enqueue import JobRequest
-from shared.store.batch_items import RUNNING, STATUSES
+from shared.store.batches.batch_items import RUNNING, STATUSES
 from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
@@ -130,7 +130,7 @@ def list_batches(
     responses=documented({200: answer(BatchOut, "The batch, with its counts and callbacks")}, 404),
 )
 def get_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, batches.view(batches.get(tenant, batch_id)))
+    return json_response(200, callbacks.batch_view(batches.get(tenant, batch_id)))
 
 
 @router.get(
@@ -154,4 +154,4 @@ def get_batch_jobs(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Respo
     responses=documented({200: answer(BatchOut, "The batch, status cancelled")}, 404, 409, 429),
 )
 def cancel_batch(tenant: Tenant, batch_id: Annotated[str, _BATCH_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, batches.view(batches.cancel(tenant, batch_id)))
+    return json_response(200, callbacks.batch_view(batches.cancel(tenant, batch_id)))

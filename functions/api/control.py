@@ -15,8 +15,9 @@ from functions.api.caller import Tenant
 from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
-from shared.jobs import control, listing, stats
-from shared.model import Status
+from shared.control import cancel, retry
+from shared.jobs import listing, stats
+from shared.model.states import Status
 from shared.tenants import rate_limit
 
 router = APIGatewayHttpRouter()
@@ -94,7 +95,7 @@ def list_jobs(
     ),
 )
 def cancel_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
-    return json_response(200, control.cancel(tenant, job_id).public())
+    return json_response(200, cancel.cancel(tenant, job_id).public())
 
 
 @router.post(
@@ -118,7 +119,7 @@ def cancel_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict
     ),
 )
 def retry_job(tenant: Tenant, job_id: Annotated[str, _JOB_ID]) -> Response[dict[str, Any]]:
-    message = control.retry(tenant, job_id)
+    message = retry.retry(tenant, job_id)
     return json_response(202, {"id": message.id, "status": "queued"})
 
 
@@ -143,7 +144,7 @@ class BulkRetryIn(BaseModel):
     responses=documented({200: answer(RetriedOut, "The dead jobs queued again; while `more`, call again")}, 429),
 )
 def retry_dead_jobs(tenant: Tenant, request: Annotated[BulkRetryIn, Body()]) -> Response[dict[str, Any]]:
-    outcome = control.retry_dead(tenant, request.type, _epoch(request.since), request.limit)
+    outcome = retry.retry_dead(tenant, request.type, _epoch(request.since), request.limit)
     body = {"retried": len(outcome.ids), "ids": outcome.ids, "more": outcome.more, "skipped": outcome.skipped}
     return json_response(200, body)
 

@@ -27,7 +27,7 @@ from shared.aws.metrics import jobs_enqueued
 from shared.errors import PayloadTooLarge, QuotaExceeded
 from shared.jobs.enqueue import BulkOutcome, JobRequest, NotSent, enqueue, enqueue_many
 from shared.jobs.status import job_status
-from shared.model import JobMessage
+from shared.model.message import JobMessage
 
 logger = Logger(service="corral-api", child=True)
 Route = Callable[[str, Any], dict[str, Any]]

@@ -6,7 +6,7 @@ enqueue path (POST /v1/jobs, POST /v1/jobs:batch, GET /v1/jobs/{id}) is answered
 functions/api/enqueue_routes.py; every other route by the Powertools resolver
 (functions/api/resolver.py), built on the first request that needs it. So a cold start imports what an
 enqueue needs, not the resolver's OpenAPI models, pydantic, the dashboard or the operator routes
-(tests/unit/test_api_cold_start.py keeps it so).
+(tests/unit/api/test_cold_start.py keeps it so).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Validated by pydantic-core with the core schemas of functions/api/jobs.py's own 
 (functions/api/job_schemas.py, generated from them and checked equal by a test), so a 422 names the
 same field with the same message as the resolver's would; a body of plain JSON types within bounds
 is taken as it is, without importing pydantic-core at all. On the enqueue path: it imports neither
-pydantic nor the resolver (tests/unit/test_api_cold_start.py).
+pydantic nor the resolver (tests/unit/api/test_cold_start.py).
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import NotRequired, TypedDict  # noqa: UP035 - pydantic needs these on Python < 3.12
 
 from shared import settings
-from shared.model import JobSpec
+from shared.model.spec import JobSpec
 
 
 class JobSpecIn(BaseModel):
-    """What a job is: shared.model.JobSpec, field for field."""
+    """What a job is: shared.model.spec.JobSpec, field for field."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -56,16 +56,23 @@ def concurrency_model(name: str) -> Any:
     return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
 
 
+def _limits_of(field: str) -> Any:
+    """A JobSpecIn field's type with its limits (not its description): a callback's field is checked alike."""
+    declared = JobSpecIn.model_fields[field]
+    return Annotated[declared.annotation, *declared.metadata] if declared.metadata else declared.annotation
+
+
 def callback_model(name: str, *, adds: str = "parent") -> Any:
-    """A job enqueued when another job (or a batch) ends; its payload, an object, gets `adds`: `parent` (the
-    job's view) or `batch` (the batch's). A job's callback may ask for its parent's payload in that view."""
+    """A job enqueued when another job (or a batch) ends (shared.model.spec.Callback): a job's spec, its
+    payload an object, which gets `adds`: `parent` (the job's view) or `batch` (the batch's); and the
+    callback's options: its concurrency key, and, for a job's callback, whether its parent's view holds the
+    parent's payload."""
     fields: dict[str, Any] = {
-        "type": Annotated[str, Field(min_length=1, max_length=64)],
-        "payload": NotRequired[dict[str, Any] | None],
-        "max_attempts": NotRequired[Annotated[int, Field(ge=1, le=settings.MAX_MAX_ATTEMPTS)] | None],
-        "timeout_seconds": NotRequired[Annotated[int, Field(ge=1, le=settings.MAX_JOB_TIMEOUT_SECONDS)] | None],
-        "concurrency": NotRequired[concurrency_model(f"{name}Concurrency") | None],
+        field: _limits_of(field) if declared.is_required() else NotRequired[_limits_of(field)]
+        for field, declared in JobSpecIn.model_fields.items()
     }
+    fields["payload"] = NotRequired[dict[str, Any] | None]  # an object: the callback's view goes in it
+    fields["concurrency"] = NotRequired[concurrency_model(f"{name}Concurrency") | None]
     if adds == "parent":
         fields["include_parent_payload"] = NotRequired[
             Annotated[

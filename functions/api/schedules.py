@@ -28,7 +28,7 @@ from functions.api.models import JobSpecIn, idempotency_key_field
 from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
-from shared.model import Overlap, Status
+from shared.model.states import Overlap, Status
 from shared.schedules import definitions, lifecycle, queries, runs
 
 router = APIGatewayHttpRouter()

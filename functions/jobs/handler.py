@@ -2,7 +2,7 @@
 
 The worker claims the job and invokes this function synchronously with the one job (its type,
 payload, id, attempt, tenant and time left); the function runs the type's `validate` hook, then its
-code, within that time, and answers the result or the job's failure (shared/jobs/fenced_job.py).
+code, within that time, and answers the result or the job's failure (shared/execution/fenced_job.py).
 Its role writes its own log group and nothing else: no table, no queue, no secret
 (docs/decisions/customer-code-fence.md).
 
@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.jobs import fenced_job, job_types
+from shared.execution import fenced_job
+from shared.jobs import job_types
 
 # The customer's packages load at import: in the init phase, not on the first job's clock. A package
 # that fails to import fails the init, and every invoke answers a FunctionError: a failed attempt.

@@ -1,8 +1,8 @@
 """Worker Lambda: SQS batch -> Powertools partial-batch processing -> the worker (shared/worker/receive.py).
 
 The handler reads the event and hands the records over, to be handled at once (producer.handle_all);
-the completer (shared/worker/completer.py) makes every queue call for them. Its second event source is
-the backstop (shared/worker/backstop.py): those batches' messages are recorded dead and buried in the DLQ.
+the completer (shared/worker/complete/completer.py) makes every queue call for them. Its second event source is
+the backstop (shared/worker/complete/backstop.py): those batches' messages are recorded dead and buried in the DLQ.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from shared import environment
 from shared.aws import tracing
 from shared.aws.metrics import handed_back, job_outcome, metrics
 from shared.jobs import job_types
-from shared.model import Outcome
-from shared.worker import backstop
+from shared.model.outcome import Outcome
+from shared.worker.complete import backstop
 from shared.worker.delivery import Delivery
 from shared.worker.producer import Handled, Worker, handle_all
 from shared.worker.verdicts import HandBack
@@ -35,7 +35,7 @@ from shared.worker.verdicts import HandBack
 logger = Logger(service="corral-worker")
 # The built-in job types (and on the local profile the test tooling's) load at import: in the init
 # phase, not on the first batch's clock. A customer's package never loads here: its types run in the
-# jobs function (shared/worker/fence.py).
+# jobs function (shared/worker/run/fence.py).
 job_types.load()
 # This process's view of the store and its thread pools, kept from batch to batch.
 worker = Worker()

@@ -103,7 +103,7 @@ def client(service: str, endpoint_url: str | None = None) -> Any:
 def single_attempt_client(service: str, endpoint_url: str | None = None) -> Any:
     """A client that makes one attempt per call, no retries: for a call with a cheaper fallback than
     waiting out botocore's backoff (4 retries, seconds of backoff), e.g. the claim of a job that may
-    run without it while the store fails (shared/worker/unclaimed.py)."""
+    run without it while the store fails (shared/worker/admit/unclaimed.py)."""
     made = boto3.session.Session().client(service, config=_config(retry=False), endpoint_url=endpoint_url)
     made.meta.events.register("before-send", _refuse_late_attempt)
     return made

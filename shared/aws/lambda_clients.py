@@ -1,7 +1,7 @@
 """Lambda clients for synchronous invokes that last as long as a job: kept for the process's life.
 
 Used by `lambda` jobs (shared/targets/lambda_invoke.py) and by the worker's invoke of the jobs
-function (shared/worker/fence.py). Made per invoke, a client cost ~40-100 ms of the worker's CPU per
+function (shared/worker/run/fence.py). Made per invoke, a client cost ~40-100 ms of the worker's CPU per
 job, 6.15x the CPU of a job run in-process against 1.23x with a kept client
 (docs/decisions/customer-code-fence.md).
 

@@ -13,7 +13,7 @@ from aws_lambda_powertools import Metrics, single_metric
 from aws_lambda_powertools.metrics import MetricUnit
 
 from shared import settings
-from shared.model import Outcome
+from shared.model.outcome import Outcome
 
 metrics = Metrics(namespace=settings.METRICS_NAMESPACE)
 

@@ -14,7 +14,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import environment, settings
 from shared.aws import metrics, tracing
 from shared.aws.clients import client
-from shared.model import JobMessage, OutcomeMessage
+from shared.model.message import JobMessage
+from shared.model.outcome import OutcomeMessage
 
 # SendMessageBatch limits (SQS quotas): 10 entries, and the whole request's bodies within 256 KiB.
 BATCH_MAX_ENTRIES = 10
@@ -174,7 +175,7 @@ def retry_later(receipt_handle: str, delay_seconds: float, *, queue_url: str | N
 def send_waiting(message: JobMessage, delay_seconds: int, attributes: Mapping[str, str]) -> None:
     """Send a waiting job's message again, as a fresh message (its receive count starts over), first
     delivered after `delay_seconds`; `attributes` (name -> string value) carry its wait so far
-    (shared/worker/waiting.py). The caller then acknowledges the old message."""
+    (shared/worker/admit/waiting.py). The caller then acknowledges the old message."""
     client("sqs").send_message(
         QueueUrl=_queue_url(),
         MessageBody=message.to_json(),

@@ -12,7 +12,7 @@ first step not recorded runs; and the run stops (raises `Suspended`, which the c
 - **create_token** (the worker mints it: the capability needs the id secret, which stays in the worker);
 - **run_job, run_jobs** (the worker enqueues the children: the jobs function cannot send to the queue).
 
-What the run did travels back in the jobs function's answer (shared/jobs/fenced_job.py): the new step's
+What the run did travels back in the jobs function's answer (shared/execution/fenced_job.py): the new step's
 record (`new`), and where it stopped (`boundary`). Nothing here touches AWS: the fence holds.
 
 Replay is only as good as the code is deterministic: outside its steps the code must take the same path

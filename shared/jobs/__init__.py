@@ -1,1 +1,1 @@
-"""Jobs: their types, enqueue, status, listing, stats, cancel and retry."""
+"""Jobs: their types, payload checks, enqueue, far-future jobs, concurrency keys, status, listing, stats."""

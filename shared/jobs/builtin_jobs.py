@@ -43,7 +43,7 @@ def sleep(payload: Any, context: JobContext) -> dict[str, float]:
     except InvalidPayload as error:  # a message that did not come through the API's check
         raise JobFailed(str(error)) from error
     # In short naps: a job past its timeout is stopped between two Python instructions
-    # (shared/worker/cover.py), which a single long sleep would put off until it ends.
+    # (shared/worker/run/cover.py), which a single long sleep would put off until it ends.
     ends = time.monotonic() + seconds
     while (left := ends - time.monotonic()) > 0:
         time.sleep(min(left, 0.1))

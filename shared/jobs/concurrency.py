@@ -5,7 +5,7 @@ type's `@job_type(concurrency_key="<payload field>", concurrency_limit=...)`: th
 of its payload. A field, not a function: the worker reads it from the type's declaration, as it holds
 no customer code (the jobs function does; docs/decisions/customer-code-fence.md). At most
 `limit` of a tenant's jobs with one key run at once: the worker holds a running slot of the
-(tenant, key) pool for each (shared/worker/key_slots.py, docs/decisions/concurrency-keys.md).
+(tenant, key) pool for each (shared/worker/admit/key_slots.py, docs/decisions/concurrency-keys.md).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from __future__ import annotations
 from shared import settings
 from shared.errors import CorralError
 from shared.jobs import job_types
-from shared.model import Concurrency, JobMessage
+from shared.model.message import JobMessage
+from shared.model.spec import Concurrency
 
 
 class KeyUnreadable(CorralError, ValueError):

@@ -26,7 +26,9 @@ from shared.aws import eventbridge, queue
 from shared.aws.eventbridge import at_expression
 from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
 from shared.jobs import far_future, job_types, payload_schemas, payloads
-from shared.model import Concurrency, JobMessage, JobSpec
+from shared.jobs.callback_bodies import CALLBACK_VIEW_ROOM_BYTES, VIEW_IN_BODY, with_view
+from shared.model.message import JobMessage
+from shared.model.spec import Callback, Concurrency, JobSpec, callbacks_to_dict
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
 
@@ -42,7 +44,8 @@ class JobRequest:
     delay_seconds: int | None = None
     run_at: datetime | None = None
     concurrency: Concurrency | None = None  # the job's own key and limit (shared/jobs/concurrency.py)
-    # Jobs to enqueue when it ends, job bodies (shared/jobs/callbacks.py): once it succeeded, once it is dead.
+    # Jobs to enqueue when it ends, as the request gives them (checked into a Callback each: `check_callback`):
+    # once it succeeded, once it is dead (shared/batches/callbacks.py).
     on_success: Mapping[str, Any] | None = None
     on_failure: Mapping[str, Any] | None = None
 
@@ -90,7 +93,7 @@ def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_i
 
     The payload is checked against its type's payload schema, and by a built-in type's own validator
     and tenant check; a customer's `validate` runs with its code instead, in the jobs function
-    (shared/jobs/fenced_job.py).
+    (shared/execution/fenced_job.py).
     `tenant`: whose job it is; a type with a tenant check (a `lambda` job's allow-list) asks whether
     this tenant may submit the payload.
     `field_prefix`: where the spec sits in the request, for the field an InvalidRequest names ("job.").
@@ -137,7 +140,6 @@ def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_i
         raise InvalidRequest(f"{field_prefix}{error.field}", error.message) from error
 
 
-_CALLBACK_FIELDS = ("type", "payload", "max_attempts", "timeout_seconds", "concurrency", "include_parent_payload")
 # What a callback's payload gets, so its check at enqueue measures it with that key in it: a job's
 # view (all but its result, which may be dropped to fit: `_fitted`) or a batch's.
 _PLACEHOLDER_PARENT_VIEW = {
@@ -150,15 +152,13 @@ _PLACEHOLDER_PARENT_VIEW = {
     "started_at": 1.0e10,
     "finished_at": 1.0e10,
 }
-# Room left in a callback's payload for the parent's view: a callback's own payload takes at most the rest.
-CALLBACK_VIEW_ROOM_BYTES = 4 * 1024
 
 
-def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: str) -> dict[str, Any]:
-    """A callback's body, checked as a job (its type, its payload with `adds` in it, its limits), as
-    its parent's message or batch keeps it: a spec with its max_attempts decided. InvalidRequest names
-    the field under `field` ("on_success.payload")."""
-    unknown = sorted(set(body) - set(_CALLBACK_FIELDS))
+def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: str) -> Callback:
+    """A callback's body, checked as a job (its type, its payload with `adds` in it, its limits): the
+    callback its parent's message or batch keeps, its max_attempts decided. InvalidRequest names the field
+    under `field` ("on_success.payload")."""
+    unknown = sorted(set(body) - set(Callback.fields()))
     if unknown:
         raise InvalidRequest(f"{field}.{unknown[0]}", "not a field of a callback")
     include_payload = body.get("include_parent_payload")
@@ -175,42 +175,14 @@ def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: st
         raise InvalidRequest(f"{field}.{where}", f"must be an object (or null): the callback gets {adds!r} in it")
     if holder and adds in holder:
         raise InvalidRequest(f"{field}.{where}.{adds}", "is the callback's own: corral sets it")
-    spec = with_max_attempts(
-        JobSpec(
-            type=job_type,
-            payload=with_view(job_type, payload, adds, _PLACEHOLDER_PARENT_VIEW),
-            max_attempts=body.get("max_attempts"),
-            timeout_seconds=body.get("timeout_seconds"),
-        )
-    )
+    given = JobSpec(**{name: body.get(name) for name in _SPEC_FIELDS} | {"type": job_type})
+    spec = with_max_attempts(replace(given, payload=with_view(job_type, payload, adds, _PLACEHOLDER_PARENT_VIEW)))
     check_job(spec, tenant=tenant, field_prefix=f"{field}.")
     own, most = len(json.dumps(payload).encode()), settings.MAX_PAYLOAD_BYTES - CALLBACK_VIEW_ROOM_BYTES
     if own > most:
         why = f"is {own} bytes; a callback's may be {most}, to leave room for {adds!r}"
         raise InvalidRequest(f"{field}.payload", why)
-    kept: dict[str, Any] = {"type": spec.type, "payload": payload, "max_attempts": spec.max_attempts}
-    if spec.timeout_seconds is not None:
-        kept["timeout_seconds"] = spec.timeout_seconds
-    if body.get("concurrency") is not None:
-        kept["concurrency"] = dict(body["concurrency"])
-    if include_payload:
-        kept["include_parent_payload"] = True
-    return kept
-
-
-# Types whose payload is a request and whose endpoint receives its `body`: a callback of one gets its
-# parent's (or batch's) view in that body, so a callback URL receives it (an `http` job refuses any
-# payload field but url, method, headers and body).
-VIEW_IN_BODY = frozenset({"http"})
-
-
-def with_view(job_type: str, payload: Mapping[str, Any] | None, key: str, view: Any) -> dict[str, Any]:
-    """A callback's payload with `key`: `view` added: in its body for a request type, else at its top."""
-    added = dict(payload or {})
-    if job_type in VIEW_IN_BODY:
-        added["body"] = dict(added.get("body") or {}) | {key: view}
-        return added
-    return added | {key: view}
+    return Callback(replace(spec, payload=payload), Concurrency.of(body.get("concurrency")), bool(include_payload))
 
 
 def with_max_attempts(spec: JobSpec) -> JobSpec:
@@ -245,7 +217,7 @@ class CheckedJob:
 
     spec: JobSpec
     delay: float
-    callbacks: dict[str, Any] | None
+    callbacks: dict[str, Callback] | None
 
 
 def checked(tenant: str, request: JobRequest, now: float, *, field_prefix: str = "") -> CheckedJob:
@@ -258,8 +230,8 @@ def checked(tenant: str, request: JobRequest, now: float, *, field_prefix: str =
         for kind, body in (("on_success", request.on_success), ("on_failure", request.on_failure))
         if body is not None
     }
-    # The message and the record carry both: together within a payload's limit (shared/model.py _callbacks).
-    size = len(json.dumps(callbacks, separators=(",", ":")).encode())
+    # The message and the record carry both: together within a payload's limit (shared/model/message.py).
+    size = len(json.dumps(callbacks_to_dict(callbacks), separators=(",", ":")).encode())
     if size > settings.MAX_PAYLOAD_BYTES:
         why = (
             f"on_success and on_failure together are {size} bytes serialised; the limit is {settings.MAX_PAYLOAD_BYTES}"

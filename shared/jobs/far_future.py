@@ -2,7 +2,7 @@
 
 Each holds one unit of its tenant's `max_far_future_jobs` quota, from enqueue until its message
 reaches a worker (the schedule fired and deleted itself) or it is cancelled. The unit is a hold
-item (shared/store/counters.py), written in one transaction with the tenant's counter and deleted in one
+item (shared/store/tenants/counters.py), written in one transaction with the tenant's counter and deleted in one
 transaction with the give-back, so whichever of the firing and a cancel comes first gives it back
 and the other finds nothing to give: exactly once. The same idempotency key enqueued twice finds
 the hold there and takes nothing.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.model import JobMessage
-from shared.store import counters
+from shared.model.message import JobMessage
+from shared.store.tenants import counters
 from shared.tenants import quotas
 
 

@@ -13,7 +13,7 @@ Which function imports which package (docs/decisions/customer-code-fence.md):
 - the **worker** imports the built-ins and the local profile's test tooling (local/chaos_jobs), never
   a customer's package. A customer's type is known to it by its declaration only: `lookup` answers it
   marked `in_jobs_function`, and the worker runs its jobs by invoking the jobs function
-  (shared/worker/fence.py). A type whose code is loaded in the process (a unit test's) runs there;
+  (shared/worker/run/fence.py). A type whose code is loaded in the process (a unit test's) runs there;
 - the **API** imports no package: it accepts a job with `declared(name)`, which reads the registry's
   declarations (names, limits, payload schemas, where each built-in's validator and tenant check
   lives), written at synth into the code asset as job_types.json (infra/jobs_package.py), and imports

@@ -18,8 +18,8 @@ from typing import Any
 
 from shared import cursors, settings
 from shared.errors import InvalidRequest
-from shared.model import JobRecord
-from shared.store import job_index, job_items
+from shared.model.record import JobRecord
+from shared.store.jobs import job_index, job_items
 from shared.store.table_schema import JOBS_INDEX
 
 NOTE = (

@@ -48,7 +48,7 @@ class JobDead(Exception):
 
 
 class JobTimedOut(JobFailed):
-    """The attempt ran past the job's timeout (raised into the job by shared/jobs/time_limit.py)."""
+    """The attempt ran past the job's timeout (raised into the job by shared/execution/time_limit.py)."""
 
 
 class InvalidPayload(ValueError):
@@ -187,7 +187,7 @@ class JobType:
     concurrency_key: ConcurrencyKey | None = None
     concurrency_limit: int | None = None
     # True: a customer's type whose code this process does not load (only its declaration, written at
-    # synth): the worker runs its jobs by invoking the jobs function (shared/worker/fence.py).
+    # synth): the worker runs its jobs by invoking the jobs function (shared/worker/run/fence.py).
     in_jobs_function: bool = False
 
     def is_exclusive(self, payload: Any) -> bool:

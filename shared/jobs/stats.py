@@ -20,7 +20,7 @@ from typing import Any
 from shared import settings
 from shared.errors import InvalidRequest
 from shared.jobs import listing
-from shared.model import Status
+from shared.model.states import Status
 
 _HOUR = 3_600
 _ATTRIBUTES = ("status", "attempts", "enqueued_at", "started_at", "first_started_at", "finished_at")

@@ -2,12 +2,12 @@
 
 Only the worker puts messages there, each after recording its job `dead` (or counting an unreadable
 message); what SQS moves after the jobs queue's receive budget reaches it through the backstop, which
-the worker drains (shared/worker/backstop.py). So the DLQ is the list of dead jobs' messages to redrive.
+the worker drains (shared/worker/complete/backstop.py). So the DLQ is the list of dead jobs' messages to redrive.
 
 Redrive is done by the application (receive -> run again -> delete), not by SQS's
 StartMessageMoveTask, for three reasons:
 - a dead job's record says `dead`, and the worker acknowledges a delivery of a finished job unrun;
-  moving its message back would drop it silently. Each job is reset first (`control.redrive`: fresh
+  moving its message back would drop it silently. Each job is reset first (`retry.redrive`: fresh
   attempt budget, same id), then sent;
 - a move task cannot select one tenant's messages;
 - the embedded emulator (ministack 1.5.33) has no StartMessageMoveTask.
@@ -27,10 +27,10 @@ from typing import Any
 from shared import environment
 from shared.aws import queue
 from shared.aws.clients import client
+from shared.control import retry
 from shared.errors import Conflict
-from shared.jobs import control
-from shared.model import Status
-from shared.store import job_store
+from shared.model.states import Status
+from shared.store.jobs import job_store
 from shared.tenants import tenants
 
 # Every message the worker buries says why; one without a reason was moved by SQS from the backstop,
@@ -197,7 +197,7 @@ def _run_again(letter: DeadLetter) -> str:
     if owner != letter.tenant:
         return f"its job belongs to another tenant than the message says ({owner!r}): a forged message?"
     try:
-        control.redrive(owner, letter.job_id)
+        retry.redrive(owner, letter.job_id)
     except Conflict as conflict:
         if record.status is Status.DEAD:
             return str(conflict)

@@ -25,7 +25,7 @@ from shared.aws.clients import client, is_not_found
 from shared.jobs import far_future
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.schedules import lifecycle, queries
-from shared.store import schedule_items
+from shared.store.schedules import schedule_items
 from shared.tenants import quotas
 
 # A hold this long past due whose schedule is gone belongs to a firing that never arrived (Scheduler

@@ -1,4 +1,4 @@
-"""What a customer's schedule does (its `Definition`, shared/store/schedule_items.py), checked field by field:
+"""What a customer's schedule does (its `Definition`, shared/store/schedules/schedule_items.py), checked field by field:
 as a create writes it (`definition`) and as an update changes it (`changed`). `InvalidRequest` names the
 first wrong field, and nothing is written.
 
@@ -16,10 +16,11 @@ from typing import Any
 from shared import settings
 from shared.errors import InvalidRequest
 from shared.jobs.enqueue import check_job, with_max_attempts
-from shared.model import JobSpec, Overlap
+from shared.model.spec import JobSpec
+from shared.model.states import Overlap
 from shared.schedules import expressions
 from shared.schedules.expressions import InvalidExpression, parse, timezone
-from shared.store.schedule_items import Definition
+from shared.store.schedules.schedule_items import Definition
 
 NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{settings.SCHEDULE_NAME_MAX_LENGTH}}}")
 

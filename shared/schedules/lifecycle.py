@@ -1,5 +1,5 @@
 """A customer's schedule from create to delete: a record per schedule in the jobs table
-(shared/store/schedule_items.py), and an EventBridge Scheduler schedule that fires it.
+(shared/store/schedules/schedule_items.py), and an EventBridge Scheduler schedule that fires it.
 
 Create, update and delete take turns on the record, so that a schedule, its record and its quota unit
 exist together or not at all, and the record says what the Scheduler schedule does:
@@ -16,7 +16,7 @@ racing, one waits for the other, finds its work done, or answers 409. A record l
 `deleting` by a request that died or failed half way (older than SCHEDULE_CHANGE_LEASE_SECONDS) is
 finished as a delete by the next create, delete or get of that name, or by an operator's recount; one
 left `updating` is finished as that update (its pending definition applied again), since the
-Scheduler schedule may hold it already. tests/unit/test_schedule_races.py interleaves two requests at
+Scheduler schedule may hold it already. tests/unit/schedules/test_races.py interleaves two requests at
 every AWS call.
 
 What a definition may hold is shared/schedules/definitions.py's; reading schedules (and finishing, with
@@ -36,11 +36,13 @@ from typing import Any
 from shared import settings
 from shared.aws import eventbridge, queue
 from shared.errors import Conflict, InvalidRequest, NotFound
-from shared.model import JobMessage, JobSpec, Overlap
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Overlap
 from shared.schedules import definitions
 from shared.schedules.definitions import ScheduleRequest
-from shared.store import schedule_items
-from shared.store.schedule_items import Definition, ScheduleItem, State
+from shared.store.schedules import schedule_items
+from shared.store.schedules.schedule_items import Definition, ScheduleItem, State
 from shared.tenants import quotas, rate_limit
 
 

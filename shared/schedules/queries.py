@@ -12,8 +12,8 @@ from typing import Any
 
 from shared import cursors, settings
 from shared.schedules import definitions, expressions, lifecycle
-from shared.store import schedule_items
-from shared.store.schedule_items import Definition, ScheduleItem, State
+from shared.store.schedules import schedule_items
+from shared.store.schedules.schedule_items import Definition, ScheduleItem, State
 
 
 def get(tenant: str, name: str) -> ScheduleItem | None:

@@ -3,7 +3,7 @@
 A firing's run is put on the queue by EventBridge Scheduler itself (shared/schedules/lifecycle.py);
 a trigger's and a backfill's by the API, here, as the same job message the firing would carry, marked with
 what started it. Whatever started it, a run of a schedule that skips overlaps is checked at its claim
-(shared/store/schedule_runs.py), and a trigger is checked here first, so its answer can say "skipped".
+(shared/store/schedules/schedule_runs.py), and a trigger is checked here first, so its answer can say "skipped".
 """
 
 from __future__ import annotations
@@ -17,10 +17,13 @@ from shared import ids, settings
 from shared.aws import queue
 from shared.errors import InvalidRequest, Unavailable
 from shared.jobs.enqueue import check_job
-from shared.model import JobMessage, JobSpec, Overlap, Status, Trigger, format_scheduled_time
+from shared.model.firing import format_scheduled_time
+from shared.model.message import JobMessage
+from shared.model.spec import JobSpec
+from shared.model.states import Overlap, Status, Trigger
 from shared.schedules import expressions, queries
-from shared.store import schedule_runs
 from shared.store.id_secret import id_secret
+from shared.store.schedules import schedule_runs
 from shared.tenants import rate_limit
 
 

@@ -1,6 +1,6 @@
 """Conditional writes of the non-job items: a write whose condition fails answers False, and changes nothing.
 
-Job records have their own (shared/store/job_store.py): they go through the status cache and explain
+Job records have their own (shared/store/jobs/job_store.py): they go through the status cache and explain
 a failed condition with the record as it was.
 """
 

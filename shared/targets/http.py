@@ -1,7 +1,7 @@
 """The `http` job type: deliver a job as a signed HTTP request to the customer's endpoint.
 
 Payload: {"url", "method"?: POST|GET|PUT|PATCH|DELETE, "headers"?: {name: value}, "body"?: JSON or a string}.
-The headers are sent as given; no view of the job shows their values (shared/model.py `shown_payload`).
+The headers are sent as given; no view of the job shows their values (shared/model/record.py `shown_payload`).
 Each attempt resolves the host once, checks the address (shared/targets/http_policy.py) and connects
 to that address, with the name in the Host header and as the TLS server name (SNI and the
 certificate check). The outcome, by the answer:
@@ -193,7 +193,7 @@ def call(payload: Any, context: JobContext, policy: TargetPolicy, resolver: Reso
     }
     if (standard := signing_secrets.standard_signature(secrets, context.job_id, timestamp, request.body)) is not None:
         headers[signing_secrets.WEBHOOK_SIGNATURE_HEADER] = standard
-    # The job's own timeout stops the attempt anyway (shared/worker/cover.py); the request's timeout ends
+    # The job's own timeout stops the attempt anyway (shared/worker/run/cover.py); the request's timeout ends
     # just before it, so a hanging endpoint reads as a timeout of the request, with its host named.
     timeout = max(1.0, min(_timeout_seconds(), context.seconds_left() - 0.5))
     status, reason, response_headers, body, truncated = _send(request, address, headers, timeout)

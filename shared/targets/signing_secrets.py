@@ -1,6 +1,6 @@
 """Each tenant's secrets for signing HTTP job requests, and the signature headers they make.
 
-One item per tenant in the jobs table (shared/store/signing_secret_items.py) holds the list of
+One item per tenant in the jobs table (shared/store/tenants/signing_secret_items.py) holds the list of
 secrets, newest first; a secret with `expires_at` is on its way out. Rotating adds a new
 secret and gives the current ones 24 hours to live, so receivers can switch without a gap;
 expiring one (a leaked secret) removes it at once, unless it is the last valid one of its set.
@@ -52,8 +52,8 @@ from typing import Any
 
 from shared import ids, settings
 from shared.errors import Conflict, InvalidRequest, NotFound
-from shared.store import signing_secret_items
-from shared.store.signing_secret_items import SigningSecret
+from shared.store.tenants import signing_secret_items
+from shared.store.tenants.signing_secret_items import SigningSecret
 from shared.targets.http_policy import TargetPolicy, TargetRefused, check_origin
 
 SECRET_PREFIX = "whsec_"

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from shared import environment
 from shared.errors import InvalidRequest
-from shared.store import tenant_items
+from shared.store.tenants import tenant_items
 from shared.tenants import api_keys
 from shared.tenants.key_lookup import KeyLookup
 

@@ -1,10 +1,10 @@
 """A tenant's limits and what it holds against them.
 
 Limits: defaults in shared/settings.py, overrides per tenant set by an operator. Overrides live on
-the tenant's item (shared/store/tenant_items.py) so the API reads them with one GetItem per tenant
+the tenant's item (shared/store/tenants/tenant_items.py) so the API reads them with one GetItem per tenant
 per instance per TENANT_LIMITS_CACHE_SECONDS.
 
-Usage: one item per tenant (shared/store/counters.py) with a counter per quota. A unit is taken in one
+Usage: one item per tenant (shared/store/tenants/counters.py) with a counter per quota. A unit is taken in one
 transaction with the item it stands for (a schedule's record, a far-future job's hold): the
 counter's conditional ADD refuses a unit beyond the limit, and the item's own condition refuses a
 duplicate. A unit is given back in one transaction with that item's conditional delete, so of two
@@ -25,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import settings
 from shared.errors import QuotaExceeded
 from shared.refresh import Refresher
-from shared.store import counters, tenant_items
+from shared.store.tenants import counters, tenant_items
 
 
 @dataclass(frozen=True)

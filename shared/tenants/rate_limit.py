@@ -2,7 +2,7 @@
 
 Each API instance keeps one token bucket per tenant, sized from the instance's share of the limit:
 rate x s and burst x s. Instances learn each other's demand from one shared item per tenant
-(shared/store/counters.py: a map of instance id -> the last second it served the tenant and its demand
+(shared/store/tenants/counters.py: a map of instance id -> the last second it served the tenant and its demand
 since its previous report): an instance writes its entry at most once per second per tenant it serves,
 off the request path (except its first: see `_first_sight`), and reads the others' in what the write
 returns. So a tenant's enqueue costs no store call, and the store sees one small write per second per
@@ -21,7 +21,7 @@ census, sums to at most 1:
 Accuracy (measured by `python -m bench.models.rate_limit`, docs/benchmark.md): 0.95-1.00 of the limit at
 100/s and more, however unevenly requests reach 1-50 instances; less at low rates over many
 instances (small buckets overflow: conservative); k instances appearing at once admit about
-burst x (1 + 1/2 + ... + 1/k) in their first second. tests/unit/test_rate_limit.py proves the share's
+burst x (1 + 1/2 + ... + 1/k) in their first second. tests/unit/tenants/test_rate_limit.py proves the share's
 bounds and the fleet's under interleaved bursts, lulls and routings (hypothesis).
 
 A batch of more jobs than the bucket holds is admitted only into a full bucket and leaves it in
@@ -41,7 +41,7 @@ from typing import Protocol
 
 from shared import settings
 from shared.errors import RateLimited, ReadsLimited
-from shared.store import counters
+from shared.store.tenants import counters
 from shared.tenants import quotas
 
 DIRECTORY_ITEM_SECONDS_KEPT = 3600  # a tenant idle this long loses its directory item (TTL)

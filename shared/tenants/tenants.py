@@ -1,5 +1,5 @@
 """Tenants and their API keys: names, minting, listing and revoking. Only a SHA-256 of each key is stored
-(the items: shared/store/tenant_items.py).
+(the items: shared/store/tenants/tenant_items.py).
 
 Looking a key up (every API request) is shared/tenants/key_lookup.py: a checksum check, then two caches
 (real keys, and a bounded LRU of unknown ones), then one GetItem. What a key may do is its scope
@@ -16,8 +16,8 @@ from typing import NamedTuple
 
 from shared import environment
 from shared.errors import CorralError
-from shared.store import tenant_items
-from shared.store.tenant_items import KeyInfo, Tenant
+from shared.store.tenants import tenant_items
+from shared.store.tenants.tenant_items import KeyInfo, Tenant
 from shared.tenants import api_keys, scopes
 from shared.tenants.key_lookup import KeyLookup
 from shared.tenants.scopes import Scope
@@ -156,6 +156,6 @@ def clear_caches() -> None:
 def schedule_count(tenant: str) -> int:
     """The tenant's schedules: they keep firing whatever happens to its keys (docs/decisions/api-keys.md)."""
     # Imported here: the schedule records' module loads pynamodb, which no API key lookup needs.
-    from shared.store import schedule_items
+    from shared.store.schedules import schedule_items
 
     return schedule_items.count(tenant)

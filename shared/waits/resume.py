@@ -2,7 +2,7 @@
 then its wake message sent (docs/decisions/durable-jobs.md "Waiting").
 
 In that order, whoever meets whom: an attempt still suspending the job records it `waiting` and then reads
-the step again (shared/worker/durable_attempt.py), so a resolution whose flip came too early is seen there;
+the step again (shared/worker/run/recorded_run.py), so a resolution whose flip came too early is seen there;
 a flip that finds the job cancelled resumes nothing (every resume goes through the record). A wake message
 sent twice is harmless: the claim runs the job once.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from shared.aws import queue
 from shared.durable import steps
-from shared.store import journal_items, waiting_jobs
+from shared.store import journal_items
+from shared.store.jobs import waiting_jobs
 
 
 def resolve(job_id: str, tenant: str, step: str, change: steps.Resolved | steps.TimedOut, now: float) -> bool:
@@ -32,3 +33,15 @@ def wake(job_id: str, step: str) -> bool:
         return False
     queue.send(message, 0)
     return True
+
+
+def wake_if_resolved(job_id: str, step: str | None = None) -> bool:
+    """A job just suspended (or its suspending message delivered again): wake it if its waiting step (`step`,
+    else its last) was resolved while it suspended, a resolution whose own flip found it still running."""
+    journal = journal_items.read(job_id, results=False)
+    if journal is None:
+        return False
+    record = journal.steps.get(step) if step is not None else max(journal.steps.values(), key=lambda each: each.n)
+    if record is None or record.status is steps.StepStatus.WAITING:
+        return False
+    return wake(job_id, record.id)

@@ -9,7 +9,7 @@ import secrets
 from typing import Any
 
 from shared.jobs.enqueue import JobRequest, enqueue
-from shared.model import JobSpec
+from shared.model.spec import JobSpec
 from shared.waits.events import EVENT_JOB_TYPE, checked
 
 _KEY_PREFIX = "event:"

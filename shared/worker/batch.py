@@ -7,10 +7,11 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
+from shared.worker.admit.claim_ahead import ClaimsAhead
+from shared.worker.admit.running_share import RunningShare
 from shared.worker.breaker import StoreBreaker
-from shared.worker.claim_ahead import ClaimsAhead
-from shared.worker.completer import Completer, LateHandBack
-from shared.worker.running_share import RunningShare
+from shared.worker.complete.carried import LateHandBack
+from shared.worker.complete.completer import Completer
 
 
 @dataclass

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from shared import environment, settings
-from shared.model import JobMessage, OutcomeMessage, Status, UnreadableMessage, read_message
+from shared.model.message import JobMessage, UnreadableMessage
+from shared.model.outcome import OutcomeMessage, read_message
+from shared.model.states import Status
 from shared.worker.verdicts import WAITING_ATTRIBUTE, HandBack, Waited
 
 
@@ -27,7 +29,7 @@ class Delivery:
 
     @property
     def waited(self) -> Waited | None:
-        """The wait its job carried here from earlier messages (shared/worker/waiting.py), if any."""
+        """The wait its job carried here from earlier messages (shared/worker/admit/waiting.py), if any."""
         return Waited.from_attribute(self.attributes.get(WAITING_ATTRIBUTE))
 
     @property

@@ -15,16 +15,18 @@ from dataclasses import dataclass
 
 from shared import settings
 from shared.aws import clients, queue
-from shared.store import job_items, running_slots
 from shared.store.id_secret import id_secret
-from shared.worker import fence, receive
+from shared.store.jobs import job_items
+from shared.store.tenants import running_slots
+from shared.worker import receive
+from shared.worker.admit.claim_ahead import ClaimsAhead
+from shared.worker.admit.running_share import RunningShare
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker
-from shared.worker.claim_ahead import ClaimsAhead
-from shared.worker.completer import Completer, Settled
-from shared.worker.cover import HiddenBatch
+from shared.worker.complete.completer import Completer, Settled
 from shared.worker.delivery import BatchJob, Delivery, job_of
-from shared.worker.running_share import RunningShare
+from shared.worker.run import fence
+from shared.worker.run.cover import HiddenBatch
 
 # Of the init phase's 10 s: no call attempt starts that could end later (an attempt's worst case is
 # its connect + read timeouts, 7 s), so a store that hangs costs the init phase at most this.
@@ -61,8 +63,8 @@ class Worker:
 
     def batch(self, deliveries: Sequence[Delivery]) -> Batch:
         """A batch of `deliveries`: its tenants' running slots are taken as it is made
-        (shared/worker/running_share.py), then the jobs within their caps are claimed together
-        (shared/worker/claim_ahead.py)."""
+        (shared/worker/admit/running_share.py), then the jobs within their caps are claimed together
+        (shared/worker/admit/claim_ahead.py)."""
         jobs = {} if self.breaker.cooling else _batch_jobs(deliveries)
         share = RunningShare(self._claimers, self.breaker, deliveries, jobs, self.at_cap)
         within_caps = [each for each in deliveries if share.starts_now(each)]
@@ -83,7 +85,7 @@ class Worker:
         )
 
     def backstop_batch(self) -> Batch:
-        """A batch of the backstop's messages (shared/worker/backstop.py): no job runs, so it takes no
+        """A batch of the backstop's messages (shared/worker/complete/backstop.py): no job runs, so it takes no
         running slots, claims nothing and hides nothing; its completer records and buries."""
         return Batch(
             self.breaker,

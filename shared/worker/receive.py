@@ -7,7 +7,7 @@ only one runs at a time, and only the attempt that holds the claim can record an
 that cannot run is never retried: it goes to the DLQ with its reason, and its job (if its id
 verifies) is recorded `dead` with that reason.
 
-While the store fails, a job's first delivery runs without a claim (shared/worker/unclaimed.py).
+While the store fails, a job's first delivery runs without a claim (shared/worker/admit/unclaimed.py).
 """
 
 from __future__ import annotations
@@ -17,15 +17,19 @@ import time
 from dataclasses import replace
 
 from shared.aws import metrics
-from shared.jobs import follow_ups, job_types
-from shared.model import JobMessage, Outcome, OutcomeMessage, Status, UnreadableMessage, read_message
-from shared.store import job_store
+from shared.batches import follow_ups
+from shared.jobs import job_types
+from shared.model.message import JobMessage, UnreadableMessage
+from shared.model.outcome import Outcome, OutcomeMessage, read_message
+from shared.model.states import Status
 from shared.store.id_secret import id_secret
-from shared.worker import cover, executor, unclaimed, waiting
+from shared.store.jobs import job_claims
+from shared.worker.admit import unclaimed, waiting
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
-from shared.worker.completer import Settled
+from shared.worker.complete.completer import Settled
 from shared.worker.delivery import Delivery
+from shared.worker.run import cover, executor
 from shared.worker.verdicts import (
     Dead,
     Duplicate,
@@ -96,7 +100,7 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
 
 def work(message: JobMessage, delivery: Delivery, batch: Batch, *, first_run: bool = True) -> Verdict:
     """Claim and run the job of a readable message whose id verified, under its concurrency key's slot
-    if it has one (waiting in the batch for it, unclaimed: shared/worker/key_slots.py).
+    if it has one (waiting in the batch for it, unclaimed: shared/worker/admit/key_slots.py).
 
     `first_run`: False where the delivery carries a retry (an outcome message): never run unclaimed.
     """
@@ -121,7 +125,7 @@ def _claim_and_run(message: JobMessage, delivery: Delivery, batch: Batch, *, fir
         claimed_at, lease = ahead.claimed_at, ahead.lease
     try:
         if ahead is None:
-            claim = job_store.claim(message, delivery.message_id, claimed_at, lease, single_attempt=True)
+            claim = job_claims.claim(message, delivery.message_id, claimed_at, lease, single_attempt=True)
         else:
             claim = ahead.claim.result()
     except AWS_ERRORS as error:
@@ -131,28 +135,28 @@ def _claim_and_run(message: JobMessage, delivery: Delivery, batch: Batch, *, fir
         why = f"store unavailable for the claim: {error}"
         return unclaimed.without_claim(message, delivery, timeout, why, first_run=first_run)
     match claim:
-        case job_store.Finished(status=status, retries=retries):
+        case job_claims.Finished(status=status, retries=retries):
             if status is not None and follow_ups.has_follow_ups(message):
                 return Duplicate(Ended(message.in_run(retries), status))
             return Duplicate()
-        case job_store.HeldElsewhere(by_this_message=True, lease_left_seconds=left):
+        case job_claims.HeldElsewhere(by_this_message=True, lease_left_seconds=left):
             # Our own earlier attempt may still be running (or died recording its outcome):
             # come back when its lease has run out.
             return HandBack(left + 1, "an earlier delivery of this message still holds the job")
-        case job_store.HeldElsewhere():
+        case job_claims.HeldElsewhere():
             # Another message for the same job holds it; that message stays on the queue
             # until the holder records an outcome, so it will come back if the holder dies.
             return Duplicate()
-        case job_store.Contended():
+        case job_claims.Contended():
             return delivery.hand_back("another delivery of this job changed it while this one claimed it")
-        case job_store.Foreign():
+        case job_claims.Foreign():
             return Unreadable("forged job message: the job's record belongs to another tenant")
-        case job_store.Exhausted(attempts=attempts):
+        case job_claims.Exhausted(attempts=attempts):
             reason = f"gave up after {attempts} attempts that ended without an outcome (worker crash or timeout)"
             return Dead(reason, message)
-        case job_store.Asleep(resume_in_seconds=resume_in, by_this_message=by_this_message):
+        case job_claims.Asleep(resume_in_seconds=resume_in, by_this_message=by_this_message):
             return _asleep(message, delivery, resume_in, by_this_message)
-        case job_store.Claimed(
+        case job_claims.Claimed(
             attempt=attempt, token=token, max_attempts=max_attempts, retries=retries, journal=journal
         ):
             # The record's number of attempts counts, and its run (a batch counts each run's end).

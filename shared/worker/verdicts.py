@@ -1,4 +1,4 @@
-"""Verdicts: what handling one delivery decided, as values. The completer (shared/worker/completer.py)
+"""Verdicts: what handling one delivery decided, as values. The completer (shared/worker/complete/completer.py)
 applies each one: every store write, DLQ send and visibility change it calls for.
 
 A claimed attempt's verdict carries the `Attempt`, so the completer can write as that attempt (its
@@ -6,19 +6,19 @@ token) and knows how long the job stays held if its outcome cannot be written (i
 
 One delivery's result, Answer -> Ran -> Verdict -> Settled -> Handled, one value per step (only the
 completer, which turns a Verdict into Settled, writes anything):
-- `Answer` (shared/jobs/fenced_job.py): what a job's code did, on either side of the fence;
-- `Ran` (shared/worker/executor.py): that answer, with when the code started;
+- `Answer` (shared/execution/fenced_job.py): what a job's code did, on either side of the fence;
+- `Ran` (shared/worker/run/executor.py): that answer, with when the code started;
 - `Verdict` (here): what to do about the delivery;
-- `Settled` (shared/worker/completer.py `Completer.settle`): what the delivery answers, `Outcome | HandBack`;
+- `Settled` (shared/worker/complete/completer.py `Completer.settle`): what the delivery answers, `Outcome | HandBack`;
 - `Handled` (shared/worker/producer.py `handle_all`): its `Settled`, and how long handling it took.
 
 Only a job that ran passes through `Answer` and `Ran`: the executor's `Completed`, `Retry` and `Dead`,
-and an unclaimed run's `RanUnclaimed` (shared/worker/unclaimed.py). The rest enter at `Verdict`:
+and an unclaimed run's `RanUnclaimed` (shared/worker/admit/unclaimed.py). The rest enter at `Verdict`:
 receive's (`Unreadable`, `HandBack`, `Wait`, `Duplicate`, `LateOutcome`, and `Dead` when every attempt
-died without an outcome) and the backstop's (`DeadLettered`, shared/worker/backstop.py). A `Wait`
+died without an outcome) and the backstop's (`DeadLettered`, shared/worker/complete/backstop.py). A `Wait`
 settles as a hand-back, or as `Outcome.RESENT` when its message is sent again. A delivery whose outcome
 write or outcome message fails after it was answered is handed back at the batch's end: a
-`LateHandBack` (completer.py), beside its `Handled`.
+`LateHandBack` (complete/carried.py), beside its `Handled`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from shared.model import JobMessage, OutcomeMessage, Started, Status
+from shared.model.message import JobMessage
+from shared.model.outcome import OutcomeMessage, Started
+from shared.model.states import Status
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,12 @@ class Completed:
 
 @dataclass(frozen=True)
 class Suspend:
-    """A durable job's attempt stopped at a sleep or a wait (shared/worker/durable_attempt.py): its step is
+    """A durable job's attempt stopped at a sleep or a wait (shared/worker/run/recorded_run.py): its step is
     waiting in the journal, registered, its timer sent; the job is recorded `waiting` and its message
     acknowledged."""
 
     attempt: Attempt
-    suspension: Any  # durable_attempt.Suspension (the worker's own type: verdicts import no worker module)
+    suspension: Any  # recorded_run.Suspension (the worker's own type: verdicts import no worker module)
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ WAITING_ATTRIBUTE = "corral-waiting"
 
 @dataclass(frozen=True)
 class Waited:
-    """A job's wait so far, carried from message to message (shared/worker/waiting.py)."""
+    """A job's wait so far, carried from message to message (shared/worker/admit/waiting.py)."""
 
     since: float  # epoch seconds: when it first waited
     why: str  # what it waits for (waiting.WaitReason)
@@ -134,7 +136,7 @@ class Waited:
 
 @dataclass(frozen=True)
 class Wait:
-    """The job waits its turn, unclaimed and using no attempt (shared/worker/waiting.py): its message is
+    """The job waits its turn, unclaimed and using no attempt (shared/worker/admit/waiting.py): its message is
     handed back for `delay_seconds`, or, near the queue's receive budget (`resend`), sent again as a
     fresh message carrying `waited` and acknowledged, so that no wait spends the budget."""
 
@@ -161,7 +163,7 @@ class DeadLettered:
 
 @dataclass(frozen=True)
 class Ended:
-    """A finished job whose end sets something off: its batch's count, its callbacks (shared/jobs/follow_ups.py)."""
+    """A finished job whose end sets something off: its batch's count, its callbacks (shared/batches/follow_ups.py)."""
 
     job: JobMessage  # its batch member's run as the record says
     status: Status  # as the record says

@@ -20,8 +20,8 @@ from playwright.sync_api import sync_playwright
 
 from client import FINISHED
 from local.deploy import create_api_key, create_operator_key, function_environment
-from shared.store import signing_secret_items
-from shared.store.signing_secret_items import SigningSecret
+from shared.store.tenants import signing_secret_items
+from shared.store.tenants.signing_secret_items import SigningSecret
 from shared.tenants import tenants
 from shared.tenants.scopes import Scope
 

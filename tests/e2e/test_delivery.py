@@ -3,7 +3,7 @@
 import time
 
 from shared import ids
-from shared.model import JobMessage
+from shared.model.message import JobMessage
 
 
 def test_a_duplicated_message_runs_once(api, deployed, job_id_secret):

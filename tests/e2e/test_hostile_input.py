@@ -154,4 +154,4 @@ def test_a_job_delayed_beyond_the_queues_retention_reports_queued(api):
 
     job = api.get(job_id)
 
-    assert job["status"] == "queued"  # the 15th day is a unit test (tests/unit/test_api_input.py): no time travel here
+    assert job["status"] == "queued"  # the 15th day is a unit test (tests/unit/api/test_input.py): no time travel here

@@ -3,7 +3,7 @@
 Nothing is lost and nothing is recorded twice: each job ends with exactly one
 successful outcome write reaching the store (counted at the fault proxy).
 The local profile's worker keeps each received message hidden for about the running job's
-timeout plus 10 s (at most 15 s with its 5 s ceiling; shared/worker/cover.py), so a killed attempt
+timeout plus 10 s (at most 15 s with its 5 s ceiling; shared/worker/run/cover.py), so a killed attempt
 comes back within that, or the queue's 35 s visibility timeout if the worker died before hiding it; the
 poison job is enqueued first (module fixture) so its two waits overlap the other tests.
 

@@ -31,8 +31,8 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from client.signatures import verify_signature
 from local.deploy import create_api_key, function_environment
-from shared.store import signing_secret_items
-from shared.store.signing_secret_items import SigningSecret
+from shared.store.tenants import signing_secret_items
+from shared.store.tenants.signing_secret_items import SigningSecret
 from tests.receiver import Answer, Received, receiver
 
 ROOT = Path(__file__).resolve().parents[2]

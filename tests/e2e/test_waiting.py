@@ -17,7 +17,8 @@ import uuid
 import requests
 
 from local.deploy import create_api_key, function_environment
-from shared.store import keys, running_slots
+from shared.store import keys
+from shared.store.tenants import running_slots
 from shared.tenants import quotas
 from tests.e2e.conftest import TEST_RECEIVE_BUDGET
 from tests.e2e.helpers import dlq_bodies

@@ -1,6 +1,6 @@
 """A worker environment that dies costs its batch about one job's timeout plus the margin, on the
 embedded stack as on AWS: the worker keeps its messages hidden that long at a time
-(shared/worker/cover.py `HiddenBatch`), so they come back before the queue's own visibility timeout.
+(shared/worker/run/cover.py `HiddenBatch`), so they come back before the queue's own visibility timeout.
 
 After test_resilience.py on purpose: its poison job kills every environment it lands in until it
 is dead, which would take this batch's takeover down a second time.
@@ -9,7 +9,7 @@ is dead, which would take this batch's takeover down a second time.
 import time
 
 from shared import settings
-from shared.worker import cover
+from shared.worker.run import cover
 from tests.e2e.helpers import outcome_writes
 
 LOCAL = settings.PROFILES["local"]

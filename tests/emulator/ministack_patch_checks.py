@@ -1,6 +1,6 @@
 """Checks of local/ministack_patch.py against the real ministack runtime, run in the emulator's venv.
 
-tests/unit/test_ministack_patch.py runs `<ministack venv>/bin/python -P this_file <check>` once per
+tests/unit/local/test_ministack_patch.py runs `<ministack venv>/bin/python -P this_file <check>` once per
 check (ministack is not installed in the project's venv). Each check spawns real Lambda worker
 processes from a tiny handler zip; a failed assert exits non-zero with its message.
 """

@@ -156,7 +156,8 @@ def _queue_policy_statements(template: Template, queue_logical_prefix: str) -> l
 
 
 def _corral_senders(template: Template) -> list[dict]:
-    """The API, Scheduler's role, and the workers (outcome messages recorded late, shared/worker/completer.py)."""
+    """The API, Scheduler's role, and the workers (outcome messages recorded late,
+    shared/worker/complete/completer.py)."""
     names = ("ApiHandlerServiceRole", "SchedulesRole", "WorkersHandlerServiceRole")
     return [_role_arn(template, name) for name in names]
 
@@ -201,7 +202,7 @@ def test_the_worker_may_send_outcomes_to_the_jobs_queue_hand_back_and_bury(
         (dlq,) = template.find_resources("AWS::SQS::Queue", {"Properties": {"QueueName": settings.DLQ_NAME}})
         backstop_arn = {"Fn::GetAtt": [_queue_id(template, settings.BACKSTOP_NAME), "Arn"]}
         jobs_arn, dlq_arn = {"Fn::GetAtt": [jobs, "Arn"]}, {"Fn::GetAtt": [dlq, "Arn"]}
-        assert _grants_on(worker, "sqs:SendMessage", jobs_arn)  # outcome messages (shared/worker/completer.py)
+        assert _grants_on(worker, "sqs:SendMessage", jobs_arn)  # outcome messages (shared/worker/complete/completer.py)
         assert _grants_on(worker, "sqs:ChangeMessageVisibility", jobs_arn)
         assert _grants_on(worker, "sqs:SendMessage", dlq_arn)
         # It drains the backstop (its event source) and hands back there, but never sends to it.

@@ -17,8 +17,8 @@ from typing import Any
 
 from shared.durable import protocol, steps, tokens
 from shared.durable.steps import StepKind
-from shared.jobs import fenced_job
-from shared.jobs.fenced_job import Answer, Request
+from shared.execution import fenced_job
+from shared.execution.fenced_job import Answer, Request
 from shared.store import journal_items, token_items
 
 API_URL = "https://api.example.com"

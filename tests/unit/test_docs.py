@@ -252,3 +252,31 @@ def _broken_in(page: Path, root: Path) -> list[str]:
         return _broken(page)
     finally:
         generate.ROOT = original
+
+
+# Code paths the docs name ----------------------------------------------------------------------------
+
+# A repository path in the text (`shared/store/keys.py`, `tests/unit/`), not a placeholder (`shared/<wing>/`).
+_CODE_PATH = re.compile(
+    r"(?<![\w./-])((?:shared|functions|infra|cli|client|client-ts|corral_jobs|local|bench|tests|examples|docs)/"
+    r"[\w./-]*[\w/])(?![\w<{*])"
+)
+
+
+def _missing_paths(source: Path, root: Path) -> list[str]:
+    named = {match.group(1).rstrip(".") for match in _CODE_PATH.finditer(source.read_text())}
+    return sorted(path for path in named if not (root / path).exists())
+
+
+@pytest.mark.parametrize("source", LINKED_FILES, ids=lambda path: str(path.relative_to(generate.ROOT)))
+def test_every_code_path_the_docs_name_exists(source):
+    """A module moved or renamed takes its docs with it: every path a page names in its text is there."""
+    assert _missing_paths(source, generate.ROOT) == []
+
+
+def test_the_path_check_finds_a_moved_module_and_skips_placeholders(tmp_path):
+    (tmp_path / "shared" / "model").mkdir(parents=True)
+    page = tmp_path / "page.md"
+    page.write_text("`shared/model/` and `shared/model.py` (gone); a new wing goes in `shared/<wing>/`.\n")
+
+    assert _missing_paths(page, tmp_path) == ["shared/model.py"]

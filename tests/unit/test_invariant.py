@@ -73,14 +73,18 @@ from moto.dynamodb.responses import DynamoHandler
 from functions.worker.handler import worker
 from shared import settings as corral_settings
 from shared.aws.clients import client, single_attempt_client
-from shared.jobs import batches, callbacks
+from shared.batches import batches, callbacks
 from shared.model import JobMessage, JobRecord, Status
 from shared.operations import dead_letters
-from shared.store import batch_items, job_items, job_store, keys, running_slots, table
-from shared.store.batch_items import MemberState
+from shared.store import keys, table
+from shared.store.batches import batch_items, batch_members
+from shared.store.batches.batch_members import MemberState
+from shared.store.jobs import job_items, job_store
+from shared.store.tenants import running_slots
 from shared.tenants import quotas, rate_limit, tenants
 from shared.worker import batch as worker_batch
-from shared.worker import breaker, cover, executor, producer
+from shared.worker import breaker, producer
+from shared.worker.run import cover, executor
 from tests.unit.api_harness import answer
 from tests.unit.worker_harness import WorkerContext, poll
 
@@ -91,9 +95,9 @@ DRAIN_ROUNDS = 500  # polls and clock jumps at an example's end before "it never
 
 FINISHED = (Status.SUCCEEDED, Status.DEAD, Status.CANCELLED)
 LETTER = {
-    Status.SUCCEEDED: batch_items.DONE,
-    Status.DEAD: batch_items.DEAD,
-    Status.CANCELLED: batch_items.CANCELLED_JOB,
+    Status.SUCCEEDED: batch_members.DONE,
+    Status.DEAD: batch_members.DEAD,
+    Status.CANCELLED: batch_members.CANCELLED_JOB,
 }
 BEHAVIOURS = {
     "succeeds": {"type": "echo", "payload": {}},
@@ -258,7 +262,7 @@ def _report_updated_attributes_as_dynamodb_does(monkeypatch: pytest.MonkeyPatch)
     """moto deviates from DynamoDB: an UpdateItem's UPDATED_NEW leaves out an attribute the update sets to the
     value it had (`SET retries = if_not_exists(retries, :zero)` on a record that has one), where DynamoDB (and
     ministack, the local stack's emulator) reports every attribute the update's SET and ADD actions name. A
-    batch's cancel reads a member's run from that answer (shared/store/job_control.py `cancel_member`): on
+    batch's cancel reads a member's run from that answer (shared/store/jobs/job_control.py `cancel_member`): on
     moto uncorrected, cancelling a batch with a member that has a record answers 500."""
     real = DynamoHandler._build_updated_new_attributes
     depth = threading.local()
@@ -339,7 +343,7 @@ class Seen:
     records: dict[str, JobRecord | None]
     live: set[str]  # job ids with a message on the jobs queue or the backstop
     pools: dict[tuple[str, str | None], dict[str, Any]]  # (tenant, concurrency key or None) -> its slots' item
-    batches: dict[str, batch_items.BatchWithMembers] = field(default_factory=dict)
+    batches: dict[str, batch_members.BatchWithMembers] = field(default_factory=dict)
 
 
 def _items(aws: dict[str, Any], pks: list[str]) -> dict[str, dict[str, Any]]:
@@ -571,7 +575,7 @@ class Interleavings(RuleBasedStateMachine):
         }
         seen = Seen(records, self._live(), {pool: items.get(pk, {}) for pool, pk in pools.items()})
         for batch_id in self.batches:
-            found = batch_items.get_with_members(batch_id)
+            found = batch_members.get_with_members(batch_id)
             assert found is not None, f"batch {batch_id} vanished"
             seen.batches[batch_id] = found
         for job_id, record in seen.records.items():
@@ -699,18 +703,19 @@ class Interleavings(RuleBasedStateMachine):
         for batch in self.batches.values():
             found = seen.batches[batch.id]
             letters = [
-                found.states.get(index, MemberState(batch_items.PENDING)).letter for index in range(len(batch.members))
+                found.states.get(index, MemberState(batch_members.PENDING)).letter
+                for index in range(len(batch.members))
             ]
-            counts = {name: letters.count(letter) for letter, name in batch_items._COUNTER_OF.items()}
+            counts = {name: letters.count(letter) for letter, name in batch_members._COUNTER_OF.items()}
             shown = {name: getattr(found.batch, name) for name in counts}
             assert shown == counts, f"batch {batch.id}: counts {shown}, members' states {counts}"
             for index, member in enumerate(batch.members):
-                state = found.states.get(index, MemberState(batch_items.PENDING))
+                state = found.states.get(index, MemberState(batch_members.PENDING))
                 record = seen.records[member]
                 expected = (
-                    MemberState(LETTER.get(record.status, batch_items.PENDING), record.retries)
+                    MemberState(LETTER.get(record.status, batch_members.PENDING), record.retries)
                     if record
-                    else MemberState(batch_items.PENDING)
+                    else MemberState(batch_members.PENDING)
                 )
                 if state == expected:
                     continue
@@ -785,5 +790,5 @@ def test_a_batch_cancel_counts_a_retried_member_in_the_run_its_record_names(aws,
 
     assert status == 200, shown
     assert (shown["status"], shown["succeeded"], shown["cancelled"], shown["pending"]) == ("cancelled", 1, 1, 0)
-    found = batch_items.get_with_members(created["id"])
-    assert found is not None and found.states[0] == MemberState(batch_items.CANCELLED_JOB, 1)
+    found = batch_members.get_with_members(created["id"])
+    assert found is not None and found.states[0] == MemberState(batch_members.CANCELLED_JOB, 1)

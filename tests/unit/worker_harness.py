@@ -15,11 +15,13 @@ import moto.sqs.models
 import pytest
 
 from functions.worker.handler import handler, worker
-from shared.model import JobMessage, JobRecord, Outcome
-from shared.store import job_store
+from shared.model.message import JobMessage
+from shared.model.outcome import Outcome
+from shared.model.record import JobRecord
+from shared.store.jobs import job_store
 from shared.worker import batch as worker_batch
 from shared.worker import receive as worker_receive
-from shared.worker.completer import Settled
+from shared.worker.complete.completer import Settled
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import HandBack
 

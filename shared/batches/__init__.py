@@ -1,0 +1,1 @@
+"""What a job's end sets off: its batch's count and callbacks, its own callbacks (and batches themselves)."""

@@ -1,0 +1,1 @@
+"""Batch items: a batch's counts, its members' states and its callbacks' flags."""

@@ -1,0 +1,1 @@
+"""Job items: records, claims, cancel and retry, the listing index."""

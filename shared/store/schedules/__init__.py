@@ -1,0 +1,1 @@
+"""Schedule items: customer schedules' records and the runs their firings became."""

@@ -170,6 +170,13 @@ def enqueue(
     concurrency_limit: Annotated[
         int | None, typer.Option(min=1, max=1000, help="How many jobs with --concurrency-key run at once (1-1000).")
     ] = None,
+    unique: Annotated[
+        str | None,
+        typer.Option(
+            help="KEY[:started|finished[:SECONDS]]: while a job with KEY waits (or, finished, until it ends; at most "
+            "SECONDS), enqueue nothing and print that job's id, status duplicate."
+        ),
+    ] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -196,12 +203,25 @@ def enqueue(
         "concurrency": {"key": concurrency_key, "limit": concurrency_limit} if concurrency_key else None,
         "on_success": parse_payload(on_success),
         "on_failure": parse_payload(on_failure),
+        "unique": unique_option(unique) if unique is not None else None,
     }
-    job_id = api.enqueue(job_type, parse_payload(payload), **{k: v for k, v in options.items() if v is not None})
+    given = {k: v for k, v in options.items() if v is not None}
+    accepted = api.enqueue_job({"type": job_type, "payload": parse_payload(payload), **given})
+    job_id = accepted["id"]
     if wait_:
         _show_finished(_wait_with_spinner(api, job_id, timeout, FINISHED, as_json), as_json)
         return
-    render.emit({"id": job_id, "status": "queued"}, as_json, lambda: render.out.print(job_id))
+    shown = job_id if accepted["status"] != "duplicate" else f"{job_id} (duplicate: it holds the unique key)"
+    render.emit({"id": job_id, "status": accepted["status"]}, as_json, lambda: render.out.print(shown))
+
+
+def unique_option(value: str) -> dict[str, Any]:
+    """--unique KEY[:started|finished[:SECONDS]] as a body's `unique` (until `started` unless given)."""
+    key, _, rest = value.partition(":")
+    until, _, seconds = rest.partition(":")
+    if not key or until not in ("", "started", "finished") or (seconds and not seconds.isdigit()):
+        raise CliError("--unique takes KEY[:started|finished[:SECONDS]], e.g. report-42:finished:3600", Exit.USAGE)
+    return {"key": key, "until": until or "started"} | ({"for_seconds": int(seconds)} if seconds else {})
 
 
 JobIdArgument = Annotated[str, typer.Argument(help="The job's id, or its start as `corral list` shows it.")]

@@ -139,12 +139,15 @@ class Corral:
     def enqueue(self, job_type: str, payload: Any = None, **options: Any) -> str:
         """Enqueue one job; its id. Options: idempotency_key, delay_seconds, run_at, max_attempts, timeout_seconds,
         concurrency ({"key": ..., "limit": n}: at most n of this tenant's jobs with that key run at once),
-        on_success / on_failure (a job body, enqueued once this job succeeded / is dead; its payload gets
-        `parent`: this job's view, with this job's payload only if the body says "include_parent_payload": True)."""
+        unique ({"key": ..., "until": "started" | "finished", "for_seconds"?: n}: while a job with that key waits,
+        or until it ends, another is not enqueued and its id is the waiting job's), on_success / on_failure (a job
+        body, enqueued once this job succeeded / is dead; its payload gets `parent`: this job's view, with this
+        job's payload only if the body says "include_parent_payload": True)."""
         return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
 
     def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:
-        return cast(Accepted, self.call("POST", "/v1/jobs", idempotent=True, expect=(202,), json=self._keyed(spec)))
+        """The job's id and `queued`; or, where another job holds its unique key, that job's id and `duplicate`."""
+        return cast(Accepted, self.call("POST", "/v1/jobs", idempotent=True, expect=(202, 200), json=self._keyed(spec)))
 
     def enqueue_many(
         self, jobs: Iterable[JobSpec | dict[str, Any]], *, on_chunk: Callable[[int], None] | None = None
@@ -174,8 +177,10 @@ class Corral:
             still_unavailable = []
             for position, result in enumerate(answer["results"]):
                 index = pending[position]
-                if result.get("status") == "queued":
-                    settled[index] = EnqueueOutcome(first_index + index, result["id"])
+                if result.get("status") in ("queued", "duplicate"):  # duplicate: the id of the job holding its key
+                    settled[index] = EnqueueOutcome(
+                        first_index + index, result["id"], duplicate=result["status"] == "duplicate"
+                    )
                     continue
                 error = errors.from_answer(
                     503 if result.get("error") == "unavailable" else 422,

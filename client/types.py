@@ -45,6 +45,15 @@ class Concurrency(TypedDict):
     limit: int
 
 
+class Unique(TypedDict, total=False):
+    """While the tenant's job with `key` waits (`until` "started") or until it ends ("finished"), at most
+    `for_seconds`, enqueuing another job with the key answers that job's id, `duplicate`, and enqueues nothing."""
+
+    key: str
+    until: Literal["started", "finished"]
+    for_seconds: int
+
+
 class Callback(TypedDict, total=False):
     """A job enqueued when another ends (on_success, on_failure) or a batch does (on_complete, on_success):
     its payload, an object, gets `parent` (the finished job's view, without its payload unless
@@ -70,6 +79,7 @@ class JobSpec(TypedDict, total=False):
     max_attempts: int
     timeout_seconds: int
     concurrency: Concurrency
+    unique: Unique
 
 
 BatchStatus = Literal["running", "succeeded", "completed_with_failures", "cancelled"]
@@ -107,7 +117,7 @@ class BatchPage:
 
 class Accepted(TypedDict):
     id: str
-    status: Status
+    status: Status | Literal["duplicate"]  # duplicate: the job holding its unique key; nothing was enqueued
 
 
 class RetriedMany(TypedDict):
@@ -200,6 +210,7 @@ class EnqueueOutcome:
     index: int
     id: str | None
     error: CorralError | None = None
+    duplicate: bool = False  # `id` is the job holding its unique key: nothing was enqueued
 
     @property
     def ok(self) -> bool:

@@ -153,7 +153,7 @@ export class Corral {
   }
 
   enqueueJob(spec: JobSpec): Promise<Accepted> {
-    return this.call("POST", "/v1/jobs", { idempotent: true, expect: [202], body: withKey(spec) });
+    return this.call("POST", "/v1/jobs", { idempotent: true, expect: [202, 200], body: withKey(spec) });
   }
 
   /**
@@ -184,8 +184,9 @@ export class Corral {
       const unavailable: number[] = [];
       answer.results.forEach((result, position) => {
         const index = pending[position]!;
-        if (result.status === "queued") {
-          settled.set(index, { index: firstIndex + index, id: result.id ?? null, error: null });
+        if (result.status === "queued" || result.status === "duplicate") {
+          const duplicate = result.status === "duplicate"; // id: the job holding its unique key
+          settled.set(index, { index: firstIndex + index, id: result.id ?? null, error: null, duplicate });
           return;
         }
         const error = fromAnswer(result.error === "unavailable" ? 503 : 422, result);

@@ -79,7 +79,8 @@ export interface JobPage {
 /** POST /v1/jobs, POST /v1/jobs/{id}/retry. */
 export interface Accepted {
   id: string;
-  status: Status;
+  /** duplicate: `id` is the job holding its unique key; nothing was enqueued. */
+  status: Status | "duplicate";
 }
 
 /** One job of `enqueueMany`, in the order given: its id, or the error that refused it. */
@@ -87,6 +88,8 @@ export interface EnqueueOutcome {
   index: number;
   id: string | null;
   error: CorralError | null;
+  /** `id` is the job holding its unique key: nothing was enqueued. */
+  duplicate?: boolean;
 }
 
 /** POST /v1/jobs:retry. While `more`, call again. */

@@ -38,12 +38,19 @@ class AcceptedOut(_Answer):
     )
 
 
+class DuplicateOut(_Answer):
+    id: str = Field(description="The job that holds the unique key (GET /v1/jobs/{id}); nothing was enqueued")
+    status: Literal["duplicate"]
+
+
 class BulkItemOut(_Answer):
     """One job of POST /v1/jobs:batch, at its place in the request: its id, or why it was refused."""
 
     index: int = Field(description="Its place in `jobs`, from 0")
-    status: Literal["queued", "rejected"]
-    id: str | None = Field(default=None, description="queued: the job's id")
+    status: Literal["queued", "duplicate", "rejected"]
+    id: str | None = Field(
+        default=None, description="queued: the job's id; duplicate: the job holding its unique key (none enqueued)"
+    )
     request: str | None = Field(default=None, description="queued with an idempotency_key: its fingerprint")
     error: str | None = Field(
         default=None,

@@ -28,6 +28,7 @@ from shared.errors import PayloadTooLarge, QuotaExceeded
 from shared.jobs.enqueue import BulkOutcome, JobRequest, NotSent, enqueue, enqueue_many
 from shared.jobs.status import job_status
 from shared.model.message import JobMessage
+from shared.store.flow.unique_keys import DuplicateOf
 
 logger = Logger(service="corral-api", child=True)
 Route = Callable[[str, Any], dict[str, Any]]
@@ -53,8 +54,15 @@ def post_job(tenant: str, body: Any) -> dict[str, Any]:
     if isinstance(fields, list):
         return json_result(*invalid_fields(fields))
     message = enqueue(tenant, JobRequest.from_fields(fields))
+    if isinstance(message, DuplicateOf):
+        return json_result(200, duplicate(message))
     jobs_enqueued()
     return json_result(202, accepted(message))
+
+
+def duplicate(holder: DuplicateOf) -> dict[str, Any]:
+    """A job refused for its unique key: the job holding the key (docs/decisions/unique-jobs.md)."""
+    return {"id": holder.id, "status": "duplicate"}
 
 
 def accepted(message: JobMessage) -> dict[str, Any]:
@@ -90,6 +98,8 @@ def enqueue_items(tenant: str, items: list[Any]) -> tuple[int, dict[str, Any]]:
 def _item_result(index: int, outcome: BulkOutcome) -> dict[str, Any]:
     if isinstance(outcome, JobMessage):
         return {"index": index} | accepted(outcome)
+    if isinstance(outcome, DuplicateOf):
+        return {"index": index} | duplicate(outcome)
     if isinstance(outcome, NotSent):
         return {"index": index, "status": "rejected", "error": "unavailable", "message": outcome.reason}
     if isinstance(outcome, QuotaExceeded):

@@ -240,6 +240,39 @@ JOB_IN = {
                     "default": None,
                 },
             },
+            "unique": {
+                "type": "model-field",
+                "schema": {
+                    "type": "default",
+                    "schema": {
+                        "type": "nullable",
+                        "schema": {
+                            "type": "typed-dict",
+                            "fields": {
+                                "key": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "str", "min_length": 1, "max_length": 128},
+                                    "required": True,
+                                },
+                                "until": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "literal", "expected": ["started", "finished"]},
+                                    "required": True,
+                                },
+                                "for_seconds": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "int", "ge": 1, "le": 2592000},
+                                    "required": False,
+                                },
+                            },
+                            "computed_fields": [],
+                            "extra_behavior": "forbid",
+                            "config": {"extra_fields_behavior": "forbid", "title": "UniqueIn"},
+                        },
+                    },
+                    "default": None,
+                },
+            },
         },
         "model_name": "JobIn",
         "computed_fields": [],

@@ -14,16 +14,17 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from functions.api.answers import AcceptedOut, BulkOut, JobOut
+from functions.api.answers import AcceptedOut, BulkOut, DuplicateOut, JobOut
 from functions.api.caller import Tenant
-from functions.api.enqueue_routes import accepted, enqueue_items
-from functions.api.models import JobSpecIn, callback_model, concurrency_model, idempotency_key_field
+from functions.api.enqueue_routes import accepted, duplicate, enqueue_items
+from functions.api.models import JobSpecIn, callback_model, concurrency_model, idempotency_key_field, unique_model
 from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
 from shared.aws.metrics import jobs_enqueued
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.jobs.status import job_status
+from shared.store.flow.unique_keys import DuplicateOf
 
 router = APIGatewayHttpRouter()
 
@@ -31,6 +32,7 @@ router = APIGatewayHttpRouter()
 ConcurrencyIn = concurrency_model("ConcurrencyIn")
 OnSuccessIn = callback_model("OnSuccessIn")
 OnFailureIn = callback_model("OnFailureIn")
+UniqueIn = unique_model("UniqueIn")
 
 
 # A job's spec, then its enqueue options, in one flat body (JobRequest.from_fields splits them). No
@@ -54,6 +56,12 @@ class JobIn(JobSpecIn):
     on_failure: OnFailureIn | None = Field(
         default=None, description="A job enqueued once this one is dead; its payload gets `parent`: this job's view"
     )
+    unique: UniqueIn | None = Field(
+        default=None,
+        description="While this tenant's job with `key` waits to start (`until: started`) or until it ends "
+        "(`until: finished`), at most `for_seconds`, another job with the key is answered 200 with that job's id "
+        "and `status: duplicate`, and nothing is enqueued",
+    )
 
 
 class JobsBatchIn(BaseModel):
@@ -76,7 +84,8 @@ class JobsBatchIn(BaseModel):
                 "Accepted and queued (to run after its delay or at its run_at, if given); with an idempotency_key, "
                 "`request` is this request's fingerprint, which GET /v1/jobs/{id} shows for the request that runs "
                 "under the key",
-            )
+            ),
+            200: answer(DuplicateOut, "Another job holds this job's unique key: its id, and nothing was enqueued"),
         },
         400,
         403,
@@ -87,6 +96,8 @@ class JobsBatchIn(BaseModel):
 )
 def post_job(tenant: Tenant, job: Annotated[JobIn, Body()]) -> Response[dict[str, Any]]:
     message = enqueue(tenant, JobRequest.from_fields(job.model_dump()))
+    if isinstance(message, DuplicateOf):
+        return json_response(200, duplicate(message))
     jobs_enqueued()
     return json_response(202, accepted(message))
 

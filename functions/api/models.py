@@ -6,12 +6,13 @@ the enqueue path, which validates with the generated schemas (functions/api/job_
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, with_config
 from typing_extensions import NotRequired, TypedDict  # noqa: UP035 - pydantic needs these on Python < 3.12
 
 from shared import settings
+from shared.flow import limits
 from shared.model.spec import JobSpec
 
 
@@ -52,6 +53,17 @@ def concurrency_model(name: str) -> Any:
     fields = {
         "key": Annotated[str, Field(min_length=1, max_length=settings.MAX_CONCURRENCY_KEY_CHARS)],
         "limit": Annotated[int, Field(ge=1, le=settings.MAX_CONCURRENCY_LIMIT)],
+    }
+    return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
+
+
+def unique_model(name: str) -> Any:
+    """{"key", "until", "for_seconds"?}: while a job with this key waits (or runs, until finished), enqueuing another
+    answers it, `duplicate`, and enqueues nothing (docs/decisions/unique-jobs.md)."""
+    fields = {
+        "key": Annotated[str, Field(min_length=1, max_length=limits.MAX_FLOW_KEY_CHARS)],
+        "until": Literal["started", "finished"],
+        "for_seconds": NotRequired[Annotated[int, Field(ge=1, le=limits.UNIQUE_MAX_FOR_SECONDS)]],
     }
     return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
 

@@ -135,7 +135,12 @@ def _checked_member(tenant: str, index: int, job: enqueue.JobRequest, now: float
     if job.idempotency_key is not None:
         why = "a batch's jobs take their ids from the batch: give the batch an idempotency_key instead"
         raise InvalidRequest(f"{field}.idempotency_key", why)
-    return enqueue.checked(tenant, job, now, field_prefix=f"{field}.")
+    member = enqueue.checked(tenant, job, now, field_prefix=f"{field}.")
+    if member.flow.unique is not None:
+        # A batch counts every member to its end: a member refused as a duplicate would never be one.
+        why = "a batch's jobs are all enqueued or none: a unique key, which may refuse one, is for jobs on their own"
+        raise InvalidRequest(f"{field}.unique", why)
+    return member
 
 
 def _check_far_future_quota(tenant: str, checked: list[enqueue.CheckedJob]) -> None:

@@ -15,7 +15,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,10 +25,15 @@ from shared import ids, settings
 from shared.aws import eventbridge, queue
 from shared.aws.eventbridge import at_expression
 from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
+from shared.flow import options as flow_options
+from shared.flow.options import FlowOptions
+from shared.flow.unique import Unique
 from shared.jobs import far_future, job_types, payload_schemas, payloads
 from shared.jobs.callback_bodies import CALLBACK_VIEW_ROOM_BYTES, VIEW_IN_BODY, with_view
 from shared.model.message import JobMessage
 from shared.model.spec import Callback, Concurrency, JobSpec, callbacks_to_dict
+from shared.store.flow import unique_keys
+from shared.store.flow.unique_keys import DuplicateOf
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
 
@@ -48,6 +53,11 @@ class JobRequest:
     # once it succeeded, once it is dead (shared/batches/callbacks.py).
     on_success: Mapping[str, Any] | None = None
     on_failure: Mapping[str, Any] | None = None
+    # Flow control, as the body gives them (shared/flow/options.py reads them, with the type's defaults).
+    throttle: Mapping[str, Any] | None = None
+    debounce: Mapping[str, Any] | None = None
+    unique: Mapping[str, Any] | None = None
+    priority: str | None = None
 
     @property
     def jobs(self) -> int:
@@ -70,6 +80,7 @@ class JobRequest:
             "concurrency": self.concurrency.to_dict() if self.concurrency is not None else None,
             "on_success": present_fields(self.on_success),
             "on_failure": present_fields(self.on_failure),
+            **{name: getattr(self, name) for name in flow_options.FIELDS},
         }
         return {name: value for name, value in fields.items() if value is not None}
 
@@ -218,6 +229,7 @@ class CheckedJob:
     spec: JobSpec
     delay: float
     callbacks: dict[str, Callback] | None
+    flow: FlowOptions = field(default_factory=FlowOptions)
 
 
 def checked(tenant: str, request: JobRequest, now: float, *, field_prefix: str = "") -> CheckedJob:
@@ -237,7 +249,18 @@ def checked(tenant: str, request: JobRequest, now: float, *, field_prefix: str =
             f"on_success and on_failure together are {size} bytes serialised; the limit is {settings.MAX_PAYLOAD_BYTES}"
         )
         raise PayloadTooLarge(f"{field_prefix}{list(callbacks)[-1]}", why)
-    return CheckedJob(spec, delay, callbacks or None)
+    return CheckedJob(spec, delay, callbacks or None, flow_of(request, delay, field_prefix=field_prefix))
+
+
+def flow_of(request: JobRequest, delay: float, *, field_prefix: str = "") -> FlowOptions:
+    """The job's flow-control options: its own, else its type's defaults (InvalidRequest naming the field)."""
+    given = {name: getattr(request, name) for name in flow_options.FIELDS if getattr(request, name) is not None}
+    found = job_types.declared(request.spec.type)
+    defaults = found.flow if found is not None else None
+    if not given and not defaults:
+        return FlowOptions()
+    delayed = request.delay_seconds is not None or request.run_at is not None
+    return flow_options.of_job(given, defaults, request.spec.payload, delayed=delayed, field_prefix=field_prefix)
 
 
 def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0.0) -> JobMessage:
@@ -303,15 +326,31 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
         raise
 
 
-def enqueue(tenant: str, request: JobRequest) -> JobMessage:
+def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
+    """The job sent; or, where another job holds its unique key, that job (nothing sent)."""
     now = time.time()
     message, delay = _prepare(tenant, request, now)
     rate_limit.check(tenant, request.jobs)  # RateLimited: nothing sent. Its callbacks count as jobs too.
-    if delay <= settings.MAX_SQS_DELAY_SECONDS:
-        queue.send(message, math.ceil(delay))
-    else:
-        _schedule_later(request, message, now, delay)
+    unique = flow_of(request, delay).unique if request.unique is not None or _type_has_flow(request) else None
+    if unique is not None and (holder := unique_keys.take(tenant, unique, message.id, now, now + delay)):
+        return holder
+    try:
+        if delay <= settings.MAX_SQS_DELAY_SECONDS:
+            queue.send(message, math.ceil(delay))
+        else:
+            _schedule_later(request, message, now, delay)
+    except Exception:
+        if unique is not None:
+            unique_keys.not_sent(tenant, unique, message.id)
+        raise
+    if unique is not None:
+        unique_keys.sent(tenant, unique, message.id)
     return message
+
+
+def _type_has_flow(request: JobRequest) -> bool:
+    found = job_types.declared(request.spec.type)
+    return found is not None and bool(found.flow)
 
 
 NOT_SENT_REASON = "the job service is briefly unavailable; this job was not enqueued: retry it"
@@ -329,30 +368,41 @@ class NotSent:
     reason: str = NOT_SENT_REASON
 
 
-BulkOutcome = JobMessage | InvalidRequest | NotSent | QuotaExceeded
+BulkOutcome = JobMessage | InvalidRequest | NotSent | QuotaExceeded | DuplicateOf
 
 
 def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcome]:
     """Enqueue each request; the outcome per request, in order. One bad job loses none of the others.
 
     The rate limit counts every job of the request (callbacks too), all or nothing: RateLimited sends none.
+    A job whose unique key another job holds is answered with that job (DuplicateOf), and not sent.
     """
     rate_limit.check(tenant, sum(request.jobs for request in requests))
     now = time.time()
     outcomes: list[BulkOutcome] = []
     prepared: list[tuple[int, JobRequest, JobMessage, float]] = []
+    locked: dict[int, Unique] = {}  # index -> the unique key its job took
     for index, request in enumerate(requests):
         try:
             message, delay = _prepare(tenant, request, now)
+            unique = flow_of(request, delay).unique if request.unique is not None or _type_has_flow(request) else None
         except InvalidRequest as error:
             outcomes.append(error)
             continue
+        if unique is not None:
+            holder = unique_keys.take(tenant, unique, message.id, now, now + delay)
+            if holder is not None:
+                outcomes.append(holder)
+                continue
+            locked[index] = unique
         outcomes.append(message)
         prepared.append((index, request, message, delay))
     sent = send_prepared([(request, message, delay) for _, request, message, delay in prepared], now)
-    for (index, _, _, _), problem in zip(prepared, sent, strict=True):
+    for (index, _, message, _), problem in zip(prepared, sent, strict=True):
         if problem is not None:
             outcomes[index] = problem
+        if index in locked:
+            (unique_keys.sent if problem is None else unique_keys.not_sent)(tenant, locked[index], message.id)
     return outcomes
 
 

@@ -27,7 +27,8 @@ from typing import Any
 
 from shared import settings
 from shared.durable.replay import DurableRun
-from shared.errors import CorralError
+from shared.errors import CorralError, InvalidRequest
+from shared.flow import options as flow_options
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 # Where the platform's own code lives: the only modules whose checkers the API imports (a jobs
@@ -186,6 +187,9 @@ class JobType:
     # how many jobs of one key run at once. Both or neither.
     concurrency_key: ConcurrencyKey | None = None
     concurrency_limit: int | None = None
+    # Flow-control defaults (`throttle`, `debounce`, `unique`, `priority`), as shared/flow/options.py parses them;
+    # each key names the payload field a job's key is read from. A job's own option wins.
+    flow: Mapping[str, Any] | None = None
     # True: a customer's type whose code this process does not load (only its declaration, written at
     # synth): the worker runs its jobs by invoking the jobs function (shared/worker/run/fence.py).
     in_jobs_function: bool = False
@@ -217,6 +221,7 @@ class JobType:
             # declaration says only that there is one, and its limit.
             "concurrency_key": self.concurrency_key,
             "concurrency_limit": self.concurrency_limit,
+            "flow": dict(self.flow) if self.flow else None,
         }
 
     def declaration(self) -> dict[str, Any]:
@@ -253,6 +258,10 @@ def job_type(
     exclusive: Exclusivity = False,
     concurrency_key: ConcurrencyKey | None = None,
     concurrency_limit: int | None = None,
+    throttle: Mapping[str, Any] | None = None,
+    debounce: Mapping[str, Any] | None = None,
+    unique: Mapping[str, Any] | None = None,
+    priority: str | None = None,
 ) -> Callable[[JobFunction], JobFunction]:
     """Register a job type. Limits are checked here, so a bad one fails the synth, not a job.
 
@@ -269,6 +278,9 @@ def job_type(
     `concurrency_key`, `concurrency_limit`: at most `concurrency_limit` of a tenant's jobs of this type
     with the same value of the payload field `concurrency_key` (a string or whole number, 1-128
     characters) run at once; the others wait without using an attempt. A job's own `concurrency` wins.
+    `throttle`, `debounce`, `unique`, `priority`: the type's flow-control defaults, shaped as a job body gives
+    them, each `key` naming the payload field a job's key is read from (docs/guides/flow-control.md). A job's
+    own option wins.
     """
     return _registration(
         name,
@@ -282,8 +294,19 @@ def job_type(
         exclusive=exclusive,
         concurrency_key=concurrency_key,
         concurrency_limit=concurrency_limit,
+        flow=_flow_defaults(name, throttle=throttle, debounce=debounce, unique=unique, priority=priority),
         builtin=False,
     )
+
+
+def _flow_defaults(name: str, **declared: Any) -> dict[str, Any] | None:
+    """A type's flow-control defaults, checked as a job's options are (a bad one fails the synth)."""
+    given = {option: value for option, value in declared.items() if value is not None}
+    try:
+        flow_options.check_together(flow_options.parse(given))
+    except InvalidRequest as invalid:
+        raise ValueError(f"job type {name!r}: {invalid.field} {invalid.message}") from invalid
+    return given or None
 
 
 def builtin_job_type(
@@ -310,6 +333,7 @@ def _registration(
     check_tenant: TenantCheck | None = None,
     concurrency_key: ConcurrencyKey | None = None,
     concurrency_limit: int | None = None,
+    flow: Mapping[str, Any] | None = None,
     builtin: bool,
 ) -> Callable[[JobFunction], JobFunction]:
     ceiling = settings.MAX_JOB_TIMEOUT_SECONDS if max_timeout_seconds is None else max_timeout_seconds
@@ -340,6 +364,7 @@ def _registration(
             exclusive=exclusive,
             concurrency_key=concurrency_key,
             concurrency_limit=concurrency_limit,
+            flow=flow,
         )
         return function
 

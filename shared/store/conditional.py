@@ -12,6 +12,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shared.aws import clients
+from shared.aws.clients import aws_error_code, aws_error_message
 
 
 def conditional_put(**params: Any) -> bool:
@@ -47,6 +48,21 @@ def conditional_delete(**params: Any) -> dict[str, Any] | None:
             return None
         raise
     return dict(answer.get("Attributes", {}))
+
+
+def failed_conditions(error: ClientError, actions: int) -> list[bool] | None:
+    """For a cancelled transaction of `actions` actions, which of them failed their condition; None if `error` is
+    not a cancelled transaction (it failed otherwise, and is re-raised by the caller)."""
+    if aws_error_code(error) != "TransactionCanceledException":
+        return None
+    reasons = error.response.get("CancellationReasons") or []
+    failed = [reason.get("Code") == "ConditionalCheckFailed" for reason in reasons]
+    if len(failed) != actions:
+        # No reasons given (some stores): the message lists them, "[ConditionalCheckFailed, None]".
+        message = aws_error_message(error)
+        listed = message[message.find("[") + 1 : message.rfind("]")].split(",")
+        failed = [part.strip() == "ConditionalCheckFailed" for part in listed]
+    return (failed + [False] * actions)[:actions]
 
 
 @dataclass(frozen=True)

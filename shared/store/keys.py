@@ -182,3 +182,39 @@ def token_key(token_id: str) -> str:
 
 def token_id_of(pk: str) -> str:
     return pk.removeprefix(TOKEN)
+
+
+# Flow control's items (docs/decisions/throttle.md, debounce.md, unique-jobs.md, triggers.md) ----------------------
+# Every one is per tenant and per customer key or name; a tenant's name never holds `#`, so the key after it can.
+
+THROTTLE = "throttle#"  # a throttle key's start log: its recent turns, counted on a grid
+DEBOUNCE = "debounce#"  # a debounce key's group: its latest job, arrivals, the group last fired, groups closed unfired
+UNIQUE = "unique#"  # a unique key's lock: the job holding it, until when, whether its enqueue was confirmed sent
+TRIGGER = "trigger#"  # an event trigger: its event, match and job (shared/store/flow/trigger_items.py)
+EVENT_TRIGGERS = "eventtriggers#"  # the names of a tenant's triggers on one event name, by a digest of the name
+TRIGGERS = "triggers#"  # gsi1: a tenant's triggers, by name
+
+
+def throttle_key(tenant: str, key: str) -> str:
+    return f"{THROTTLE}{tenant}#{key}"
+
+
+def debounce_key(tenant: str, key: str) -> str:
+    return f"{DEBOUNCE}{tenant}#{key}"
+
+
+def unique_key(tenant: str, key: str) -> str:
+    return f"{UNIQUE}{tenant}#{key}"
+
+
+def trigger_key(tenant: str, name: str) -> str:
+    return f"{TRIGGER}{tenant}#{name}"
+
+
+def event_triggers_key(tenant: str, event_digest: str) -> str:
+    """The directory of a tenant's triggers on one event name, by a digest of the name (any characters)."""
+    return f"{EVENT_TRIGGERS}{tenant}#{event_digest}"
+
+
+def triggers_partition(tenant: str) -> str:
+    return TRIGGERS + tenant

@@ -3,22 +3,7 @@
 import time
 
 from shared import settings
-
-
-def _wait_all(api, job_ids, timeout=90):
-    """Poll (bounded) until every job has finished; returns id -> job."""
-    deadline = time.monotonic() + timeout
-    pending, done = set(job_ids), {}
-    while pending and time.monotonic() < deadline:
-        for job_id in list(pending):
-            job = api.get(job_id)
-            if job["status"] in ("succeeded", "dead"):
-                done[job_id] = job
-                pending.discard(job_id)
-        if pending:
-            time.sleep(0.5)
-    assert not pending, f"{len(pending)} of {len(job_ids)} jobs still unfinished after {timeout}s"
-    return done
+from tests.e2e.helpers import finished_jobs
 
 
 def test_a_batch_of_100_jobs_is_accepted_and_every_job_runs_once(api):
@@ -31,7 +16,7 @@ def test_a_batch_of_100_jobs_is_accepted_and_every_job_runs_once(api):
     assert (body["accepted"], body["rejected"]) == (100, 0)
     ids = [result["id"] for result in body["results"]]
     assert len(set(ids)) == 100
-    done = _wait_all(api, ids)
+    done = finished_jobs(api, ids, timeout=90)
     assert {job["status"] for job in done.values()} == {"succeeded"}
     assert {job["attempts"] for job in done.values()} == {1}
     assert sorted(job["result"]["n"] for job in done.values()) == list(range(100))
@@ -49,7 +34,7 @@ def test_one_invalid_job_is_reported_by_field_and_the_others_run(api):
     assert results[2]["error"] == "invalid_request"
     assert results[2]["field"] == "jobs[2].max_attempts"
     accepted = [result["id"] for index, result in enumerate(results) if index != 2]
-    done = _wait_all(api, accepted)
+    done = finished_jobs(api, accepted, timeout=90)
     assert sorted(job["result"] for job in done.values()) == [0, 1, 3, 4]
 
 

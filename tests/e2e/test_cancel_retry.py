@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from local.deploy import create_api_key
 from shared import settings
+from tests.e2e.helpers import cancelled_message_arrived
 
 FINISHED = ("succeeded", "dead", "cancelled")
 REQUEST_TIMEOUT = 30  # a fresh tenant's first calls may meet cold API instances on a loaded 2-core machine
@@ -113,10 +114,7 @@ def test_a_delayed_job_cancelled_before_it_runs_never_runs_and_can_be_retried(te
     assert (cancelled["status"], cancelled["attempts"], cancelled["result"]) == ("cancelled", 0, None)
     again = tenant_api.request("POST", f"/v1/jobs/{job_id}/cancel")
     assert (again.status_code, again.json()) == (200, cancelled)  # idempotent
-    # The message arrives after its delay: the worker acknowledges it unrun and records its payload.
-    deadline = time.monotonic() + 45
-    while "payload" not in (job := tenant_api.get(job_id)) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    job = cancelled_message_arrived(tenant_api, job_id, timeout=45)
     assert (job["status"], job["attempts"], job["result"], job["payload"]) == ("cancelled", 0, None, {"late": True})
 
     assert tenant_api.request("POST", f"/v1/jobs/{job_id}/retry").status_code == 202

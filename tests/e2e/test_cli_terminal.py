@@ -9,13 +9,14 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
+import threading
 import uuid
 
 import pytest
 
 from local.deploy import create_api_key
 from tests.e2e.cli_runner import ROOT
+from tests.e2e.helpers import eventually
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (`make test` installs it)")
 COLUMNS = 80
@@ -54,17 +55,18 @@ def _run_in(session: str, command: str, timeout: float = 120) -> list[str]:
     marker = f"done-{uuid.uuid4().hex[:6]}"
     _tmux("send-keys", "-t", session, "clear", "Enter")
     _tmux("send-keys", "-t", session, f"{command}; echo {marker}", "Enter")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def ended() -> list[str]:
         shown = _tmux("capture-pane", "-p", "-t", session).splitlines()
-        if any(line.strip() == marker for line in shown):
-            joined = _tmux("capture-pane", "-p", "-J", "-t", session).splitlines()
-            # -J joins lines the terminal wrapped: a wrapped line makes the two captures differ
-            assert [line.rstrip() for line in joined] == [line.rstrip() for line in shown], "a line wrapped"
-            start = next(i for i, line in enumerate(shown) if command[:20] in line) + 1
-            return [line for line in shown[start:] if line.strip() and line.strip() != marker]
-        time.sleep(0.5)
-    raise AssertionError(f"{command!r} did not end within {timeout} s: {_tmux('capture-pane', '-p', '-t', session)}")
+        assert any(line.strip() == marker for line in shown), "\n".join(shown)
+        return shown
+
+    shown = eventually(ended, timeout=timeout, message=f"{command!r} to end")
+    joined = _tmux("capture-pane", "-p", "-J", "-t", session).splitlines()
+    # -J joins lines the terminal wrapped: a wrapped line makes the two captures differ
+    assert [line.rstrip() for line in joined] == [line.rstrip() for line in shown], "a line wrapped"
+    start = next(i for i, line in enumerate(shown) if command[:20] in line) + 1
+    return [line for line in shown[start:] if line.strip() and line.strip() != marker]
 
 
 def test_list_at_80_columns_prints_one_line_per_job_and_its_short_ids_work(pane):
@@ -105,16 +107,33 @@ def test_watch_streams_a_jobs_changes_and_ends_cleanly_on_ctrl_c(deployed):
         stderr=subprocess.PIPE,
         text=True,
     )
+    printed: list[str] = []
+
+    def read_as_printed() -> None:
+        assert watching.stdout is not None
+        for line in watching.stdout:
+            printed.append(line)
+
+    reader = threading.Thread(target=read_as_printed, daemon=True)
+    reader.start()
+
+    def statuses_shown() -> list[str]:
+        seen = [json.loads(line) for line in list(printed) if line.strip()]
+        return [each["status"] for each in seen if each["id"] == job_id]
+
     try:
         job_id = api.enqueue("sleep", {"seconds": 2})
         api.wait(job_id, timeout=120)
-        time.sleep(2.5)  # the next looks see the finished job
+        eventually(
+            lambda: statuses_shown()[-1:] == ["succeeded"], timeout=30, message="watch to print the finished job"
+        )
     finally:
         watching.send_signal(signal.SIGINT)
-        stdout, stderr = watching.communicate(timeout=30)
+        watching.wait(timeout=30)
+        reader.join(timeout=30)
+        stderr = watching.stderr.read()
 
-    seen = [json.loads(line) for line in stdout.splitlines() if line.strip()]
-    statuses = [each["status"] for each in seen if each["id"] == job_id]
-    assert statuses and statuses[-1] == "succeeded", seen
+    statuses = statuses_shown()
+    assert statuses and statuses[-1] == "succeeded", printed
     assert len(statuses) == len(set(statuses))  # a line per change, not per look
     assert "Traceback" not in stderr and watching.returncode == 130

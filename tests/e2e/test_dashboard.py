@@ -24,6 +24,7 @@ from shared.store.tenants import signing_secret_items
 from shared.store.tenants.signing_secret_items import SigningSecret
 from shared.tenants import tenants
 from shared.tenants.scopes import Scope
+from tests.e2e.helpers import cancelled_message_arrived
 
 CHROMIUM = os.environ.get("CORRAL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -110,17 +111,13 @@ def tab(browser, deployed, tenant, jobs) -> Iterator[Tab]:
     tab.context.close()
 
 
-def _wait_for(tenant: Any, job_id: str, statuses: tuple[str, ...]) -> dict[str, Any]:
-    return tenant.wait(job_id, statuses, timeout=60)
-
-
 def test_sign_in_shows_the_overview_with_counts_and_the_key_nowhere_but_session_storage(tab, tenant, jobs):
     page = tab.page
     page.wait_for_selector("[data-testid=counts]")
     assert "#/overview" in page.url and tenant.api_key not in page.url
     assert page.evaluate("() => sessionStorage.getItem('corral.key')") == tenant.api_key
     assert page.evaluate("() => localStorage.length + document.cookie.length") == 0
-    _wait_for(tenant, jobs["hostile"], ("succeeded",))
+    tenant.wait(jobs["hostile"], ("succeeded",), timeout=60)
     # The overview refreshes on its own (every 10 s): the finished job is counted without a reload.
     page.wait_for_function("() => document.querySelector('[data-testid=count-succeeded]').textContent !== '0'")
     page.wait_for_selector(".chart .uplot")
@@ -146,13 +143,13 @@ def test_a_job_enqueued_through_the_api_appears_and_its_hostile_payload_renders_
 
 def test_a_dead_job_is_retried_from_the_ui_and_succeeds(tab, tenant, jobs):
     page = tab.page
-    _wait_for(tenant, jobs["dies"], ("dead",))
+    tenant.wait(jobs["dies"], ("dead",), timeout=60)
     tab.go("/dead")
     page.get_by_test_id(f"retry-{jobs['dies']}").wait_for()
     tab.shot("05-dead")
     page.get_by_test_id(f"retry-{jobs['dies']}").click()
     page.locator(".alert-success").wait_for()
-    job = _wait_for(tenant, jobs["dies"], FINISHED)
+    job = tenant.wait(jobs["dies"], FINISHED, timeout=60)
     assert (job["status"], job["result"]) == ("succeeded", {"succeeded_on_attempt": 2})
 
 
@@ -165,10 +162,7 @@ def test_a_delayed_job_is_cancelled_from_the_ui_and_never_runs(tab, tenant):
     page.locator(".alert-success").wait_for()
     assert tenant.get(delayed)["status"] == "cancelled"
     tab.shot("06-delayed")
-    # Its message arrives after the delay; the worker acknowledges it unrun (the payload gets recorded).
-    deadline = time.monotonic() + DELAY_SECONDS + 40
-    while "payload" not in (job := tenant.get(delayed)) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    job = cancelled_message_arrived(tenant, delayed, timeout=DELAY_SECONDS + 40)
     assert (job["status"], job["attempts"], job["result"]) == ("cancelled", 0, None)
 
 
@@ -245,7 +239,7 @@ def test_Ld_a_read_only_key_sees_a_dead_job_and_is_told_plainly_that_it_cannot_r
     browser, deployed, tenant, tenant_name
 ):
     dead = tenant.enqueue("fail", {"times": 1}, max_attempts=1)
-    _wait_for(tenant, dead, ("dead",))
+    tenant.wait(dead, ("dead",), timeout=60)
     with function_environment(deployed.aws_env):
         read_key = tenants.create_key(tenant_name, label="dashboard tests, read only", scope=Scope.READ)
     reader = Tab(browser, deployed.api_url + "/dashboard")

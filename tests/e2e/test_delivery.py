@@ -4,10 +4,13 @@ import time
 
 from shared import ids
 from shared.model.message import JobMessage
+from tests.e2e.helpers import every_copy_claimed, outcome_writes
+
+COPIES = 3
 
 
-def test_a_duplicated_message_runs_once(api, deployed, job_id_secret):
-    # Two distinct SQS messages carrying the same job, as a redelivery or a double send would.
+def test_a_duplicated_message_runs_once(api, deployed, chaos, job_id_secret):
+    # Distinct SQS messages carrying the same job, as a redelivery or a double send would.
     job_id = ids.timed_id(job_id_secret, "demo")
     body = JobMessage(
         id=job_id, tenant="demo", type="sleep", payload={"seconds": 0.5}, max_attempts=3, enqueued_at=time.time()
@@ -18,7 +21,8 @@ def test_a_duplicated_message_runs_once(api, deployed, job_id_secret):
     sqs.send_message(QueueUrl=url, MessageBody=body)
 
     job = api.wait(job_id)
-    time.sleep(2)  # let every copy be delivered and acked
+    every_copy_claimed(chaos, job_id, COPIES)  # the one that ran, and the duplicates its record refused
 
-    assert api.get(job_id)["attempts"] == 1
     assert job["status"] == "succeeded"
+    assert api.get(job_id)["attempts"] == 1
+    assert outcome_writes(chaos, job_id, "succeeded") == 1

@@ -1,12 +1,11 @@
 """Odd input through the deployed API: odd-but-valid jobs all run; hostile bodies get a clear 4xx, never a 5xx."""
 
 import json
-import time
 
 import pytest
 
-from client import FINISHED
 from shared import settings
+from tests.e2e.helpers import finished_jobs
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,23 +35,14 @@ ODD_BUT_VALID = {
 }
 
 
-def _wait_all(api, job_ids: dict[str, str], timeout: float) -> dict[str, dict]:
-    """Each job's view once all have finished, or as they stand when `timeout` runs out (bounded)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        jobs = {name: api.get(job_id) for name, job_id in job_ids.items()}
-        if all(job["status"] in FINISHED for job in jobs.values()) or time.monotonic() > deadline:
-            return jobs
-        time.sleep(0.5)
-
-
 def test_odd_but_valid_jobs_all_succeed_with_their_payload_as_result(api):
     no_payload = api.request("POST", "/v1/jobs", json={"type": "echo"})  # no `payload` key at all
     assert no_payload.status_code == 202, no_payload.text
     ids = {"no payload": (no_payload.json()["id"], None)}
     ids |= {name: (api.enqueue("echo", payload), payload) for name, payload in ODD_BUT_VALID.items()}
 
-    outcomes = _wait_all(api, {name: job_id for name, (job_id, _) in ids.items()}, timeout=120)
+    finished = finished_jobs(api, [job_id for job_id, _ in ids.values()], timeout=120)
+    outcomes = {name: finished[job_id] for name, (job_id, _) in ids.items()}
 
     assert {name: job["status"] for name, job in outcomes.items()} == dict.fromkeys(ids, "succeeded")
     for name, (_, payload) in ids.items():

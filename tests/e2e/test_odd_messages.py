@@ -9,13 +9,12 @@ so there the worker's own checks are the second line, tested here."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import requests
 
 from shared import ids, settings
-from tests.e2e.helpers import job_message
+from tests.e2e.helpers import eventually, job_message
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,16 +39,17 @@ def _dead_letter(deployed, marker: str, timeout: float = 60) -> tuple[dict, str]
     """The DLQ message whose body contains `marker`, and its reason. Messages looked at are hidden
     for a few seconds only (so a DLQ of more than 10 is paged through) and left for other tests."""
     sqs, url = deployed.aws("sqs"), deployed.queue_url(settings.DLQ_NAME)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def found() -> tuple[dict, str] | None:
         for message in sqs.receive_message(
             QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=3, MessageAttributeNames=["All"]
         ).get("Messages", []):
             if marker in message["Body"]:
                 reason = message.get("MessageAttributes", {}).get("corral-reason", {}).get("StringValue", "")
                 return json.loads(message["Body"]), reason
-        time.sleep(0.5)
-    raise AssertionError(f"no dead letter containing {marker!r}")
+        return None
+
+    return eventually(found, timeout=timeout, message=f"a dead letter containing {marker!r}")
 
 
 def test_a_job_enqueued_without_a_payload_runs_with_a_null_payload(api):

@@ -1,10 +1,12 @@
 """Operator commands (AWS credentials) against the deployed stack: a tenant and its key, used, listed
-and revoked (401 within the stated bound); an operator key minted, listed and revoked by its id; a
-dead job in the DLQ, listed with its reason and redriven."""
+and revoked (401 once the key caches' stated bound has passed); an operator key minted, listed and
+revoked by its id; a dead job in the DLQ, listed with its reason and redriven.
+
+The bound is the key caches' time, which the unit tests drive without the clock (tests/unit/tenants/test_tenants.py):
+here a loaded machine gets room past it (REVOKED_ROOM_SECONDS); a key that stays open still fails."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -12,6 +14,9 @@ import requests
 
 from client import Corral, Unauthorized
 from tests.e2e.cli_runner import run_cli
+from tests.e2e.helpers import eventually
+
+REVOKED_ROOM_SECONDS = 30
 
 
 @pytest.fixture
@@ -23,7 +28,7 @@ def tenant(deployed) -> str:
     return name
 
 
-def test_a_key_is_minted_used_listed_and_revoked_within_the_bound(deployed, tenant):
+def test_a_key_is_minted_used_listed_and_revoked(deployed, tenant):
     minted = run_cli(deployed, "keys", "create", tenant, "--label", "ci", "--json")
     assert minted.code == 0, minted.stderr
     key, key_id = minted.json()["key"], minted.json()["key_id"]
@@ -43,19 +48,20 @@ def test_a_key_is_minted_used_listed_and_revoked_within_the_bound(deployed, tena
     answer = revoked.json()
     assert (answer["keys_left"], answer["schedules_still_firing"]) == (0, 0)
     bound = answer["effective_within_seconds"]
-    revoked_at = time.monotonic()
-    while True:
+
+    def refused() -> bool:
         try:
             api.get(job_id)
         except Unauthorized:
-            break
-        assert time.monotonic() - revoked_at < bound + 5, f"the revoked key still works after {bound} s"
-        time.sleep(0.5)
+            return True
+        return False
+
+    eventually(refused, timeout=bound + REVOKED_ROOM_SECONDS, message=f"the revoked key refused (bound {bound} s)")
     assert run_cli(deployed, "keys", "list", tenant, "--json").json()["keys"] == []
     assert run_cli(deployed, "keys", "revoke", key_id, "--tenant", tenant).code == 3
 
 
-def test_an_operator_key_is_minted_listed_and_revoked_by_its_id_within_the_bound(deployed):
+def test_an_operator_key_is_minted_listed_and_revoked_by_its_id(deployed):
     deployed.require_aws()
     minted = run_cli(deployed, "operators", "create", "--label", "on call", "--expires-in-days", "1", "--json")
     assert minted.code == 0, minted.stderr
@@ -76,10 +82,11 @@ def test_an_operator_key_is_minted_listed_and_revoked_by_its_id_within_the_bound
     revoked = run_cli(deployed, "operators", "revoke", key_id, "--json")
     assert revoked.code == 0, revoked.stderr
     bound = revoked.json()["effective_within_seconds"]
-    revoked_at = time.monotonic()
-    while opens_the_operator_routes():
-        assert time.monotonic() - revoked_at < bound + 5, f"the revoked operator key still works after {bound} s"
-        time.sleep(0.5)
+    eventually(
+        lambda: not opens_the_operator_routes(),
+        timeout=bound + REVOKED_ROOM_SECONDS,
+        message=f"the revoked operator key refused (bound {bound} s)",
+    )
     assert key_id not in {k["key_id"] for k in run_cli(deployed, "operators", "list", "--json").json()["operator_keys"]}
     assert run_cli(deployed, "operators", "revoke", key_id).code == 3
     assert run_cli(deployed, "operators", "create", "--expires-in-days", "0").code == 2
@@ -114,10 +121,7 @@ def test_a_dead_job_is_listed_with_its_reason_and_redriven_for_its_tenant(deploy
     assert redriven.code == 0, redriven.stderr
     assert redriven.json()["redriven"] == [job_id]
     # It runs again with a fresh attempt budget: `fail` times 1 fails only the first attempt, so attempt 2 succeeds.
-    deadline = time.monotonic() + 60
-    while (job := api.get(job_id))["status"] != "succeeded":
-        assert time.monotonic() < deadline, job
-        time.sleep(0.5)
+    job = api.wait(job_id, ("succeeded",), timeout=60)
     assert (job["attempts"], job["retries"]) == (2, 1)
     assert job_id not in [m["job_id"] for m in run_cli(deployed, "dlq", "list", "--json").json()["messages"]]
     assert run_cli(deployed, "dlq", "redrive").code == 2  # whose? --tenant or --all

@@ -5,7 +5,6 @@ their unit back. GET /v1/schedules pages with a cursor."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from client import Corral
 from shared import settings
 from tests.e2e.cli_runner import run_cli
+from tests.e2e.helpers import eventually
 
 FAR = settings.MAX_SQS_DELAY_SECONDS + 3600
 
@@ -110,10 +110,11 @@ def test_far_future_jobs_hold_units_until_cancelled_or_their_firing_arrives(depl
     entry = deployed.aws("scheduler").get_schedule(Name=f"d-{second}", GroupName=settings.SCHEDULE_GROUP)
     deployed.aws("sqs").send_message(QueueUrl=deployed.queue_url(), MessageBody=entry["Target"]["Input"])
     assert api.wait(second, timeout=30)["status"] == "succeeded"
-    deadline = time.monotonic() + 10
-    while _usage(deployed, tenant)["far_future_jobs"] != 1:
-        assert time.monotonic() < deadline, "the far-future job ran but its unit did not come back"
-        time.sleep(0.5)
+    eventually(
+        lambda: _usage(deployed, tenant)["far_future_jobs"] == 1,
+        timeout=30,
+        message="the far-future job's unit to come back once it ran",
+    )
     assert api.enqueue("echo", {"n": 4}, delay_seconds=FAR) != third
 
     recounted = run_cli(deployed, "tenants", "limits", tenant, "--recount", "--json").json()["recount"]

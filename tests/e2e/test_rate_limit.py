@@ -11,6 +11,7 @@ import pytest
 
 from local.deploy import create_api_key
 from shared import settings
+from tests.e2e.helpers import eventually
 
 MAX_REQUESTS = 20  # far more than the limited tenant's burst on every API instance the emulator runs
 
@@ -72,9 +73,9 @@ def test_every_job_message_carries_its_tenant_as_message_group(deployed, api, ot
         time.sleep(1.5)  # a poll already under way finishes
         ours = {api.enqueue("echo", {"n": 1}): None, other_tenant_api.enqueue("echo", {"n": 2}): None}
         ours |= {outcome.id: None for outcome in api.enqueue_many([{"type": "echo"}, {"type": "echo"}])}
-        groups: dict[str, str] = {}
-        deadline = time.monotonic() + 20
-        while len(groups) < len(ours) and time.monotonic() < deadline:
+        groups: dict[str, tuple[str | None, str]] = {}
+
+        def all_received() -> dict[str, tuple[str | None, str]]:
             got = sqs.receive_message(
                 QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["MessageGroupId"], WaitTimeSeconds=1
             ).get("Messages", [])
@@ -83,7 +84,10 @@ def test_every_job_message_carries_its_tenant_as_message_group(deployed, api, ot
                 if body.get("id") in ours:
                     groups[body["id"]] = (message["Attributes"].get("MessageGroupId"), body["tenant"])
                 sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
-        assert set(groups) == set(ours), f"not all received: {groups}"
+            assert set(groups) == set(ours), f"received {len(groups)} of {len(ours)}: {groups}"
+            return groups
+
+        eventually(all_received, timeout=20, interval=0, message="every message sent to be received")
         assert all(group == tenant for group, tenant in groups.values()), groups
         assert len({tenant for _, tenant in groups.values()}) == 2
     finally:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.helpers import dlq_bodies, outcome_writes
+from tests.e2e.helpers import dlq_bodies, eventually, one_running, outcome_writes
 
 BLIP_SECONDS = 5
 POISON_NEIGHBOUR_WAIT = 2 * 30 + 40  # two crashes' visibility timeouts, plus a slow emulator's margin
@@ -27,16 +27,6 @@ POISON_NEIGHBOUR_WAIT = 2 * 30 + 40  # two crashes' visibility timeouts, plus a 
 def poison_job(api, chaos) -> Iterator[tuple[str, str]]:
     """A job that SIGKILLs its worker on every attempt, and an innocent job enqueued right after it."""
     yield api.enqueue("crash", {"times": 99}, max_attempts=2), api.enqueue("echo", {"innocent": True})
-
-
-def _wait_status(api, job_ids: list[str], status: str, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for job_id in job_ids:
-            if api.get(job_id)["status"] == status:
-                return job_id
-        time.sleep(0.1)
-    raise AssertionError(f"none of {job_ids} reached {status!r} in {timeout:.0f}s")
 
 
 def test_a_store_blip_loses_nothing_and_records_nothing_twice(api, chaos, poison_job):
@@ -82,7 +72,12 @@ def test_an_sqs_blip_never_loses_an_accepted_job(api, chaos, poison_job):
 
 def test_a_worker_killed_mid_job_is_taken_over_and_completes_once(api, chaos, poison_job):
     jobs = [api.enqueue("sleep", {"seconds": 2}) for _ in range(2)]
-    running = _wait_status(api, jobs, "running", timeout=20)
+    running = eventually(
+        lambda: one_running(api, jobs),
+        timeout=20,
+        interval=0.1,
+        message="one of the jobs to run",
+    )
 
     killed = chaos.kill_worker()
 

@@ -24,9 +24,11 @@ import pytest
 
 from client import Corral
 from tests.e2e.cli_runner import ROOT, run_cli
+from tests.e2e.helpers import eventually, every_copy_claimed, outcome_writes, scheduler_fired_past
 from tests.e2e.test_examples import _promised_output
 
 TICK_ALLOWANCE = 25  # seconds: the emulator's sweep, the worker, a shared machine
+CLOCK_SKEW = 2  # seconds between this machine's clock and the API's
 SUFFIX = uuid.uuid4().hex[:8]
 
 
@@ -47,14 +49,6 @@ def _create(api: Corral, kind: str, expression: str = "rate(1 minute)", **option
 def _runs(api: Corral, name: str, trigger: str | None = None) -> list[dict[str, Any]]:
     shown = api.schedules.get(name)["runs"]
     return [run for run in shown if trigger is None or run["trigger"] == trigger]
-
-
-def _wait_until(condition, until: float, every: float = 1.0) -> bool:
-    while not condition():
-        if time.time() > until:
-            return False
-        time.sleep(every)
-    return True
 
 
 @dataclass(frozen=True)
@@ -90,8 +84,12 @@ def test_an_update_across_the_due_second_fires_that_occurrence_once(api: Corral,
     assert updated["job"]["payload"] == {"version": 2}
 
     # One firing per minute: by the due second + the allowance (well before the next minute), exactly one.
-    assert _wait_until(lambda: _runs(api, name, "schedule"), due.first_firing + TICK_ALLOWANCE), "it never fired"
-    time.sleep(5)  # a second firing of that occurrence, if there were one, would have arrived by now
+    eventually(
+        lambda: _runs(api, name, "schedule"),
+        timeout=due.first_firing + TICK_ALLOWANCE - time.time(),
+        message=f"{name} to fire at its due second",
+    )
+    scheduler_fired_past(api, time.time(), allowance=TICK_ALLOWANCE)  # a second firing would have run by then
     (run,) = _runs(api, name, "schedule")
     job = api.wait(run["id"], timeout=60)
     assert job["status"] == "succeeded"
@@ -117,7 +115,9 @@ def test_a_trigger_runs_the_schedules_job_now_as_a_manual_run(api: Corral, deplo
     name = _name("triggered")
     _create(api, "triggered", start=_iso(datetime.now(UTC) + timedelta(days=1)))  # never fires by itself
 
+    before = time.time()
     ran = run_cli(deployed, "schedules", "trigger", name, "--json")
+    after = time.time()
     assert ran.code == 0, ran.stderr
     triggered = ran.json()
     assert triggered["status"] == "queued"
@@ -125,7 +125,8 @@ def test_a_trigger_runs_the_schedules_job_now_as_a_manual_run(api: Corral, deplo
     job = api.wait(triggered["id"], timeout=60)
     assert (job["status"], job["result"]) == ("succeeded", {"from": "triggered"})
     assert (job["schedule"], job["trigger"]) == (name, "manual")
-    assert abs(datetime.fromisoformat(job["scheduled_for"]).timestamp() - time.time()) < 120
+    # Scheduled for the moment of the trigger (whole seconds; a couple more for the API's clock against ours).
+    assert before - CLOCK_SKEW <= datetime.fromisoformat(job["scheduled_for"]).timestamp() <= after + CLOCK_SKEW
     assert [run["id"] for run in _runs(api, name, "manual")] == [triggered["id"]]
 
 
@@ -161,7 +162,7 @@ def test_overlap_skip_two_triggers_a_second_apart_are_one_run_and_one_skipped(ap
         shown = _runs(api, name)
         return len(shown) == 2 and all(run["status"] in ("succeeded", "skipped", "dead") for run in shown)
 
-    assert _wait_until(settled, time.time() + 60), _runs(api, name)
+    eventually(settled, timeout=60, interval=1, message=f"{name}'s two runs to settle")
     statuses = sorted(run["status"] for run in _runs(api, name))
     assert statuses == ["skipped", "succeeded"], _runs(api, name)
     skipped = next(run for run in _runs(api, name) if run["status"] == "skipped")
@@ -169,7 +170,7 @@ def test_overlap_skip_two_triggers_a_second_apart_are_one_run_and_one_skipped(ap
     assert api.get(skipped["id"])["attempts"] == 0  # a skip costs no attempt
 
 
-def test_a_backfill_of_ten_minutes_is_ten_runs_and_a_repeat_none_more(api: Corral, deployed) -> None:
+def test_a_backfill_of_ten_minutes_is_ten_runs_and_a_repeat_none_more(api: Corral, deployed, chaos) -> None:
     name = _name("backfill")
     _create(api, "backfill", start=_iso(datetime.now(UTC) + timedelta(days=1)))  # its own firings: none today
     end = datetime.now(UTC)
@@ -181,17 +182,20 @@ def test_a_backfill_of_ten_minutes_is_ten_runs_and_a_repeat_none_more(api: Corra
     def all_ran() -> bool:
         return sum(run["status"] == "succeeded" for run in _runs(api, name, "backfill")) == 10
 
-    assert _wait_until(all_ran, time.time() + 90), _runs(api, name)
+    eventually(all_ran, timeout=90, interval=1, message=f"{name}'s ten backfilled runs to succeed")
 
     ran = run_cli(
         deployed, "schedules", "backfill", name, "--start", start.isoformat(), "--end", end.isoformat(), "--json"
     )
     assert ran.code == 0, ran.stderr
     assert ran.json()["runs"] == first  # the same runs, by their occurrences' ids
-    time.sleep(5)  # what the repeat sent has been delivered and acknowledged as done
+
+    for run in first:  # claimed by the first backfill's message, and refused to the repeat's
+        every_copy_claimed(chaos, run["id"], 2)
     shown = _runs(api, name)
     assert len(shown) == 10 and {run["trigger"] for run in shown} == {"backfill"}
     assert {api.get(run["id"])["attempts"] for run in shown} == {1}
+    assert [outcome_writes(chaos, run["id"], "succeeded") for run in shown] == [1] * 10
 
 
 def test_a_paused_schedule_does_not_fire_until_resumed(api: Corral, deployed, due: Due) -> None:
@@ -199,7 +203,7 @@ def test_a_paused_schedule_does_not_fire_until_resumed(api: Corral, deployed, du
     shown = api.schedules.get(name)
     assert (shown["state"], shown["note"], shown["next_firings"]) == ("paused", "e2e: must not fire", [])
 
-    time.sleep(max(0.0, due.first_firing + TICK_ALLOWANCE - time.time()))
+    scheduler_fired_past(api, due.first_firing, allowance=TICK_ALLOWANCE)
     assert _runs(api, name) == [], "a paused schedule fired over its due second"
 
     ran = run_cli(deployed, "schedules", "resume", name, "--json")
@@ -207,7 +211,12 @@ def test_a_paused_schedule_does_not_fire_until_resumed(api: Corral, deployed, du
     assert json.loads(ran.stdout)["state"] == "enabled"
     resumed_at = time.time()
     # AWS fires at the next beat of its rate (within a minute); the emulator fires at once, its interval past.
-    assert _wait_until(lambda: _runs(api, name, "schedule"), resumed_at + 60 + TICK_ALLOWANCE), "it did not fire again"
+    eventually(
+        lambda: _runs(api, name, "schedule"),
+        timeout=resumed_at + 60 + TICK_ALLOWANCE - time.time(),
+        interval=1,
+        message=f"{name} to fire again once resumed",
+    )
     print(f"\nresume: fired again {time.time() - resumed_at:.1f}s after resuming")
 
 

@@ -11,8 +11,9 @@ import time
 from typing import Any
 
 from shared import settings
+from tests.e2e.helpers import eventually
 
-LOGS_ARRIVE_WITHIN_SECONDS = 30
+LOGS_ARRIVE_WITHIN_SECONDS = 30  # a bound on the wait: log lines reach CloudWatch Logs after they are written
 
 
 def _log_group(deployed: Any, function: str) -> str:
@@ -35,14 +36,6 @@ def _json_lines(deployed: Any, function: str, since: float, pattern: str) -> lis
     return lines
 
 
-def _eventually(find: Any) -> Any:
-    """`find()` once it answers something: log lines reach CloudWatch Logs a moment after they are written."""
-    deadline = time.monotonic() + LOGS_ARRIVE_WITHIN_SECONDS
-    while not (found := find()) and time.monotonic() < deadline:
-        time.sleep(1)
-    return found
-
-
 def test_one_jobs_api_line_and_worker_line_carry_the_same_trace_id(deployed, api):
     deployed.require_aws()
     since = time.time() - 1
@@ -53,7 +46,9 @@ def test_one_jobs_api_line_and_worker_line_carry_the_same_trace_id(deployed, api
         lines = _json_lines(deployed, settings.API_FUNCTION, since, '"request"')
         return [line for line in lines if line.get("path") == "/v1/jobs" and line.get("status") == 202]
 
-    enqueued = _eventually(enqueue_lines)
+    enqueued = eventually(
+        enqueue_lines, timeout=LOGS_ARRIVE_WITHIN_SECONDS, interval=1, message="the API's line of the enqueue"
+    )
     assert len(enqueued) == 1, enqueued  # this test's one enqueue since it began
     trace_id = enqueued[0]["trace_id"]
     assert trace_id and trace_id.startswith("1-")
@@ -62,7 +57,12 @@ def test_one_jobs_api_line_and_worker_line_carry_the_same_trace_id(deployed, api
         lines = _json_lines(deployed, settings.WORKER_FUNCTION, since, '"batch"')
         return [line for line in lines if trace_id in (line.get("trace_ids") or [])]
 
-    assert _eventually(batches_with_the_trace), f"no worker batch line carries trace {trace_id}"
+    eventually(
+        batches_with_the_trace,
+        timeout=LOGS_ARRIVE_WITHIN_SECONDS,
+        interval=1,
+        message=f"a worker batch line carrying trace {trace_id}",
+    )
     # Each poll of the job was a request of its own, with a trace of its own.
     polls = [
         line

@@ -10,7 +10,7 @@ import time
 
 from shared import settings
 from shared.worker.run import cover
-from tests.e2e.helpers import outcome_writes
+from tests.e2e.helpers import eventually, one_running, outcome_writes
 
 LOCAL = settings.PROFILES["local"]
 
@@ -19,9 +19,11 @@ def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeo
     # One request, one SendMessageBatch: the three arrive in one batch, claimed together as it begins.
     outcomes = api.enqueue_many([{"type": "sleep", "payload": {"seconds": 2}} for _ in range(3)])
     jobs = [outcome.id for outcome in outcomes]
-    started = time.monotonic()
-    while not any(api.get(job_id)["status"] == "running" for job_id in jobs) and time.monotonic() - started < 30:
-        time.sleep(0.1)
+    eventually(
+        lambda: one_running(api, jobs),
+        interval=0.1,
+        message="one of the batch's jobs to run",
+    )
     # The claims made ahead read `running` a moment before the batch's cover is set (the two start
     # together): kill inside the first job, once the cover holds, as a real death would come.
     time.sleep(1.0)

@@ -23,8 +23,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared.aws.clients import aws_error_code, aws_error_message, client, single_attempt_client
+from shared.aws.clients import aws_error_code, client, single_attempt_client
 from shared.store import keys, table
+from shared.store.conditional import failed_conditions
 
 
 def _usage_item_key(tenant: str) -> dict[str, Any]:
@@ -202,16 +203,8 @@ def _delete_alone(dynamodb: Any, delete: dict[str, Any]) -> bool:
 
 def _cancelled(error: ClientError) -> tuple[bool, bool]:
     """For a cancelled two-action transaction: (the first action's condition failed, the second's)."""
-    if aws_error_code(error) != "TransactionCanceledException":
-        return False, False
-    reasons = error.response.get("CancellationReasons") or []
-    failed = [reason.get("Code") == "ConditionalCheckFailed" for reason in reasons]
-    if len(failed) != 2:
-        # No reasons given (some stores): the message lists them, "[ConditionalCheckFailed, None]".
-        message = aws_error_message(error)
-        listed = message[message.find("[") + 1 : message.rfind("]")].split(",")
-        failed = [part.strip() == "ConditionalCheckFailed" for part in listed]
-    return (len(failed) > 0 and failed[0]), (len(failed) > 1 and failed[1])
+    failed = failed_conditions(error, 2) or [False, False]
+    return failed[0], failed[1]
 
 
 def set_usage(tenant: str, counts: dict[str, int]) -> None:

@@ -28,7 +28,7 @@ from shared.model.states import Status
 from shared.store.jobs import job_claims, job_store, waiting_jobs
 from shared.waits import resume
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
-from shared.worker.complete import carried
+from shared.worker.complete import carried as outcome_messages
 from shared.worker.complete.carried import Settled
 from shared.worker.delivery import Delivery
 from shared.worker.run.cover import HiddenBatch
@@ -77,7 +77,7 @@ class Completer:
         self._writers = writers
         self._hidden = hidden
         self._writes: list[tuple[Delivery, Future[None]]] = []
-        self._carried: list[carried.Carried] = []
+        self._carried: list[outcome_messages.Carried] = []
 
     def hide(self, seconds_left: float) -> None:
         """Hide the batch's messages as it begins (cover.HiddenBatch), on an outcome-writing thread:
@@ -141,17 +141,17 @@ class Completer:
             return False
         return True
 
-    def finish(self) -> list[carried.LateHandBack]:
+    def finish(self) -> list[outcome_messages.LateHandBack]:
         """The batch's end: wait for its outcome writes, send its outcome messages together, and hand
         back each delivery whose write or message failed. Returns those deliveries."""
-        late: list[carried.LateHandBack] = []
+        late: list[outcome_messages.LateHandBack] = []
         for delivery, future in self._writes:
             error = future.exception()
             if isinstance(error, FollowUpsPending):
-                late.append(carried.LateHandBack(delivery, error.hand_back))
+                late.append(outcome_messages.LateHandBack(delivery, error.hand_back))
             elif error is not None:
-                late.append(carried.unexpected(delivery, error))
-        late += carried.send_all(self._carried)
+                late.append(outcome_messages.unexpected(delivery, error))
+        late += outcome_messages.send_all(self._carried)
         for each in late:
             self._hand_back(each.hand_back, each.delivery)
         self._hidden.landed()  # not after the invocation: the event source then deletes or returns the messages
@@ -311,7 +311,7 @@ class Completer:
                 # Retried when the lease ends, as any attempt whose outcome was lost.
                 return self._outcome_not_written(store_error, attempt, delivery)
 
-            self._carried.append(carried.Carried(delivery, carried, OUTCOME_DELAY_SECONDS, not_sent))
+            self._carried.append(outcome_messages.Carried(delivery, carried, OUTCOME_DELAY_SECONDS, not_sent))
             return
         if recorded and (pending := self._follow_up(job, Status.SUCCEEDED, delivery)) is not None:
             raise FollowUpsPending(pending)
@@ -329,7 +329,7 @@ class Completer:
             if outcome.status.finished and self._record_now(outcome, delivery):
                 return
             delay = max(verdict.delay_seconds, OUTCOME_DELAY_SECONDS)
-            self._carried.append(carried.Carried(delivery, outcome, delay, not_sent))
+            self._carried.append(outcome_messages.Carried(delivery, outcome, delay, not_sent))
 
         self._after_the_job(delivery, record_or_carry)
         return {Status.SUCCEEDED: Outcome.SUCCEEDED, Status.DEAD: Outcome.DEAD}.get(outcome.status, Outcome.RETRY_SENT)

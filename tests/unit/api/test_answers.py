@@ -99,6 +99,10 @@ def test_every_route_answers_the_shape_it_declares(scheduler_env: dict[str, Any]
     call("POST", "/v1/jobs:batch", {"jobs": [{"type": "echo"}, {"type": ""}]})
     dead = call("POST", "/v1/jobs", {"type": "fail", "payload": {"times": 5}, "max_attempts": 1})
     later = call("POST", "/v1/jobs", {"type": "echo", "delay_seconds": 600})
+    unique = {"type": "echo", "delay_seconds": 600, "unique": {"key": "nightly", "until": "started"}}
+    call("POST", "/v1/jobs", unique)
+    call("POST", "/v1/jobs", unique)  # 200: a duplicate of the first
+    call("POST", "/v1/jobs:batch", {"jobs": [unique]})  # its item a duplicate
     call("GET", f"/v1/jobs/{later['id']}", route="/v1/jobs/{job_id}")  # queued: no record yet
     call("POST", f"/v1/jobs/{later['id']}/cancel", route="/v1/jobs/{job_id}/cancel")
     work_all()

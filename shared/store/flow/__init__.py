@@ -1,0 +1,1 @@
+"""Flow control's items: throttle start logs, debounce holders, unique locks, triggers."""

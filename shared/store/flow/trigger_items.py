@@ -1,0 +1,122 @@
+"""Event triggers on the store (shared/flow/triggers.py, docs/decisions/triggers.md).
+
+- **A trigger**: `trigger#<tenant>#<name>`, with its `event`, `match` and `job` (JSON), `created_at`, and its place
+  in the tenant's listing (gsi1 `triggers#<tenant>`, sorted by name). It holds a unit of the tenant's
+  `max_triggers` quota: the quotas' transaction puts it (`as_item`).
+- **The directory** of one event name: `eventtriggers#<tenant>#<digest of the name>`, a string set `names` of the
+  triggers on it. An event reads it, then its triggers, each read strongly consistent: no index is read, so a
+  trigger created a moment before an event is seen by it.
+
+**Order keeps the directory a superset.** A create adds the name to the directory first, then puts the trigger
+(with its quota unit); a delete removes the trigger first, then the name. A name without its trigger (a create
+refused at its quota, or cut short, a delete cut short) is skipped by the event that finds it, and removed by the
+next create or delete of that name; a trigger is never missing from its directory.
+
+Cost: a create or a delete, the directory's write and the quota's transaction; an event, one read of its name's
+directory (~100 bytes), and where it names triggers, one BatchGetItem of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from shared.aws.clients import client
+from shared.store import keys, table
+
+_BATCH_GET_MOST = 100  # BatchGetItem's bound; a tenant's triggers are at most its max_triggers
+
+
+def event_digest(event: str) -> str:
+    """An event name's digest, as its directory's key holds it (a name may hold any character, `#` too)."""
+    return hashlib.sha256(event.encode()).hexdigest()[:32]
+
+
+def key_of(tenant: str, name: str) -> dict[str, Any]:
+    return keys.item_key(keys.trigger_key(tenant, name))
+
+
+def _directory_key(tenant: str, event: str) -> dict[str, Any]:
+    return keys.item_key(keys.event_triggers_key(tenant, event_digest(event)))
+
+
+def as_item(tenant: str, trigger: dict[str, Any], created_at: float) -> dict[str, Any]:
+    """A trigger's item, for the quota's transaction to put: `trigger` holds its name, event, match and job."""
+    return key_of(tenant, trigger["name"]) | {
+        "tenant": {"S": tenant},
+        "name": {"S": trigger["name"]},
+        "event": {"S": trigger["event"]},
+        "match_json": {"S": json.dumps(trigger.get("match"), separators=(",", ":"))},
+        "job_json": {"S": json.dumps(trigger["job"], separators=(",", ":"))},
+        "created_at": {"N": repr(created_at)},
+        "gsi1pk": {"S": keys.triggers_partition(tenant)},
+        "gsi1sk": {"S": trigger["name"]},
+    }
+
+
+def _trigger_of(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": item["name"]["S"],
+        "event": item["event"]["S"],
+        "match": json.loads(item["match_json"]["S"]),
+        "job": json.loads(item["job_json"]["S"]),
+        "created_at": float(item["created_at"]["N"]),
+    }
+
+
+def list_in_directory(tenant: str, event: str, name: str) -> None:
+    """Add `name` to the directory of `event` (before its trigger is put)."""
+    _directory_change(tenant, event, "ADD", name)
+
+
+def unlist_from_directory(tenant: str, event: str, name: str) -> None:
+    """Remove `name` from the directory of `event` (after its trigger is deleted, or was never put)."""
+    _directory_change(tenant, event, "DELETE", name)
+
+
+def _directory_change(tenant: str, event: str, action: str, name: str) -> None:
+    client("dynamodb").update_item(
+        TableName=table.name(),
+        Key=_directory_key(tenant, event),
+        UpdateExpression=f"{action} names :name",
+        ExpressionAttributeValues={":name": {"SS": [name]}},
+    )
+
+
+def get(tenant: str, name: str) -> dict[str, Any] | None:
+    """The tenant's trigger `name`, or None (strongly consistent)."""
+    item = (
+        client("dynamodb").get_item(TableName=table.name(), Key=key_of(tenant, name), ConsistentRead=True).get("Item")
+    )
+    return _trigger_of(item) if item else None
+
+
+def on_event(tenant: str, event: str) -> list[dict[str, Any]]:
+    """The tenant's triggers on `event`, by name: those its directory lists and that exist (strongly consistent)."""
+    directory = (
+        client("dynamodb")
+        .get_item(TableName=table.name(), Key=_directory_key(tenant, event), ConsistentRead=True)
+        .get("Item")
+    )
+    names = sorted((directory or {}).get("names", {}).get("SS", []))[:_BATCH_GET_MOST]
+    if not names:
+        return []
+    wanted = {"Keys": [key_of(tenant, name) for name in names], "ConsistentRead": True}
+    found: list[dict[str, Any]] = []
+    request = {table.name(): wanted}
+    for _ in range(5):  # unprocessed keys (throttling) are asked again, a few times
+        answer = client("dynamodb").batch_get_item(RequestItems=request)
+        found += answer.get("Responses", {}).get(table.name(), [])
+        request = answer.get("UnprocessedKeys") or {}
+        if not request:
+            break
+    triggers = [_trigger_of(item) for item in found]
+    return sorted((trigger for trigger in triggers if trigger["event"] == event), key=lambda trigger: trigger["name"])
+
+
+def listing(tenant: str) -> list[dict[str, Any]]:
+    """The tenant's triggers, by name."""
+    return [
+        _trigger_of(item) for page in table.partition_pages(keys.triggers_partition(tenant)) for item in page["Items"]
+    ]

@@ -70,6 +70,7 @@ def test_a_job_that_never_answers_does_not_hold_its_batch_mates(short_margin, mo
     # and are recorded long before it ends (N1 of the security review: before, each waited its turn).
     aws = short_margin
     hung = threading.Event()
+    stopped = threading.Event()
     stopped_at: list[float] = []
 
     def hang(payload: object, context: job_types.JobContext) -> None:
@@ -77,6 +78,7 @@ def test_a_job_that_never_answers_does_not_hold_its_batch_mates(short_margin, mo
             hung.wait(TIMEOUT * 3)
         finally:
             stopped_at.append(time.time())
+            stopped.set()
 
     monkeypatch.setitem(job_types._REGISTRY, "hang", job_types.JobType(name="hang", run=hang, timeout_seconds=TIMEOUT))
     stuck = build_message("noisy", JobRequest(JobSpec("hang")), time.time())
@@ -87,6 +89,7 @@ def test_a_job_that_never_answers_does_not_hold_its_batch_mates(short_margin, mo
 
     batch = poll(aws)
     hung.set()
+    assert stopped.wait(TIMEOUT * 3), "the hung job's code never returned"  # its thread outlives the time limit
 
     assert batch is not None and len(batch.message_ids) == 5
     assert [record(m.id).status for m in quick] == [Status.SUCCEEDED] * 4

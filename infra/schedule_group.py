@@ -11,7 +11,8 @@ from constructs import Construct
 
 from infra import acknowledgements
 from infra.queue import JobQueue
-from shared.settings import Profile, ResourceNames
+from shared.profiles import Profile
+from shared.settings import ResourceNames
 
 
 class Schedules(Construct):

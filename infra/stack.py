@@ -27,9 +27,10 @@ from infra.queue import JobQueue
 from infra.schedule_group import Schedules
 from infra.store import JobStore
 from infra.workers import Workers
-from shared import settings
+from shared import profiles
 from shared.environment import FunctionEnv
-from shared.settings import Profile, ResourceNames
+from shared.profiles import Profile
+from shared.settings import ResourceNames
 
 
 class CorralStack(Stack):
@@ -180,9 +181,9 @@ def flag_from_context(node: Node, key: str, *, default: bool) -> bool:
 
 def profile_from_context(raw: object) -> Profile:
     name = str(raw or "aws")
-    if name not in settings.PROFILES:
-        raise SystemExit(f"unknown corral:profile {name!r}; choose one of {sorted(settings.PROFILES)}")
-    return settings.PROFILES[name]
+    if name not in profiles.PROFILES:
+        raise SystemExit(f"unknown corral:profile {name!r}; choose one of {sorted(profiles.PROFILES)}")
+    return profiles.PROFILES[name]
 
 
 def receive_budget_from_context(raw: object, profile: Profile) -> Profile:

@@ -14,7 +14,7 @@ from functions.api.answers import EventOut, TokenCompletedOut
 from functions.api.caller import Tenant
 from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
-from shared import settings
+from shared.durable import limits
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
 from shared.waits import sending, tokens
@@ -29,16 +29,16 @@ _TOKEN_409 = {409: {"description": "conflict: the token was completed already, h
 class EventIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=settings.MAX_EVENT_NAME_CHARS, description="The event's name")
+    name: str = Field(min_length=1, max_length=limits.MAX_EVENT_NAME_CHARS, description="The event's name")
     data: Any = Field(
         default=None,
-        description=f"Any JSON (at most {settings.MAX_STEP_RESULT_BYTES} bytes): what the waits it resumes answer; "
+        description=f"Any JSON (at most {limits.MAX_STEP_RESULT_BYTES} bytes): what the waits it resumes answer; "
         "a wait's `match` is checked against its top-level keys",
     )
     id: str | None = Field(
         default=None,
         min_length=1,
-        max_length=settings.MAX_EVENT_ID_CHARS,
+        max_length=limits.MAX_EVENT_ID_CHARS,
         description="The event's own id: the same id sent twice is one event",
     )
 

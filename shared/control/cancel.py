@@ -27,7 +27,7 @@ from shared.jobs.status import JobNotFound
 from shared.model.message import BatchMember, JobMessage
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store import journal_items
+from shared.store.durable import journal_items
 from shared.store.jobs import job_control, job_store
 from shared.tenants import rate_limit
 

@@ -14,6 +14,6 @@ What lives here, from the customer's code outward:
 - `tokens`: a token's id and its capability URL.
 
 Nothing here touches AWS, so the jobs function imports it on its cold start, and the store builds on it:
-the journal, the events and their waits, the tokens are the store's items (shared/store/journal_items.py,
+the journal, the events and their waits, the tokens are the store's items (shared/store/durable/journal_items.py,
 event_items.py, token_items.py).
 """

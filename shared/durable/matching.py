@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from shared import settings
+from shared.durable import limits
 
 # A wait indexed under its name alone (no match, or no scalar value in it).
 ANY = ""
@@ -31,7 +31,7 @@ ANY = ""
 
 def name_problem(name: object) -> str | None:
     """Why `name` cannot name an event, if it cannot."""
-    most = settings.MAX_EVENT_NAME_CHARS
+    most = limits.MAX_EVENT_NAME_CHARS
     if not isinstance(name, str) or not 0 < len(name) <= most:
         return f"an event name must be a string of 1 to {most} characters"
     if any(ord(character) < 0x20 or ord(character) == 0x7F for character in name):
@@ -53,8 +53,11 @@ def checked_match(match: object) -> tuple[dict[str, Any] | None, str | None]:
         text = json.dumps(dict(match), separators=(",", ":"), allow_nan=False, sort_keys=True)
     except (TypeError, ValueError, RecursionError) as error:
         return None, f"match must be JSON ({type(error).__name__})"
-    if len(text.encode()) > settings.MAX_MATCH_BYTES:
-        return None, f"match is {len(text.encode())} bytes serialised, over the limit of {settings.MAX_MATCH_BYTES}"
+    if len(text.encode()) > limits.MAX_MATCH_BYTES:
+        return (
+            None,
+            f"match is {len(text.encode())} bytes serialised, over the limit of {limits.MAX_MATCH_BYTES}",
+        )
     return json.loads(text), None
 
 

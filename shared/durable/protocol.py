@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shared import settings
-from shared.durable import matching, steps, tokens
+from shared.durable import limits, matching, steps, tokens
 from shared.durable.replay import CHILD_OPTIONS
 from shared.durable.steps import StepKind, StepRecord
 from shared.errors import CorralError
@@ -134,8 +134,8 @@ def _new_step(entry: Mapping[str, Any], recorded: Mapping[str, StepRecord]) -> N
         raise Unreadable(f"step {step_id!r}: only a step's function runs in the jobs function, and succeeds or errs")
     if step_id in _final(recorded):
         raise Unreadable(f"step {step_id!r} is recorded already")
-    if step_id not in recorded and len(recorded) >= settings.MAX_STEPS_PER_JOB:
-        raise Unreadable(f"step {step_id!r} is one more than the {settings.MAX_STEPS_PER_JOB} a job records")
+    if step_id not in recorded and len(recorded) >= limits.MAX_STEPS_PER_JOB:
+        raise Unreadable(f"step {step_id!r} is one more than the {limits.MAX_STEPS_PER_JOB} a job records")
     ms = entry.get("ms", 0.0)
     if isinstance(ms, bool) or not isinstance(ms, int | float) or not math.isfinite(ms) or ms < 0:
         raise Unreadable(f"step {step_id!r}: ms must be a duration")
@@ -171,7 +171,7 @@ def _boundary(data: Mapping[str, Any], recorded: Mapping[str, StepRecord]) -> Bo
                 return Sleep(step_id)
             if "until" in data and data["until"] is not None:
                 return Sleep(step_id, until=_number(data["until"], "until", 1, 10**11))
-            return Sleep(step_id, seconds=_number(data.get("seconds"), "seconds", 0, settings.MAX_WAIT_SECONDS))
+            return Sleep(step_id, seconds=_number(data.get("seconds"), "seconds", 0, limits.MAX_WAIT_SECONDS))
         case StepKind.WAIT_FOR_EVENT:
             if waiting:
                 return WaitForEvent(step_id)
@@ -181,10 +181,10 @@ def _boundary(data: Mapping[str, Any], recorded: Mapping[str, StepRecord]) -> Bo
             match, problem = matching.checked_match(data.get("match"))
             if match is None:
                 raise Unreadable(problem or "")
-            timeout = _number(data.get("timeout_seconds"), "timeout_seconds", 1, settings.MAX_WAIT_SECONDS)
+            timeout = _number(data.get("timeout_seconds"), "timeout_seconds", 1, limits.MAX_WAIT_SECONDS)
             return WaitForEvent(step_id, str(name), match, timeout)
         case StepKind.CREATE_TOKEN:
-            timeout = _number(data.get("timeout_seconds"), "timeout_seconds", 1, settings.MAX_WAIT_SECONDS)
+            timeout = _number(data.get("timeout_seconds"), "timeout_seconds", 1, limits.MAX_WAIT_SECONDS)
             return CreateToken(step_id, timeout)
         case StepKind.WAIT_FOR_TOKEN:
             token = data.get("token")

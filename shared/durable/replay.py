@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
 from shared import settings
-from shared.durable import matching, steps
+from shared.durable import limits, matching, steps
 from shared.durable.failures import ChildJobFailed, DurableMisuse, StepFailed, StepResultTooLarge
 from shared.durable.steps import StepKind, StepStatus
 
@@ -123,8 +123,8 @@ class DurableRun:
         if found is None or found.status is not StepStatus.WAITING:
             if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
                 self._misuse(f"sleep {step_id!r}: seconds must be a number, not {seconds!r}")
-            if not 0 <= seconds <= settings.MAX_WAIT_SECONDS:
-                self._misuse(f"sleep {step_id!r}: seconds must be from 0 to {settings.MAX_WAIT_SECONDS}")
+            if not 0 <= seconds <= limits.MAX_WAIT_SECONDS:
+                self._misuse(f"sleep {step_id!r}: seconds must be from 0 to {limits.MAX_WAIT_SECONDS}")
         self._suspend({"kind": str(StepKind.SLEEP), "step": step_id, "seconds": seconds})
 
     def sleep_until(self, step_id: str, when: datetime) -> None:
@@ -134,7 +134,7 @@ class DurableRun:
         if found is None or found.status is not StepStatus.WAITING:
             if not isinstance(when, datetime) or when.tzinfo is None or when.utcoffset() is None:
                 self._misuse(f"sleep_until {step_id!r}: when must be an aware datetime (with its time zone)")
-            if when.timestamp() - self._now() > settings.MAX_WAIT_SECONDS:
+            if when.timestamp() - self._now() > limits.MAX_WAIT_SECONDS:
                 self._misuse(f"sleep_until {step_id!r}: when must be at most {settings.MAX_RUN_AT_DAYS} days ahead")
         until = when.timestamp() if isinstance(when, datetime) else None
         self._suspend({"kind": str(StepKind.SLEEP), "step": step_id, "until": until})
@@ -172,7 +172,7 @@ class DurableRun:
         if found is not None and found.status is StepStatus.TIMED_OUT:
             return None
         token_id = token.get("id") if isinstance(token, Mapping) else token
-        if not isinstance(token_id, str) or not token_id.startswith(settings.TOKEN_ID_PREFIX) or len(token_id) > 64:
+        if not isinstance(token_id, str) or not token_id.startswith(limits.TOKEN_ID_PREFIX) or len(token_id) > 64:
             self._misuse(f"wait_for_token {step_id!r}: token must be what create_token answered, or its id")
         self._suspend({"kind": str(StepKind.WAIT_FOR_TOKEN), "step": step_id, "token": token_id})
 
@@ -238,8 +238,8 @@ class DurableRun:
                 f"step {step_id!r} was recorded as a {found.kind} and is now called as a {kind}:"
                 " a job's code must call its steps the same way on every run"
             )
-        if found is None and len(self._recorded) + len(self.new) >= settings.MAX_STEPS_PER_JOB:
-            self._misuse(f"a job records at most {settings.MAX_STEPS_PER_JOB} steps; step {step_id!r} is one more")
+        if found is None and len(self._recorded) + len(self.new) >= limits.MAX_STEPS_PER_JOB:
+            self._misuse(f"a job records at most {limits.MAX_STEPS_PER_JOB} steps; step {step_id!r} is one more")
         return found
 
     def _run_new(self, step_id: str) -> None:
@@ -265,7 +265,7 @@ class DurableRun:
         raise self.misuse
 
     def _check_timeout(self, method: str, step_id: str, timeout: object) -> None:
-        most = settings.MAX_WAIT_SECONDS
+        most = limits.MAX_WAIT_SECONDS
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout):
             self._misuse(f"{method} {step_id!r}: timeout_seconds must be a number, not {timeout!r}")
         if not 1 <= timeout <= most:  # type: ignore[operator]

@@ -2,7 +2,7 @@
 
 A **step** is one call of a JobContext durable method with a step id: `step` (a function's result),
 `sleep`, `wait_for_event`, `create_token`, `wait_for_token`, `run_job`, `run_jobs`. Its **record**
-lives in the job's journal (shared/store/journal_items.py) and moves only along `transition`:
+lives in the job's journal (shared/store/durable/journal_items.py) and moves only along `transition`:
 
     (none) ──ran──────────▶ succeeded (its result; a token's {"id", "url"})
     (none) ──ran, caught──▶ errored  (the job's code caught its failure and went on: raised again on replay)
@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from shared import settings
+from shared.durable import limits
 
 
 class StepKind(StrEnum):
@@ -361,7 +361,7 @@ _STEP_ID = re.compile(r"^[^\x00-\x1f\x7f]+$")
 
 def step_id_problem(step_id: object) -> str | None:
     """Why `step_id` cannot name a step, if it cannot."""
-    most = settings.MAX_STEP_ID_CHARS
+    most = limits.MAX_STEP_ID_CHARS
     if not isinstance(step_id, str) or not 0 < len(step_id) <= most:
         return f"a step id must be a string of 1 to {most} characters, not {_shown(step_id)}"
     if not _STEP_ID.match(step_id) or step_id != step_id.strip():
@@ -386,7 +386,7 @@ def result_text(value: Any, *, what: str) -> tuple[str | None, str | None]:
     except (TypeError, ValueError, RecursionError) as error:
         return None, f"{what} cannot be recorded: not JSON ({type(error).__name__}: {error})"
     size = len(text.encode())
-    limit = settings.MAX_STEP_RESULT_BYTES
+    limit = limits.MAX_STEP_RESULT_BYTES
     if size > limit:
         return None, f"{what} is {size} bytes serialised, over the limit of {limit} bytes"
     return text, None

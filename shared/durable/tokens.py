@@ -10,7 +10,7 @@ records `{"id", "url"}` as the step's result, so every run of the code sees the 
   without a key (an approve button behind a link in an email; a link's GET is never enough, so mail
   scanners that follow links complete nothing). Whoever holds the URL holds the token, as with any
   capability URL; the tenant's key can complete it too.
-- **Where it leads:** the token's item (`token#<id>`, shared/store/token_items.py) holds its tenant, job,
+- **Where it leads:** the token's item (`token#<id>`, shared/store/durable/token_items.py) holds its tenant, job,
   expiry and state, so the keyless request finds the tenant without a key, and a made-up id or
   capability answers 404 exactly like an unknown one.
 """
@@ -23,11 +23,11 @@ import hmac
 import os
 import re
 
-from shared import settings
+from shared.durable import limits
 
 _ID_BYTES = 16
 _CAPABILITY_BYTES = 20
-ID_PATTERN = re.compile(rf"^{settings.TOKEN_ID_PREFIX}[a-z2-7]{{26}}$")
+ID_PATTERN = re.compile(rf"^{limits.TOKEN_ID_PREFIX}[a-z2-7]{{26}}$")
 _CAPABILITY_PATTERN = re.compile(r"^[a-z2-7]{32}$")
 
 
@@ -36,7 +36,7 @@ def _b32(raw: bytes) -> str:
 
 
 def mint_id() -> str:
-    return settings.TOKEN_ID_PREFIX + _b32(os.urandom(_ID_BYTES))
+    return limits.TOKEN_ID_PREFIX + _b32(os.urandom(_ID_BYTES))
 
 
 def is_token_id(text: object) -> bool:

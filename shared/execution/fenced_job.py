@@ -135,7 +135,7 @@ class Request:
     max_attempts: int
     tenant: str
     seconds_left: float  # of the attempt's timeout: a time, not a deadline, as two machines' clocks differ
-    # A durable job's recorded steps as the worker sends them (shared/store/journal_items.py `replayed`);
+    # A durable job's recorded steps as the worker sends them (shared/store/durable/journal_items.py `replayed`);
     # None: the worker records no steps for this job (a plain job's request, as it always was).
     steps: list[dict[str, Any]] | None = None
 

@@ -9,7 +9,7 @@ from shared import ids, settings
 from shared.errors import NotFound
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store import journal_items
+from shared.store.durable import journal_items
 from shared.store.id_secret import id_secret
 from shared.store.jobs import job_store
 

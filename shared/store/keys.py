@@ -23,9 +23,8 @@ SCHEDULE = "schedule#"  # a customer schedule's record, by tenant and name
 SIGNING_SECRETS = "signing-secrets#"  # a tenant's HTTP signing secrets, versioned
 CONFIG = "config#"  # a deployment-wide setting (the job-id signing key)
 BATCH = "batch#"  # a batch: its counts, each member's state, its callbacks' flags; and its callbacks' specs
-JOURNAL = (
-    "journal#"  # a durable job's steps: each one's record and (if small) its result (shared/store/journal_items.py)
-)
+# a durable job's steps: each one's record and (if small) its result (shared/store/durable/journal_items.py)
+JOURNAL = "journal#"
 STEP_RESULT = "stepresult#"  # one step's result too large for its journal, by job and a nonce of the write that made it
 EVENT_CHANNEL = "channel#"  # a tenant's event name: its sequence, hour marks and the match keys its waits use
 EVENT_LOG = "eventlog#"  # one event sent on a channel, by its sequence number, kept for waits that register late

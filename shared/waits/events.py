@@ -10,11 +10,10 @@ import json
 import time
 from typing import Any
 
-from shared import settings
-from shared.durable import matching, steps
+from shared.durable import limits, matching, steps
 from shared.errors import InvalidRequest, PayloadTooLarge
 from shared.jobs.registry import InvalidPayload, JobContext, builtin_job_type
-from shared.store import event_items
+from shared.store.durable import event_items
 from shared.waits import resume
 
 EVENT_JOB_TYPE = "event"
@@ -24,13 +23,11 @@ def checked(name: object, data: Any, event_id: object) -> None:
     """InvalidRequest naming the field of an event that cannot be sent."""
     if (problem := matching.name_problem(name)) is not None:
         raise InvalidRequest("name", problem)
-    if event_id is not None and (
-        not isinstance(event_id, str) or not 1 <= len(event_id) <= settings.MAX_EVENT_ID_CHARS
-    ):
-        raise InvalidRequest("id", f"must be a string of 1 to {settings.MAX_EVENT_ID_CHARS} characters")
+    if event_id is not None and (not isinstance(event_id, str) or not 1 <= len(event_id) <= limits.MAX_EVENT_ID_CHARS):
+        raise InvalidRequest("id", f"must be a string of 1 to {limits.MAX_EVENT_ID_CHARS} characters")
     size = len(json.dumps(data, separators=(",", ":")).encode())
-    if size > settings.MAX_STEP_RESULT_BYTES:
-        raise PayloadTooLarge("data", f"is {size} bytes, over the limit of {settings.MAX_STEP_RESULT_BYTES}")
+    if size > limits.MAX_STEP_RESULT_BYTES:
+        raise PayloadTooLarge("data", f"is {size} bytes, over the limit of {limits.MAX_STEP_RESULT_BYTES}")
 
 
 def _check_payload(payload: Any) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from shared.aws import queue
 from shared.durable import steps
-from shared.store import journal_items
+from shared.store.durable import journal_items
 from shared.store.jobs import waiting_jobs
 
 

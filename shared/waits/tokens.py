@@ -9,11 +9,10 @@ import json
 import time
 from typing import Any
 
-from shared import settings
-from shared.durable import steps, tokens
+from shared.durable import limits, steps, tokens
 from shared.errors import Conflict, NotFound, PayloadTooLarge
-from shared.store import token_items
-from shared.store.token_items import TokenState
+from shared.store.durable import token_items
+from shared.store.durable.token_items import TokenState
 from shared.waits import resume
 
 
@@ -30,8 +29,8 @@ def complete(tenant: str, token_id: str, data: Any) -> dict[str, Any]:
     """Complete the tenant's token with `data`: {"id", "status": "completed"}. NotFound for an unknown token or
     another tenant's; Conflict if it was completed already, has expired, or its job was cancelled."""
     size = len(json.dumps(data, separators=(",", ":")).encode())
-    if size > settings.MAX_STEP_RESULT_BYTES:
-        raise PayloadTooLarge("data", f"is {size} bytes, over the limit of {settings.MAX_STEP_RESULT_BYTES}")
+    if size > limits.MAX_STEP_RESULT_BYTES:
+        raise PayloadTooLarge("data", f"is {size} bytes, over the limit of {limits.MAX_STEP_RESULT_BYTES}")
     token = token_items.get(token_id) if tokens.is_token_id(token_id) else None
     if token is None or token.tenant != tenant:
         raise NotFound(f"no token {token_id}")

@@ -10,11 +10,11 @@ from aws_cdk.assertions import Match, Template
 from infra import network
 from infra.synth import Synthesized, synth
 from infra.table_access import DAX_FUNCTION_ACTIONS
-from shared import settings
+from shared import profiles, settings
 from shared.store import keys
 
-AWS = settings.PROFILES["aws"]
-LOCAL = settings.PROFILES["local"]
+AWS = profiles.PROFILES["aws"]
+LOCAL = profiles.PROFILES["local"]
 
 
 def _functions(template: Template) -> dict[str, dict]:

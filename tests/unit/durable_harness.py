@@ -19,7 +19,7 @@ from shared.durable import protocol, steps, tokens
 from shared.durable.steps import StepKind
 from shared.execution import fenced_job
 from shared.execution.fenced_job import Answer, Request
-from shared.store import journal_items, token_items
+from shared.store.durable import journal_items, token_items
 
 API_URL = "https://api.example.com"
 SECRET = b"unit-test-secret"

@@ -16,7 +16,9 @@ LAYERS: tuple[frozenset[str], ...] = (
     # The base modules, the model, and two pure wings: durable jobs' (replay, the step record's states,
     # matching, tokens) and flow control's (its specs and rules). The pure wings know no AWS and no store:
     # the message and the enqueue carry their specs, and the store's items apply their rules.
-    frozenset({"settings", "ids", "cursors", "refresh", "errors", "environment", "model", "durable", "flow"}),
+    frozenset(
+        {"settings", "profiles", "ids", "cursors", "refresh", "errors", "environment", "model", "durable", "flow"}
+    ),
     frozenset({"aws"}),
     frozenset({"store"}),
     frozenset({"tenants"}),
@@ -307,9 +309,8 @@ GENERATED = {
 }
 # Product modules allowed over the limit for now, each with its reason; a TODO names the branch splitting it.
 LONG_MODULES: dict[str, str] = {
-    "shared/settings.py": "every tunable in one place; durable jobs' limits joined them: to split by wing",
-    "shared/store/journal_items.py": "the journal's one state machine applied in two conditional writes: to split "
-    "the spilled results and the expression builder out",
+    "shared/store/durable/journal_items.py": "the journal's one state machine applied in two conditional writes: to "
+    "split the spilled results and the expression builder out",
 }
 
 

@@ -26,10 +26,10 @@ from shared.durable.steps import StepKind, StepStatus
 from shared.execution.fenced_job import Answer
 from shared.jobs.registry import JobContext
 from shared.model.message import JobMessage
-from shared.store import event_items, journal_items, token_items
+from shared.store.durable import event_items, journal_items, token_items
+from shared.store.durable.token_items import TokenState
 from shared.store.id_secret import id_secret
 from shared.store.jobs import waiting_jobs
-from shared.store.token_items import TokenState
 from shared.worker.run import fence, wake_timer
 
 

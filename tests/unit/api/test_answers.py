@@ -19,7 +19,7 @@ import jsonschema_rs
 import pytest
 
 from shared.durable import tokens as durable_tokens
-from shared.store import token_items
+from shared.store.durable import token_items
 from shared.store.id_secret import id_secret
 from shared.tenants import operators, tenants
 from tests.unit import worker_harness

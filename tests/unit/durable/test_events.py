@@ -1,6 +1,6 @@
 """Events and the waits for them (docs/decisions/durable-jobs.md "Events, and the race with a wait"):
 matching (shared/durable/matching.py), and an event's send racing a wait's registration on the store
-(shared/store/event_items.py, on moto), under every interleaving of their store calls."""
+(shared/store/durable/event_items.py, on moto), under every interleaving of their store calls."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shared import settings as corral_settings
-from shared.durable import matching
-from shared.store import event_items
-from shared.store.event_items import Waiter
+from shared.durable import limits, matching
+from shared.store.durable import event_items
+from shared.store.durable.event_items import Waiter
 
 NOW = 1_800_000_000.0
 
@@ -61,9 +60,9 @@ def test_an_events_data_holds_a_match_with_equal_json_values(match, data, expect
 
 
 def test_a_match_or_a_name_out_of_bounds_is_refused():
-    assert matching.name_problem("x" * (corral_settings.MAX_EVENT_NAME_CHARS + 1)) is not None
+    assert matching.name_problem("x" * (limits.MAX_EVENT_NAME_CHARS + 1)) is not None
     assert matching.name_problem("order\npaid") is not None
-    assert matching.checked_match({"big": "x" * corral_settings.MAX_MATCH_BYTES})[0] is None
+    assert matching.checked_match({"big": "x" * limits.MAX_MATCH_BYTES})[0] is None
     assert matching.checked_match(["not", "an", "object"])[0] is None
     assert matching.checked_match(None) == ({}, None)
 
@@ -122,7 +121,7 @@ class _Counting:
 
 
 def test_waits_beyond_a_page_are_found_on_the_next_pages(aws, monkeypatch):
-    monkeypatch.setattr(corral_settings, "WAITS_PER_INDEX_PAGE", 2)
+    monkeypatch.setattr(limits, "WAITS_PER_INDEX_PAGE", 2)
     for number in range(5):
         event_items.register("acme", "paid", _waiter(f"jt-{number}"), NOW)
     event_items.register("acme", "paid", _waiter("jt-0"), NOW)  # registered again: no second entry

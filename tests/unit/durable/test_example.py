@@ -14,7 +14,7 @@ from shared.durable import steps
 from shared.durable.steps import StepKind
 from shared.jobs import job_types
 from shared.jobs.registry import JobType
-from shared.store import event_items
+from shared.store.durable import event_items
 from tests.unit.durable_harness import DurableJob
 
 

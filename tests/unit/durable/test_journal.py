@@ -1,4 +1,4 @@
-"""The journal (shared/store/journal_items.py, on moto): each step recorded once, along the one state machine
+"""The journal (shared/store/durable/journal_items.py, on moto): each step recorded once, along the one state machine
 of shared/durable/steps.py, whatever repeats, races or fails (docs/decisions/durable-jobs.md "The journal").
 
 The hypothesis test drives one job's steps with interleaved writes from two attempts that each know the
@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared import settings as corral_settings
-from shared.durable import steps
+from shared.durable import limits, steps
 from shared.durable.steps import AlreadyDone, Applied, Refused, StepKind, StepRecord, StepStatus
-from shared.store import journal_items
+from shared.store.durable import journal_items
 
 JOB = "jt-journal"
 TENANT = "acme"
@@ -48,7 +48,7 @@ def test_a_step_is_recorded_in_the_order_it_first_ran_with_its_result(aws):
 
 def test_a_result_too_large_for_the_journal_lives_in_an_item_of_its_own(aws):
     journal = journal_items.Journal(JOB, TENANT)
-    large = "x" * (corral_settings.STEP_RESULT_INLINE_BYTES + 1)
+    large = "x" * (limits.STEP_RESULT_INLINE_BYTES + 1)
     small_record(journal, "render", large)
 
     item = aws["dynamodb"].get_item(TableName=corral_settings.TABLE_NAME, Key={"pk": {"S": f"journal#{JOB}"}})["Item"]
@@ -60,14 +60,14 @@ def test_a_result_too_large_for_the_journal_lives_in_an_item_of_its_own(aws):
 
 
 def test_a_step_beyond_the_thousandth_and_results_beyond_the_recorded_limit_are_refused(aws, monkeypatch):
-    monkeypatch.setattr(corral_settings, "MAX_STEPS_PER_JOB", 3)
+    monkeypatch.setattr(limits, "MAX_STEPS_PER_JOB", 3)
     journal = journal_items.Journal(JOB, TENANT)
     journal_items.record(journal, "w", steps.Suspended(StepKind.WAIT_FOR_EVENT, 2.0e9, "event", {}), run=0, now=1e9)
     for step in ("a", "b"):
         small_record(journal, step, 1)
 
     refused = small_record(journal, "d", 1)
-    monkeypatch.setattr(corral_settings, "MAX_RECORDED_BYTES", journal.result_bytes + 2)
+    monkeypatch.setattr(limits, "MAX_RECORDED_BYTES", journal.result_bytes + 2)
     too_much = journal_items.resolve(JOB, TENANT, "w", steps.Resolved("event", "ev", '"big"'), now=1e9)
 
     assert isinstance(refused, journal_items.TooMuch) and "at most 3 steps; step 'd'" in refused.reason

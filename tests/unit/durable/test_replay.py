@@ -1,6 +1,6 @@
 """Durable jobs in the jobs function (docs/decisions/durable-jobs.md): JobContext's durable methods replay a
 job's code against its recorded steps (shared/durable/replay.py), and the worker reads what each invoke did
-(shared/durable/protocol.py) and records it in the journal (shared/store/journal_items.py, on moto).
+(shared/durable/protocol.py) and records it in the journal (shared/store/durable/journal_items.py, on moto).
 
 The worker's side is played by tests/unit/durable_harness.py as the worker will play it: each invoke runs one
 new step at most, so a jobs function killed during a step loses that step only.
@@ -15,15 +15,14 @@ from typing import Any
 
 import pytest
 
-from shared import settings
-from shared.durable import protocol, steps
+from shared.durable import limits, protocol, steps
 from shared.durable.replay import DurableRun, Recorded
 from shared.durable.steps import StepKind, StepStatus
 from shared.execution import fenced_job
 from shared.execution.fenced_job import Answer
 from shared.jobs import job_types
 from shared.jobs.registry import JobContext, JobDead, JobFailed, JobType
-from shared.store import token_items
+from shared.store.durable import token_items
 from tests.unit.durable_harness import API_URL, DurableJob
 
 CALLS: dict[str, int] = {}
@@ -134,13 +133,13 @@ def test_the_same_step_id_twice_in_one_run_ends_the_job_dead_naming_it(aws, monk
 
 def test_a_result_too_large_to_record_fails_the_step_naming_it_and_the_limit(aws, monkeypatch):
     def big(payload: Any, context: JobContext) -> Any:
-        return context.step("render", lambda: "x" * (settings.MAX_STEP_RESULT_BYTES + 1))
+        return context.step("render", lambda: "x" * (limits.MAX_STEP_RESULT_BYTES + 1))
 
     job = DurableJob(register(monkeypatch, "unit_big", big))
     answer = job.attempt_once()
 
     assert answer.dead
-    assert "step 'render'" in (answer.failure or "") and str(settings.MAX_STEP_RESULT_BYTES) in (answer.failure or "")
+    assert "step 'render'" in (answer.failure or "") and str(limits.MAX_STEP_RESULT_BYTES) in (answer.failure or "")
     assert answer.failed_step == "render" and job.statuses() == {"render": "failed"}
 
 
@@ -336,7 +335,7 @@ def test_a_step_inside_a_step_ends_the_job_dead(aws, monkeypatch):
 
 
 def test_a_step_beyond_the_thousandth_ends_the_job_dead():
-    recorded = {f"s{n}": Recorded(StepKind.STEP, StepStatus.SUCCEEDED, n) for n in range(settings.MAX_STEPS_PER_JOB)}
+    recorded = {f"s{n}": Recorded(StepKind.STEP, StepStatus.SUCCEEDED, n) for n in range(limits.MAX_STEPS_PER_JOB)}
     run = DurableRun(recorded)
 
     assert run.step("s999", called, "x") == 999
@@ -357,7 +356,7 @@ def test_a_bare_except_cannot_swallow_where_the_run_stops(aws, monkeypatch):
 
 def test_arguments_out_of_range_end_the_job_dead_naming_them(aws, monkeypatch):
     cases = {
-        "unit_bad_sleep": lambda p, c: c.sleep("s", settings.MAX_WAIT_SECONDS + 1),
+        "unit_bad_sleep": lambda p, c: c.sleep("s", limits.MAX_WAIT_SECONDS + 1),
         "unit_bad_name": lambda p, c: c.wait_for_event("e", "", timeout_seconds=5),
         "unit_bad_match": lambda p, c: c.wait_for_event("e", "x", match={"k": "v" * 600}, timeout_seconds=5),
         "unit_bad_timeout": lambda p, c: c.create_token("t", timeout_seconds=0),

@@ -1,13 +1,13 @@
 """Tokens (docs/decisions/durable-jobs.md "Tokens"): a capability URL that only the worker can mint, and the
-token's item (shared/store/token_items.py, on moto) ordering its completion and its wait."""
+token's item (shared/store/durable/token_items.py, on moto) ordering its completion and its wait."""
 
 from __future__ import annotations
 
 import pytest
 
 from shared.durable import tokens
-from shared.store import token_items
-from shared.store.token_items import Completed, NotCompleted, TokenState
+from shared.store.durable import token_items
+from shared.store.durable.token_items import Completed, NotCompleted, TokenState
 
 SECRET = b"id-secret"
 NOW = 1_800_000_000.0

@@ -26,7 +26,7 @@ from shared.jobs.registry import JobContext, JobFailed, JobType
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome
 from shared.model.states import Status
-from shared.store import journal_items, token_items
+from shared.store.durable import journal_items, token_items
 from shared.store.id_secret import id_secret
 from shared.store.jobs import job_store
 from shared.tenants import tenants

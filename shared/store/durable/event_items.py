@@ -37,14 +37,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared import settings
 from shared.aws.clients import client, single_attempt_client
-from shared.durable import matching
+from shared.durable import limits, matching
 from shared.store import keys, table
 from shared.store.conditional import Refused, update_or_refused
 
 _HOUR = 3600
-_MARKS_KEPT_HOURS = settings.EVENT_LOOKBACK_SECONDS // _HOUR + 2
+_MARKS_KEPT_HOURS = limits.EVENT_LOOKBACK_SECONDS // _HOUR + 2
 _ANY_KEY = "any"  # the channel's `keys` entry of waits indexed under the name alone (a set holds no "")
 
 
@@ -142,7 +141,7 @@ def _page_key(tenant: str, name: str, pair: tuple[str, str], page: int) -> dict[
 
 
 def _expires(now: float) -> dict[str, str]:
-    return {"N": str(int(now + settings.EVENT_LOOKBACK_SECONDS + _HOUR))}
+    return {"N": str(int(now + limits.EVENT_LOOKBACK_SECONDS + _HOUR))}
 
 
 # An event --------------------------------------------------------------------------------------------
@@ -197,7 +196,7 @@ def send(
         if pair[0] not in channel.keys:
             continue
         for waiter in _waiters(dynamodb, tenant, name, pair):
-            if waiter.opened_at - settings.EVENT_CLOCK_MARGIN_SECONDS <= now and matching.matches(waiter.match, data):
+            if waiter.opened_at - limits.EVENT_CLOCK_MARGIN_SECONDS <= now and matching.matches(waiter.match, data):
                 resumed.append(waiter)
     return seq, resumed
 
@@ -256,7 +255,7 @@ def register(tenant: str, name: str, waiter: Waiter, now: float, *, single_attem
             ReturnValues="ALL_NEW",
         )["Attributes"]
     )
-    since = max(waiter.opened_at, now - settings.EVENT_LOOKBACK_SECONDS) - settings.EVENT_CLOCK_MARGIN_SECONDS
+    since = max(waiter.opened_at, now - limits.EVENT_LOOKBACK_SECONDS) - limits.EVENT_CLOCK_MARGIN_SECONDS
     found: list[LoggedEvent] = []
     for seq in range(channel.seq, channel.lower_bound(since), -1):
         item = dynamodb.get_item(TableName=table.name(), Key=_log_key(tenant, name, seq), ConsistentRead=True).get(
@@ -267,7 +266,7 @@ def register(tenant: str, name: str, waiter: Waiter, now: float, *, single_attem
         logged = LoggedEvent(seq, item["event"]["S"], float(item["sent_at"]["N"]), json.loads(item["data"]["S"]))
         if logged.sent_at < since:
             break
-        if logged.sent_at >= waiter.opened_at - settings.EVENT_CLOCK_MARGIN_SECONDS and matching.matches(
+        if logged.sent_at >= waiter.opened_at - limits.EVENT_CLOCK_MARGIN_SECONDS and matching.matches(
             waiter.match, logged.data
         ):
             found.append(logged)
@@ -288,8 +287,8 @@ def _add_to_page(dynamodb: Any, tenant: str, name: str, pair: tuple[str, str], w
             ExpressionAttributeValues={
                 ":entry": waiter.encoded(),
                 ":one": {"N": "1"},
-                ":most": {"N": str(settings.WAITS_PER_INDEX_PAGE)},
-                ":expires": {"N": str(int(now + settings.MAX_WAIT_SECONDS + _HOUR))},
+                ":most": {"N": str(limits.WAITS_PER_INDEX_PAGE)},
+                ":expires": {"N": str(int(now + limits.MAX_WAIT_SECONDS + _HOUR))},
             },
         )
         if not isinstance(answer, Refused):

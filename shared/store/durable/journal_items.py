@@ -33,7 +33,7 @@ from typing import Any
 
 from shared import settings
 from shared.aws.clients import client, single_attempt_client
-from shared.durable import steps
+from shared.durable import limits, steps
 from shared.durable.steps import (
     AlreadyDone,
     Applied,
@@ -280,13 +280,13 @@ def record(
             continue
         if not isinstance(decided, Applied):
             return decided
-        if current is None and journal.entries >= settings.MAX_STEPS_PER_JOB:
-            return TooMuch(f"a job records at most {settings.MAX_STEPS_PER_JOB} steps; step {step_id!r} is one more")
+        if current is None and journal.entries >= limits.MAX_STEPS_PER_JOB:
+            return TooMuch(f"a job records at most {limits.MAX_STEPS_PER_JOB} steps; step {step_id!r} is one more")
         added = decided.record.result_bytes - (current.result_bytes if current else 0)
-        if journal.result_bytes + added > settings.MAX_RECORDED_BYTES:
+        if journal.result_bytes + added > limits.MAX_RECORDED_BYTES:
             return TooMuch(
                 f"step {step_id!r}: the job's recorded results would be {journal.result_bytes + added} bytes,"
-                f" over the limit of {settings.MAX_RECORDED_BYTES}"
+                f" over the limit of {limits.MAX_RECORDED_BYTES}"
             )
         placed = _placed(journal, decided.record, current, now, single_attempt=single_attempt)
         expression = _Expression(step_id)
@@ -338,7 +338,7 @@ def resolve(
             status, by = StepStatus.CANCELLED, "cancel"
     size = len(result_json.encode()) if result_json is not None else 0
     spill: str | None = None
-    if size > settings.STEP_RESULT_INLINE_BYTES:  # result_json is set: large results live in items of their own
+    if size > limits.STEP_RESULT_INLINE_BYTES:  # result_json is set: large results live in items of their own
         spill = _write_spill(job_id, tenant, result_json or "", int(now) + _KEPT_SECONDS, single_attempt=single_attempt)
     for _ in range(_WRITE_TRIES):
         expression = _Expression(step_id)
@@ -358,7 +358,7 @@ def resolve(
             expression.set_value(expression.path("e"), {"S": error[:2000]})
         if result_json is not None:
             rb = expression.name("rb")
-            most = expression.value(_number(settings.MAX_RECORDED_BYTES - size))
+            most = expression.value(_number(limits.MAX_RECORDED_BYTES - size))
             expression.condition(f"(attribute_not_exists({rb}) OR {rb} <= {most})")
             expression.set_value(expression.path("rb"), _number(size))
             expression.add("rb", size)
@@ -366,7 +366,7 @@ def resolve(
                 expression.set_value(expression.path("sp"), {"S": spill})
             else:
                 ib = expression.name("ib")
-                room = settings.JOURNAL_MAX_BYTES - size - 64
+                room = limits.JOURNAL_MAX_BYTES - size - 64
                 expression.condition(f"(attribute_not_exists({ib}) OR {ib} <= {expression.value(_number(room))})")
                 expression.set_value(expression.path("r"), {"S": result_json})
                 expression.add("ib", size + 8)
@@ -378,10 +378,10 @@ def resolve(
         if not isinstance(decided, Applied):
             return decided
         recorded = _int(answer.item, "rb")
-        if recorded + size > settings.MAX_RECORDED_BYTES:
+        if recorded + size > limits.MAX_RECORDED_BYTES:
             return TooMuch(
                 f"step {step_id!r}: the job's recorded results would be {recorded + size} bytes,"
-                f" over the limit of {settings.MAX_RECORDED_BYTES}"
+                f" over the limit of {limits.MAX_RECORDED_BYTES}"
             )
         if result_json is None or spill is not None:
             raise RuntimeError(f"job {job_id}: step {step_id!r} refused a resolution its record allows")
@@ -452,8 +452,8 @@ def _placed(
     if record.result_json is None:
         return replace(record, spill=None)
     size = len(record.result_json.encode())
-    room = settings.JOURNAL_MAX_BYTES - journal.item_bytes + (entry_bytes(current) if current else 0)
-    if size <= settings.STEP_RESULT_INLINE_BYTES and entry_bytes(record) <= room:
+    room = limits.JOURNAL_MAX_BYTES - journal.item_bytes + (entry_bytes(current) if current else 0)
+    if size <= limits.STEP_RESULT_INLINE_BYTES and entry_bytes(record) <= room:
         return record
     nonce = _write_spill(
         journal.job_id, journal.tenant, record.result_json, _expires(record, now), single_attempt=single_attempt
@@ -463,7 +463,7 @@ def _placed(
 
 def _expires(record: StepRecord, now: float) -> int:
     if record.status is StepStatus.WAITING:
-        ends = record.until if record.until is not None else now + settings.MAX_WAIT_SECONDS
+        ends = record.until if record.until is not None else now + limits.MAX_WAIT_SECONDS
         return int(max(now, ends)) + _KEPT_SECONDS
     return int(now) + _KEPT_SECONDS
 

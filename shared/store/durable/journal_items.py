@@ -48,6 +48,8 @@ from shared.durable.steps import (
 from shared.store import keys, table
 from shared.store.conditional import Refused as WriteRefused
 from shared.store.conditional import update_or_refused
+from shared.store.durable import step_codec
+from shared.store.durable.step_codec import number
 
 _DAY = 86_400
 # A journal outlives its job's record (kept FINISHED_JOB_TTL_DAYS after the job ends, and a retry of a dead
@@ -122,78 +124,6 @@ def _spill_key(job_id: str, nonce: str) -> dict[str, Any]:
     return keys.item_key(keys.step_result_key(job_id, nonce))
 
 
-# The codec: a step's record as a map, in short names (a journal holds up to 1,000) ------------------------
-
-_NAMES = {
-    "id": "id",
-    "kind": "k",
-    "status": "st",
-    "n": "n",
-    "attempts": "a",
-    "run": "rn",
-    "writer": "w",
-    "started_at": "t0",
-    "finished_at": "t1",
-    "result_json": "r",
-    "spill": "sp",
-    "result_bytes": "rb",
-    "error": "e",
-    "until": "u",
-    "awaits": "aw",
-    "wait": "wt",
-    "resolved_by": "by",
-}
-_NUMBERS = ("n", "attempts", "run", "started_at", "finished_at", "result_bytes", "until")
-
-
-def _number(value: float | int) -> dict[str, str]:
-    return {"N": repr(value) if isinstance(value, float) else str(value)}
-
-
-def encode(record: StepRecord) -> dict[str, Any]:
-    """The record as the journal's map attribute (what is None is left out)."""
-    fields: dict[str, Any] = {}
-    for name, short in _NAMES.items():
-        value = getattr(record, name)
-        if value is None:
-            continue
-        if name == "wait":
-            fields[short] = {"S": json.dumps(value, separators=(",", ":"))}
-        elif name in _NUMBERS:
-            fields[short] = _number(value)
-        else:
-            fields[short] = {"S": str(value)}
-    return {"M": fields}
-
-
-def decode(attribute: dict[str, Any]) -> StepRecord:
-    fields = attribute["M"]
-    values: dict[str, Any] = {}
-    for name, short in _NAMES.items():
-        if short not in fields:
-            continue
-        raw = fields[short]
-        if name in _NUMBERS:
-            number = float(raw["N"])
-            values[name] = int(number) if name in ("n", "attempts", "run", "result_bytes") else number
-        elif name == "wait":
-            values[name] = json.loads(raw["S"])
-        else:
-            values[name] = raw["S"]
-    values["kind"] = StepKind(values["kind"])
-    values["status"] = StepStatus(values["status"])
-    return StepRecord(**values)
-
-
-def entry_bytes(record: StepRecord) -> int:
-    """An estimate on the high side of what the record adds to the journal item (DynamoDB counts each
-    name and value's bytes, and a few per map element)."""
-    size = len(steps.attribute_of(record.id)) + 4
-    for short, value in encode(record)["M"].items():
-        size += len(short) + 4 + len(next(iter(value.values())).encode())
-    return size
-
-
 # Reading ----------------------------------------------------------------------------------------------
 
 
@@ -214,7 +144,7 @@ def read(job_id: str, *, results: bool = True, single_attempt: bool = False) -> 
 
 
 def _journal(job_id: str, item: dict[str, Any]) -> Journal:
-    records = [decode(value) for name, value in item.items() if name.startswith("s") and "M" in value]
+    records = [step_codec.decode(value) for name, value in item.items() if name.startswith("s") and "M" in value]
     return Journal(
         job_id=job_id,
         tenant=item.get("tenant", {}).get("S", ""),
@@ -290,14 +220,14 @@ def record(
             )
         placed = _placed(journal, decided.record, current, now, single_attempt=single_attempt)
         expression = _Expression(step_id)
-        expression.set_value("#e", encode(placed))
-        expression.add("ib", entry_bytes(placed) - (entry_bytes(current) if current else 0))
+        expression.set_value("#e", step_codec.encode(placed))
+        expression.add("ib", step_codec.entry_bytes(placed) - (step_codec.entry_bytes(current) if current else 0))
         expression.add("rb", added)
         expression.set_value("tenant", {"S": journal.tenant})
-        expression.set_value("expires_at", _number(_expires(placed, now)))
+        expression.set_value("expires_at", number(_expires(placed, now)))
         if current is None:
             expression.condition("attribute_not_exists(#e)")
-            entries, known = expression.name("ne"), expression.value(_number(journal.entries))
+            entries, known = expression.name("ne"), expression.value(number(journal.entries))
             expression.condition(f"(attribute_not_exists({entries}) OR {entries} = {known})")
             expression.add("ne", 1)
         else:
@@ -345,35 +275,35 @@ def resolve(
         expression.condition(f"{expression.path('st')} = {expression.value({'S': StepStatus.WAITING})}")
         expression.set_value(expression.path("st"), {"S": status})
         expression.set_value(expression.path("w"), {"S": writer})
-        expression.set_value(expression.path("t1"), _number(now))
+        expression.set_value(expression.path("t1"), number(now))
         expression.set_value(expression.path("by"), {"S": by})
-        expression.set_value("expires_at", _number(int(now) + _KEPT_SECONDS))
+        expression.set_value("expires_at", number(int(now) + _KEPT_SECONDS))
         expression.remove(expression.path("wt"))
         if isinstance(change, Resolved):
             expression.condition(f"{expression.path('aw')} = {expression.value({'S': change.awaits})}")
         if isinstance(change, steps.TimedOut):
-            expression.condition(f"{expression.path('u')} <= {expression.value(_number(now))}")
+            expression.condition(f"{expression.path('u')} <= {expression.value(number(now))}")
             expression.condition(f"{expression.path('k')} = {expression.value({'S': change.kind})}")
         if error is not None:
             expression.set_value(expression.path("e"), {"S": error[:2000]})
         if result_json is not None:
             rb = expression.name("rb")
-            most = expression.value(_number(limits.MAX_RECORDED_BYTES - size))
+            most = expression.value(number(limits.MAX_RECORDED_BYTES - size))
             expression.condition(f"(attribute_not_exists({rb}) OR {rb} <= {most})")
-            expression.set_value(expression.path("rb"), _number(size))
+            expression.set_value(expression.path("rb"), number(size))
             expression.add("rb", size)
             if spill is not None:
                 expression.set_value(expression.path("sp"), {"S": spill})
             else:
                 ib = expression.name("ib")
                 room = limits.JOURNAL_MAX_BYTES - size - 64
-                expression.condition(f"(attribute_not_exists({ib}) OR {ib} <= {expression.value(_number(room))})")
+                expression.condition(f"(attribute_not_exists({ib}) OR {ib} <= {expression.value(number(room))})")
                 expression.set_value(expression.path("r"), {"S": result_json})
                 expression.add("ib", size + 8)
         answer = _update(job_id, expression, single_attempt=single_attempt, returns="ALL_NEW")
         if not isinstance(answer, WriteRefused):
-            return Applied(decode(answer[attribute]))
-        current = decode(answer.item[attribute]) if attribute in answer.item else None
+            return Applied(step_codec.decode(answer[attribute]))
+        current = step_codec.decode(answer.item[attribute]) if attribute in answer.item else None
         decided = steps.transition(current, change, step_id=step_id, n=0, run=0, writer=writer, now=now)
         if not isinstance(decided, Applied):
             return decided
@@ -427,7 +357,7 @@ class _Expression:
         """`name` (a top-level counter) grows by `amount`, from 0 if it is not there yet."""
         placeholder = self.name(name)
         self._sets.append(
-            f"{placeholder} = if_not_exists({placeholder}, {self.value(_number(0))}) + {self.value(_number(amount))}"
+            f"{placeholder} = if_not_exists({placeholder}, {self.value(number(0))}) + {self.value(number(amount))}"
         )
 
     def remove(self, target: str) -> None:
@@ -452,8 +382,8 @@ def _placed(
     if record.result_json is None:
         return replace(record, spill=None)
     size = len(record.result_json.encode())
-    room = limits.JOURNAL_MAX_BYTES - journal.item_bytes + (entry_bytes(current) if current else 0)
-    if size <= limits.STEP_RESULT_INLINE_BYTES and entry_bytes(record) <= room:
+    room = limits.JOURNAL_MAX_BYTES - journal.item_bytes + (step_codec.entry_bytes(current) if current else 0)
+    if size <= limits.STEP_RESULT_INLINE_BYTES and step_codec.entry_bytes(record) <= room:
         return record
     nonce = _write_spill(
         journal.job_id, journal.tenant, record.result_json, _expires(record, now), single_attempt=single_attempt
@@ -511,4 +441,4 @@ def _int(attributes: dict[str, Any], name: str) -> int:
     return int(attributes[name]["N"]) if name in attributes else 0
 
 
-__all__ = ["Journal", "Refused", "TooMuch", "decode", "encode", "entry_bytes", "read", "record", "resolve"]
+__all__ = ["Journal", "Refused", "TooMuch", "read", "record", "resolve"]

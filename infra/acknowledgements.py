@@ -120,6 +120,17 @@ def schedule_manager(grantee: IConstruct, group: str) -> None:
     )
 
 
+def wake_timer_manager(grantee: IConstruct, group: str) -> None:
+    """The worker creates and deletes durable jobs' wake timers: one-time schedules named `w-<job id>-...`."""
+    _acknowledge(
+        grantee,
+        "AwsSolutions::AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:"
+        f"schedule/{group}/w-*]",
+        "A waiting durable job's wake timer is a one-time schedule named for the job at run time; the wildcard is "
+        f"limited to the `w-` schedules of corral's own group '{group}' (shared/worker/run/wake_timer.py).",
+    )
+
+
 def metric_reader(function: lambda_.Function) -> None:
     _acknowledge(
         function,

@@ -24,7 +24,8 @@ from constructs import Construct
 from infra.queue import JobQueue
 from infra.store import JobStore
 from shared import settings
-from shared.settings import Profile, ResourceNames
+from shared.profiles import Profile
+from shared.settings import ResourceNames
 from shared.store import table_schema
 
 ONE_MINUTE = Duration.minutes(1)

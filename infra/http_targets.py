@@ -20,7 +20,7 @@ from typing import Any
 
 from constructs import Construct
 
-from shared.settings import Profile
+from shared.profiles import Profile
 from shared.targets.http_policy import extra_port, private_host_entry
 
 

@@ -8,7 +8,8 @@ from infra.capacity import Capacity
 from infra.functions import FunctionFactory
 from infra.queue import JobQueue
 from infra.store import JobStore
-from shared.settings import Profile, ResourceNames
+from shared.profiles import Profile
+from shared.settings import ResourceNames
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from constructs import Construct
 
 from infra import acknowledgements
 from shared import settings
-from shared.settings import Profile, ResourceNames
+from shared.profiles import Profile
+from shared.settings import ResourceNames
 
 
 class JobQueue(Construct):

@@ -11,7 +11,8 @@ from constructs import Construct
 
 from infra import acknowledgements
 from infra.queue import JobQueue
-from shared.settings import Profile, ResourceNames
+from shared.profiles import Profile
+from shared.settings import ResourceNames
 
 
 class Schedules(Construct):
@@ -76,6 +77,28 @@ class Schedules(Construct):
             "queue_arn": self.queue.queue.queue_arn,
             "backstop_arn": self.queue.backstop.queue_arn,
         }
+
+    def grant_wake_timers(self, function: lambda_.IFunction) -> None:
+        """Create and delete the one-time schedules that wake waiting durable jobs (`w-<job id>-...`, the worker's
+        shared/worker/run/wake_timer.py), handing them the role: no other schedule of the group, and no read."""
+        stack = Stack.of(self)
+        wake_arn = stack.format_arn(
+            service="scheduler",
+            resource="schedule",
+            resource_name=f"{self.group_name}/w-*",
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["scheduler:CreateSchedule", "scheduler:DeleteSchedule"], resources=[wake_arn])
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=[self.role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
+            )
+        )
+        acknowledgements.wake_timer_manager(function, self.group_name)
 
     def grant_manage(self, function: lambda_.IFunction) -> None:
         """Create, read, update (and so pause and resume) and delete schedules in the group, handing them the role."""

@@ -27,9 +27,10 @@ from infra.queue import JobQueue
 from infra.schedule_group import Schedules
 from infra.store import JobStore
 from infra.workers import Workers
-from shared import settings
+from shared import profiles
 from shared.environment import FunctionEnv
-from shared.settings import Profile, ResourceNames
+from shared.profiles import Profile
+from shared.settings import ResourceNames
 
 
 class CorralStack(Stack):
@@ -79,6 +80,7 @@ class CorralStack(Stack):
                 hand_back_max_seconds=profile.visibility_timeout_seconds,
                 receive_budget=profile.receive_budget,
                 wait_resend_at=profile.wait_resend_at,
+                wake_scheduler_threshold_seconds=profile.wake_scheduler_threshold_seconds,
                 job_timeout_ceiling=profile.job_timeout_ceiling_seconds,
                 lambda_targets=lambda_targets.entries,
                 api_key_cache_seconds=profile.api_key_cache_seconds,
@@ -101,6 +103,8 @@ class CorralStack(Stack):
         workers = Workers(self, "Workers", parts)
         worker_role = workers.function.role
         assert worker_role is not None
+        # A durable job's sleep or timeout beyond SQS's delay is a one-time schedule (shared/worker/run/wake_timer.py).
+        schedules.grant_wake_timers(workers.function)
         # The workers send outcome messages recorded late (a store outage): shared/worker/complete/completer.py.
         queue.allow_only_senders(
             api_role, schedules.role, worker_role, operator_role_arns=[arn for arn in operator_roles if arn]
@@ -177,9 +181,9 @@ def flag_from_context(node: Node, key: str, *, default: bool) -> bool:
 
 def profile_from_context(raw: object) -> Profile:
     name = str(raw or "aws")
-    if name not in settings.PROFILES:
-        raise SystemExit(f"unknown corral:profile {name!r}; choose one of {sorted(settings.PROFILES)}")
-    return settings.PROFILES[name]
+    if name not in profiles.PROFILES:
+        raise SystemExit(f"unknown corral:profile {name!r}; choose one of {sorted(profiles.PROFILES)}")
+    return profiles.PROFILES[name]
 
 
 def receive_budget_from_context(raw: object, profile: Profile) -> Profile:

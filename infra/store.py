@@ -7,7 +7,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
 from shared import settings
-from shared.settings import Profile, ResourceNames
+from shared.profiles import Profile
+from shared.settings import ResourceNames
 from shared.store import table_schema
 
 

@@ -11,7 +11,7 @@ from infra import acknowledgements, table_access
 from infra.capacity import Capacity
 from infra.parts import StackParts
 from shared import settings
-from shared.settings import Profile
+from shared.profiles import Profile
 
 WORKER_MEMORY_MB = 1024
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from shared import settings
+from shared import profiles, settings
 
 _PREFIX = "CORRAL_"
 _COMMA_LIST = "comma"  # how a tuple field travels: "a,b" (host names) or a JSON list (name patterns)
@@ -43,14 +43,14 @@ class FunctionEnv:
     # Job items go through DAX (aws profile) or the local status cache; neither: DynamoDB itself.
     dax_endpoint: str = ""
     status_cache_endpoint: str = ""
-    # Worker timing, set per profile (settings.Profile).
-    lease_seconds: int = settings.PROFILES["aws"].lease_seconds
+    # Worker timing, set per profile (profiles.Profile).
+    lease_seconds: int = profiles.PROFILES["aws"].lease_seconds
     hand_back_unit_seconds: float = settings.HAND_BACK_UNIT_SECONDS
-    hand_back_max_seconds: float = settings.PROFILES["aws"].visibility_timeout_seconds
+    hand_back_max_seconds: float = profiles.PROFILES["aws"].visibility_timeout_seconds
     # The jobs queue's maxReceiveCount as the worker sees it, and the receive at which a waiting job is
-    # sent again as a fresh message (settings.Profile; shared/worker/admit/waiting.py).
-    receive_budget: int = settings.PROFILES["aws"].receive_budget
-    wait_resend_at: int = settings.PROFILES["aws"].wait_resend_at
+    # sent again as a fresh message (profiles.Profile; shared/worker/admit/waiting.py).
+    receive_budget: int = profiles.PROFILES["aws"].receive_budget
+    wait_resend_at: int = profiles.PROFILES["aws"].wait_resend_at
     job_timeout_ceiling: int = settings.MAX_JOB_TIMEOUT_SECONDS
     api_key_cache_seconds: float = settings.API_KEY_CACHE_SECONDS
     # HTTP targets' guard (shared/targets/http_policy.py) and their default timeout.
@@ -68,6 +68,11 @@ class FunctionEnv:
     jobs_package: str = ""
     # The function that runs customer's job types, which the worker invokes ("": none deployed).
     jobs_function: str = ""
+    # Durable jobs (docs/decisions/durable-jobs.md): the API's base URL, which a token's capability URL
+    # starts with ("": the URL is the path alone), and the wait beyond which a sleep's or a timeout's wake
+    # message is a one-time Scheduler schedule instead of an SQS delay (the local profile lowers it).
+    api_url: str = ""
+    wake_scheduler_threshold_seconds: int = settings.WAKE_SCHEDULER_THRESHOLD_SECONDS
     # The Lambda functions `lambda` jobs may invoke.
     lambda_targets: tuple[str, ...] = field(default=(), metadata={"list": _JSON_LIST})
 

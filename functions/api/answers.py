@@ -79,6 +79,24 @@ class ParentOut(_Answer):
     callback: str = Field(description="Which of its callbacks this job is: on_success, on_failure, on_complete")
 
 
+class StepOut(_Answer):
+    id: str = Field(description="The step id the job's code gave it")
+    kind: Literal["step", "sleep", "wait_for_event", "create_token", "wait_for_token", "run_job", "run_jobs"]
+    status: Literal["succeeded", "failed", "errored", "waiting", "timed_out", "cancelled"]
+    attempts: int
+    started_at: float | None
+    finished_at: float | None
+
+
+class EventOut(_Answer):
+    id: str = Field(description="The event's id: the one sent, or a fresh one")
+
+
+class TokenCompletedOut(_Answer):
+    id: str
+    status: Literal["completed"]
+
+
 class JobOut(_Answer):
     """A job. GET /v1/jobs's items leave out `result` and `payload`; the optional fields appear when they apply."""
 
@@ -112,6 +130,12 @@ class JobOut(_Answer):
     request: str | None = Field(
         default=None, description="A keyed job: the fingerprint of the request that runs under the key"
     )
+    waiting_for: dict[str, Any] | None = Field(
+        default=None,
+        description="A waiting durable job: what it waits for, {kind: sleep|event|token|job, step, ...} "
+        "(until, the event's name and match, the token, timeout_at)",
+    )
+    steps: list[StepOut] | None = Field(default=None, description="A durable job's steps, in the order they first ran")
 
 
 class JobPageOut(_Answer):

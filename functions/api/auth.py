@@ -24,6 +24,10 @@ from shared.tenants.tenants import KeyOwner
 # data calls need one).
 PUBLIC_PATHS = frozenset({"/v1/openapi.json", "/dashboard", "/docs"})
 PUBLIC_PREFIXES = ("/dashboard/",)
+# A token's capability URL (docs/decisions/durable-jobs.md "Tokens"): the path is the credential, checked by its
+# route (a wrong capability answers 404, as an unknown token does); it completes only that one token, once.
+CAPABILITY_ROUTE = "/v1/tokens/<token_id>/<capability>:complete"  # as its decorator spells it
+CAPABILITY_PATHS = re.compile(r"^/v1/tokens/tk_[a-z2-7]{26}/[a-z2-7]{32}:complete$")
 
 OPERATOR_PREFIX = "/operator/"
 
@@ -49,6 +53,8 @@ ROUTE_SCOPES: dict[tuple[str, str], Scope] = {
     ("POST", "/v1/jobs/<job_id>/cancel"): Scope.FULL,
     ("POST", "/v1/jobs/<job_id>/retry"): Scope.FULL,
     ("POST", "/v1/jobs:retry"): Scope.FULL,
+    ("POST", "/v1/events"): Scope.ENQUEUE,
+    ("POST", "/v1/tokens/<token_id>:complete"): Scope.FULL,
     ("POST", "/v1/batches/<batch_id>/cancel"): Scope.FULL,
     ("POST", "/v1/schedules"): Scope.FULL,
     ("PATCH", "/v1/schedules/<name>"): Scope.FULL,
@@ -66,7 +72,12 @@ _PARAMETER = re.compile(r"<\w+>")
 
 
 def is_public(path: str) -> bool:
-    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+    return (
+        path in PUBLIC_PATHS
+        or path.startswith(PUBLIC_PREFIXES)
+        or path == CAPABILITY_ROUTE
+        or CAPABILITY_PATHS.match(path) is not None
+    )
 
 
 def is_operator_path(path: str) -> bool:

@@ -66,6 +66,7 @@ TAGS: dict[str, str] = {
     "jobs": "Enqueue jobs, follow them, cancel and retry them; the tenant's counts",
     "batches": "Jobs enqueued and counted as one, with callbacks when they have all ended",
     "schedules": "Recurring and one-time jobs: create, change, pause, run now, backfill",
+    "events": "Events and tokens that resume waiting durable jobs (docs/guides/durable-jobs.md)",
     "signing secrets": "The secrets HTTP jobs' requests are signed with: rotate, expire, one set per destination",
     "operator": "The queue and worker view, for an operator key (co_...), not a tenant's",
 }

@@ -8,16 +8,18 @@ against the tenant's rate limit (shared/tenants/rate_limit.py) before anything i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import environment, ids
 from shared.aws import eventbridge
 from shared.aws.clients import client, is_not_found
 from shared.batches import members
 from shared.control import owned
+from shared.durable import steps
 from shared.errors import Conflict
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.jobs.far_future import release as give_back_far_future_unit
@@ -25,6 +27,7 @@ from shared.jobs.status import JobNotFound
 from shared.model.message import BatchMember, JobMessage
 from shared.model.record import JobRecord
 from shared.model.states import Status
+from shared.store.durable import journal_items
 from shared.store.jobs import job_control, job_store
 from shared.tenants import rate_limit
 
@@ -80,8 +83,20 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         # comes back here, or on the worker if the schedule fires first: exactly once either way.
         eventbridge.delete(delayed_schedule_name(job_id))
         give_back_far_future_unit(tenant, job_id)
+    if existing is not None and existing.journal:
+        _cancel_waiting_step(job_id, tenant, now)
     _count_in_batch(outcome)
     return outcome
+
+
+def _cancel_waiting_step(job_id: str, tenant: str, now: float) -> None:
+    """A durable job cancelled while it waited: its waiting step says so in its steps. Best effort: the record
+    stops the job already (every resume goes through it), and a later event or token finds it cancelled."""
+    journal = journal_items.read(job_id, results=False)
+    waiting = journal.waiting() if journal is not None else None
+    if waiting is not None:
+        with contextlib.suppress(ClientError, BotoCoreError):
+            journal_items.resolve(job_id, tenant, waiting.id, steps.Cancelled(), now=now)
 
 
 def _count_in_batch(record: JobRecord) -> None:

@@ -5,9 +5,15 @@ loaded in the worker's process) and in the **jobs function**, which runs a custo
 far side of a fence (docs/decisions/customer-code-fence.md). This module is also that function's
 contract with the worker:
 
-    request  {"type", "payload", "job_id", "attempt", "max_attempts", "tenant", "seconds_left"}
+    request  {"type", "payload", "job_id", "attempt", "max_attempts", "tenant", "seconds_left"[, "steps"]}
     answer   {"result": <JSON>}
              {"failure": "<the job's error>", "retry_after": <seconds> | null, "dead": <bool>}
+             {"suspend": {"kind", "step", ...}}                         (a durable job only)
+             each answer of a durable job may add "steps" (the step it ran), a failure "failed_step"
+
+`steps` in the request is the job's journal as the worker read it (docs/decisions/durable-jobs.md): its
+presence says the worker records durable steps, and JobContext's durable methods replay against it
+(shared/durable/replay.py). A plain job's request and answer are what they were: no step, no field.
 
 The worker claims the job, sends the request (shared/worker/run/fence.py), and records the answer as it
 records a job it ran itself. A job's failure travels as an answer, never as the function's own
@@ -21,9 +27,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from shared.durable.failures import EndsTheJob
+from shared.durable.replay import DurableRun, Suspended
 from shared.execution import job_logging, time_limit
 from shared.jobs import job_types
 from shared.model.outcome import result_json, result_problem
@@ -37,36 +45,59 @@ class Answer:
     failure: str | None = None
     retry_after: float | None = None  # the job's own Retry-After (JobFailed)
     dead: bool = False  # no retry: the job said so (JobDead), its payload was refused, or its result cannot be stored
+    # A durable job's (shared/durable/replay.py): the step records this run made, where it stopped for the
+    # worker to take it further (no result, no failure), and the step a failure came from.
+    steps: tuple[dict[str, Any], ...] = ()
+    suspend: dict[str, Any] | None = None
+    failed_step: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        durable: dict[str, Any] = {"steps": list(self.steps)} if self.steps else {}
+        if self.suspend is not None:
+            return {"suspend": self.suspend} | durable
         if self.failure is None:
-            return {"result": self.result}
-        return {"failure": self.failure, "retry_after": self.retry_after, "dead": self.dead}
+            return {"result": self.result} | durable
+        if self.failed_step is not None:
+            durable["failed_step"] = self.failed_step
+        return {"failure": self.failure, "retry_after": self.retry_after, "dead": self.dead} | durable
 
     @classmethod
     def from_dict(cls, data: object) -> Answer:
-        """The jobs function's answer; ValueError for any other shape (the worker then fails the attempt)."""
+        """The jobs function's answer; ValueError for any other shape (the worker then fails the attempt).
+        A durable answer's steps and boundary are read further by the worker (shared/durable/protocol.py)."""
         if not isinstance(data, dict):
             raise ValueError("not an object")
-        if set(data) == {"result"}:
-            return cls(result=data["result"])
-        if set(data) != {"failure", "retry_after", "dead"}:
+        steps = data.get("steps", [])
+        if not isinstance(steps, list) or not all(isinstance(entry, dict) for entry in steps):
+            raise ValueError("steps must be a list of objects")
+        base = set(data) - {"steps"}
+        if base == {"suspend"}:
+            if not isinstance(data["suspend"], dict):
+                raise ValueError("suspend must be an object")
+            return cls(suspend=data["suspend"], steps=tuple(steps))
+        if base == {"result"}:
+            return cls(result=data["result"], steps=tuple(steps))
+        failed_step = data.get("failed_step")
+        if base - {"failed_step"} != {"failure", "retry_after", "dead"}:
             raise ValueError(f"unexpected fields {sorted(data)}")
         failure, retry_after, dead = data["failure"], data["retry_after"], data["dead"]
         if not isinstance(failure, str) or not isinstance(dead, bool):
             raise ValueError("failure must be a string and dead a boolean")
         if retry_after is not None and (isinstance(retry_after, bool) or not isinstance(retry_after, int | float)):
             raise ValueError("retry_after must be a number or null")
-        return cls(failure=failure, retry_after=retry_after, dead=dead)
+        if failed_step is not None and not isinstance(failed_step, str):
+            raise ValueError("failed_step must be a step id")
+        return cls(failure=failure, retry_after=retry_after, dead=dead, steps=tuple(steps), failed_step=failed_step)
 
 
 def failure_of(error: Exception) -> Answer:
     """A job's failure as data, whatever it raised: a timeout's message as it stands, any other
-    prefixed with the exception's type; a JobFailed's Retry-After; JobDead says not to retry."""
+    prefixed with the exception's type; a JobFailed's Retry-After; JobDead (and a durable error that ends
+    the job: a child's failure, a misuse of the steps) says not to retry."""
     return Answer(
         failure=str(error) if isinstance(error, job_types.JobTimedOut) else f"{type(error).__name__}: {error}",
         retry_after=error.retry_after if isinstance(error, job_types.JobFailed) else None,
-        dead=isinstance(error, job_types.JobDead),
+        dead=isinstance(error, job_types.JobDead | EndsTheJob),
     )
 
 
@@ -104,9 +135,12 @@ class Request:
     max_attempts: int
     tenant: str
     seconds_left: float  # of the attempt's timeout: a time, not a deadline, as two machines' clocks differ
+    # A durable job's recorded steps as the worker sends them (shared/store/durable/journal_items.py `replayed`);
+    # None: the worker records no steps for this job (a plain job's request, as it always was).
+    steps: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        fields = {
             "type": self.type,
             "payload": self.payload,
             "job_id": self.job_id,
@@ -115,6 +149,7 @@ class Request:
             "tenant": self.tenant,
             "seconds_left": self.seconds_left,
         }
+        return fields if self.steps is None else fields | {"steps": self.steps}
 
     @classmethod
     def of(cls, job_type: str, payload: Any, context: job_types.JobContext) -> Request:
@@ -132,7 +167,7 @@ class Request:
     def from_dict(cls, data: Mapping[str, Any]) -> Request:
         """ValueError if a field is missing or of the wrong kind (only the worker invokes the function)."""
         try:
-            request = cls(**{name: data[name] for name in cls.__dataclass_fields__})
+            request = cls(**{name: data[name] for name in cls.__dataclass_fields__ if name != "steps"})
         except (KeyError, TypeError) as error:
             raise ValueError(f"missing field {error}") from None
         texts = (request.type, request.job_id, request.tenant)
@@ -141,7 +176,13 @@ class Request:
             isinstance(number, int | float) and not isinstance(number, bool) for number in numbers
         ):
             raise ValueError("type, job_id and tenant must be strings; attempt, max_attempts, seconds_left numbers")
-        return request
+        steps = data.get("steps")
+        if steps is not None and (
+            not isinstance(steps, list)
+            or not all(isinstance(entry, dict) and {"id", "kind", "status"} <= set(entry) for entry in steps)
+        ):
+            raise ValueError("steps must be a list of recorded steps, each with its id, kind and status")
+        return replace(request, steps=steps)
 
 
 def answer(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,6 +214,7 @@ def answer(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run(job_type: job_types.JobType, request: Request, logger: Any) -> Answer:
+    durable = DurableRun.from_wire(request.steps) if request.steps is not None else None
     context = job_types.JobContext(
         job_id=request.job_id,
         attempt=request.attempt,
@@ -180,13 +222,41 @@ def _run(job_type: job_types.JobType, request: Request, logger: Any) -> Answer:
         deadline=time.time() + request.seconds_left,
         logger=logger,
         tenant=request.tenant,
+        durable=durable,
     )
     try:
         result = time_limit.run_within(
             max(0.0, request.seconds_left), lambda: checked_run(job_type, request.payload, context)
         )
+    except Suspended:
+        return _suspended(durable)
     except Exception as error:  # a job's failure is data, whatever it raised
-        return failure_of(error)
+        return _failed(error, durable)
+    if durable is not None:
+        if durable.misuse is not None or durable.boundary is not None:
+            return _failed(durable.misuse, durable) if durable.misuse is not None else _suspended(durable)
+        durable.finish()
     if (problem := result_problem(result)) is not None:
         return Answer(failure=problem, dead=True)  # as the worker would judge it, before Lambda's 6 MB limit does
-    return Answer(result=json.loads(result_json(result)))  # the result as it will be stored, so Lambda can send it
+    ran = tuple(durable.new) if durable is not None else ()
+    return Answer(result=json.loads(result_json(result)), steps=ran)  # the result as it will be stored
+
+
+def _suspended(durable: DurableRun | None) -> Answer:
+    """The run stopped where only the worker can take it further (a new step after one already run, a sleep,
+    a wait, a token to mint, children to enqueue): the step it ran, and where it stopped."""
+    assert durable is not None and durable.boundary is not None  # only a durable run raises Suspended
+    if durable.misuse is not None:  # the code swallowed a misuse and went on to a boundary: it ends here
+        return _failed(durable.misuse, durable)
+    return Answer(suspend=durable.boundary, steps=tuple(durable.new))
+
+
+def _failed(error: Exception, durable: DurableRun | None) -> Answer:
+    """The code failed: its failure, the step it came from (a durable job's), and the steps this run made."""
+    if durable is None:
+        return failure_of(error)
+    if durable.misuse is not None:
+        error = durable.misuse  # a misuse ends the job, whatever the code raised after catching it
+    failed = durable.failed_step(error)
+    answer = failure_of(error)
+    return replace(answer, steps=tuple(durable.new), failed_step=failed[0] if failed else None)

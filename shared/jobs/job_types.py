@@ -103,7 +103,7 @@ def load_builtins() -> None:
     _builtins_loaded = True
     from shared.jobs import builtin_jobs  # noqa: F401 - its types register as it is imported
 
-    for module in _submodules("shared.targets"):
+    for module in (*_submodules("shared.targets"), "shared.waits.events"):
         importlib.import_module(module)
 
 

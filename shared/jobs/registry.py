@@ -20,11 +20,13 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from shared import settings
+from shared.durable.replay import DurableRun
 from shared.errors import CorralError, InvalidRequest
 from shared.flow import options as flow_options
 
@@ -77,6 +79,9 @@ class JobContext:
     deadline: float  # epoch seconds: the attempt is stopped (JobTimedOut) at this time
     logger: logging.LoggerAdapter = field(repr=False, compare=False)  # type: ignore[type-arg]
     tenant: str = ""  # whose job it is (a target signs its requests with the tenant's secrets)
+    # The run's recorded steps, where the worker records them (docs/decisions/durable-jobs.md); None where it
+    # does not, and then the durable methods below end the job dead, saying so.
+    durable: DurableRun | None = field(default=None, repr=False, compare=False)
 
     @property
     def idempotency_key(self) -> str:
@@ -89,6 +94,59 @@ class JobContext:
 
     def seconds_left(self) -> float:
         return max(0.0, self.deadline - time.time())
+
+    # Durable steps (shared/durable/replay.py). Each takes a step id, unique within the job: the same id
+    # names the same step on every run of the job's code, which must call its steps in the same order.
+
+    def step(self, step_id: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """`function(*args, **kwargs)`, run once and its JSON result recorded: every later run of the job
+        (a retry, the end of a sleep or a wait, a redelivery) gets the recorded result without calling it.
+        At least once (a process killed during it runs it again), recorded exactly once."""
+        return self._steps().step(step_id, function, *args, **kwargs)
+
+    def sleep(self, step_id: str, seconds: float) -> None:
+        """End the attempt and resume after `seconds` (up to 365 days), holding nothing meanwhile."""
+        self._steps().sleep(step_id, seconds)
+
+    def sleep_until(self, step_id: str, when: datetime) -> None:
+        """End the attempt and resume at `when` (an aware datetime, up to 365 days ahead)."""
+        self._steps().sleep_until(step_id, when)
+
+    def wait_for_event(
+        self, step_id: str, name: str, *, match: Mapping[str, Any] | None = None, timeout_seconds: float
+    ) -> Any:
+        """Wait, holding nothing, for an event `name` of this job's tenant whose data holds every key and
+        value of `match`: its data, or None once `timeout_seconds` (up to 365 days) have passed."""
+        return self._steps().wait_for_event(step_id, name, match=match, timeout_seconds=timeout_seconds)
+
+    def create_token(self, step_id: str, *, timeout_seconds: float) -> dict[str, Any]:
+        """A token a person completes: {"id", "url"}. POST to `url` (no API key) or
+        POST /v1/tokens/{id}:complete (the tenant's key) completes it, once, before `timeout_seconds`."""
+        return self._steps().create_token(step_id, timeout_seconds=timeout_seconds)
+
+    def wait_for_token(self, step_id: str, token: Mapping[str, Any] | str) -> Any:
+        """Wait, holding nothing, for `token` (what create_token answered, or its id): the data it was
+        completed with, or None once it expired."""
+        return self._steps().wait_for_token(step_id, token)
+
+    def run_job(self, step_id: str, job_type: str, payload: Any = None, **options: Any) -> Any:
+        """Enqueue a child job (once, whatever repeats: its id derives from this job's and the step's) and
+        wait for it: its result; ChildJobFailed if it ends dead or cancelled. `options`: max_attempts,
+        timeout_seconds, concurrency, as on POST /v1/jobs."""
+        return self._steps().run_job(step_id, job_type, payload, **options)
+
+    def run_jobs(self, step_id: str, jobs: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """Enqueue child jobs ({"type", "payload"?, options...} each) and wait for all: their results in
+        order; ChildJobFailed naming every child that ended dead or cancelled."""
+        return self._steps().run_jobs(step_id, jobs)
+
+    def _steps(self) -> DurableRun:
+        if self.durable is None:
+            raise JobDead(
+                "durable steps run only where the worker records them (a customer's job type, in the jobs"
+                " function): this job's steps cannot be recorded here"
+            )
+        return self.durable
 
 
 JobFunction = Callable[[Any, JobContext], Any]

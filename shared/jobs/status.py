@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from shared import ids, settings
 from shared.errors import NotFound
 from shared.model.record import JobRecord
 from shared.model.states import Status
+from shared.store.durable import journal_items
 from shared.store.id_secret import id_secret
 from shared.store.jobs import job_store
 
@@ -57,7 +59,16 @@ def job_status(tenant: str, job_id: str) -> JobRecord:
 def _owned(record: JobRecord, tenant: str, job_id: str) -> JobRecord:
     if record.tenant != tenant:
         raise JobNotFound(job_id)
-    return record
+    return with_steps(record)
+
+
+def with_steps(record: JobRecord) -> JobRecord:
+    """A durable job's record with its steps from its journal (one consistent read, without the results); a plain
+    job's as it is (its record keeps no journal: nothing read)."""
+    if not record.journal:
+        return record
+    journal = journal_items.read(record.id, results=False)
+    return replace(record, steps=journal.views() if journal is not None else [])
 
 
 def _due_a_recheck(job_id: str, entered_queue: float) -> bool:

@@ -33,6 +33,8 @@ class Outcome(StrEnum):
     # A message found in the backstop with no outcome recorded: its job recorded `dead`, the message buried
     # in the DLQ (shared/worker/complete/backstop.py).
     DEAD_LETTERED = "dead-lettered"
+    # A durable job's attempt stopped at a sleep or a wait: recorded `waiting`, its message acknowledged.
+    SUSPENDED = "suspended"
 
 
 def result_json(result: Any) -> str:

@@ -15,6 +15,9 @@ class Status(StrEnum):
     # A schedule's run not started because its previous run was still live (overlap "skip"); it cost no
     # attempt, and a delivery of it is acknowledged unrun (docs/decisions/schedule-overlap.md).
     SKIPPED = "skipped"
+    # A durable job that sleeps or waits (an event, a token, a child): it holds no worker, slot or attempt
+    # until a wake message claims it (docs/decisions/durable-jobs.md "Waiting"). Not finished.
+    WAITING = "waiting"
 
     @property
     def finished(self) -> bool:

@@ -6,6 +6,7 @@ a failed condition with the record as it was.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -62,3 +63,22 @@ def failed_conditions(error: ClientError, actions: int) -> list[bool] | None:
         listed = message[message.find("[") + 1 : message.rfind("]")].split(",")
         failed = [part.strip() == "ConditionalCheckFailed" for part in listed]
     return (failed + [False] * actions)[:actions]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A conditional write's condition failed: `item` is the item as it was ({} if there was none)."""
+
+    item: dict[str, Any]
+
+
+def update_or_refused(dynamodb: Any, **params: Any) -> dict[str, Any] | Refused:
+    """UpdateItem with a ConditionExpression through `dynamodb`: the attributes its ReturnValues asked for,
+    or Refused with the item as it was (ReturnValuesOnConditionCheckFailure=ALL_OLD: no read)."""
+    try:
+        answer = dynamodb.update_item(ReturnValuesOnConditionCheckFailure="ALL_OLD", **params)
+    except ClientError as error:
+        if clients.is_condition_failure(error):
+            return Refused(dict(error.response.get("Item") or {}))
+        raise
+    return dict(answer.get("Attributes", {}))

@@ -23,6 +23,13 @@ SCHEDULE = "schedule#"  # a customer schedule's record, by tenant and name
 SIGNING_SECRETS = "signing-secrets#"  # a tenant's HTTP signing secrets, versioned
 CONFIG = "config#"  # a deployment-wide setting (the job-id signing key)
 BATCH = "batch#"  # a batch: its counts, each member's state, its callbacks' flags; and its callbacks' specs
+# a durable job's steps: each one's record and (if small) its result (shared/store/durable/journal_items.py)
+JOURNAL = "journal#"
+STEP_RESULT = "stepresult#"  # one step's result too large for its journal, by job and a nonce of the write that made it
+EVENT_CHANNEL = "channel#"  # a tenant's event name: its sequence, hour marks and the match keys its waits use
+EVENT_LOG = "eventlog#"  # one event sent on a channel, by its sequence number, kept for waits that register late
+WAITS = "waits#"  # the jobs waiting for an event of one name and one match pair, a page of them
+TOKEN = "token#"  # a token a durable job created to wait for a person: its job, expiry, state and data
 
 # Index partitions (`gsi1pk`, `gsi2pk`), one per listing.
 TENANTS = "tenants"  # gsi1: every tenant, by name
@@ -144,6 +151,36 @@ def batch_id_of(pk: str) -> str:
 
 def batches_partition(tenant: str) -> str:
     return BATCHES + tenant
+
+
+def journal_key(job_id: str) -> str:
+    return JOURNAL + job_id
+
+
+def step_result_key(job_id: str, nonce: str) -> str:
+    return f"{STEP_RESULT}{job_id}#{nonce}"
+
+
+def event_channel_key(tenant: str, name_digest: str) -> str:
+    """A tenant's event name, by a digest of the name (a name may hold any character, `#` too)."""
+    return f"{EVENT_CHANNEL}{tenant}#{name_digest}"
+
+
+def event_log_key(tenant: str, name_digest: str, sequence: int) -> str:
+    return f"{EVENT_LOG}{tenant}#{name_digest}#{sequence}"
+
+
+def waits_key(tenant: str, index_digest: str, page: int) -> str:
+    """A page of the waits for one (event name, match pair), by a digest of both."""
+    return f"{WAITS}{tenant}#{index_digest}#{page}"
+
+
+def token_key(token_id: str) -> str:
+    return TOKEN + token_id
+
+
+def token_id_of(pk: str) -> str:
+    return pk.removeprefix(TOKEN)
 
 
 # Flow control's items (docs/decisions/throttle.md, debounce.md, unique-jobs.md, triggers.md) ----------------------

@@ -12,6 +12,7 @@ While the store fails, a job's first delivery runs without a claim (shared/worke
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
@@ -29,7 +30,16 @@ from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.complete.completer import Settled
 from shared.worker.delivery import Delivery
 from shared.worker.run import cover, executor
-from shared.worker.verdicts import Dead, Duplicate, Ended, HandBack, LateOutcome, Unreadable, Verdict
+from shared.worker.verdicts import (
+    Dead,
+    Duplicate,
+    Ended,
+    HandBack,
+    LateOutcome,
+    Resuspended,
+    Unreadable,
+    Verdict,
+)
 
 
 def handle(delivery: Delivery, batch: Batch) -> Settled:
@@ -144,11 +154,33 @@ def _claim_and_run(message: JobMessage, delivery: Delivery, batch: Batch, *, fir
         case job_claims.Exhausted(attempts=attempts):
             reason = f"gave up after {attempts} attempts that ended without an outcome (worker crash or timeout)"
             return Dead(reason, message)
-        case job_claims.Claimed(attempt=attempt, token=token, max_attempts=max_attempts, retries=retries):
+        case job_claims.Asleep(resume_in_seconds=resume_in, by_this_message=by_this_message):
+            return _asleep(message, delivery, resume_in, by_this_message)
+        case job_claims.Claimed(
+            attempt=attempt, token=token, max_attempts=max_attempts, retries=retries, journal=journal
+        ):
             # The record's number of attempts counts, and its run (a batch counts each run's end).
             message = replace(message, max_attempts=max_attempts).in_run(retries)
-            return executor.run_claimed(message, attempt, token, timeout, claimed_at + lease)
+            return executor.run_claimed(
+                message, attempt, token, timeout, claimed_at + lease, run_number=retries, journal=journal
+            )
     raise AssertionError(f"unexpected claim result {claim!r}")
+
+
+# A wake message this early (two machines' clocks, Scheduler's whole seconds) comes back for the rest; an
+# earlier one is stale (its job was woken otherwise and waits again), acknowledged.
+_EARLY_WAKE_SECONDS = 60
+
+
+def _asleep(message: JobMessage, delivery: Delivery, resume_in: float | None, by_this_message: bool) -> Verdict:
+    """A durable job waiting, met by a message: the one that suspended it, delivered again (its suspension is
+    done over: the step read once more, the job woken if it resolved meanwhile), an early wake (back later),
+    or a stale one (acknowledged)."""
+    if by_this_message:
+        return Resuspended(message)
+    if resume_in is not None and 0 < resume_in <= _EARLY_WAKE_SECONDS:
+        return HandBack(math.ceil(resume_in) + 1, "a waiting job's wake message, early")
+    return Duplicate()
 
 
 def _late_outcome(outcome: OutcomeMessage, delivery: Delivery, batch: Batch) -> Verdict:

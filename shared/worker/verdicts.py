@@ -52,6 +52,24 @@ class Completed:
 
 
 @dataclass(frozen=True)
+class Suspend:
+    """A durable job's attempt stopped at a sleep or a wait (shared/worker/run/recorded_run.py): its step is
+    waiting in the journal, registered, its timer sent; the job is recorded `waiting` and its message
+    acknowledged."""
+
+    attempt: Attempt
+    suspension: Any  # recorded_run.Suspension (the worker's own type: verdicts import no worker module)
+
+
+@dataclass(frozen=True)
+class Resuspended:
+    """The message whose attempt suspended its job, delivered again: its step is read once more, and the job
+    woken if it resolved while the attempt was suspending it; then acknowledged."""
+
+    job: JobMessage
+
+
+@dataclass(frozen=True)
 class Retry:
     """The attempt failed with attempts left: recorded `failed`, the message back in `delay_seconds`."""
 
@@ -189,5 +207,16 @@ class LateOutcome:
 
 
 Verdict = (
-    Completed | Retry | Dead | Unreadable | HandBack | Wait | Duplicate | RanUnclaimed | LateOutcome | DeadLettered
+    Completed
+    | Retry
+    | Dead
+    | Unreadable
+    | HandBack
+    | Wait
+    | Duplicate
+    | RanUnclaimed
+    | LateOutcome
+    | DeadLettered
+    | Suspend
+    | Resuspended
 )

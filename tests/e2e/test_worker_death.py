@@ -8,11 +8,11 @@ is dead, which would take this batch's takeover down a second time.
 
 import time
 
-from shared import settings
+from shared import profiles
 from shared.worker.run import cover
 from tests.e2e.helpers import eventually, one_running, outcome_writes
 
-LOCAL = settings.PROFILES["local"]
+LOCAL = profiles.PROFILES["local"]
 
 
 def test_a_batch_whose_worker_dies_runs_again_before_the_queues_visibility_timeout(api, chaos):

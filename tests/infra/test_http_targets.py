@@ -7,7 +7,7 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 from infra import http_targets
-from shared import settings
+from shared import profiles
 from shared.environment import FunctionEnv
 
 
@@ -21,18 +21,18 @@ def test_the_aws_profile_allows_https_to_public_addresses_only(aws_template: Tem
         assert environment["CORRAL_HTTP_ALLOW_PLAIN"] == "0"
         assert environment["CORRAL_HTTP_ALLOW_LOOPBACK"] == "0"
         assert environment["CORRAL_HTTP_PRIVATE_HOSTS"] == ""
-        assert int(environment["CORRAL_HTTP_TIMEOUT_SECONDS"]) < settings.PROFILES["aws"].worker_timeout_seconds
+        assert int(environment["CORRAL_HTTP_TIMEOUT_SECONDS"]) < profiles.PROFILES["aws"].worker_timeout_seconds
 
 
 def test_the_local_profile_allows_loopback_and_http_within_its_short_worker_timeout(local_template: Template):
     for environment in _environments(local_template):
         assert (environment["CORRAL_HTTP_ALLOW_PLAIN"], environment["CORRAL_HTTP_ALLOW_LOOPBACK"]) == ("1", "1")
-        assert int(environment["CORRAL_HTTP_TIMEOUT_SECONDS"]) < settings.PROFILES["local"].worker_timeout_seconds
+        assert int(environment["CORRAL_HTTP_TIMEOUT_SECONDS"]) < profiles.PROFILES["local"].worker_timeout_seconds
 
 
 def _environment_with(context: dict[str, object]) -> dict[str, str]:
     stack = cdk.Stack(cdk.App(context=context), "probe")
-    return FunctionEnv(**http_targets.function_env(stack, settings.PROFILES["aws"])).as_environment()
+    return FunctionEnv(**http_targets.function_env(stack, profiles.PROFILES["aws"])).as_environment()
 
 
 def test_an_operator_may_allow_plain_http_and_name_private_hosts():

@@ -16,14 +16,17 @@ LAYERS: tuple[frozenset[str], ...] = (
     # The base modules, the model, and two pure wings: durable jobs' (replay, the step record's states,
     # matching, tokens) and flow control's (its specs and rules). The pure wings know no AWS and no store:
     # the message and the enqueue carry their specs, and the store's items apply their rules.
-    frozenset({"settings", "ids", "cursors", "refresh", "errors", "environment", "model", "durable", "flow"}),
+    frozenset(
+        {"settings", "profiles", "ids", "cursors", "refresh", "errors", "environment", "model", "durable", "flow"}
+    ),
     frozenset({"aws"}),
     frozenset({"store"}),
     frozenset({"tenants"}),
     frozenset({"jobs"}),
     # Each apart: running a job's code (the worker and the jobs function alike), HTTP and Lambda targets,
-    # schedules, and what a job's end sets off (batches, callbacks).
-    frozenset({"execution", "targets", "schedules", "batches"}),
+    # schedules, what a job's end sets off (batches, callbacks), and what resumes a waiting durable job (an
+    # event, a token's completion: `waits`).
+    frozenset({"execution", "targets", "schedules", "batches", "waits"}),
     # The worker, and cancel and retry (a retry reopens a batch's member; the worker never cancels).
     frozenset({"worker", "control"}),
     frozenset({"operations"}),
@@ -143,6 +146,9 @@ _OUTSIDE_THE_ROOT = {
     "InvalidPayload",  # raised by a customer's validate hook
     "_Expired",  # BaseException on purpose: the job's own `except Exception` must not catch its timeout
     "DeadlineExceeded",  # a botocore error: answered like every other AWS failure
+    "DurableError",  # what JobContext's durable methods raise into a job's code (corral_jobs re-exports them)
+    "EndsTheJob",
+    "Suspended",  # BaseException on purpose: a durable run's stop, which the job's `except Exception` must not catch
 }
 
 
@@ -222,6 +228,12 @@ KEY_PREFIXES = (
     "signing-secrets#",
     "batch#",
     "batches#",
+    "journal#",
+    "stepresult#",
+    "channel#",
+    "eventlog#",
+    "waits#",
+    "token#",
 )
 
 
@@ -393,10 +405,18 @@ def _closure(entry: str) -> set[str]:
     return reached
 
 
-def test_the_worker_loads_neither_enqueue_nor_the_rate_limit_nor_scheduler():
+def test_the_worker_loads_neither_enqueue_nor_the_rate_limit_and_scheduler_only_for_wake_timers():
     """A job's end sets off its batch's count and its callbacks (shared/batches/members.py, callbacks.py):
-    those send with the queue alone, so the worker never imports the API's enqueue checks, its rate
-    limit, or EventBridge Scheduler's client."""
+    those send with the queue alone, so the worker never imports the API's enqueue checks or its rate
+    limit. EventBridge Scheduler's client it reaches through one module only: a waiting durable job's wake
+    timer beyond SQS's delay (shared/worker/run/wake_timer.py)."""
     reached = _closure("functions.worker.handler")
     assert {"shared.batches.follow_ups", "shared.batches.callbacks"} <= reached  # the scan follows the worker's path
-    assert reached & {"shared.jobs.enqueue", "shared.tenants.rate_limit", "shared.aws.eventbridge"} == set()
+    assert reached & {"shared.jobs.enqueue", "shared.tenants.rate_limit"} == set()
+    modules = _modules()
+    through = sorted(
+        name
+        for name in reached
+        if name in modules and "shared.aws.eventbridge" in _imports(name, modules[name], set(modules))
+    )
+    assert through == ["shared.worker.run.wake_timer"]

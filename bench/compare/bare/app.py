@@ -26,7 +26,7 @@ from bench.compare.names import BARE_API_FUNCTION, BARE_NAME, BARE_STACK, BARE_W
 from infra.api import API_MEMORY_MB, API_TIMEOUT_SECONDS
 from infra.functions import RUNTIME
 from infra.workers import WORKER_MEMORY_MB
-from shared import settings
+from shared import profiles, settings
 
 CODE = Path(__file__).resolve().parent / "functions"
 
@@ -36,7 +36,7 @@ class BareStack(cdk.Stack):
         self, scope: Construct, id: str, *, function_env: dict[str, str], api_key: str, **kwargs: object
     ) -> None:
         super().__init__(scope, id, **kwargs)
-        profile = settings.PROFILES["local"]
+        profile = profiles.PROFILES["local"]
         visibility = cdk.Duration.seconds(profile.visibility_timeout_seconds)
         queue = sqs.Queue(self, "Jobs", queue_name=BARE_NAME, visibility_timeout=visibility)
         table = dynamodb.TableV2(

@@ -21,6 +21,7 @@ class Claimed:
     token: str
     max_attempts: int  # the record's: the first message of a job sets it (an idempotency key's first request)
     retries: int = 0  # the record's: which run of the job this is (a batch counts each run's end)
+    journal: bool = False  # a durable job's record: it keeps a journal, which the attempt reads
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,24 @@ class Foreign:
     """The job's record belongs to another tenant: a claim never changes a record's tenant."""
 
 
-ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign
+@dataclass(frozen=True)
+class Asleep:
+    """A durable job waiting for a time not yet come, or for a resolution (`resume_in_seconds` None): a wake
+    message early by a hair (two machines' clocks) comes back for the rest; any other is stale, acknowledged
+    unrun. `by_this_message`: the delivery whose attempt suspended it."""
 
-# A job another delivery may take over: waiting (queued, or failed with its retry due), or held by a
-# lease that has ended.
-TAKEABLE = "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now))"
+    resume_in_seconds: float | None
+    by_this_message: bool
+
+
+ClaimResult = Claimed | Finished | HeldElsewhere | Exhausted | Contended | Foreign | Asleep
+
+# A job another delivery may take over: waiting (queued, or failed with its retry due), held by a lease
+# that has ended, or a durable job whose timer has come (a sleep's end, a wait's timeout).
+TAKEABLE = (
+    "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)"
+    " OR (#status = :waiting AND resume_at <= :now))"
+)
 
 
 def claim(
@@ -106,6 +120,7 @@ def claim(
         ":queued": {"S": Status.QUEUED},
         ":running": {"S": Status.RUNNING},
         ":failed": {"S": Status.FAILED},
+        ":waiting": {"S": Status.WAITING},
         ":zero": job_items.n(0),
         ":one": job_items.n(1),
         ":now": job_items.n(now),
@@ -125,7 +140,7 @@ def claim(
     answer = job_items.write(
         single_attempt=single_attempt,
         Key=job_items.key(message.id),
-        UpdateExpression="SET " + ", ".join(sets),
+        UpdateExpression="SET " + ", ".join(sets) + " REMOVE resume_at, waiting_step",
         # An existing record's own max_attempts counts (the first message's, if a later one
         # with the same idempotency key asks for another number; a retry raises it).
         ConditionExpression=(
@@ -154,6 +169,7 @@ def claim(
         token=token,
         max_attempts=int(item["max_attempts"]["N"]),
         retries=job_items.as_int(item, "retries") or 0,
+        journal="journal" in item,
     )
 
 
@@ -193,6 +209,10 @@ def _why_not_claimed(old: dict[str, Any], message: JobMessage, message_id: str, 
     status = Status(old["status"]["S"])
     if status.finished:
         return Finished(status, job_items.as_int(old, "retries") or 0)
+    if status is Status.WAITING:
+        resume_at = job_items.as_float(old, "resume_at")
+        by_this_message = job_items.as_str(old, "claimed_by") == message_id
+        return Asleep(None if resume_at is None else resume_at - now, by_this_message)
     lease_left = (job_items.as_float(old, "lease_until") or 0) - now
     if status is Status.RUNNING and lease_left >= 0:
         return HeldElsewhere(

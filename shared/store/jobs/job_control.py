@@ -51,10 +51,10 @@ def _cancel_update(
     return {
         "UpdateExpression": "SET "
         + ", ".join(["#status = :cancelled", "cancelled_at = :now", "finished_at = :now", "expires_at = :ttl", *sets])
-        + " REMOVE lease_until",
+        + " REMOVE lease_until, resume_at",
         "ConditionExpression": (
             "attribute_not_exists(pk) OR (#tenant = :owner AND "
-            "(#status IN (:queued, :failed) OR (#status = :running AND lease_until < :now)))"
+            "(#status IN (:queued, :failed, :waiting) OR (#status = :running AND lease_until < :now)))"
         ),
         "ExpressionAttributeNames": {"#status": "status", "#tenant": "tenant"},
         "ExpressionAttributeValues": values
@@ -62,6 +62,8 @@ def _cancel_update(
             ":cancelled": {"S": Status.CANCELLED},
             ":queued": {"S": Status.QUEUED},
             ":failed": {"S": Status.FAILED},
+            # A durable job's wait: cancelled, it never resumes (every resume goes through this record).
+            ":waiting": {"S": Status.WAITING},
             ":running": {"S": Status.RUNNING},
             ":owner": {"S": tenant},
             ":now": job_items.n(now),

@@ -148,6 +148,8 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         trigger=as_str(item, "run_trigger"),
         skip_reason=as_str(item, "skip_reason"),
         request=as_str(item, REQUEST),
+        waiting_for=json.loads(waiting) if (waiting := as_str(item, "waiting_for")) else None,
+        journal="journal" in item,
         **recorded,
     )
 
@@ -270,7 +272,9 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
         "parent": json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
         "request": as_str(item, REQUEST),
     }
-    return JobMessage.from_dict({name: value for name, value in fields.items() if value is not None})
+    return JobMessage.from_dict(
+        {name: value for name, value in fields.items() if value is not None or name == "payload"}  # null: a payload
+    )
 
 
 def _member(item: dict[str, Any]) -> dict[str, Any] | None:

@@ -167,6 +167,7 @@ def record_dead_lettered(
         ":queued": {"S": Status.QUEUED},
         ":running": {"S": Status.RUNNING},
         ":failed": {"S": Status.FAILED},
+        ":waiting": {"S": Status.WAITING},
         ":error": {"S": reason[:2000]},
         ":zero": job_items.n(0),
         ":now": job_items.n(now),

@@ -25,7 +25,8 @@ from shared.jobs import far_future
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage, Started
 from shared.model.states import Status
-from shared.store.jobs import job_claims, job_store
+from shared.store.jobs import job_claims, job_store, waiting_jobs
+from shared.waits import resume
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
 from shared.worker.complete import carried as outcome_messages
 from shared.worker.complete.carried import Settled
@@ -42,7 +43,9 @@ from shared.worker.verdicts import (
     HandBack,
     LateOutcome,
     RanUnclaimed,
+    Resuspended,
     Retry,
+    Suspend,
     Unreadable,
     Verdict,
     Wait,
@@ -115,6 +118,10 @@ class Completer:
                 return self._late_outcome(verdict, delivery)
             case DeadLettered():
                 return self._dead_lettered(verdict, delivery)
+            case Suspend():
+                return self._suspend(verdict, delivery)
+            case Resuspended():
+                return self._resuspended(verdict.job, delivery)
         raise AssertionError(f"unexpected verdict {verdict!r}")
 
     def arrived(self, job: JobMessage) -> bool:
@@ -193,6 +200,36 @@ class Completer:
 
     def _applied(self, settled: Settled, delivery: Delivery) -> Settled:
         return self._hand_back(settled, delivery) if isinstance(settled, HandBack) else settled
+
+    def _suspend(self, verdict: Suspend, delivery: Delivery) -> Settled:
+        """Record the job `waiting` (its attempt given back, its lease released), then read its step once more:
+        resolved since it was registered (a resolution's flip found the job still running), it is woken now."""
+        attempt, suspension = verdict.attempt, verdict.suspension
+        try:
+            suspended = waiting_jobs.suspend(
+                attempt.message.id,
+                attempt.token,
+                suspension.step,
+                suspension.waiting_for,
+                suspension.resume_at,
+                time.time(),
+            )
+        except AWS_ERRORS as error:
+            return self._applied(self._outcome_not_written(error, attempt, delivery), delivery)
+        if not suspended:
+            return Outcome.LOST_CLAIM
+        return self._resuspended(attempt.message, delivery, step=suspension.step)
+
+    def _resuspended(self, job: JobMessage, delivery: Delivery, *, step: str | None = None) -> Settled:
+        """Wake the waiting job if its step (`step`, else the one its journal says) resolved meanwhile."""
+        try:
+            resume.wake_if_resolved(job.id, step)
+        except AWS_ERRORS as error:
+            if is_outage(error):
+                self._breaker.failed()
+            reason = f"store unavailable reading a waiting job's step: {error}"
+            return self._hand_back(delivery.hand_back(reason), delivery)
+        return Outcome.SUSPENDED
 
     def _unreadable(self, verdict: Unreadable, delivery: Delivery) -> Settled:
         """A message that cannot run: its job (if its id verified) recorded `dead` with the reason, the

@@ -23,6 +23,7 @@ retried by the job's policy, never `dead` (nothing about the job makes it unfixa
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -45,12 +46,13 @@ def prepare_client() -> None:
         lambda_clients.reading(min(settings.DEFAULT_JOB_TIMEOUT_SECONDS, env.job_timeout_ceiling) + 1)
 
 
-def run(job_type: str, payload: Any, context: JobContext) -> Answer:
-    """Run one job of a customer's type in the jobs function, and answer what it did."""
+def run(job_type: str, payload: Any, context: JobContext, steps: list[dict[str, Any]] | None = None) -> Answer:
+    """Run one job of a customer's type in the jobs function, and answer what it did. `steps`: the job's
+    recorded steps, where the worker records them (shared/worker/run/recorded_run.py); None: none sent."""
     function = environment.current().jobs_function
     if not function:
         return _failed(f"job type {job_type!r} runs in the jobs function, which this stack does not deploy")
-    request = Request.of(job_type, payload, context)
+    request = replace(Request.of(job_type, payload, context), steps=steps)
     try:
         # The read timeout covers the job's time left and a second more, so the invoke is cut by the
         # job's timeout (the executor's), not by the client.

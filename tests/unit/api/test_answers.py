@@ -18,6 +18,9 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
+from shared.durable import tokens as durable_tokens
+from shared.store.durable import token_items
+from shared.store.id_secret import id_secret
 from shared.tenants import operators, tenants
 from tests.unit import worker_harness
 from tests.unit.api_harness import answer
@@ -149,6 +152,15 @@ def test_every_route_answers_the_shape_it_declares(scheduler_env: dict[str, Any]
     call("POST", "/v1/signing-secrets:rotate")
     expire = "/v1/signing-secrets/{secret_id}/expire"
     call("POST", f"/v1/signing-secrets/{first['id']}/expire", route=expire)
+
+    # events and tokens (a token as a durable job's create_token step makes it)
+    call("POST", "/v1/events", {"name": "payment.received", "data": {"order": 1}, "id": "pay-1"})
+    now = time.time()
+    for token_id in ("tk_" + "a" * 26, "tk_" + "b" * 26):
+        token_items.create(token_id, "acme", "jt-durable", "approval", now + 600, now)
+    call("POST", f"/v1/tokens/{'tk_' + 'a' * 26}:complete", {"data": 1}, route="/v1/tokens/{token_id}:complete")
+    capability_url = durable_tokens.url("", id_secret(), "acme", "tk_" + "b" * 26)
+    call("POST", capability_url, {"approved": True}, route="/v1/tokens/{token_id}/{capability}:complete")
 
     # operator
     call("GET", "/operator/v1/queues")

@@ -20,7 +20,13 @@ from shared.tenants import api_keys, scopes, tenants
 from shared.tenants.scopes import Scope
 
 # A value for each path parameter of the table's routes.
-_PARAMETERS = {"job_id": "jt_not_one", "batch_id": "b_not_one", "name": "nightly", "secret_id": "ss_not_one"}
+_PARAMETERS = {
+    "job_id": "jt_not_one",
+    "batch_id": "b_not_one",
+    "name": "nightly",
+    "secret_id": "ss_not_one",
+    "token_id": "tk_" + "a" * 26,
+}
 
 
 def _resolver_routes() -> list[Any]:

@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import App, Stack
 
 from infra import http_targets
-from shared import environment, settings
+from shared import environment, profiles
 from shared.jobs.job_types import JobContext, JobDead
 from shared.targets import http as http_jobs
 from shared.targets import signing_secrets
@@ -128,7 +128,7 @@ def test_an_entry_without_its_tenants_is_refused(entry, why):
 
 
 def _function_env(context: dict[str, object]) -> dict[str, object]:
-    return http_targets.function_env(Stack(App(context=context), "probe"), settings.PROFILES["aws"])
+    return http_targets.function_env(Stack(App(context=context), "probe"), profiles.PROFILES["aws"])
 
 
 def test_the_synth_refuses_an_entry_without_tenants_and_bodies_of_an_unnamed_host():

@@ -18,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from functions.worker.handler import worker
-from shared import environment, settings
+from shared import environment, profiles, settings
 from shared.aws import queue
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
@@ -28,7 +28,7 @@ from shared.store.jobs import job_claims
 from shared.worker.delivery import hand_back_floor_seconds
 from tests.unit.worker_harness import VirtualClock, poll, record, send
 
-AWS = settings.PROFILES["aws"]
+AWS = profiles.PROFILES["aws"]
 
 
 def _outage_of(seconds: float, *, budget: int, aws: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int, list]:

@@ -1,0 +1,25 @@
+"""Sending an event (`POST /v1/events`): one enqueue of a job of the built-in type `event`, under an idempotency
+key the event's id makes, so the same id sent twice is one event, resumed once; counted by the tenant's rate
+limit as a job. The API's half: the worker's (the `event` job) is shared/waits/events.py.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from shared.jobs.enqueue import JobRequest, enqueue
+from shared.model.spec import JobSpec
+from shared.waits.events import EVENT_JOB_TYPE, checked
+
+_KEY_PREFIX = "event:"
+
+
+def send(tenant: str, name: str, data: Any = None, event_id: str | None = None) -> str:
+    """Send the tenant's event: its id (the one given, or a fresh one). InvalidRequest naming a bad field,
+    RateLimited over the tenant's rate, Conflict for an id sent before with other content."""
+    checked(name, data, event_id)
+    event_id = event_id if event_id is not None else "ev_" + secrets.token_hex(12)
+    payload = {"name": name, "id": event_id, "data": data}
+    enqueue(tenant, JobRequest(JobSpec(EVENT_JOB_TYPE, payload), idempotency_key=_KEY_PREFIX + event_id))
+    return event_id

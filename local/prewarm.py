@@ -76,10 +76,16 @@ def _lambda(aws_env: dict[str, str]) -> Any:
     )
 
 
+def jobs_queue_mapping(lambda_: Any) -> dict[str, Any]:
+    """The worker's event source mapping of the jobs queue (the worker also drains the backstop, with a
+    mapping of its own whose concurrency is fixed at 2)."""
+    mappings = lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]
+    return next((m for m in mappings if m["EventSourceArn"].endswith(f":{settings.QUEUE_NAME}")), {})
+
+
 def worker_concurrency(aws_env: dict[str, str]) -> int:
-    """The worker mapping's MaximumConcurrency: how many environments its first batches can lease at once."""
-    mappings = _lambda(aws_env).list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)
-    scaling = (mappings["EventSourceMappings"] or [{}])[0].get("ScalingConfig") or {}
+    """The jobs queue mapping's MaximumConcurrency: how many environments its first batches can lease at once."""
+    scaling = jobs_queue_mapping(_lambda(aws_env)).get("ScalingConfig") or {}
     return int(scaling.get("MaximumConcurrency") or settings.WORKER_MAX_CONCURRENCY)
 
 

@@ -35,6 +35,7 @@ from bench.lib.tuning import set_limits
 from local.deploy import DEMO_TENANT
 from local.ministack import STATE
 from local.platform import embedded_stack
+from local.prewarm import jobs_queue_mapping
 from shared import settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         assert chaos is not None
         set_limits(platform, DEMO_TENANT, rate=1_000_000.0, burst=1_000_000, max_running=0)  # as the benchmarks
         lambda_ = platform.aws("lambda")
-        (mapping,) = lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]
+        mapping = jobs_queue_mapping(lambda_)
         lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
         time.sleep(3)
         config = lambda_.get_function_configuration(FunctionName=settings.WORKER_FUNCTION)

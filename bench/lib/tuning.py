@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from local.platform import Platform
+from local.prewarm import jobs_queue_mapping
 from shared import settings
 
 
 def limit_worker_concurrency(platform: Platform, limit: int) -> None:
     """Each concurrent batch is a Python process in the emulator: cap them to what the machine runs."""
     lambda_ = platform.aws("lambda")
-    for mapping in lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]:
-        lambda_.update_event_source_mapping(UUID=mapping["UUID"], ScalingConfig={"MaximumConcurrency": limit})
+    mapping = jobs_queue_mapping(lambda_)  # the backstop's keeps its own 2
+    lambda_.update_event_source_mapping(UUID=mapping["UUID"], ScalingConfig={"MaximumConcurrency": limit})
 
 
 def set_limits(platform: Platform, tenant: str, rate: float, burst: int, max_running: int | None = None) -> None:

@@ -25,6 +25,7 @@ import requests
 from bench.lib import measure, slo
 from local.ministack import STATE, Ministack, worker_pids
 from local.platform import Platform, embedded_stack
+from local.prewarm import jobs_queue_mapping
 from local.sidecars import Sidecars
 from shared import settings
 
@@ -55,11 +56,7 @@ def _cpu_by_group(emulator: Ministack, sidecars: Sidecars) -> dict[str, float]:
 def drain_round(platform: Platform, emulator: Ministack, sidecars: Sidecars, jobs: int, timeout: float = 120) -> Round:
     lambda_, sqs = platform.aws("lambda"), platform.aws("sqs")
     queue_url = sqs.get_queue_url(QueueName=settings.QUEUE_NAME)["QueueUrl"]
-    (mapping,) = [
-        m
-        for m in lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]
-        if m["EventSourceArn"].endswith(f":{settings.QUEUE_NAME}")
-    ]
+    mapping = jobs_queue_mapping(lambda_)
     lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
     time.sleep(3)  # the mapping's pollers stop
     ids: list[str] = []

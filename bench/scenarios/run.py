@@ -34,6 +34,7 @@ from local.chaos import Chaos
 from local.deploy import DEMO_TENANT
 from local.ministack import CREDENTIALS, STATE, worker_pids
 from local.platform import Platform, embedded_stack
+from local.prewarm import jobs_queue_mapping
 from shared import settings
 from shared.environment import FunctionEnv
 
@@ -223,9 +224,7 @@ def _crons_ahead(context: RunContext, scenario: Scenario) -> None:
 
 
 def _worker_mapping(context: RunContext) -> dict[str, Any]:
-    return context.aws("lambda").list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)[
-        "EventSourceMappings"
-    ][0]
+    return jobs_queue_mapping(context.aws("lambda"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,7 @@ in a batch of one, its writes waited for; RetryLater for a delivery handed back.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -168,6 +169,26 @@ def work(message: JobMessage, delivery: Delivery) -> Outcome:
 def receive(delivery: Delivery) -> Outcome:
     """Handle one delivery of a queue message (shared/worker/receive.py `handle`)."""
     return _settled(lambda batch: worker_receive.handle(delivery, batch))
+
+
+def job_message(
+    job_type: str, payload: Any = None, *, max_attempts: int = 3, timeout_seconds: int | None = None
+) -> JobMessage:
+    """A job's message as the API would build it (id `jt-<type>`, tenant acme), for `deliver_once`."""
+    return JobMessage(
+        id=f"jt-{job_type}",
+        tenant="acme",
+        type=job_type,
+        payload=payload,
+        max_attempts=max_attempts,
+        enqueued_at=time.time(),
+        timeout_seconds=timeout_seconds,
+    )
+
+
+def deliver_once(message: JobMessage) -> Outcome:
+    """The message's first delivery, worked as in a batch of one."""
+    return work(message, Delivery(message_id="m1", body=message.to_json()))
 
 
 def body(**fields: Any) -> str:

@@ -34,11 +34,9 @@ from shared.execution import fenced_job
 from shared.execution.fenced_job import Answer, Request
 from shared.jobs import job_types
 from shared.jobs.registry import JobType
-from shared.model.message import JobMessage
 from shared.model.states import Status
 from shared.store.jobs import job_store
-from shared.worker.delivery import Delivery
-from tests.unit.worker_harness import RetryLater, work
+from tests.unit.worker_harness import RetryLater, deliver_once, job_message
 
 FENCED = "unit_fenced"  # a customer's type the worker knows by its declaration only
 _ARN = "arn:aws:lambda:us-east-1:123456789012:function:corral-jobcode"
@@ -54,19 +52,7 @@ def _request(job_type: str = FENCED, payload: Any = None, **fields: Any) -> dict
 
 
 def _message(job_type: str = FENCED, payload: Any = None, max_attempts: int = 3, timeout: int | None = None):
-    return JobMessage(
-        id=f"jt-{job_type}",
-        tenant="acme",
-        type=job_type,
-        payload=payload,
-        max_attempts=max_attempts,
-        enqueued_at=time.time(),
-        timeout_seconds=timeout,
-    )
-
-
-def _deliver(message: JobMessage) -> str:
-    return work(message, Delivery(message_id="m1", body=message.to_json()))
+    return job_message(job_type, payload, max_attempts=max_attempts, timeout_seconds=timeout)
 
 
 class StubLambda:
@@ -142,7 +128,7 @@ def test_the_worker_holds_no_per_job_rule_of_a_customer_so_every_job_of_such_a_t
 
 
 def test_the_worker_sends_the_one_job_and_records_the_result(jobs_function):
-    assert _deliver(_message(payload={"to": "a@example.com"}, max_attempts=4)) == "succeeded"
+    assert deliver_once(_message(payload={"to": "a@example.com"}, max_attempts=4)) == "succeeded"
 
     (call,) = jobs_function.calls
     assert call["FunctionName"] == settings.JOBS_FUNCTION and call["InvocationType"] == "RequestResponse"
@@ -166,7 +152,7 @@ def test_a_failure_with_its_retry_after_is_retried_then(jobs_function):
     jobs_function.respond = _answering({"failure": "JobFailed: busy", "retry_after": 7, "dead": False})
 
     with pytest.raises(RetryLater) as later:
-        _deliver(_message())
+        deliver_once(_message())
 
     assert later.value.seconds == 7
     record = job_store.get(f"jt-{FENCED}")
@@ -176,7 +162,7 @@ def test_a_failure_with_its_retry_after_is_retried_then(jobs_function):
 def test_a_dead_answer_ends_the_job_at_once(jobs_function):
     jobs_function.respond = _answering({"failure": "JobDead: 400 from upstream", "retry_after": None, "dead": True})
 
-    assert _deliver(_message()) == "dead"
+    assert deliver_once(_message()) == "dead"
 
     assert job_store.get(f"jt-{FENCED}").error == "JobDead: 400 from upstream"
 
@@ -186,7 +172,7 @@ def test_a_function_error_is_the_function_failing_and_counts_as_a_failed_attempt
     jobs_function.respond = _answering(error, function_error="Unhandled")
 
     with pytest.raises(RetryLater):
-        _deliver(_message())
+        deliver_once(_message())
 
     record = job_store.get(f"jt-{FENCED}")
     assert record.status is Status.FAILED
@@ -197,7 +183,7 @@ def test_a_function_error_is_the_function_failing_and_counts_as_a_failed_attempt
 def test_on_the_last_attempt_a_function_error_makes_the_job_dead(jobs_function):
     jobs_function.respond = _answering(b"not json", function_error="Unhandled")
 
-    assert _deliver(_message(max_attempts=1)) == "dead"
+    assert deliver_once(_message(max_attempts=1)) == "dead"
 
     assert job_store.get(f"jt-{FENCED}").error == "JobFailed: the jobs function failed (Unhandled): not json"
 
@@ -225,7 +211,7 @@ def test_a_failed_invoke_is_a_failed_attempt_that_says_nothing_of_the_account(jo
     jobs_function.respond = fail
 
     with pytest.raises(RetryLater):
-        _deliver(_message())
+        deliver_once(_message())
 
     recorded = job_store.get(f"jt-{FENCED}").error
     assert recorded.startswith(said) and "123456789012" not in recorded
@@ -238,7 +224,7 @@ def test_an_answer_the_worker_cannot_read_is_a_failed_attempt(jobs_function, bod
     jobs_function.respond = _answering(body)
 
     with pytest.raises(RetryLater):
-        _deliver(_message())
+        deliver_once(_message())
 
     assert job_store.get(f"jt-{FENCED}").error == "JobFailed: the jobs function's answer is not one the worker reads"
 
@@ -256,7 +242,7 @@ def test_a_job_still_running_in_the_jobs_function_at_its_timeout_is_timed_out_by
     jobs_function.respond = slow
 
     with pytest.raises(RetryLater):
-        _deliver(_message())
+        deliver_once(_message())
 
     assert not answered.is_set()  # the worker stopped waiting at 1 s, not when the answer came
     released.set()
@@ -273,7 +259,7 @@ def test_the_invoke_uses_a_kept_client_whose_read_timeout_covers_the_jobs_time_l
 
     monkeypatch.setattr(lambda_clients, "reading", reading)
 
-    _deliver(_message(timeout=20))
+    deliver_once(_message(timeout=20))
 
     (seconds,) = asked
     # The job's time left, and a second for the answer to come back; `reading` keeps one client per
@@ -283,7 +269,7 @@ def test_the_invoke_uses_a_kept_client_whose_read_timeout_covers_the_jobs_time_l
 
 def test_without_a_jobs_function_a_customer_type_fails_its_attempt(aws, declared):
     with pytest.raises(RetryLater):
-        _deliver(_message())
+        deliver_once(_message())
 
     assert "which this stack does not deploy" in job_store.get(f"jt-{FENCED}").error
 
@@ -426,7 +412,7 @@ def test_the_same_code_makes_the_same_verdict_in_the_worker_and_in_the_jobs_func
     outcomes = []
     for name in (FENCED, here):
         try:
-            settled: object = _deliver(_message(name, payload, max_attempts=2))
+            settled: object = deliver_once(_message(name, payload, max_attempts=2))
         except RetryLater as later:  # after the job's Retry-After, else the type's backoff (jittered)
             settled = ("retry", later.seconds if payload.get("do") == "busy" else "backoff")
         record = job_store.get(f"jt-{name}")

@@ -9,12 +9,10 @@ from shared import environment
 from shared.environment import FunctionEnv
 from shared.execution import time_limit
 from shared.jobs import job_types
-from shared.model.message import JobMessage
 from shared.model.states import Status
 from shared.store.jobs import job_store
-from shared.worker.delivery import Delivery
 from shared.worker.run import cover
-from tests.unit.worker_harness import RetryLater, work
+from tests.unit.worker_harness import RetryLater, deliver_once, job_message
 
 
 @job_types.job_type("unit_swallows_errors", timeout_seconds=1)
@@ -35,22 +33,6 @@ def _dead_at_once(payload: object, context: job_types.JobContext) -> None:
 @job_types.job_type("unit_retry_after")
 def _retry_after(payload: object, context: job_types.JobContext) -> None:
     raise job_types.JobFailed("busy", retry_after=7)
-
-
-def _message(job_type: str, payload: object = None, timeout_seconds: int | None = None, max_attempts: int = 3):
-    return JobMessage(
-        id=f"jt-{job_type}",
-        tenant="acme",
-        type=job_type,
-        payload=payload,
-        max_attempts=max_attempts,
-        enqueued_at=time.time(),
-        timeout_seconds=timeout_seconds,
-    )
-
-
-def _deliver(message: JobMessage) -> str:
-    return work(message, Delivery(message_id="m1", body=message.to_json()))
 
 
 def test_run_within_ends_an_attempt_on_time_even_while_its_job_blocks():
@@ -89,7 +71,7 @@ def test_run_within_returns_what_the_job_returns_and_raises_what_it_raises():
 def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
     detached_before = time_limit.detached_jobs()
     with pytest.raises(RetryLater):
-        _deliver(_message("sleep", {"seconds": 30}, timeout_seconds=1))
+        deliver_once(job_message("sleep", {"seconds": 30}, timeout_seconds=1))
 
     record = job_store.get("jt-sleep")
     assert record.status is Status.FAILED
@@ -99,23 +81,23 @@ def test_a_job_past_its_own_timeout_fails_the_attempt_and_is_retried(aws):
 
 def test_a_job_that_catches_exception_is_still_stopped(aws):
     with pytest.raises(RetryLater):
-        _deliver(_message("unit_swallows_errors"))
+        deliver_once(job_message("unit_swallows_errors"))
     record = job_store.get("jt-unit_swallows_errors")
     assert record.error == "timed out after 1 s"
 
 
 def test_the_alarm_is_cleared_after_a_job_that_finishes_in_time(aws):
-    assert _deliver(_message("sleep", {"seconds": 0.1}, timeout_seconds=1)) == "succeeded"
+    assert deliver_once(job_message("sleep", {"seconds": 0.1}, timeout_seconds=1)) == "succeeded"
     time.sleep(1.2)  # an alarm left armed would fire here
 
 
 def test_the_worker_ceiling_caps_a_job_timeout(aws, monkeypatch):
     environment.change(job_timeout_ceiling=3)
-    assert cover.timeout_of(_message("sleep", timeout_seconds=600)) == 3
-    assert cover.timeout_of(_message("echo")) == 3
+    assert cover.timeout_of(job_message("sleep", timeout_seconds=600)) == 3
+    assert cover.timeout_of(job_message("echo")) == 3
     environment.change(job_timeout_ceiling=FunctionEnv().job_timeout_ceiling)
-    assert cover.timeout_of(_message("sleep", timeout_seconds=600)) == 600
-    assert cover.timeout_of(_message("echo")) == 30  # the type's default
+    assert cover.timeout_of(job_message("sleep", timeout_seconds=600)) == 600
+    assert cover.timeout_of(job_message("echo")) == 30  # the type's default
 
 
 def test_a_claim_leases_the_job_for_its_timeout_plus_the_margin_within_the_workers_lease(aws, monkeypatch):
@@ -125,7 +107,7 @@ def test_a_claim_leases_the_job_for_its_timeout_plus_the_margin_within_the_worke
 
 
 def test_job_dead_ends_the_job_at_its_first_attempt(aws):
-    assert _deliver(_message("unit_dead_at_once")) == "dead"
+    assert deliver_once(job_message("unit_dead_at_once")) == "dead"
     record = job_store.get("jt-unit_dead_at_once")
     assert record.status is Status.DEAD
     assert record.attempts == 1
@@ -133,7 +115,7 @@ def test_job_dead_ends_the_job_at_its_first_attempt(aws):
 
 def test_a_jobs_retry_after_chooses_when_it_comes_back(aws):
     with pytest.raises(RetryLater) as later:
-        _deliver(_message("unit_retry_after"))
+        deliver_once(job_message("unit_retry_after"))
     assert later.value.seconds == 7
 
 

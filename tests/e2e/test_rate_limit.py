@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from local.deploy import create_api_key
+from local.prewarm import jobs_queue_mapping
 from shared import settings
 from tests.e2e.helpers import eventually
 
@@ -63,11 +64,7 @@ def test_every_job_message_carries_its_tenant_as_message_group(deployed, api, ot
     lambda_ = deployed.aws("lambda")
     sqs = deployed.aws("sqs")
     url = deployed.queue_url()
-    mapping = next(
-        m
-        for m in lambda_.list_event_source_mappings(FunctionName=settings.WORKER_FUNCTION)["EventSourceMappings"]
-        if m["EventSourceArn"].endswith(f":{settings.QUEUE_NAME}")
-    )
+    mapping = jobs_queue_mapping(lambda_)
     lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
     try:
         time.sleep(1.5)  # a poll already under way finishes

@@ -197,11 +197,10 @@ def test_R4_a_throttled_take_of_a_tenant_last_found_at_its_cap_keeps_its_jobs_wa
     # store blip's path (run unclaimed, outcomes carried in messages).
     assert [record(m.id).status for m in victim] == [Status.SUCCEEDED] * 2
     assert trips == []
+    assert messages_held(aws) == 4  # the attacker's, waiting: no outcome message carries anything
 
 
-def test_a_throttled_take_of_a_tenant_below_its_cap_runs_up_to_its_cap_uncounted_and_trips_no_breaker(
-    aws, monkeypatch
-):
+def test_a_throttled_take_of_a_tenant_below_its_cap_runs_up_to_its_cap_uncounted_and_trips_no_breaker(aws, monkeypatch):
     # A store blip answers with throttles as well as 5xx: a tenant not known to be full keeps running
     # through it (up to its cap of the batch's jobs), so the blip costs its jobs no wait.
     monkeypatch.setattr(worker, "at_cap", set())

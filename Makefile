@@ -129,6 +129,11 @@ herd: install
 fence: install
 	$(PY) -m bench.scenarios.fence $(ARGS)
 
+# Durable jobs' cost against the same work as plain jobs, and their waits' latency (bench/scenarios/durable.py): make durable (or ARGS="--quick")
+.PHONY: durable
+durable: install
+	$(PY) -m bench.scenarios.durable $(ARGS)
+
 # corral beside a bare SQS→Lambda pipeline and Celery on SQS, one emulator (bench/compare/): make compare ARGS=--quick
 .PHONY: compare
 compare: install

@@ -117,15 +117,16 @@ def used(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, f
     return {name: after[name] - before.get(name, 0.0) for name in after}
 
 
-def idle_rate(rounds: Iterable[Round]) -> dict[str, float]:
-    """CPU seconds per second of each group in the idle rounds: the stack's background."""
+def idle_rate(rounds: Iterable[Round], of: Callable[[Round], Mapping[str, float]] | None = None) -> dict[str, float]:
+    """CPU seconds per second of each group in the idle rounds: the stack's background. `of`: another
+    reading of a round to take the rate of (its requests)."""
     idle = [r for r in rounds if r.kind == IDLE]
     seconds = sum(r.seconds for r in idle)
     if not seconds:
         return {}
     totals: dict[str, float] = {}
     for r in idle:
-        for name, value in r.cpu_seconds.items():
+        for name, value in (r.cpu_seconds if of is None else of(r)).items():
             totals[name] = totals.get(name, 0.0) + value
     return {name: value / seconds for name, value in totals.items()}
 
@@ -214,11 +215,11 @@ def compare(in_process: KindFigures, other: KindFigures) -> dict[str, dict[str, 
     return {"ratio": ratio, "extra": extra}
 
 
-def cycle_order(cycle: int) -> tuple[str, ...]:
+def cycle_order(cycle: int, kinds: tuple[str, ...] = KINDS) -> tuple[str, ...]:
     """The rounds of one cycle: idle first, then the kinds, rotated by one each cycle (over three
-    cycles each kind has run first, second and third)."""
-    turn = cycle % len(KINDS)
-    return (IDLE, *KINDS[turn:], *KINDS[:turn])
+    cycles each of three kinds has run first, second and third)."""
+    turn = cycle % len(kinds)
+    return (IDLE, *kinds[turn:], *kinds[:turn])
 
 
 def invokes_by_job(lines: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -250,7 +251,9 @@ def create_target(stack: EmbeddedStack) -> None:
     )
 
 
-def _process_groups(stack: EmbeddedStack) -> dict[str, list[int]]:
+def process_groups(stack: EmbeddedStack, functions: Iterable[str] = (TARGET,)) -> dict[str, list[int]]:
+    """The processes whose CPU a scenario reads: the emulator, its sidecars, the worker's and the API's
+    environments, and those of each of `functions`."""
     assert stack.emulator.process is not None
     groups = {"emulator": [stack.emulator.process.pid]}
     for process in stack.sidecars.processes if stack.sidecars else []:
@@ -259,16 +262,20 @@ def _process_groups(stack: EmbeddedStack) -> dict[str, list[int]]:
     endpoint = stack.emulator.endpoint
     groups["worker environments"] = worker_pids(endpoint, settings.WORKER_FUNCTION)
     groups["API environments"] = worker_pids(endpoint, settings.API_FUNCTION)
-    groups[f"{TARGET} environments"] = worker_pids(endpoint, TARGET)
+    for function in functions:
+        groups[f"{function} environments"] = worker_pids(endpoint, function)
     return groups
 
 
-def _cpu_reading(stack: EmbeddedStack) -> tuple[dict[int, float], dict[str, list[int]]]:
-    groups = _process_groups(stack)
+def cpu_reading(
+    stack: EmbeddedStack, functions: Iterable[str] = (TARGET,)
+) -> tuple[dict[int, float], dict[str, list[int]]]:
+    groups = process_groups(stack, functions)
     return {pid: measure.cpu_seconds(pid) for pids in groups.values() for pid in pids}, groups
 
 
-def _calls(stack: EmbeddedStack) -> dict[str, float]:
+def store_and_queue_calls(stack: EmbeddedStack) -> dict[str, float]:
+    """Requests that reached the store or the queue so far, by service.operation (faults injected left out)."""
     assert stack.platform.chaos is not None
     counts = stack.platform.chaos.stats()["proxy"]
     return {name: float(count) for name, count in counts.items() if not name.endswith(".injected")}
@@ -309,7 +316,7 @@ def job_rows(dynamodb: Any, ids: Iterable[str]) -> dict[str, measure.JobRow]:
     return rows
 
 
-def _wait_finished(dynamodb: Any, ids: list[str], timeout: float = FINISH_TIMEOUT_SECONDS) -> None:
+def wait_finished(dynamodb: Any, ids: list[str], timeout: float = FINISH_TIMEOUT_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         rows = job_rows(dynamodb, ids)
@@ -319,17 +326,37 @@ def _wait_finished(dynamodb: Any, ids: list[str], timeout: float = FINISH_TIMEOU
     print(f"  not all {len(ids)} jobs finished within {timeout:.0f} s", flush=True)
 
 
+def measured_round(
+    stack: EmbeddedStack,
+    kind: str,
+    work: Callable[[], tuple[list[str], int]],
+    functions: Iterable[str] = (TARGET,),
+) -> Round:
+    """One round: what `work` (answering the jobs it enqueued and its failed enqueues) cost the processes
+    of `process_groups(stack, functions)` in CPU, and the store and queue requests made meanwhile."""
+    before, _ = cpu_reading(stack, functions)
+    calls_before = store_and_queue_calls(stack)
+    began = time.monotonic()
+    ids, failed = work()
+    after, groups = cpu_reading(stack, functions)
+    calls = used(calls_before, store_and_queue_calls(stack))
+    return Round(
+        kind=kind,
+        seconds=round(time.monotonic() - began, 3),
+        job_ids=tuple(ids),
+        failed_enqueues=failed,
+        cpu_seconds=measure.group_cpu(before, after, groups),
+        calls={name: int(value) for name, value in calls.items() if value},
+    )
+
+
 def run_round(stack: EmbeddedStack, kind: str, seconds: float, rate: float, first_n: int) -> Round:
     platform = stack.platform
-    dynamodb = platform.aws("dynamodb")
-    before, _ = _cpu_reading(stack)
-    calls_before = _calls(stack)
-    began = time.monotonic()
-    ids: list[str] = []
-    failed = 0
-    if kind == IDLE:
-        time.sleep(seconds)
-    else:
+
+    def work() -> tuple[list[str], int]:
+        if kind == IDLE:
+            time.sleep(seconds)
+            return [], 0
         job_type, payload = job_type_of(kind)
         load = EnqueueLoad(
             platform.api_url,
@@ -342,19 +369,11 @@ def run_round(stack: EmbeddedStack, kind: str, seconds: float, rate: float, firs
         load.start()
         load.join()
         ids = [sample.job_id for sample in sorted(load.samples, key=lambda s: s.at) if sample.job_id]
-        failed = sum(1 for sample in load.samples if sample.status != 202)
-        _wait_finished(dynamodb, ids)
+        wait_finished(platform.aws("dynamodb"), ids)
         time.sleep(0.3)  # the last outcome's write and log lines
-    after, groups = _cpu_reading(stack)
-    calls = used(calls_before, _calls(stack))
-    return Round(
-        kind=kind,
-        seconds=round(time.monotonic() - began, 3),
-        job_ids=tuple(ids),
-        failed_enqueues=failed,
-        cpu_seconds=measure.group_cpu(before, after, groups),
-        calls={name: int(value) for name, value in calls.items() if value},
-    )
+        return ids, sum(1 for sample in load.samples if sample.status != 202)
+
+    return measured_round(stack, kind, work)
 
 
 def _target_lines(stack: EmbeddedStack, since_epoch: float) -> list[dict[str, Any]]:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import signal
 import sys
 import time
@@ -51,6 +50,7 @@ from typing import Any
 import requests
 
 from bench.durable_jobs.steps import EVENT, STEPS
+from bench.lib import report
 from bench.lib.slo import percentile
 from bench.scenarios import fence
 from local.deploy import EXAMPLE_JOBS
@@ -426,6 +426,21 @@ def run(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="make durable", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="2 cycles, one ten of each kind and 2 samples of each wait"
+    )
+    parser.add_argument("--cycles", type=int, default=6, help="cycles of an idle round and one round of each kind")
+    parser.add_argument("--tens", type=int, default=3, help="tens of each cost kind in a round, one after another")
+    parser.add_argument("--samples", type=int, default=5, help="waits of each kind in a round, side by side")
+    parser.add_argument("--idle-seconds", type=float, default=5.0, help="how long each idle round lasts")
+    parser.add_argument("--port", type=int, default=4605, help="port of the scenario's own emulator")
+    return parser.parse_args(argv)
+
+
 def _cell(value: object, width: int = 13) -> str:
     return f"{'-' if value is None else value:>{width}}"
 
@@ -449,26 +464,15 @@ def _print(result: Mapping[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="make durable", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="2 cycles, one ten of each kind and 2 samples of each wait"
-    )
-    parser.add_argument("--cycles", type=int, default=6, help="cycles of an idle round and one round of each kind")
-    parser.add_argument("--tens", type=int, default=3, help="tens of each cost kind in a round, one after another")
-    parser.add_argument("--samples", type=int, default=5, help="waits of each kind in a round, side by side")
-    parser.add_argument("--idle-seconds", type=float, default=5.0, help="how long each idle round lasts")
-    parser.add_argument("--port", type=int, default=4605, help="port of the scenario's own emulator")
-    args = parser.parse_args(argv)
+    args = arguments(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the emulator
     with embedded_stack(args.port, STATE / "durable", jobs=JOBS_PACKAGES, announce=True) as stack:
         result = run(stack, args)
     result["command"] = "python -m bench.scenarios.durable " + " ".join(argv if argv is not None else sys.argv[1:])
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
     _print(result)
-    print(f"(also in {RESULT})")
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    report.write_json(RESULT, result)
+    print(f"(the figures also in {RESULT}, with the command)")
     return 0
 
 

@@ -1,6 +1,6 @@
 """`make durable`: what durable jobs cost, against the same work done as plain jobs, in one run.
 
-    make durable                    # 6 cycles, 3 tens of each cost kind and 5 samples of each wait a cycle
+    make durable                    # 10 cycles, each 3 tens of each cost kind and 5 samples of each wait
     make durable ARGS="--quick"     # 2 cycles of one ten and 2 samples each: a smoke run
     make durable ARGS="--cycles 9 --tens 3 --samples 5 --port 4605"
 
@@ -433,7 +433,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick", action="store_true", help="2 cycles, one ten of each kind and 2 samples of each wait"
     )
-    parser.add_argument("--cycles", type=int, default=6, help="cycles of an idle round and one round of each kind")
+    parser.add_argument("--cycles", type=int, default=10, help="cycles of an idle round and one round of each kind")
     parser.add_argument("--tens", type=int, default=3, help="tens of each cost kind in a round, one after another")
     parser.add_argument("--samples", type=int, default=5, help="waits of each kind in a round, side by side")
     parser.add_argument("--idle-seconds", type=float, default=5.0, help="how long each idle round lasts")

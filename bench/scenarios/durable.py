@@ -183,6 +183,7 @@ def spread(values: Sequence[float]) -> dict[str, float | int | None]:
         "p90_ms": _ms(percentile(list(values), 90)),
         "min_ms": _ms(min(values)) if values else None,
         "max_ms": _ms(max(values)) if values else None,
+        "values_ms": sorted(round(value) for value in values),
     }
 
 
@@ -389,6 +390,7 @@ def run_round(stack: EmbeddedStack, kind: str, tens: int, samples: int, idle_sec
 
 def run(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str, Any]:
     cycles, tens, samples = (2, 1, 2) if args.quick else (args.cycles, args.tens, args.samples)
+    began = time.time()
     print("warm-up: one of each kind", flush=True)
     for kind in KINDS:
         run_round(stack, kind, 1, 1, 0)
@@ -423,6 +425,9 @@ def run(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str, Any]:
         "durable_over_chained": ratios(figures, DURABLE, CHAINED),
         "durable_over_independent": ratios(figures, DURABLE, INDEPENDENT),
         "waits": wait_latencies(rounds, views),
+        "worker_hand_backs": fence.measure.hand_backs(
+            stack.platform.aws("logs"), f"/aws/lambda/{settings.WORKER_FUNCTION}", began
+        ),
     }
 
 
@@ -459,6 +464,7 @@ def _print(result: Mapping[str, Any]) -> None:
         print(f"{name}: {result[name]}")
     for name, figures in result["waits"].items():
         print(f"{name}: {figures}")
+    print(f"the worker's hand-backs, by reason: {result['worker_hand_backs']}")
     print(f"idle CPU ms per second: {result['idle_cpu_ms_per_second']}")
     print(f"load average at the end: {result['load_average']}")
 

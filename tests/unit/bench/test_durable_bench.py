@@ -111,6 +111,7 @@ def test_the_waits_latencies_are_gathered_from_their_rounds():
     assert waits["sleep_resume_lateness"]["p50_ms"] == pytest.approx(100.0)
     assert waits["event_to_resume"]["p90_ms"] == pytest.approx(400.0)
     assert waits["event_to_resume"]["samples"] == 1
+    assert waits["event_to_resume"]["values_ms"] == [400]
 
 
 def test_ratios_are_of_figures_measured_in_the_same_run_and_none_without_a_base():

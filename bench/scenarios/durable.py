@@ -425,10 +425,14 @@ def run(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str, Any]:
         "durable_over_chained": ratios(figures, DURABLE, CHAINED),
         "durable_over_independent": ratios(figures, DURABLE, INDEPENDENT),
         "waits": wait_latencies(rounds, views),
-        "worker_hand_backs": fence.measure.hand_backs(
-            stack.platform.aws("logs"), f"/aws/lambda/{settings.WORKER_FUNCTION}", began
-        ),
+        "worker_hand_backs": fence.measure.hand_backs(stack.platform.aws("logs"), _worker_log_group(stack), began),
     }
+
+
+def _worker_log_group(stack: EmbeddedStack) -> str:
+    """The worker's log group, as the stack configured it (bench/scenarios/run.py reads it the same way)."""
+    worker = stack.platform.aws("lambda").get_function_configuration(FunctionName=settings.WORKER_FUNCTION)
+    return str(worker.get("LoggingConfig", {}).get("LogGroup") or f"/aws/lambda/{settings.WORKER_FUNCTION}")
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:

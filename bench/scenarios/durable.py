@@ -425,8 +425,17 @@ def run(stack: EmbeddedStack, args: argparse.Namespace) -> dict[str, Any]:
         "durable_over_chained": ratios(figures, DURABLE, CHAINED),
         "durable_over_independent": ratios(figures, DURABLE, INDEPENDENT),
         "waits": wait_latencies(rounds, views),
-        "worker_hand_backs": fence.measure.hand_backs(stack.platform.aws("logs"), _worker_log_group(stack), began),
+        "worker_hand_backs": _hand_backs(stack, began),
     }
+
+
+def _hand_backs(stack: EmbeddedStack, since_epoch: float) -> dict[str, int] | None:
+    """The worker's hand-backs by reason since then; None when its log group is not there to read."""
+    logs = stack.platform.aws("logs")
+    try:
+        return fence.measure.hand_backs(logs, _worker_log_group(stack), since_epoch)
+    except logs.exceptions.ResourceNotFoundException:
+        return None
 
 
 def _worker_log_group(stack: EmbeddedStack) -> str:

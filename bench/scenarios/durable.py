@@ -473,13 +473,14 @@ def _print(result: Mapping[str, Any]) -> None:
         for name in dict.fromkeys(name for kind in COST_KINDS for name in kinds[kind][group]):
             cells = "".join(_cell(kinds[kind][group].get(name)) for kind in COST_KINDS)
             print(f"{'  ' + name:<36}{cells}")
-    for name in ("durable_over_chained", "durable_over_independent"):
-        print(f"{name}: {result[name]}")
-    for name, figures in result["waits"].items():
-        print(f"{name}: {figures}")
-    print(f"the worker's hand-backs, by reason: {result['worker_hand_backs']}")
-    print(f"idle CPU ms per second: {result['idle_cpu_ms_per_second']}")
-    print(f"load average at the end: {result['load_average']}")
+    lines = {name: result[name] for name in ("durable_over_chained", "durable_over_independent")} | {
+        **result["waits"],
+        "the worker's hand-backs, by reason": result["worker_hand_backs"],
+        "idle CPU ms per second": result["idle_cpu_ms_per_second"],
+        "load average at the end": result["load_average"],
+    }
+    for label, value in lines.items():
+        print(f"{label}: {value}")
 
 
 def main(argv: list[str] | None = None) -> int:

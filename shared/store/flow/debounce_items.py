@@ -1,22 +1,22 @@
 """A debounce key's group, one item per (tenant, key): `debounce#<tenant>#<key>` (shared/flow/debounce.py `Group`).
 
-Attributes: `seq` (arrivals so far), `latest`, `arrived_at`, `first_at`, `first_seq` (the current group), `fired`
-and `fired_first_seq` (the last group that ran as the current one), `closed` (a map: the latest of each group closed
-before it ran -> {s: its first arrival number, t: when it closed, r: true once that latest ran}), and `expires_at`
-(the table's TTL: long enough for a superseded job's message, which may come as late as the queue keeps it, to find
-its group).
+Attributes: `seq` (arrivals so far), `revision` (writes so far: each write is conditioned on the one it read),
+`latest`, `arrived_at`, `first_at`, `first_seq` (the current group), `ended` (a map: the latest of each group that
+ended -> {f, l: its first and last arrival numbers, t: when it ended, r: true once that latest ran}; every one whose
+latest has not run, and the newest 8 that ran), and `expires_at` (the table's TTL: long enough for a superseded
+job's message, which may come as late as the queue keeps it, to find its group).
 
 - **An arrival** (`arrive`: the API, for a job it enqueues; the worker, for a schedule's firing or an event's
-  job) is one strongly consistent read and one write of the whole group conditioned on `seq` being what was
-  read; a writer that lost the race computes again from the group its failed write returned. The job's message
+  job) is one strongly consistent read and one write of the whole group conditioned on its `revision` being
+  what was read; a writer that lost the race computes again from the group its failed write returned. The job's message
   carries its arrival number (`seq`), and is sent after the write, delayed until its group is due.
 - **A run** (`fire`) is one transaction with the job's claim: the claim (a new record) and the group's change
-  (the latest ran, or a closed group's latest ran), each conditioned, so a group runs once however its workers
+  (its latest ran), each conditioned, so a group runs once however its workers
   die: a worker that dies after the transaction left a record, and the next delivery claims it as any job's.
 - **A superseded job** is decided from one read (`fire` answers `Superseded`); its `skipped` record is the job
   store's write.
 
-Cost per debounced job: its arrival, one read and one write (the group, well under 1 KB: 1 RRU, 1 WRU); then
+Cost per debounced job: its arrival, one read and one write (the group, under 1 KB: 1 RRU, 1 WRU); then
 the job that runs, one read and the transaction (its claim and the group: 2 WRU each, as transactions are);
 each superseded one, one read (and its `skipped` record).
 """
@@ -24,7 +24,7 @@ each superseded one, one read (and its `skipped` record).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -32,7 +32,7 @@ from botocore.exceptions import ClientError
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.errors import Unavailable
 from shared.flow import debounce as rules
-from shared.flow.debounce import Closed, Debounce, Decision, Fire, Group
+from shared.flow.debounce import Debounce, Decision, Ended, Fire, Group
 from shared.store import keys, table
 from shared.store.conditional import failed_conditions
 
@@ -64,13 +64,14 @@ def _group_of(item: dict[str, Any]) -> Group:
     def number(name: str) -> float:
         return float(item[name]["N"]) if name in item else 0.0
 
-    closed = {
-        job: Closed(
-            first_seq=int(entry["M"]["s"]["N"]),
-            closed_at=float(entry["M"]["t"]["N"]),
+    ended = {
+        job: Ended(
+            first_seq=int(entry["M"]["f"]["N"]),
+            last_seq=int(entry["M"]["l"]["N"]),
+            ended_at=float(entry["M"]["t"]["N"]),
             ran=entry["M"].get("r", {}).get("BOOL", False),
         )
-        for job, entry in item.get("closed", {}).get("M", {}).items()
+        for job, entry in item.get("ended", {}).get("M", {}).items()
     }
     return Group(
         seq=int(number("seq")),
@@ -78,34 +79,35 @@ def _group_of(item: dict[str, Any]) -> Group:
         arrived_at=number("arrived_at"),
         first_at=number("first_at"),
         first_seq=int(number("first_seq")),
-        fired=item["fired"]["S"] if "fired" in item else None,
-        fired_first_seq=int(number("fired_first_seq")),
-        closed=closed,
+        ended=ended,
+        revision=int(number("revision")),
     )
 
 
 def _item_of(tenant: str, key: str, group: Group, debounce: Debounce) -> dict[str, Any]:
     item: dict[str, Any] = _key(tenant, key) | {
         "seq": {"N": str(group.seq)},
+        "revision": {"N": str(group.revision + 1)},
         "arrived_at": {"N": repr(group.arrived_at)},
         "first_at": {"N": repr(group.first_at)},
         "first_seq": {"N": str(group.first_seq)},
-        "fired_first_seq": {"N": str(group.fired_first_seq)},
-        "closed": {
+        "ended": {
             "M": {
                 job: {
-                    "M": {"s": {"N": str(entry.first_seq)}, "t": {"N": repr(entry.closed_at)}}
+                    "M": {
+                        "f": {"N": str(entry.first_seq)},
+                        "l": {"N": str(entry.last_seq)},
+                        "t": {"N": repr(entry.ended_at)},
+                    }
                     | ({"r": {"BOOL": True}} if entry.ran else {})
                 }
-                for job, entry in group.closed.items()
+                for job, entry in group.ended.items()
             }
         },
         "expires_at": {"N": str(math.ceil(rules.due_at(group, debounce) + rules.CLOSED_KEPT_SECONDS))},
     }
     if group.latest is not None:
         item["latest"] = {"S": group.latest}
-    if group.fired is not None:
-        item["fired"] = {"S": group.fired}
     return item
 
 
@@ -125,7 +127,7 @@ def arrive(tenant: str, debounce: Debounce, job_id: str, at: float, *, single_at
     """Record `job_id`'s arrival at `at` in its key's group. DebounceContended if other arrivals won every race."""
     before = read(tenant, debounce.key, single_attempt=single_attempt)
     for _ in range(_ARRIVAL_TRIES):
-        if before is not None and job_id in (before.latest, before.fired, *before.closed):
+        if before is not None and job_id in (before.latest, *before.ended):
             # Recorded already: a write whose answer was lost, retried (by botocore, or by the client under its
             # idempotency key). It stays one arrival, which an undo leaves as it is.
             due = rules.send_delay(before, at, debounce) if before.latest == job_id else 0
@@ -152,23 +154,26 @@ def undo(tenant: str, debounce: Debounce, job_id: str, arrived: Arrived) -> bool
     if now is None or now.seq != arrived.seq or now.latest != job_id:
         return False
     if arrived.before is None:
-        return _delete_if_unchanged(tenant, debounce.key, arrived.seq)
-    return _put_if_unchanged(tenant, debounce, arrived.before, now) is None
+        return _delete_if_unchanged(tenant, debounce.key, now.revision)
+    return _put_if_unchanged(tenant, debounce, replace(arrived.before, revision=now.revision), now) is None
+
+
+def _put(tenant: str, debounce: Debounce, group: Group, seen: Group | None) -> dict[str, Any]:
+    """The Put of `group` (its revision the next after `group.revision`) if the item is still `seen`."""
+    params: dict[str, Any] = {"TableName": table.name(), "Item": _item_of(tenant, debounce.key, group, debounce)}
+    if seen is None:
+        return params | {"ConditionExpression": "attribute_not_exists(pk)"}
+    return params | {
+        "ConditionExpression": "revision = :revision",
+        "ExpressionAttributeValues": {":revision": {"N": str(seen.revision)}},
+    }
 
 
 def _put_if_unchanged(
     tenant: str, debounce: Debounce, group: Group, seen: Group | None, *, single_attempt: bool = False
 ) -> Group | None:
-    """Put `group` if the item is still `seen` (its `seq`): None if written, else the group as it is now."""
-    params: dict[str, Any] = {
-        "TableName": table.name(),
-        "Item": _item_of(tenant, debounce.key, group, debounce),
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    if seen is None:
-        params["ConditionExpression"] = "attribute_not_exists(pk)"
-    else:
-        params |= {"ConditionExpression": "seq = :seq", "ExpressionAttributeValues": {":seq": {"N": str(seen.seq)}}}
+    """Put `group` if the item is still `seen` (its revision): None if written, else the group as it is now."""
+    params = _put(tenant, debounce, group, seen) | {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
     try:
         _client(single_attempt).put_item(**params)
     except ClientError as error:
@@ -179,13 +184,13 @@ def _put_if_unchanged(
     return None
 
 
-def _delete_if_unchanged(tenant: str, key: str, seq: int) -> bool:
+def _delete_if_unchanged(tenant: str, key: str, revision: int) -> bool:
     try:
         client("dynamodb").delete_item(
             TableName=table.name(),
             Key=_key(tenant, key),
-            ConditionExpression="seq = :seq",
-            ExpressionAttributeValues={":seq": {"N": str(seq)}},
+            ConditionExpression="revision = :revision",
+            ExpressionAttributeValues={":revision": {"N": str(revision)}},
         )
     except ClientError as error:
         if is_condition_failure(error):
@@ -221,11 +226,11 @@ def fire(
     for _ in range(_FIRE_TRIES):
         group = read(tenant, debounce.key, single_attempt=single_attempt)
         decision = rules.decide(group, job_id, seq, now, debounce)
-        if not isinstance(decision, Fire):
+        if not isinstance(decision, Fire) or group is None:
             return decision
-        ran = _ran_update(tenant, debounce.key, job_id, closed=decision.closed)
+        ran = _put(tenant, debounce, rules.ran(group, job_id, now), group)
         try:
-            _client(single_attempt).transact_write_items(TransactItems=[{"Update": claim}, {"Update": ran}])
+            _client(single_attempt).transact_write_items(TransactItems=[{"Update": claim}, {"Put": ran}])
         except ClientError as error:
             failed = failed_conditions(error, 2)
             if failed is None:
@@ -237,34 +242,13 @@ def fire(
     raise DebounceContended(f"debounce key {debounce.key!r}: its group kept changing as {job_id} tried to run")
 
 
-def ran_without_a_run(tenant: str, key: str, job_id: str) -> bool:
+def ran_without_a_run(tenant: str, debounce: Debounce, job_id: str, now: float) -> bool:
     """The latest `job_id` ended without running (cancelled before its turn): its group counts it as its run, so its
     superseded jobs name it and a later arrival opens a new group. False if it is not its group's latest."""
-    try:
-        client("dynamodb").update_item(**_ran_update(tenant, key, job_id, closed=False))
-    except ClientError as error:
-        if is_condition_failure(error):
+    for _ in range(_FIRE_TRIES):
+        group = read(tenant, debounce.key)
+        if group is None or (group.latest != job_id and job_id not in group.ended):
             return False
-        raise
-    return True
-
-
-def _ran_update(tenant: str, key: str, job_id: str, *, closed: bool) -> dict[str, Any]:
-    """The group's change as `job_id` runs: a closed group's latest is marked ran (kept, so the jobs it superseded
-    still name it); the current group's latest becomes `fired`, and the group waits for its next arrival."""
-    if closed:
-        return {
-            "TableName": table.name(),
-            "Key": _key(tenant, key),
-            "UpdateExpression": "SET closed.#job.r = :ran",
-            "ConditionExpression": "attribute_exists(closed.#job) AND attribute_not_exists(closed.#job.r)",
-            "ExpressionAttributeNames": {"#job": job_id},
-            "ExpressionAttributeValues": {":ran": {"BOOL": True}},
-        }
-    return {
-        "TableName": table.name(),
-        "Key": _key(tenant, key),
-        "UpdateExpression": "SET fired = :job, fired_first_seq = first_seq REMOVE latest",
-        "ConditionExpression": "latest = :job",
-        "ExpressionAttributeValues": {":job": {"S": job_id}},
-    }
+        if _put_if_unchanged(tenant, debounce, rules.ran(group, job_id, now), group) is None:
+            return True
+    raise DebounceContended(f"debounce key {debounce.key!r}: its group kept changing as {job_id} was cancelled")

@@ -8,17 +8,17 @@ from __future__ import annotations
 import heapq
 import itertools
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from shared import settings as corral_settings
 from shared.errors import InvalidRequest
-from shared.flow.debounce import Debounce, Fire, Group, NotDue, Superseded, Unmanaged, arrive, decide, send_delay
+from shared.flow.debounce import Debounce, Fire, Group, NotDue, Superseded, Unmanaged, arrive, decide, ran, send_delay
 from shared.store import keys
 from shared.store.flow import debounce_items
 
@@ -97,10 +97,7 @@ def _runs_of(arrivals: list[float], debounce: Debounce) -> list[tuple[float, flo
         decision = decide(group, job, seq, now, debounce)
         if isinstance(decision, Fire):
             runs.append((now, firsts[job]))
-            if decision.closed:
-                group = replace(group, closed={**group.closed, job: replace(group.closed[job], ran=True)})
-            else:
-                group = replace(group, fired=job, fired_first_seq=group.first_seq, latest=None)
+            group = ran(group, job, now)
         elif isinstance(decision, NotDue):
             heapq.heappush(events, (decision.until, 1, job, seq))
     return runs
@@ -175,13 +172,19 @@ _FAULTS = ("none", "none", "none", "duplicate", "late", "dies after the run", "s
 # Derandomized while debounce is not wired into the product: a random run found simultaneous arrivals (period 3,
 # gaps of 0) where a job was recorded superseded by an earlier one (docs/decisions/debounce.md "Open"); fix it
 # before debounce is built, then let hypothesis search again.
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, derandomize=False, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     period=st.integers(1, 4),
     max_wait_extra=st.one_of(st.none(), st.integers(0, 6)),
-    gaps=st.lists(st.floats(0, 5, allow_nan=False), min_size=1, max_size=16),
+    # Round gaps (0: simultaneous arrivals; a whole period: an arrival just as a group is due) are where groups meet.
+    gaps=st.lists(
+        st.one_of(st.sampled_from([0.0, 1.0, 2.0, 3.0]), st.floats(0, 5, allow_nan=False)), min_size=1, max_size=16
+    ),
     faults=st.lists(st.tuples(st.sampled_from(_FAULTS), st.floats(0, 3, allow_nan=False)), min_size=16, max_size=16),
 )
+@example(period=2, max_wait_extra=None, gaps=[0.0, 3.0, 0.0, 2.0], faults=[("none", 0.0)] * 16)
 def test_each_group_runs_once_its_last_job_and_every_other_job_is_skipped(
     aws, monkeypatch, period, max_wait_extra, gaps, faults
 ):
@@ -290,6 +293,39 @@ def _ground_truth(arrivals: list[float], jobs: list[str], debounce: Debounce) ->
     return groups
 
 
+def test_a_job_superseded_in_a_group_closed_after_another_ran_names_its_own_groups_latest():
+    """Arrivals at 0 (runs at 2), 3 and 3 (one group, due 5), 5 (closes it before its latest ran): the job at 3 was
+    named superseded by the group that ran before its own, an earlier job."""
+    debounce = Debounce("k", period_seconds=2)
+    group = arrive(Group(), "a", 0.0, debounce).group
+    group = ran(group, "a", 2.0)
+    for job, at in (("b1", 3.0), ("b2", 3.0), ("c", 5.0)):
+        group = arrive(group, job, at, debounce).group
+
+    assert decide(group, "b1", 2, 5.0, debounce) == Superseded(by="b2")
+    assert decide(group, "b2", 3, 5.0, debounce) == Fire(closed=True)
+
+
+def test_an_arrival_stamped_earlier_by_another_clock_is_still_the_later_one():
+    debounce = Debounce("k", period_seconds=5)
+    group = arrive(Group(), "j1", 100.0, debounce).group
+    later = arrive(group, "j2", 99.0, debounce)  # numbered after j1 by the store; its API instance's clock is behind
+
+    assert later.superseded == "j1"
+    assert decide(later.group, "j1", 1, 105.0, debounce) == Superseded(by="j2")
+    assert decide(later.group, "j2", 2, 105.0, debounce) == Fire()
+
+
+def test_a_keys_item_keeps_a_bounded_number_of_groups_that_ran():
+    debounce = Debounce("k", period_seconds=1)
+    group = Group()
+    for n in range(100):
+        group = arrive(group, f"j{n}", float(n * 2), debounce).group
+        group = ran(group, f"j{n}", float(n * 2 + 1))
+
+    assert len(group.ended) == 8
+
+
 def test_an_arrival_whose_send_failed_is_undone_and_the_job_it_superseded_runs_again(aws):
     debounce = Debounce("k", period_seconds=5)
     first = debounce_items.arrive("acme", debounce, "j1", 100.0)
@@ -320,7 +356,7 @@ def test_a_latest_cancelled_before_its_turn_counts_as_its_groups_run(aws):
     debounce_items.arrive("acme", debounce, "j1", 100.0)
     debounce_items.arrive("acme", debounce, "j2", 101.0)
 
-    assert debounce_items.ran_without_a_run("acme", "k", "j2")
+    assert debounce_items.ran_without_a_run("acme", debounce, "j2", 101.5)
 
     assert debounce_items.fire("acme", debounce, "j1", 1, 106.0, _claim("j1", 106.0)) == Superseded(by="j2")
     later = debounce_items.arrive("acme", debounce, "j3", 102.0)

@@ -1,4 +1,5 @@
-"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write.
+"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write (a unique or
+debounced job's flow control writes its key's item first: docs/decisions/debounce.md, unique-jobs.md).
 
 A job due more than 15 minutes ahead (beyond SQS's longest delay) becomes a
 one-time EventBridge Scheduler at() schedule that puts it on the queue when it
@@ -11,6 +12,7 @@ each job is accepted or rejected on its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -32,7 +34,7 @@ from shared.jobs import far_future, job_types, payload_schemas, payloads
 from shared.jobs.callback_bodies import CALLBACK_VIEW_ROOM_BYTES, VIEW_IN_BODY, with_view
 from shared.model.message import JobMessage
 from shared.model.spec import Callback, Concurrency, JobSpec, callbacks_to_dict
-from shared.store.flow import unique_keys
+from shared.store.flow import debounce_items, unique_keys
 from shared.store.flow.unique_keys import DuplicateOf
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
@@ -281,6 +283,7 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         concurrency=request.concurrency,
         throttle=job.flow.throttle,
         callbacks=job.callbacks,
+        debounce=job.flow.debounce,
         # One key, one request: the job's record keeps the first claimed request's, and only it runs.
         request=ids.request_fingerprint(request.canonical()) if request.idempotency_key else None,
     )
@@ -335,7 +338,11 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
     unique = flow_of(request, delay).unique if request.unique is not None or _type_has_flow(request) else None
     if unique is not None and (holder := unique_keys.take(tenant, unique, message.id, now, now + delay)):
         return holder
+    arrived = None
     try:
+        if message.debounce is not None:
+            message, arrived = _debounce_arrival(message, now)
+            delay = arrived.delay_seconds
         if delay <= settings.MAX_SQS_DELAY_SECONDS:
             queue.send(message, math.ceil(delay))
         else:
@@ -343,10 +350,28 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
     except Exception:
         if unique is not None:
             unique_keys.not_sent(tenant, unique, message.id)
+        if arrived is not None:
+            _undo_arrival(message, arrived)
         raise
     if unique is not None:
         unique_keys.sent(tenant, unique, message.id)
     return message
+
+
+def _debounce_arrival(message: JobMessage, now: float) -> tuple[JobMessage, debounce_items.Arrived]:
+    """A debounced job's arrival in its key's group: its message carries its arrival number, and is sent delayed
+    until its group is due (docs/decisions/debounce.md)."""
+    assert message.debounce is not None
+    arrived = debounce_items.arrive(message.tenant, message.debounce, message.id, now)
+    return replace(message, debounce_seq=arrived.seq), arrived
+
+
+def _undo_arrival(message: JobMessage, arrived: debounce_items.Arrived) -> None:
+    """The job's message was not sent: its group goes back as it was, if nothing arrived since (best effort: the
+    caller is told the job was not enqueued either way)."""
+    assert message.debounce is not None
+    with contextlib.suppress(ClientError, BotoCoreError):
+        debounce_items.undo(message.tenant, message.debounce, message.id, arrived)
 
 
 def _type_has_flow(request: JobRequest) -> bool:
@@ -383,6 +408,7 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
     outcomes: list[BulkOutcome] = []
     prepared: list[tuple[int, JobRequest, JobMessage, float]] = []
     locked: dict[int, Unique] = {}  # index -> the unique key its job took
+    arrivals: dict[int, debounce_items.Arrived] = {}  # index -> its debounced job's arrival in its key's group
     for index, request in enumerate(requests):
         try:
             message, delay = _prepare(tenant, request, now)
@@ -396,12 +422,23 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
                 outcomes.append(holder)
                 continue
             locked[index] = unique
+        if message.debounce is not None:
+            try:
+                message, arrivals[index] = _debounce_arrival(message, now)
+            except (ClientError, BotoCoreError, debounce_items.DebounceContended) as error:
+                outcomes.append(NotSent(f"{type(error).__name__}: {error}"))
+                if index in locked:
+                    unique_keys.not_sent(tenant, locked.pop(index), message.id)
+                continue
+            delay = arrivals[index].delay_seconds
         outcomes.append(message)
         prepared.append((index, request, message, delay))
     sent = send_prepared([(request, message, delay) for _, request, message, delay in prepared], now)
     for (index, _, message, _), problem in zip(prepared, sent, strict=True):
         if problem is not None:
             outcomes[index] = problem
+            if index in arrivals:
+                _undo_arrival(message, arrivals[index])
         if index in locked:
             (unique_keys.sent if problem is None else unique_keys.not_sent)(tenant, locked[index], message.id)
     return outcomes

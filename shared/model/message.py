@@ -13,6 +13,7 @@ from typing import Any
 from shared import ids, settings
 from shared.errors import CorralError
 from shared.flow import options as flow_options
+from shared.flow.debounce import Debounce
 from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
 from shared.model.lineage import forged_lineage
@@ -194,6 +195,8 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "due_at": _optional(timestamp_check),
     "concurrency": _concurrency,
     "throttle": lambda value: None if value is None else flow_options.problem("throttle", value),
+    "debounce": lambda value: None if value is None else flow_options.problem("debounce", value),
+    "debounce_seq": _optional(_int_between(1, 2**53)),
     "batch": _batch_member,
     "callbacks": _callbacks,
     "parent": _parent,
@@ -241,6 +244,10 @@ class JobMessage:
     concurrency: Concurrency | None = None
     # The job's own throttle; None: its type's, if the type declares one (shared/worker/admit/throttle_turns.py).
     throttle: Throttle | None = None
+    # A debounced job: its debounce (its key read already) and its arrival number in its key's group, which decides
+    # at the worker whether it runs, waits or was superseded (shared/worker/admit/debounced.py).
+    debounce: Debounce | None = None
+    debounce_seq: int | None = None
     batch: BatchMember | None = None  # the batch it belongs to (shared/batches/batches.py)
     # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?} (shared/batches/callbacks.py).
     callbacks: dict[str, Callback] | None = None
@@ -270,6 +277,7 @@ class JobMessage:
         batch: BatchMember | None = None,
         callbacks: dict[str, Callback] | None = None,
         parent: dict[str, str] | None = None,
+        debounce: Debounce | None = None,
         overlap: Overlap = Overlap.ALLOW,
         trigger: Trigger = Trigger.SCHEDULE,
         request: str | None = None,
@@ -291,6 +299,7 @@ class JobMessage:
             timeout_seconds=spec.timeout_seconds,
             concurrency=concurrency,
             throttle=throttle,
+            debounce=debounce,
             batch=batch,
             callbacks=callbacks,
             parent=parent,
@@ -345,6 +354,8 @@ class JobMessage:
             "due_at": self.due_at,
             "concurrency": self.concurrency.to_dict() if self.concurrency else None,
             "throttle": self.throttle.to_dict() if self.throttle else None,
+            "debounce": self.debounce.to_dict() if self.debounce else None,
+            "debounce_seq": self.debounce_seq,
             "batch": self.batch.to_dict() if self.batch else None,
             "callbacks": callbacks_to_dict(self.callbacks) if self.callbacks else None,
             "parent": self.parent,
@@ -427,6 +438,8 @@ def _typed(fields: dict[str, Any]) -> dict[str, Any]:
         fields = {**fields, "concurrency": Concurrency.of(fields["concurrency"])}
     if fields.get("throttle") is not None:  # checked already (`_FIELD_CHECKS`), or written by `to_dict`
         fields = {**fields, "throttle": Throttle.parse(fields["throttle"])}
+    if fields.get("debounce") is not None:
+        fields = {**fields, "debounce": Debounce.parse(fields["debounce"])}
     if "batch" in fields:
         fields = {**fields, "batch": BatchMember.of(fields["batch"])}
     if fields.get("callbacks") is not None:

@@ -10,15 +10,15 @@ job's message, which may come as late as the queue keeps it, to find its group).
   job) is one strongly consistent read and one write of the whole group conditioned on its `revision` being
   what was read; a writer that lost the race computes again from the group its failed write returned. The job's message
   carries its arrival number (`seq`), and is sent after the write, delayed until its group is due.
-- **A run** (`fire`) is one transaction with the job's claim: the claim (a new record) and the group's change
-  (its latest ran), each conditioned, so a group runs once however its workers
-  die: a worker that dies after the transaction left a record, and the next delivery claims it as any job's.
-- **A superseded job** is decided from one read (`fire` answers `Superseded`); its `skipped` record is the job
-  store's write.
+- **A run** (`settle`) is one write marking the group's latest as run (conditioned on the group's revision), then
+  the job's claim as any job's: a group marks one run however many deliveries ask, and a worker that dies between
+  the two leaves a group that ran, whose job's next delivery is claimed as any job's.
+- **A superseded job** is decided from one read (`settle` answers `Superseded`); its `skipped` record
+  (`record_superseded`) is one conditional put.
 
 Cost per debounced job: its arrival, one read and one write (the group, under 1 KB: 1 RRU, 1 WRU); then
-the job that runs, one read and the transaction (its claim and the group: 2 WRU each, as transactions are);
-each superseded one, one read (and its `skipped` record).
+the job that runs, one read and one write of the group before its claim; each superseded one, one read and its
+`skipped` record (1 WRU for a small payload).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from shared.aws.clients import client, is_condition_failure, single_attempt_clie
 from shared.errors import Unavailable
 from shared.flow import debounce as rules
 from shared.flow.debounce import Debounce, Decision, Ended, Fire, Group
+from shared.model.message import JobMessage
 from shared.store import keys, table
-from shared.store.conditional import failed_conditions
+from shared.store.jobs import job_items
 
 _ARRIVAL_TRIES = 4  # writes an arrival makes before it gives up (other arrivals won every race): 503, retryable
 _FIRE_TRIES = 3
@@ -201,45 +202,37 @@ def _delete_if_unchanged(tenant: str, key: str, revision: int) -> bool:
 
 @dataclass(frozen=True)
 class Fired:
-    """The job was claimed, and its group marked as run, in one transaction: it runs."""
+    """The job's group marked it as its run: it is claimed as any job, whose claim decides whether it runs."""
 
 
-@dataclass(frozen=True)
-class RecordExists:
-    """The job has a record already (it ran, was cancelled, or was recorded skipped): claim it as any job, which
-    answers what it is."""
+def settle(
+    tenant: str, debounce: Debounce, job_id: str, seq: int, now: float, *, single_attempt: bool = True
+) -> Fired | Decision:
+    """The job `job_id` (arrival `seq`) reached a worker at `now`: Fired once its group marked it as its run (a write
+    conditioned on the group being as read, so a group marks one run however many workers ask, and an arrival in
+    between makes it decide again), else what its group decides (`NotDue`, `Superseded`, `Unmanaged`).
 
-
-def fire(
-    tenant: str,
-    debounce: Debounce,
-    job_id: str,
-    seq: int,
-    now: float,
-    claim: dict[str, Any],
-    *,
-    single_attempt: bool = True,
-) -> Fired | RecordExists | Decision:
-    """The job `job_id` (arrival `seq`) reached a worker at `now`: Fired if its group lets it run (its `claim`, a
-    TransactWriteItems Update of its record conditioned on there being none, made in the same transaction), else
-    what its group decides (`NotDue`, `Superseded`, `Unmanaged`), or RecordExists."""
+    The mark goes before the claim: a worker that dies between them leaves a group that ran, and the job's next
+    delivery finds its group has no say (`Unmanaged`) and claims it as any job, so it still runs, once."""
     for _ in range(_FIRE_TRIES):
         group = read(tenant, debounce.key, single_attempt=single_attempt)
         decision = rules.decide(group, job_id, seq, now, debounce)
         if not isinstance(decision, Fire) or group is None:
             return decision
-        ran = _put(tenant, debounce, rules.ran(group, job_id, now), group)
-        try:
-            _client(single_attempt).transact_write_items(TransactItems=[{"Update": claim}, {"Put": ran}])
-        except ClientError as error:
-            failed = failed_conditions(error, 2)
-            if failed is None:
-                raise
-            if failed[0]:
-                return RecordExists()
-            continue  # its group changed between the read and the transaction: decide again
+        ran = rules.ran(group, job_id, now)
+        if _put_if_unchanged(tenant, debounce, ran, group, single_attempt=single_attempt) is not None:
+            continue  # its group changed between the read and the write: decide again
         return Fired()
     raise DebounceContended(f"debounce key {debounce.key!r}: its group kept changing as {job_id} tried to run")
+
+
+def record_superseded(message: JobMessage, reason: str, by: str | None, now: float) -> bool:
+    """Record the superseded job `message` as `skipped`, its `reason` naming `by`. False if it has a record already
+    (it ran, or was recorded already): it is left as it is, and claimed as any job."""
+    item = job_items.skipped_item(message, now, reason, by)
+    return job_items.conditional(
+        put=True, single_attempt=True, Item=item, ConditionExpression="attribute_not_exists(pk)"
+    )
 
 
 def ran_without_a_run(tenant: str, debounce: Debounce, job_id: str, now: float) -> bool:

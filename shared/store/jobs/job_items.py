@@ -247,6 +247,30 @@ def payload_json(payload: Any) -> dict[str, str]:
     return {"S": json.dumps(payload, separators=(",", ":"))}
 
 
+def skipped_item(message: JobMessage, now: float, reason: str, skipped_for: str | None) -> dict[str, Any]:
+    """The record of a job that ends `skipped` with no attempt made (a schedule's overlapping run, a superseded
+    debounced job): its message's content, so it can be read and retried, and why (`reason`, naming `skipped_for`)."""
+    item: dict[str, Any] = {
+        **key(message.id),
+        "status": {"S": Status.SKIPPED},
+        "tenant": {"S": message.tenant},
+        "job_type": {"S": message.type},
+        "payload_json": payload_json(message.payload),
+        "max_attempts": n(message.max_attempts),
+        "attempts": n(0),
+        "enqueued_at": n(message.enqueued_at),
+        "finished_at": n(now),
+        "expires_at": n(expires_at(now)),
+        "skip_reason": {"S": reason},
+        **index_attributes(message.tenant, message.enqueued_at, message.id),
+    }
+    if skipped_for is not None:
+        item["skipped_for"] = {"S": skipped_for}
+    if message.timeout_seconds is not None:
+        item["timeout_seconds"] = n(message.timeout_seconds)
+    return item
+
+
 def expires_at(now: float) -> int:
     return int(now) + settings.FINISHED_JOB_TTL_DAYS * DAY
 

@@ -1,5 +1,5 @@
 """Waiting one's turn: a job that cannot start yet for a flow-control reason (its tenant's running cap,
-its concurrency key, its throttle; a debounce or a sleep would be more of them) waits unclaimed, using no
+its concurrency key, its throttle, its debounce group not due yet) waits unclaimed, using no
 attempt, and never spends the jobs queue's receive budget. `wait` is the one place that decides how a
 waiting job's message waits; the completer applies what it decides (`Wait`).
 
@@ -34,6 +34,7 @@ class WaitReason(StrEnum):
     RUNNING_CAP = "its tenant's running cap"
     CONCURRENCY_KEY = "its concurrency key"
     THROTTLE = "its throttle"
+    DEBOUNCE = "its debounce group"
 
 
 def receives_waited(delivery: Delivery) -> int:

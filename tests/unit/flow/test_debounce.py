@@ -126,18 +126,6 @@ def _record_key(job: str) -> dict[str, Any]:
     return {"pk": {"S": keys.job_key(job)}}
 
 
-def _claim(job: str, now: float) -> dict[str, Any]:
-    """A stand-in for the job store's claim of a new record, as the worker's transaction carries it."""
-    return {
-        "TableName": corral_settings.TABLE_NAME,
-        "Key": _record_key(job),
-        "UpdateExpression": "SET #status = :running, started_at = :now",
-        "ConditionExpression": "attribute_not_exists(pk)",
-        "ExpressionAttributeNames": {"#status": "status"},
-        "ExpressionAttributeValues": {":running": {"S": "running"}, ":now": {"N": repr(now)}},
-    }
-
-
 def _put_record(aws: dict[str, Any], job: str, status: str, now: float) -> bool:
     try:
         aws["dynamodb"].put_item(
@@ -194,19 +182,19 @@ def test_each_group_runs_once_its_last_job_and_every_other_job_is_skipped(
     jobs = [f"j{n}-{uuid.uuid4().hex[:6]}" for n in range(len(arrivals))]
     fault_of = dict(zip(jobs, faults, strict=False))
     pending_arrivals = list(zip(arrivals, jobs, strict=True))
-    real_transact = debounce_items._client(True).transact_write_items
+    real_put = debounce_items._client(True).put_item
     injected: dict[str, str] = {}
 
-    def transact(**params: Any) -> Any:
+    def put_item(**params: Any) -> Any:
         what = injected.pop("fault", "none")
         if what == "store fails":
             raise _failing(what)
-        answer = real_transact(**params)
+        answer = real_put(**params)
         if what == "answer lost":
             raise _failing(what)
         return answer
 
-    monkeypatch.setattr(debounce_items, "_client", lambda single_attempt: _Patched(single_attempt, transact))
+    monkeypatch.setattr(debounce_items, "_client", lambda single_attempt: _Patched(single_attempt, put_item))
 
     while pending_arrivals or world.events:
         next_arrival = pending_arrivals[0][0] if pending_arrivals else float("inf")
@@ -236,13 +224,13 @@ def test_each_group_runs_once_its_last_job_and_every_other_job_is_skipped(
 
 
 class _Patched:
-    """The store's client with its transactions going through the test's faults."""
+    """The store's client with its puts going through the test's faults."""
 
-    def __init__(self, single_attempt: bool, transact: Any) -> None:
+    def __init__(self, single_attempt: bool, put_item: Any) -> None:
         from shared.aws.clients import client, single_attempt_client
 
         self._real = single_attempt_client("dynamodb") if single_attempt else client("dynamodb")
-        self.transact_write_items = transact
+        self.put_item = put_item
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
@@ -254,26 +242,26 @@ def _deliver(
     """One delivery of `job`'s message at `now`, as the worker will handle it."""
     kind, extra = fault
     if kind in ("store fails", "answer lost") and job not in world.faulted:
-        world.faulted.add(job)  # its first delivery that reaches the transaction meets the fault
+        world.faulted.add(job)  # its first delivery that marks its group meets the fault
         injected["fault"] = kind
     try:
-        outcome = debounce_items.fire(world.tenant, world.debounce, job, seq, now, _claim(job, now))
+        outcome = debounce_items.settle(world.tenant, world.debounce, job, seq, now)
     except ClientError:
-        injected.pop("fault", None)
         world.deliver(now + 1 + extra, job, seq)  # handed back: the store failed, or its answer was lost
         return
+    finally:
+        injected.pop("fault", None)
     match outcome:
-        case debounce_items.Fired():
-            world.ran_at[job] = now
-            if kind == "dies after the run":
-                world.deliver(now + 10 + extra, job, seq)  # its message comes back when its cover ends
+        case debounce_items.Fired() if kind == "dies after the run" and job not in world.faulted:
+            world.faulted.add(job)  # died between marking its group and its claim
+            world.deliver(now + 10 + extra, job, seq)  # its message comes back when its cover ends
         case NotDue(until=until):
             world.deliver(until + extra, job, seq)
         case Superseded(by=by):
             if _put_record(aws, job, "skipped", now):
                 world.skipped_by[job] = by
-        case debounce_items.RecordExists() | Unmanaged():
-            if _put_record(aws, job, "running", now):  # claimed as any job: nothing says otherwise
+        case debounce_items.Fired() | Unmanaged():
+            if _put_record(aws, job, "running", now):  # claimed as any job: its claim decides
                 world.ran_at[job] = now
 
 
@@ -336,9 +324,7 @@ def test_an_arrival_whose_send_failed_is_undone_and_the_job_it_superseded_runs_a
 
     group = debounce_items.read("acme", "k")
     assert group is not None and group.latest == "j1" and group.seq == first.seq
-    assert isinstance(
-        debounce_items.fire("acme", debounce, "j1", first.seq, 105.0, _claim("j1", 105.0)), debounce_items.Fired
-    )
+    assert isinstance(debounce_items.settle("acme", debounce, "j1", first.seq, 105.0), debounce_items.Fired)
 
 
 def test_an_arrival_recorded_twice_is_one_arrival(aws, monkeypatch):
@@ -358,6 +344,6 @@ def test_a_latest_cancelled_before_its_turn_counts_as_its_groups_run(aws):
 
     assert debounce_items.ran_without_a_run("acme", debounce, "j2", 101.5)
 
-    assert debounce_items.fire("acme", debounce, "j1", 1, 106.0, _claim("j1", 106.0)) == Superseded(by="j2")
+    assert debounce_items.settle("acme", debounce, "j1", 1, 106.0) == Superseded(by="j2")
     later = debounce_items.arrive("acme", debounce, "j3", 102.0)
     assert later.superseded is None  # a new group: the cancelled one ended

@@ -1,5 +1,4 @@
-"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write (a unique or
-debounced job's flow control writes its key's item first: docs/decisions/debounce.md, unique-jobs.md).
+"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write (unique, debounce aside).
 
 A job due more than 15 minutes ahead (beyond SQS's longest delay) becomes a
 one-time EventBridge Scheduler at() schedule that puts it on the queue when it
@@ -12,7 +11,6 @@ each job is accepted or rejected on its own.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import time
@@ -341,7 +339,7 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
     arrived = None
     try:
         if message.debounce is not None:
-            message, arrived = _debounce_arrival(message, now)
+            message, arrived = debounce_items.arrive_message(message, now)
             delay = arrived.delay_seconds
         if delay <= settings.MAX_SQS_DELAY_SECONDS:
             queue.send(message, math.ceil(delay))
@@ -351,27 +349,11 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
         if unique is not None:
             unique_keys.not_sent(tenant, unique, message.id)
         if arrived is not None:
-            _undo_arrival(message, arrived)
+            debounce_items.undo_unsent(message, arrived)
         raise
     if unique is not None:
         unique_keys.sent(tenant, unique, message.id)
     return message
-
-
-def _debounce_arrival(message: JobMessage, now: float) -> tuple[JobMessage, debounce_items.Arrived]:
-    """A debounced job's arrival in its key's group: its message carries its arrival number, and is sent delayed
-    until its group is due (docs/decisions/debounce.md)."""
-    assert message.debounce is not None
-    arrived = debounce_items.arrive(message.tenant, message.debounce, message.id, now)
-    return replace(message, debounce_seq=arrived.seq), arrived
-
-
-def _undo_arrival(message: JobMessage, arrived: debounce_items.Arrived) -> None:
-    """The job's message was not sent: its group goes back as it was, if nothing arrived since (best effort: the
-    caller is told the job was not enqueued either way)."""
-    assert message.debounce is not None
-    with contextlib.suppress(ClientError, BotoCoreError):
-        debounce_items.undo(message.tenant, message.debounce, message.id, arrived)
 
 
 def _type_has_flow(request: JobRequest) -> bool:
@@ -408,7 +390,7 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
     outcomes: list[BulkOutcome] = []
     prepared: list[tuple[int, JobRequest, JobMessage, float]] = []
     locked: dict[int, Unique] = {}  # index -> the unique key its job took
-    arrivals: dict[int, debounce_items.Arrived] = {}  # index -> its debounced job's arrival in its key's group
+    arrivals: dict[int, debounce_items.Arrived] = {}  # index -> its debounced job's arrival
     for index, request in enumerate(requests):
         try:
             message, delay = _prepare(tenant, request, now)
@@ -424,7 +406,7 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
             locked[index] = unique
         if message.debounce is not None:
             try:
-                message, arrivals[index] = _debounce_arrival(message, now)
+                message, arrivals[index] = debounce_items.arrive_message(message, now)
             except (ClientError, BotoCoreError, debounce_items.DebounceContended) as error:
                 outcomes.append(NotSent(f"{type(error).__name__}: {error}"))
                 if index in locked:
@@ -438,7 +420,7 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
         if problem is not None:
             outcomes[index] = problem
             if index in arrivals:
-                _undo_arrival(message, arrivals[index])
+                debounce_items.undo_unsent(message, arrivals[index])
         if index in locked:
             (unique_keys.sent if problem is None else unique_keys.not_sent)(tenant, locked[index], message.id)
     return outcomes

@@ -23,11 +23,12 @@ the job that runs, one read and one write of the group before its claim; each su
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.errors import Unavailable
@@ -245,3 +246,19 @@ def ran_without_a_run(tenant: str, debounce: Debounce, job_id: str, now: float) 
         if _put_if_unchanged(tenant, debounce, rules.ran(group, job_id, now), group) is None:
             return True
     raise DebounceContended(f"debounce key {debounce.key!r}: its group kept changing as {job_id} was cancelled")
+
+
+def arrive_message(message: JobMessage, now: float) -> tuple[JobMessage, Arrived]:
+    """A debounced job's arrival as the API enqueues it: its message with its arrival number, and its arrival (its
+    `delay_seconds`: its message's delay until its group is due)."""
+    assert message.debounce is not None
+    arrived = arrive(message.tenant, message.debounce, message.id, now)
+    return replace(message, debounce_seq=arrived.seq), arrived
+
+
+def undo_unsent(message: JobMessage, arrived: Arrived) -> None:
+    """The job's message was not sent: its group goes back as it was, if nothing arrived since (best effort: the
+    caller is told the job was not enqueued either way)."""
+    assert message.debounce is not None
+    with contextlib.suppress(ClientError, BotoCoreError):
+        undo(message.tenant, message.debounce, message.id, arrived)

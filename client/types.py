@@ -63,6 +63,23 @@ class Throttle(TypedDict):
     period_seconds: int
 
 
+# Debounce ---------------------------------------------------------------------------------------------
+
+
+class _DebounceRequired(TypedDict):
+    key: str
+    period_seconds: int
+
+
+class Debounce(_DebounceRequired, total=False):
+    """The tenant's jobs with this `key` arriving within `period_seconds` (1 to 86,400) of each other run once,
+    `period_seconds` after the last, with the last one's payload; `max_wait_seconds` (at least `period_seconds`, at
+    most 604,800) caps how long a stream of arrivals puts the run off. Each other job ends `skipped`, its `reason`
+    naming the job that ran. Not with delay_seconds or run_at."""
+
+    max_wait_seconds: int
+
+
 class Callback(TypedDict, total=False):
     """A job enqueued when another ends (on_success, on_failure) or a batch does (on_complete, on_success):
     its payload, an object, gets `parent` (the finished job's view, without its payload unless
@@ -90,6 +107,7 @@ class JobSpec(TypedDict, total=False):
     concurrency: Concurrency
     unique: Unique
     throttle: Throttle
+    debounce: Debounce
 
 
 BatchStatus = Literal["running", "succeeded", "completed_with_failures", "cancelled"]

@@ -17,6 +17,11 @@ export type Callback = Schemas["OnSuccessIn"];
 export type Concurrency = Schemas["ConcurrencyIn"];
 /** At most `limit` of the tenant's jobs with `key` start in any window of `period_seconds`; the rest wait their turn. */
 export type Throttle = Schemas["ThrottleIn"];
+/**
+ * The tenant's jobs with `key` arriving within `period_seconds` of each other run once, the last one's payload,
+ * `period_seconds` after it (at most `max_wait_seconds` after the first); the others end `skipped`, naming it.
+ */
+export type Debounce = Schemas["DebounceIn"];
 /** POST /v1/schedules. */
 export type ScheduleSpec = Schemas["ScheduleIn"];
 /** PATCH /v1/schedules/{name}: a field given as null is cleared (start, end, description). */

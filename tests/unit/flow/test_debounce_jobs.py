@@ -193,3 +193,26 @@ def test_a_debounced_message_carries_its_debounce_and_arrival_number(aws, clock,
     body = json.loads(aws["sqs"].receive_message(QueueUrl=aws["queue_url"])["Messages"][0]["Body"])
 
     assert (body["debounce"], body["debounce_seq"]) == ({"key": "user-7", "period_seconds": 2}, 1)
+
+
+# --- the clients --------------------------------------------------------------------------------------
+
+
+def test_the_clis_debounce_option_reads_key_period_and_max_wait():
+    from cli.common import CliError
+    from cli.jobs import debounce_option
+
+    assert debounce_option("user-7:30") == {"key": "user-7", "period_seconds": 30}
+    assert debounce_option("tenant:42:3/6") == {"key": "tenant:42", "period_seconds": 3, "max_wait_seconds": 6}
+    for bad in ("user-7", ":30", "user-7:thirty", "user-7:30/", "user-7:30/six"):
+        with pytest.raises(CliError, match="KEY:SECONDS"):
+            debounce_option(bad)
+
+
+def test_the_python_sdks_debounce_has_the_apis_fields():
+    from client.types import Debounce, JobSpec
+    from functions.api.models import DebounceIn
+
+    assert "debounce" in JobSpec.__optional_keys__
+    assert set(Debounce.__required_keys__) == set(DebounceIn.__required_keys__) == {"key", "period_seconds"}
+    assert set(Debounce.__optional_keys__) == set(DebounceIn.__optional_keys__) == {"max_wait_seconds"}

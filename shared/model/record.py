@@ -60,6 +60,9 @@ class JobRecord:
     waiting_for: dict[str, Any] | None = None
     journal: bool = False
     steps: list[dict[str, Any]] | None = None
+    # A job not yet claimed that waits its throttle's turn or its debounce group: what for, as its first wait for it
+    # wrote it (shared/store/jobs/waiting_jobs.py `show_queued_wait`); the view shows it as `waiting_for`.
+    queued_waiting_for: dict[str, Any] | None = None
 
     @property
     def payload_recorded(self) -> bool:
@@ -108,6 +111,8 @@ class JobRecord:
             view["request"] = self.request
         if self.status is Status.WAITING and self.waiting_for is not None:
             view["waiting_for"] = self.waiting_for
+        if self.status is Status.QUEUED and self.queued_waiting_for is not None:
+            view["waiting_for"] = self.queued_waiting_for
         if self.steps is not None:
             view["steps"] = self.steps
         return view

@@ -149,6 +149,7 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         skip_reason=as_str(item, "skip_reason"),
         request=as_str(item, REQUEST),
         waiting_for=json.loads(waiting) if (waiting := as_str(item, "waiting_for")) else None,
+        queued_waiting_for=json.loads(queued) if (queued := as_str(item, QUEUED_WAITING_FOR)) else None,
         journal="journal" in item,
         **recorded,
     )
@@ -156,6 +157,8 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
 
 # A keyed job's request fingerprint, written by the first message that reaches the record.
 REQUEST = "request_sha"
+# What a job not yet claimed waits for (its throttle, its debounce group): the claim removes it.
+QUEUED_WAITING_FOR = "queued_waiting_for"
 
 
 def relations(message: JobMessage) -> dict[str, dict[str, str]]:

@@ -38,7 +38,9 @@ def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | No
             case NotDue(until=until):
                 delay = min(math.ceil(until - now), settings.MAX_SQS_DELAY_SECONDS)
                 why = f"debounce {debounce.key!r}: its group is due at {until:.0f}"
-                return waiting.wait(message, delivery, waiting.WaitReason.DEBOUNCE, why, delay=max(delay, 1))
+                shown = {"kind": "debounce", "key": debounce.key, "until": round(until, 3)}
+                wait_for = waiting.WaitReason.DEBOUNCE
+                return waiting.wait(message, delivery, wait_for, why, delay=max(delay, 1), shown=shown)
             case Superseded(by=by):
                 reason = rules.skip_reason(debounce, by)
                 if debounce_items.record_superseded(message, reason, by, now):

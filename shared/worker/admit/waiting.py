@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from enum import StrEnum
+from typing import Any
 
 from shared import environment
 from shared.model.message import JobMessage
@@ -58,10 +59,12 @@ def wait(
     unit: float | None = None,
     delay: int | None = None,
     visibility_set: bool = False,
+    shown: dict[str, Any] | None = None,
 ) -> Wait:
     """The job of `delivery` waits for `why` (`reason` says it in full): handed back, or sent again as a
     fresh message near the queue's receive budget. `delay`: decided already (as its batch began, when
-    `visibility_set`), else from `unit` (`delay_seconds`)."""
+    `visibility_set`), else from `unit` (`delay_seconds`). `shown`: what the job's view says it waits for, written to
+    its record only when it first waits for `why` (one write per job and reason, not per hand-back)."""
     earlier = delivery.waited
     waited = Waited(since=earlier.since if earlier else time.time(), why=str(why), receives=receives_waited(delivery))
     return Wait(
@@ -71,4 +74,5 @@ def wait(
         waited=waited,
         resend=delivery.receive_count >= environment.current().wait_resend_at,
         visibility_set=visibility_set,
+        shown=shown if earlier is None or earlier.why != str(why) else None,
     )

@@ -118,7 +118,11 @@ class JobOut(_Answer):
     schedule: str | None = Field(default=None, description="A schedule's run: the schedule's name")
     scheduled_for: str | None = Field(default=None, description="A schedule's run: its firing time (ISO 8601)")
     trigger: Trigger | None = Field(default=None, description="A schedule's run: what started it")
-    reason: str | None = Field(default=None, description="A skipped run: why it did not run")
+    reason: str | None = Field(
+        default=None,
+        description="A skipped job: why it did not run (a schedule's overlapping run; a debounced job: the job that "
+        "superseded it)",
+    )
     cancelled_at: float | None = Field(default=None, description="Epoch seconds")
     retries: int | None = Field(default=None, description="Times POST /v1/jobs/{id}/retry started it over")
     concurrency: ConcurrencyOut | None = None
@@ -133,7 +137,8 @@ class JobOut(_Answer):
     waiting_for: dict[str, Any] | None = Field(
         default=None,
         description="A waiting durable job: what it waits for, {kind: sleep|event|token|job, step, ...} "
-        "(until, the event's name and match, the token, timeout_at)",
+        "(until, the event's name and match, the token, timeout_at); a queued job waiting for its throttle's turn "
+        "or its debounce group: {kind: throttle|debounce, key, until?} (epoch seconds)",
     )
     steps: list[StepOut] | None = Field(default=None, description="A durable job's steps, in the order they first ran")
 

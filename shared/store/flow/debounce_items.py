@@ -132,8 +132,13 @@ def arrive(tenant: str, debounce: Debounce, job_id: str, at: float, *, single_at
         if before is not None and job_id in (before.latest, *before.ended):
             # Recorded already: a write whose answer was lost, retried (by botocore, or by the client under its
             # idempotency key). It stays one arrival, which an undo leaves as it is.
-            due = rules.send_delay(before, at, debounce) if before.latest == job_id else 0
-            return Arrived(seq=before.seq, delay_seconds=due, superseded=None, closed=None, before=before)
+            # Its message carries the arrival number it was recorded with: the latest's is `seq`, an ended group's
+            # latest's is its group's last.
+            if before.latest == job_id:
+                seq, due = before.seq, rules.send_delay(before, at, debounce)
+            else:
+                seq, due = before.ended[job_id].last_seq, 0
+            return Arrived(seq=seq, delay_seconds=due, superseded=None, closed=None, before=before)
         arrival = rules.arrive(before or Group(), job_id, at, debounce)
         met = _put_if_unchanged(tenant, debounce, arrival.group, before, single_attempt=single_attempt)
         if met is None:

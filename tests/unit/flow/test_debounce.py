@@ -337,6 +337,21 @@ def test_an_arrival_recorded_twice_is_one_arrival(aws, monkeypatch):
     assert group is not None and group.seq == 1 and again.seq == 1 and group.latest == "j1"
 
 
+def test_a_job_recorded_again_after_later_arrivals_keeps_its_own_arrival_number(aws):
+    """The same idempotency key sent again once later jobs of the key arrived: its message must not carry the key's
+    newest arrival number, with which it would look like the latest and run beside its group's run."""
+    debounce = Debounce("k", period_seconds=5)
+    debounce_items.arrive("acme", debounce, "j1", 100.0)
+    debounce_items.arrive("acme", debounce, "j2", 110.0)  # closes j1's group before it ran
+    debounce_items.arrive("acme", debounce, "j3", 111.0)
+
+    again = debounce_items.arrive("acme", debounce, "j1", 112.0)
+
+    assert again.seq == 1
+    assert isinstance(debounce_items.settle("acme", debounce, "j1", again.seq, 112.0), debounce_items.Fired)
+    assert debounce_items.settle("acme", debounce, "j2", 2, 116.0) == Superseded(by="j3")
+
+
 def test_a_latest_cancelled_before_its_turn_counts_as_its_groups_run(aws):
     debounce = Debounce("k", period_seconds=5)
     debounce_items.arrive("acme", debounce, "j1", 100.0)

@@ -252,7 +252,9 @@ def get(job_id: JobIdArgument, as_json: JsonFlag = False) -> None:
     render.emit(job, as_json, lambda: render.job_view(dict(job)))
 
 
-StatusOption = Annotated[str | None, typer.Option(help="queued, running, succeeded, failed, dead or cancelled.")]
+StatusOption = Annotated[
+    str | None, typer.Option(help="queued, running, waiting, succeeded, failed, dead, cancelled or skipped.")
+]
 TypeOption = Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")]
 
 

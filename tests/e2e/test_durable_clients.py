@@ -80,8 +80,8 @@ def test_the_dashboard_shows_a_waiting_jobs_steps_and_what_it_waits_for(tab, wai
     assert "payment.received" in waiting_for and order in waiting_for and "payment" in waiting_for
     rows = page.locator("[data-testid=steps] li")
     assert [rows.nth(i).get_attribute("data-step-id") for i in range(rows.count())] == ["reserve", "payment"]
-    assert page.locator("li[data-step-id=reserve] .badge-succeeded").count() == 1
-    assert page.locator("li[data-step-id=payment] .badge-waiting").count() == 1
+    assert page.locator("li[data-step-id=reserve] .badge.badge-succeeded").count() == 1
+    assert page.locator("li[data-step-id=payment] .badge.badge-waiting").count() == 1
     assert page.locator("li[data-step-id=payment] .timeline-bar").bounding_box()["width"] > 0
     tab.shot("durable-01-waiting")
 
@@ -105,9 +105,9 @@ def test_an_event_sent_by_the_cli_and_again_by_the_sdk_resumes_the_job_once(depl
     }
     # The timeline follows: every step succeeded, and nothing waits any more (the page polls every 3 s).
     page = tab.page
-    page.wait_for_selector("li[data-step-id=notify] .badge-succeeded", timeout=60_000)
+    page.wait_for_selector("li[data-step-id=notify] .badge.badge-succeeded", timeout=60_000)
     assert page.get_by_test_id("waiting-for").count() == 0
-    assert page.locator("[data-testid=steps] .badge-succeeded").count() == 4
+    assert page.locator("[data-testid=steps] .badge.badge-succeeded").count() == 4
     tab.shot("durable-02-resumed")
 
 

@@ -1,55 +1,26 @@
 // Unit tests of corral-client's `events` and `tokens` (node --test) against a stub API on 127.0.0.1: what they
 // send, what they answer, which of their requests are sent again.
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import { after, before, beforeEach, test } from "node:test";
+import { test } from "node:test";
 
 import { Conflict, ConnectionFailed, Corral, CorralError, InvalidRequest, NotFound } from "../dist/index.js";
+import { stubApi } from "./stub.mjs";
 
 const FAST = { retries: 3, baseSeconds: 0.001, capSeconds: 0.01 };
 
-let server;
-let baseUrl;
-// What the stub answers, in order: [status, body], or a function (request, response) for the odd ones.
-const script = [];
-const seen = []; // the requests it received: {method, url, body}
+// What the stub answers and what it received (stub.mjs).
+const { script, seen, url } = stubApi();
 
-before(async () => {
-  server = createServer((request, response) => {
-    let text = "";
-    request.on("data", (chunk) => (text += chunk));
-    request.on("end", () => {
-      seen.push({ method: request.method, url: request.url, body: text ? JSON.parse(text) : undefined });
-      const next = script.shift() ?? [500, { error: "internal_error", message: "the test scripted no answer" }];
-      if (typeof next === "function") return next(request, response);
-      const [status, body] = next;
-      response.writeHead(status, { "content-type": "application/json" });
-      response.end(JSON.stringify(body));
-    });
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  baseUrl = `http://127.0.0.1:${server.address().port}`;
-});
-
-after(() => {
-  server.closeAllConnections();
-  server.close();
-});
-
-beforeEach(() => {
-  script.length = 0;
-  seen.length = 0;
-});
-
-const client = () => new Corral({ apiUrl: baseUrl, apiKey: "ck_test", retry: FAST });
+const client = () => new Corral({ apiUrl: url(), apiKey: "ck_test", retry: FAST });
 const dropConnection = (request) => request.socket.destroy();
 
 test("an event is sent with its name, data and id, and answers its id", async () => {
   script.push([202, { id: "pay-42" }]);
   assert.equal(await client().events.send("payment.received", { order: 42 }, { id: "pay-42" }), "pay-42");
-  assert.deepEqual(seen, [
-    { method: "POST", url: "/v1/events", body: { name: "payment.received", data: { order: 42 }, id: "pay-42" } },
-  ]);
+  assert.deepEqual(
+    seen.map(({ method, url, body }) => ({ method, url, body })),
+    [{ method: "POST", url: "/v1/events", body: { name: "payment.received", data: { order: 42 }, id: "pay-42" } }],
+  );
 });
 
 test("an event without an id gets one, which the SDK's retries keep", async () => {

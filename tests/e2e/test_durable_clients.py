@@ -12,18 +12,20 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from client import Conflict
 from tests.client_ts import built_client_ts
 from tests.e2e.cli_runner import run_cli
-from tests.e2e.test_dashboard import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, Tab
+from tests.e2e.test_dashboard import Tab, signed_in_tab
 
 pytestmark = pytest.mark.e2e
+
+
+# A paid order_flow's steps, each run once: (status, attempts).
+PAID_ORDER_STEPS = {name: ("succeeded", 1) for name in ("reserve", "payment", "charge", "notify")}
 
 
 def _steps(job: dict[str, Any]) -> dict[str, tuple[str, int]]:
@@ -41,19 +43,9 @@ def waiting_order(api) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def tab(deployed) -> Iterator[Tab]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make install` installs Debian's chromium package")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        tab = Tab(browser, deployed.api_url + "/dashboard")
-        tab.page.goto(tab.url, timeout=90_000)
-        tab.page.wait_for_selector("#api-key")
-        tab.sign_in(deployed.api_key)
+    with signed_in_tab(deployed.api_url + "/dashboard", deployed.api_key) as tab:
         yield tab
         assert tab.errors == [], tab.errors
-        tab.context.close()
-        browser.close()
 
 
 def test_corral_get_shows_a_waiting_jobs_wait_in_words_and_its_steps(deployed, waiting_order):
@@ -97,12 +89,7 @@ def test_an_event_sent_by_the_cli_and_again_by_the_sdk_resumes_the_job_once(depl
     assert (sent.code, sent.stdout.strip(), again) == (0, event_id, event_id), sent.stderr
     done = api.wait(job_id, timeout=120)
     assert done["status"] == "succeeded" and done["result"]["status"] == "paid", done
-    assert _steps(done) == {
-        "reserve": ("succeeded", 1),
-        "payment": ("succeeded", 1),
-        "charge": ("succeeded", 1),
-        "notify": ("succeeded", 1),
-    }
+    assert _steps(done) == PAID_ORDER_STEPS
     # The timeline follows: every step succeeded, and nothing waits any more (the page polls every 3 s).
     page = tab.page
     page.wait_for_selector("li[data-step-id=notify] .badge.badge-succeeded", timeout=60_000)

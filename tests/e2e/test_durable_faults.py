@@ -19,14 +19,11 @@ import pytest
 from local.deploy import DEMO_TENANT
 from shared import settings
 from tests.e2e.helpers import eventually, every_copy_claimed
+from tests.e2e.test_durable_clients import PAID_ORDER_STEPS, _steps
 
 pytestmark = pytest.mark.e2e
 
 BLIP_SECONDS = 4
-
-
-def _steps(job: dict[str, Any]) -> dict[str, tuple[str, int]]:
-    return {step["id"]: (step["status"], step["attempts"]) for step in job.get("steps", [])}
 
 
 def _ledger(path: Path) -> list[tuple[str, int, int]]:
@@ -140,12 +137,7 @@ def test_a_redelivered_message_of_a_job_waiting_for_an_event_neither_resumes_it_
     api.events.send("payment.received", {"order": order, "amount_cents": 700}, id=f"pay-{order}")
     done = api.wait(job_id, timeout=120)
     assert done["status"] == "succeeded" and done["result"]["status"] == "paid", done
-    assert _steps(done) == {
-        "reserve": ("succeeded", 1),
-        "payment": ("succeeded", 1),
-        "charge": ("succeeded", 1),
-        "notify": ("succeeded", 1),
-    }
+    assert _steps(done) == PAID_ORDER_STEPS
 
 
 def test_a_redelivered_message_of_a_sleeping_job_does_not_wake_it_before_its_time(api, deployed, chaos):

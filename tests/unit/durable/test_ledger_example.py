@@ -4,26 +4,17 @@ step's invoke leaves that step, and only it, to run again on the next attempt.""
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from shared.jobs import job_types
-from shared.jobs.registry import JobType
-from tests.unit.durable_harness import DurableJob
+from tests.unit.durable_harness import DurableJob, example_type
 
 
 @pytest.fixture
 def ledger_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The example's module, its type registered for this test only (importing it registers it for good)."""
-    there_before = "ledger_steps" in job_types._REGISTRY
-    module = importlib.import_module("examples.jobs.ledger")
-    if not there_before:
-        job_types._REGISTRY.pop("ledger_steps", None)
-    monkeypatch.setitem(job_types._REGISTRY, "ledger_steps", JobType(name="ledger_steps", run=module.ledger_steps))
-    return module
+    return example_type(monkeypatch, "examples.jobs.ledger", "ledger_steps")
 
 
 def test_a_step_whose_invoke_was_killed_runs_again_and_the_ledger_shows_it(aws, ledger_module, tmp_path: Path):

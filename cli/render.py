@@ -136,9 +136,11 @@ def wait_text(waiting_for: dict[str, Any]) -> str:
         what = f"event {waiting_for.get('name')}" + (f" matching {json.dumps(match)}" if match else "")
     elif kind == "token":
         what = f"token {waiting_for.get('token')}"
-    elif kind == "job":
-        children = waiting_for.get("jobs") or ([waiting_for["job"]] if waiting_for.get("job") else [])
-        what = f"child job {children[0]}" if len(children) == 1 else f"{len(children) or 'its'} child jobs"
+    elif kind == "job":  # run_job: one child's id; run_jobs: their count and batch (their ids when few)
+        children, batch = waiting_for.get("job_ids") or [], waiting_for.get("batch")
+        count = waiting_for.get("count", len(children))
+        what = f"child job {children[0]}" if count == 1 and children else f"{count or 'its'} child jobs"
+        what += f" of batch {batch}" if batch else ""
     else:
         what = json.dumps(waiting_for)
     if waiting_for.get("timeout_at") is not None:

@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from cli import render
 from tests.unit.sdk.test_python import Stub, stub  # noqa: F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -104,3 +107,23 @@ def test_get_shows_a_durable_jobs_steps_as_a_table_and_its_wait_in_words(stub): 
     assert "waiting" in payment and "2027-01-15 08:00:02" in payment
     assert lines.index(reserve) < lines.index(payment)
     assert json.loads(run(stub, "get", job_id, "--json").stdout) == job  # scripts get the view as it is
+
+
+@pytest.mark.parametrize(
+    ("waiting_for", "said"),
+    [
+        ({"kind": "sleep", "step": "nap", "until": 1_800_000_000.0}, "sleep until 2027-01-15 08:00:00 UTC (step nap)"),
+        ({"kind": "event", "step": "pay", "name": "paid", "match": {}}, "event paid (step pay)"),
+        (
+            {"kind": "token", "step": "ok", "token": "tk_1", "timeout_at": 1_800_000_000.0},
+            "token tk_1, timing out 2027-01-15 08:00:00 UTC (step ok)",
+        ),
+        ({"kind": "job", "step": "child", "job_ids": ["jt1"]}, "child job jt1 (step child)"),
+        (
+            {"kind": "job", "step": "kids", "batch": "b1", "count": 300},
+            "300 child jobs of batch b1 (step kids)",
+        ),
+    ],
+)
+def test_each_kind_of_wait_is_said_in_words(waiting_for, said):
+    assert render.wait_text(waiting_for) == said

@@ -51,10 +51,14 @@ export function waitReason(wait) {
     case "token":
       return `the token ${wait.token}`;
     case "job": {
-      const children = wait.jobs || (wait.job ? [wait.job] : []);
-      if (children.length !== 1) return `${children.length || "its"} child jobs`;
-      const link = h("a", { href: `#/jobs/${encodeURIComponent(children[0])}`, class: "mono small" }, children[0]);
-      return h("span", null, "the child job ", link);
+      // run_job: the child's id; run_jobs: their count and their batch (their ids when few).
+      const children = wait.job_ids || [];
+      const count = wait.count ?? children.length;
+      if (count === 1 && children.length === 1) {
+        return h("span", null, "the child job ", h("a", { href: `#/jobs/${encodeURIComponent(children[0])}`, class: "mono small" }, children[0]));
+      }
+      const batch = wait.batch ? h("a", { href: `#/batches/${encodeURIComponent(wait.batch)}`, class: "mono small" }, wait.batch) : null;
+      return h("span", null, `${count || "its"} child jobs`, batch ? " of batch " : "", batch);
     }
     default:
       return JSON.stringify(wait);

@@ -144,10 +144,8 @@ class Corral:
         unique ({"key": ..., "until": "started" | "finished", "for_seconds"?: n}: while a job with that key waits,
         or until it ends, another is not enqueued and its id is the waiting job's), throttle ({"key": ..., "limit": n,
         "period_seconds": s}: at most n of this tenant's jobs with that key start in any s seconds), debounce
-        ({"key": ..., "period_seconds": s, "max_wait_seconds"?: m}: of this tenant's jobs with that key arriving
-        within s seconds of each other only the last runs, s seconds after it; the others end skipped), on_success /
-        on_failure (a job body, enqueued once this job succeeded / is dead; its payload gets `parent`: this job's
-        view, with this job's payload only if the body says "include_parent_payload": True)."""
+        (types.Debounce: a burst's last job runs), on_success / on_failure (a job body, enqueued once this job
+        succeeded / is dead; its payload gets `parent`: its view, its payload only if "include_parent_payload")."""
         return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
 
     def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:

@@ -33,8 +33,7 @@ logger = logging.getLogger(__name__)
 # The fields of a trigger's job: a POST /v1/jobs body's, less what rules.checked_job refuses.
 _JOB_FIELDS = frozenset(
     ("type", "payload", "max_attempts", "timeout_seconds", "delay_seconds", "concurrency", "on_success", "on_failure")
-    + ("throttle", "debounce", "unique", "priority", "idempotency_key", "run_at")
-)
+) | {"throttle", "debounce", "unique", "priority", "idempotency_key", "run_at"}
 
 
 class TriggerExists(Conflict):
@@ -135,9 +134,9 @@ class Started:
     not_started: list[dict[str, str]]
 
 
-def started_job(tenant: str, trigger: Mapping[str, Any], event_job: str, event: Mapping[str, Any], now: float) -> tuple[
-    JobMessage, int
-]:
+def started_job(
+    tenant: str, trigger: Mapping[str, Any], event_job: str, event: Mapping[str, Any], now: float
+) -> tuple[JobMessage, int]:
     """The message of the job `trigger` starts for the event (`event_job` the event's job id; `event` its name, id
     and data) and its SQS delay; InvalidRequest if the merged job fails a job's checks."""
     request = JobRequest.from_fields(trigger["job"])

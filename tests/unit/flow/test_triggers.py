@@ -49,10 +49,15 @@ def test_the_events_data_is_laid_over_the_triggers_payload_its_keys_winning(payl
     assert payload is None or payload == (payload and dict(payload))  # the trigger's own payload is not changed
 
 
-@given(match=_OBJECTS, data=_JSON)
-def test_a_trigger_matches_as_a_wait_does_every_key_of_match_held_with_an_equal_value(match, data):
-    expected = isinstance(data, dict) and all(key in data and matching.same(value, data[key]) for key, value in match.items())
-    assert matching.matches(match, data) is (expected or not match)
+@given(data=_OBJECTS, chosen=st.data())
+def test_a_match_taken_from_the_data_holds_and_fails_once_one_of_its_keys_is_missing(data, chosen):
+    keys = chosen.draw(st.lists(st.sampled_from(sorted(data)), unique=True) if data else st.just([]))
+    match = {key: data[key] for key in keys}
+
+    assert matching.matches(match, data)
+    for key in keys:
+        assert not matching.matches(match, {name: value for name, value in data.items() if name != key})
+    assert matching.matches(match, None) is (not match)
 
 
 @given(event_id=st.text(min_size=1, max_size=20), trigger=st.from_regex(rules.NAME, fullmatch=True))
@@ -275,7 +280,8 @@ def test_a_send_that_fails_midway_fails_the_events_job_and_its_retry_starts_ever
 
     def second_lost_once(messages):
         problems = real_send_batch(messages)
-        return [problem or ("lost" if index == 1 and next(failures, False) else None) for index, problem in enumerate(problems)]
+        lost = ["lost" if index == 1 and next(failures, False) else None for index in range(len(problems))]
+        return [problem or lost_one for problem, lost_one in zip(problems, lost, strict=True)]
 
     monkeypatch.setattr(triggers.queue, "send_batch", second_lost_once)
     sending.send("acme", "payment.received", {"order": 1}, "pay-1")
@@ -321,9 +327,13 @@ def test_a_message_naming_a_trigger_and_event_its_id_does_not_come_from_is_forge
         )
 
 
+_MATCHES = st.dictionaries(st.text(max_size=4), _JSON_SCALARS, max_size=3)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=_OBJECTS, match=_OBJECTS)
-def test_on_event_the_started_jobs_are_exactly_the_matching_triggers(aws, data, match):
+@given(data=_OBJECTS, match=_MATCHES, holds_it=st.booleans())
+def test_on_event_the_started_jobs_are_exactly_the_matching_triggers(aws, data, match, holds_it):
+    data = {**data, **match} if holds_it else data
     for trigger in trigger_items.on_event("acme", "e"):
         triggers.delete("acme", trigger["name"])
     triggers.create("acme", "with-match", "e", match, {"type": "echo"})
@@ -353,7 +363,7 @@ def test_unread_triggers_after_every_try_fail_the_event_rather_than_start_fewer(
         def __getattr__(self, name):
             return getattr(self.inner, name)
 
-        def batch_get_item(self, RequestItems):  # noqa: N803 (boto3's spelling)
+        def batch_get_item(self, RequestItems):
             return {"Responses": {}, "UnprocessedKeys": RequestItems}
 
     monkeypatch.setattr(trigger_items, "client", lambda service: Throttled(real(service)))

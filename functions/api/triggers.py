@@ -108,7 +108,7 @@ def get_trigger(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[st
     summary="Delete a trigger (the jobs it started stay)",
     description="An event sent after the delete answers starts nothing for it. Counts one against the tenant's "
     "rate limit.",
-    responses=documented({200: answer(TriggerDeletedOut, "Deleted")}, 404, 422, 429),
+    responses=documented({200: answer(TriggerDeletedOut, "Deleted (the jobs it started stay)")}, 404, 422, 429),
 )
 def delete_trigger(tenant: Tenant, name: Annotated[str, _NAME]) -> Response[dict[str, Any]]:
     triggers.delete(tenant, name)

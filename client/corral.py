@@ -16,6 +16,7 @@ import requests
 from . import errors, paging
 from .errors import CorralError
 from .retrying import RetryPolicy, retry_after_seconds, retryable_exception, retryable_status
+from .triggers import Triggers
 from .types import (
     BATCH_FINISHED,
     FINISHED,
@@ -80,6 +81,7 @@ class Corral:
         self.policy = RetryPolicy(retries=retries)
         self.session = session or requests.Session()
         self._sleep = sleep
+        self.triggers = Triggers(self)
         self.schedules = Schedules(self)
         self.batches = Batches(self)
 

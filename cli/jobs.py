@@ -25,10 +25,10 @@ def register(app: typer.Typer) -> None:
         app.command(name=command.__name__.removesuffix("_jobs"), rich_help_panel="Jobs (API)")(command)
 
 
-def parse_payload(raw: str | None) -> Any:
+def parse_payload(raw: str | None, option: str = "--payload") -> Any:
     if raw is None:
         return None
-    source = "--payload"
+    source = option
     if raw.startswith("@"):
         path = Path(raw[1:])
         try:

@@ -24,7 +24,7 @@ from shared.waits import triggers
 router = APIGatewayHttpRouter()
 
 
-class TriggerIn(BaseModel):
+class EventTriggerIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(
@@ -71,7 +71,7 @@ _NAME = Path(max_length=TRIGGER_NAME_MAX_LENGTH)
     ),
     responses=documented({201: answer(TriggerOut, "Created: the trigger")}, 400, 403, 409, 413, 422, 429),
 )
-def post_trigger(tenant: Tenant, trigger: Annotated[TriggerIn, Body()]) -> Response[dict[str, Any]]:
+def post_trigger(tenant: Tenant, trigger: Annotated[EventTriggerIn, Body()]) -> Response[dict[str, Any]]:
     job = _job_body(trigger.job)
     return json_response(201, triggers.create(tenant, trigger.name, trigger.event, trigger.match, job))
 

@@ -57,7 +57,7 @@ def send(payload: Any, context: JobContext) -> dict[str, Any]:
         if resume.resolve(waiter.job_id, context.tenant, waiter.step, change, now):
             resumed.append(waiter.job_id)
         event_items.unregister(context.tenant, name, waiter)
-    started = triggers.start_jobs(context.tenant, context.job_id, payload, now)
+    started = triggers.start_jobs(context.tenant, payload, now)
     answer: dict[str, Any] = {"event": event_id, "resumed": resumed, "started": started.jobs}
     if started.not_started:
         answer["not_started"] = started.not_started

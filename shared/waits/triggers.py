@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shared import cursors, ids, settings
+from shared import cursors, settings
 from shared.aws import queue
 from shared.durable import matching
 from shared.errors import Conflict, InvalidRequest, NotFound, Unavailable
@@ -135,15 +135,16 @@ class Started:
 
 
 def started_job(
-    tenant: str, trigger: Mapping[str, Any], event_job: str, event: Mapping[str, Any], now: float
+    tenant: str, trigger: Mapping[str, Any], event: Mapping[str, Any], now: float
 ) -> tuple[JobMessage, int]:
-    """The message of the job `trigger` starts for the event (`event_job` the event's job id; `event` its name, id
-    and data) and its SQS delay; InvalidRequest if the merged job fails a job's checks."""
+    """The message of the job `trigger` starts for the event (its name, id and data) and its SQS delay; InvalidRequest
+    if the merged job fails a job's checks. Its id derives from the event's id and the trigger's name, as the
+    worker checks its `started_by` (so an `event` job enqueued by hand, under another key, starts the same ids)."""
     request = JobRequest.from_fields(trigger["job"])
     payload = rules.merged_payload(request.spec.payload, event.get("data"))
     request = replace(request, spec=replace(request.spec, payload=payload))
     job = enqueue.checked(tenant, request, now, field_prefix="job.")
-    job_id = ids.child_id(id_secret(), tenant, event_job, rules.started_job_name(trigger["name"]))
+    job_id = rules.started_job_id(id_secret(), tenant, event["id"], trigger["name"])
     message = JobMessage.of(
         job.spec,
         job_id=job_id,
@@ -157,7 +158,7 @@ def started_job(
     return message, math.ceil(job.delay)
 
 
-def start_jobs(tenant: str, event_job: str, event: Mapping[str, Any], now: float) -> Started:
+def start_jobs(tenant: str, event: Mapping[str, Any], now: float) -> Started:
     """Start one job for each of the tenant's triggers on the event's name whose match its data holds. Idempotent:
     run again (the event's job retried), it sends the same ids, which the claim runs once. Unavailable if a send
     fails: the event's job fails and is retried, so none of them is lost."""
@@ -167,7 +168,7 @@ def start_jobs(tenant: str, event_job: str, event: Mapping[str, Any], now: float
         if not matching.matches(trigger["match"] or {}, event.get("data")):
             continue
         try:
-            prepared.append(started_job(tenant, trigger, event_job, event, now))
+            prepared.append(started_job(tenant, trigger, event, now))
         except InvalidRequest as error:
             logger.warning("trigger %r: event %r starts no job: %s", trigger["name"], event["id"], error)
             not_started.append({"trigger": trigger["name"], "field": error.field, "message": error.message})

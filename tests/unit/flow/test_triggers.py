@@ -342,13 +342,11 @@ def test_on_event_the_started_jobs_are_exactly_the_matching_triggers(aws, data, 
     real_send_batch = triggers.queue.send_batch
     try:
         triggers.queue.send_batch = lambda messages: sent.append([m.id for m, _ in messages]) or [None] * len(messages)
-        started = triggers.start_jobs("acme", "jevent", {"name": "e", "id": "x", "data": data}, time.time())
+        started = triggers.start_jobs("acme", {"name": "e", "id": "x", "data": data}, time.time())
     finally:
         triggers.queue.send_batch = real_send_batch
     expected = {"no-match"} | ({"with-match"} if matching.matches(match, data) else set())
-    assert {ids.child_id(id_secret(), "acme", "jevent", rules.started_job_name(name)) for name in expected} == set(
-        started.jobs
-    )
+    assert {rules.started_job_id(id_secret(), "acme", "x", name) for name in expected} == set(started.jobs)
     assert sent == [started.jobs]
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from .errors import CorralError
 
-Status = Literal["queued", "running", "succeeded", "failed", "dead", "cancelled", "skipped"]
+Status = Literal["queued", "running", "waiting", "succeeded", "failed", "dead", "cancelled", "skipped"]
 FINISHED: tuple[str, ...] = ("succeeded", "dead", "cancelled", "skipped")
 
 
@@ -37,6 +37,26 @@ class Job(TypedDict):
     parent: NotRequired[dict[str, str]]  # a callback's: {"kind": "job" | "batch", "id", "callback"}
     started_by: NotRequired[dict[str, str]]  # a trigger's job: {"trigger": its name, "event": the event's id}
     callbacks: NotRequired[dict[str, str | None]]  # its callbacks: kind -> the callback job's id once enqueued
+    waiting_for: NotRequired[dict[str, Any]]  # a waiting durable job's wait: {"kind", "step", ...}
+    steps: NotRequired[list[Step]]  # a durable job's steps, in the order they first ran
+
+
+class Step(TypedDict):
+    """One step of a durable job (`context.step`, `sleep`, `wait_for_event`, ...), as its view shows it."""
+
+    id: str
+    kind: Literal["step", "sleep", "wait_for_event", "create_token", "wait_for_token", "run_job", "run_jobs"]
+    status: Literal["succeeded", "failed", "errored", "waiting", "timed_out", "cancelled"]
+    attempts: int
+    started_at: float | None
+    finished_at: float | None
+
+
+class TokenCompleted(TypedDict):
+    """POST /v1/tokens/{id}:complete."""
+
+    id: str
+    status: Literal["completed"]
 
 
 class Concurrency(TypedDict):
@@ -267,6 +287,8 @@ __all__ = [
     "SchedulePage",
     "ScheduleRun",
     "Stats",
+    "Step",
+    "TokenCompleted",
     "Trigger",
     "TriggerPage",
     "Triggered",

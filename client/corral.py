@@ -82,8 +82,7 @@ class Corral:
         self.policy = RetryPolicy(retries=retries)
         self.session = session or requests.Session()
         self._sleep = sleep
-        self.triggers = Triggers(self)
-        self.schedules = Schedules(self)
+        self.schedules, self.triggers = Schedules(self), Triggers(self)
         self.batches = Batches(self)
         self.events, self.tokens = Events(self), Tokens(self)
 

@@ -17,6 +17,7 @@ from . import errors, paging
 from .durable import Events, Tokens
 from .errors import CorralError
 from .retrying import RetryPolicy, retry_after_seconds, retryable_exception, retryable_status
+from .triggers import Triggers
 from .types import (
     BATCH_FINISHED,
     FINISHED,
@@ -81,7 +82,7 @@ class Corral:
         self.policy = RetryPolicy(retries=retries)
         self.session = session or requests.Session()
         self._sleep = sleep
-        self.schedules = Schedules(self)
+        self.schedules, self.triggers = Schedules(self), Triggers(self)
         self.batches = Batches(self)
         self.events, self.tokens = Events(self), Tokens(self)
 

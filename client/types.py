@@ -35,6 +35,7 @@ class Job(TypedDict):
     concurrency: NotRequired[Concurrency]
     batch: NotRequired[str]  # the batch it belongs to
     parent: NotRequired[dict[str, str]]  # a callback's: {"kind": "job" | "batch", "id", "callback"}
+    started_by: NotRequired[dict[str, str]]  # a trigger's job: {"trigger": its name, "event": the event's id}
     callbacks: NotRequired[dict[str, str | None]]  # its callbacks: kind -> the callback job's id once enqueued
     waiting_for: NotRequired[dict[str, Any]]  # a waiting durable job's wait: {"kind", "step", ...}
     steps: NotRequired[list[Step]]  # a durable job's steps, in the order they first ran
@@ -238,6 +239,28 @@ class SchedulePage:
         return cls(answer["schedules"], answer.get("next_cursor"))
 
 
+class Trigger(TypedDict):
+    """An event trigger (POST /v1/triggers): each event `event` whose data holds `match` starts `job`."""
+
+    name: str
+    event: str
+    match: dict[str, Any] | None
+    job: dict[str, Any]  # a POST /v1/jobs body
+    created_at: float
+
+
+@dataclass(frozen=True)
+class TriggerPage:
+    """One page of GET /v1/triggers, by name."""
+
+    triggers: list[Trigger]
+    next_cursor: str | None
+
+    @classmethod
+    def read(cls, answer: dict[str, Any]) -> TriggerPage:
+        return cls(answer["triggers"], answer.get("next_cursor"))
+
+
 @dataclass(frozen=True)
 class JobPage:
     """One page of GET /v1/jobs. `note` says what the listing cannot show (jobs no worker has seen yet)."""
@@ -284,5 +307,7 @@ __all__ = [
     "Stats",
     "Step",
     "TokenCompleted",
+    "Trigger",
+    "TriggerPage",
     "Triggered",
 ]

@@ -181,6 +181,16 @@ def _parent(value: Any) -> str | None:
     return None if ok else 'must be {"kind": "job" or "batch", "id", "callback": the callback it is}'
 
 
+def _started_by(value: Any) -> str | None:
+    """What started a trigger's job: {"trigger": its name, "event": the event's id} (shared/waits/triggers.py)."""
+    if value is None:
+        return None
+    ok = isinstance(value, dict) and set(value) == {"trigger", "event"}
+    if ok and all(text_check(_MAX_NAME_LENGTH)(text) is None for text in value.values()):
+        return None
+    return 'must be {"trigger": its name, "event": the event\'s id}'
+
+
 _MAX_NAME_LENGTH = 256  # tenants, job types, schedule names, timestamps: far above any real one
 # Every field a job message may carry, and what it must be. `id`/`tenant` are checked first, apart.
 _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
@@ -200,6 +210,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "batch": _batch_member,
     "callbacks": _callbacks,
     "parent": _parent,
+    "started_by": _started_by,
     "overlap": _optional(_one_of(*Overlap)),
     "trigger": _optional(_one_of(Trigger.MANUAL, Trigger.BACKFILL)),
     "request": _optional(text_check(_MAX_NAME_LENGTH)),
@@ -253,6 +264,8 @@ class JobMessage:
     callbacks: dict[str, Callback] | None = None
     # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}.
     parent: dict[str, str] | None = None
+    # Set on a job an event trigger started: {"trigger": its name, "event": the event's id}.
+    started_by: dict[str, str] | None = None
     # A schedule's run only: "skip" when the schedule skips overlapping runs (the claim checks for a live
     # earlier run first: shared/store/schedules/schedule_runs.py); what started it, when not the schedule's firing.
     overlap: str | None = None
@@ -278,6 +291,7 @@ class JobMessage:
         callbacks: dict[str, Callback] | None = None,
         parent: dict[str, str] | None = None,
         debounce: Debounce | None = None,
+        started_by: dict[str, str] | None = None,
         overlap: Overlap = Overlap.ALLOW,
         trigger: Trigger = Trigger.SCHEDULE,
         request: str | None = None,
@@ -303,6 +317,7 @@ class JobMessage:
             batch=batch,
             callbacks=callbacks,
             parent=parent,
+            started_by=started_by,
             overlap=str(overlap) if overlap is not Overlap.ALLOW else None,
             trigger=str(trigger) if trigger is not Trigger.SCHEDULE else None,
             request=request,
@@ -359,6 +374,7 @@ class JobMessage:
             "batch": self.batch.to_dict() if self.batch else None,
             "callbacks": callbacks_to_dict(self.callbacks) if self.callbacks else None,
             "parent": self.parent,
+            "started_by": self.started_by,
             "overlap": self.overlap,
             "trigger": self.trigger,
             "request": self.request,

@@ -50,6 +50,7 @@ class JobRecord:
     batch: str | None = None  # the id of the batch it belongs to
     batch_index: int | None = None  # its place in the batch (not shown: its id is derived from it)
     parent: dict[str, str] | None = None  # a callback's parent (JobMessage.parent)
+    started_by: dict[str, str] | None = None  # a trigger's job: its trigger and event (JobMessage.started_by)
     # Its callbacks: kind -> the callback job's id once enqueued, None until then.
     callbacks: dict[str, str | None] | None = None
     trigger: str | None = None  # a schedule's run: "manual" or "backfill"; None: the schedule's own firing
@@ -105,6 +106,8 @@ class JobRecord:
             view["batch"] = self.batch
         if self.parent is not None:
             view["parent"] = self.parent
+        if self.started_by is not None:
+            view["started_by"] = self.started_by
         if self.callbacks is not None:
             view["callbacks"] = self.callbacks
         if self.request is not None:

@@ -144,6 +144,7 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         batch=as_str(item, "batch_id"),
         batch_index=as_int(item, "batch_index"),
         parent=json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
+        started_by=json.loads(started) if (started := as_str(item, STARTED_BY)) else None,
         callbacks=_callbacks_view(item),
         trigger=as_str(item, "run_trigger"),
         skip_reason=as_str(item, "skip_reason"),
@@ -159,6 +160,7 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
 REQUEST = "request_sha"
 # What a job not yet claimed waits for (its throttle, its debounce group): the claim removes it.
 QUEUED_WAITING_FOR = "queued_waiting_for"
+STARTED_BY = "started_by_json"  # a trigger's job: {"trigger", "event"} (JobMessage.started_by)
 
 
 def relations(message: JobMessage) -> dict[str, dict[str, str]]:
@@ -171,6 +173,8 @@ def relations(message: JobMessage) -> dict[str, dict[str, str]]:
         kept["callbacks_json"] = {"S": json.dumps(callbacks_to_dict(message.callbacks), separators=(",", ":"))}
     if message.parent:
         kept["parent_json"] = {"S": json.dumps(message.parent, separators=(",", ":"))}
+    if message.started_by:
+        kept[STARTED_BY] = {"S": json.dumps(message.started_by, separators=(",", ":"))}
     return kept
 
 
@@ -297,6 +301,7 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
         "batch": _member(item),
         "callbacks": json.loads(callbacks) if (callbacks := as_str(item, "callbacks_json")) else None,
         "parent": json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
+        "started_by": json.loads(started) if (started := as_str(item, STARTED_BY)) else None,
         "request": as_str(item, REQUEST),
     }
     return JobMessage.from_dict(

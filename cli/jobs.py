@@ -25,16 +25,17 @@ def register(app: typer.Typer) -> None:
         app.command(name=command.__name__.removesuffix("_jobs"), rich_help_panel="Jobs (API)")(command)
 
 
-def parse_payload(raw: str | None) -> Any:
+def parse_payload(raw: str | None, option: str = "--payload") -> Any:
+    """`raw` (JSON, or @file) as the value it holds; a clear error naming `option` (or the file) if it is not JSON."""
     if raw is None:
         return None
-    source = "--payload"
+    source = option
     if raw.startswith("@"):
         path = Path(raw[1:])
         try:
             raw = path.read_text()
         except OSError as error:
-            raise CliError(f"cannot read payload file {path}: {error.strerror}", Exit.USAGE, "bad_payload") from error
+            raise CliError(f"{option}: cannot read {path}: {error.strerror}", Exit.USAGE, "bad_payload") from error
         source = str(path)
     try:
         return json.loads(raw)
@@ -184,6 +185,13 @@ def enqueue(
             "others wait their turn."
         ),
     ] = None,
+    debounce: Annotated[
+        str | None,
+        typer.Option(
+            help="KEY:SECONDS[/MAX_WAIT]: of the jobs with KEY arriving within SECONDS of each other only the last "
+            "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
+        ),
+    ] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -212,6 +220,7 @@ def enqueue(
         "on_failure": parse_payload(on_failure),
         "unique": unique_option(unique) if unique is not None else None,
         "throttle": throttle_option(throttle) if throttle is not None else None,
+        "debounce": debounce_option(debounce) if debounce is not None else None,
     }
     given = {k: v for k, v in options.items() if v is not None}
     accepted = api.enqueue_job({"type": job_type, "payload": parse_payload(payload), **given})
@@ -241,6 +250,15 @@ def throttle_option(value: str) -> dict[str, Any]:
     return {"key": key, "limit": int(limit), "period_seconds": int(seconds)}
 
 
+def debounce_option(value: str) -> dict[str, Any]:
+    """--debounce KEY:SECONDS[/MAX_WAIT] as a body's `debounce` (the key may hold colons: the last one splits)."""
+    key, _, timing = value.rpartition(":")
+    period, _, most = timing.partition("/")
+    if not key or not period.isdigit() or (most and not most.isdigit()) or timing.endswith("/"):
+        raise CliError("--debounce takes KEY:SECONDS[/MAX_WAIT], e.g. user-7:30/300", Exit.USAGE)
+    return {"key": key, "period_seconds": int(period)} | ({"max_wait_seconds": int(most)} if most else {})
+
+
 JobIdArgument = Annotated[str, typer.Argument(help="The job's id, or its start as `corral list` shows it.")]
 
 
@@ -251,7 +269,9 @@ def get(job_id: JobIdArgument, as_json: JsonFlag = False) -> None:
     render.emit(job, as_json, lambda: render.job_view(dict(job)))
 
 
-StatusOption = Annotated[str | None, typer.Option(help="queued, running, succeeded, failed, dead or cancelled.")]
+StatusOption = Annotated[
+    str | None, typer.Option(help="queued, running, waiting, succeeded, failed, dead, cancelled or skipped.")
+]
 TypeOption = Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")]
 
 

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { after, before, beforeEach, test } from "node:test";
+import { test } from "node:test";
 
 import {
   Conflict,
@@ -21,44 +21,15 @@ import {
   Unavailable,
   WaitTimeout,
 } from "../dist/index.js";
+import { stubApi } from "./stub.mjs";
 
 const FAST = { retries: 3, baseSeconds: 0.001, capSeconds: 0.01 };
 
-let server;
-let baseUrl;
-// What the stub answers, in order: [status, body, headers], or a function (request, response) for the odd ones.
-const script = [];
-const seen = []; // the requests it received: {method, url, headers, body}
-
-before(async () => {
-  server = createServer((request, response) => {
-    let text = "";
-    request.on("data", (chunk) => (text += chunk));
-    request.on("end", () => {
-      seen.push({ method: request.method, url: request.url, headers: request.headers, body: text ? JSON.parse(text) : undefined });
-      const next = script.shift() ?? [500, { error: "internal_error", message: "the test scripted no answer" }];
-      if (typeof next === "function") return next(request, response);
-      const [status, body, headers] = next;
-      response.writeHead(status, { "content-type": "application/json", ...headers });
-      response.end(body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body));
-    });
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  baseUrl = `http://127.0.0.1:${server.address().port}`;
-});
-
-after(() => {
-  server.closeAllConnections();
-  server.close();
-});
-
-beforeEach(() => {
-  script.length = 0;
-  seen.length = 0;
-});
+// What the stub answers and what it received (stub.mjs).
+const { script, seen, url } = stubApi();
 
 function client(options = {}) {
-  return new Corral({ apiUrl: baseUrl + "/", apiKey: "ck_test", retry: FAST, ...options });
+  return new Corral({ apiUrl: url() + "/", apiKey: "ck_test", retry: FAST, ...options });
 }
 
 const dropConnection = (request) => request.socket.destroy();
@@ -282,6 +253,35 @@ test("every list is one pager: nothing asked before it is iterated, no page beyo
     assert.equal(seen.length, 1, field);
     script.length = 0;
   }
+});
+
+test("triggers: created with their body, listed across pages, read and deleted, names encoded", async () => {
+  const corral = client();
+  script.push(
+    [201, { name: "re/ceipt", event: "paid", match: { plan: "pro" }, job: { type: "echo" }, created_at: 1 }],
+    [200, { triggers: [{ name: "a" }], next_cursor: "t1" }],
+    [200, { triggers: [{ name: "b" }], next_cursor: null }],
+    [200, { name: "re/ceipt" }],
+    [200, { name: "re/ceipt", deleted: true }],
+  );
+  const spec = { name: "re/ceipt", event: "paid", match: { plan: "pro" }, job: { type: "echo", payload: { v: 2 } } };
+  assert.equal((await corral.triggers.create(spec)).event, "paid");
+  const names = [];
+  for await (const trigger of corral.triggers.list({ pageSize: 1 })) names.push(trigger.name);
+  assert.deepEqual(names, ["a", "b"]);
+  await corral.triggers.get("re/ceipt");
+  await corral.triggers.delete("re/ceipt");
+  assert.deepEqual(seen[0].body, spec);
+  assert.deepEqual(
+    seen.map((request) => `${request.method} ${request.url}`),
+    [
+      "POST /v1/triggers",
+      "GET /v1/triggers?limit=1",
+      "GET /v1/triggers?limit=1&cursor=t1",
+      "GET /v1/triggers/re%2Fceipt",
+      "DELETE /v1/triggers/re%2Fceipt",
+    ],
+  );
 });
 
 test("schedules and batches: their routes, names encoded, lists across pages", async () => {

@@ -36,6 +36,7 @@ class TenantLimits:
     enqueue_rate_per_second: float = settings.TENANT_ENQUEUE_RATE_PER_SECOND
     enqueue_burst: int = settings.TENANT_ENQUEUE_BURST
     max_running: int = settings.TENANT_MAX_RUNNING  # 0: no cap
+    max_triggers: int = settings.TENANT_MAX_TRIGGERS
 
     @classmethod
     def names(cls) -> list[str]:
@@ -63,7 +64,8 @@ FAR_FUTURE_JOBS = Quota(counter="far_future_jobs", limit_name="max_far_future_jo
 FIRINGS = Quota(
     counter="firings_per_hour", limit_name="max_firings_per_minute", noun="firings-per-minute budget", scale=60
 )
-QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS, FIRINGS)
+TRIGGERS = Quota(counter="triggers", limit_name="max_triggers", noun="trigger")
+QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS, FIRINGS, TRIGGERS)
 
 
 _cached: dict[str, tuple[TenantLimits, float]] = {}

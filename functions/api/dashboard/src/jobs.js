@@ -4,6 +4,7 @@ import { h } from "preact";
 import { useState } from "preact/hooks";
 import { api, query } from "./api.js";
 import { formatNumber, localInputToIso } from "./format.js";
+import { StepsCard } from "./steps.js";
 import {
   ActionButton,
   Card,
@@ -25,7 +26,7 @@ import {
 
 const PAGE_SIZE = 25;
 const REFRESH_MS = 5000;
-const CANCELLABLE = ["queued", "failed"];
+const CANCELLABLE = ["queued", "failed", "waiting"];
 const RETRYABLE = ["dead", "cancelled"];
 
 const MODES = {
@@ -326,7 +327,12 @@ export function JobDetail({ jobId, navigate }) {
               data.scheduled_for ? fact("Scheduled for", h(Time, { value: data.scheduled_for })) : null,
               data.batch ? fact("Batch", h("a", { href: `#/batches/${encodeURIComponent(data.batch)}`, class: "mono small" }, data.batch)) : null,
               data.parent ? fact(`Callback (${data.parent.callback}) of`, parentLink(data.parent)) : null,
+              data.started_by
+                ? fact("Started by", h("span", null, "trigger ", h("a", { href: "#/triggers" }, data.started_by.trigger), ", event ", h("span", { class: "mono small" }, data.started_by.event)))
+                : null,
               data.concurrency ? fact("Concurrency key", `${data.concurrency.key} (at most ${data.concurrency.limit} at once)`) : null,
+              data.waiting_for ? fact("Waiting for", waitingFor(data.waiting_for), "waiting-for") : null,
+              data.reason ? fact("Reason", data.reason, "reason") : null,
               ...Object.entries(data.callbacks || {}).map(([kind, callbackId]) =>
                 fact(
                   kind,
@@ -337,12 +343,20 @@ export function JobDetail({ jobId, navigate }) {
               ),
             ),
           ),
+          h(StepsCard, { job: data }),
           h(Card, { title: "Payload" }, h(Json, { value: data.payload, label: "payload" })),
           h(Card, { title: "Result" }, h(Json, { value: data.result, label: "result" })),
           h(Card, { title: "Error" }, h(Json, { value: data.error, label: "error" })),
         )
       : null,
   );
+}
+
+// What a queued or waiting job waits for (its view's `waiting_for`): its throttle's turn, its debounce group, a
+// durable job's sleep, event, token or child job.
+function waitingFor(waiting) {
+  const what = waiting.key ? `${waiting.kind} ${waiting.key}` : waiting.kind;
+  return waiting.until ? h("span", null, `${what} until `, h(Time, { value: waiting.until })) : what;
 }
 
 function parentLink(parent) {

@@ -88,9 +88,13 @@ class RunningShare:
         if breaker.cooling:
             return  # uncounted; and a job with a concurrency key or a throttle waits (finding no slot or turn)
         by_tenant: dict[str, list[tuple[Delivery, int]]] = {}
+        counted: set[str] = set()
         for delivery in deliveries:
             job = jobs.get(delivery.message_id)
-            if job is not None and not job.carried:
+            # Two copies of one message (SQS's at-least-once) are one job: counted twice, the copy over the cap
+            # made both wait (the verdicts are by message id), and copies handed back alike waited forever.
+            if job is not None and not job.carried and delivery.message_id not in counted:
+                counted.add(delivery.message_id)
                 by_tenant.setdefault(job.message.tenant, []).append((delivery, cover.timeout_of(job.message)))
         taking = {
             tenant: takers.submit(self._take, tenant, its_jobs, self._began)

@@ -4,10 +4,13 @@ count exactly whatever order batches take, give back and die in."""
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from typing import Any
 
+import moto.core
+import moto.sqs.models
 import pytest
 from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
@@ -243,3 +246,22 @@ def test_a_store_failing_while_taking_slots_runs_a_tenant_below_its_cap_uncounte
 
     assert runs == [quiet[0].payload]  # the tenant below its cap ran (uncounted, a store blip's way)
     assert record(full[0].id) is None  # the one last found full waited
+
+
+def test_two_copies_of_one_message_under_a_cap_of_one_run_their_job_rather_than_both_wait(aws):
+    # SQS's at-least-once delivery: a second copy of a stored message (same MessageId) in the same batch. Counted
+    # as two jobs, the copy over the cap made both wait, and copies handed back alike came back together forever
+    # (found by tests/unit/test_invariant.py).
+    quotas.set_limits("one", max_running=1)
+    (job,) = _send(aws, "one", "echo", 1)
+    queue = moto.sqs.models.sqs_backends[moto.core.DEFAULT_ACCOUNT_ID]["us-east-1"].queues[
+        aws["queue_url"].rsplit("/", 1)[-1]
+    ]
+    again = copy.deepcopy(queue._messages[0])
+    again.receipt_handle, again._old_receipt_handles, again.visible_at = None, [], 0.0
+    queue._messages.append(again)
+
+    batch = poll(aws)
+
+    assert batch is not None and len(batch.message_ids) == 2
+    assert record(job.id).status is Status.SUCCEEDED

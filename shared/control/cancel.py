@@ -30,6 +30,7 @@ from shared.model.states import Status
 from shared.store.durable import journal_items
 from shared.store.jobs import job_control, job_store
 from shared.tenants import rate_limit
+from shared.waits import children
 
 
 def _far_future_message(job_id: str) -> JobMessage | None:
@@ -100,7 +101,9 @@ def _cancel_waiting_step(job_id: str, tenant: str, now: float) -> None:
 
 
 def _count_in_batch(record: JobRecord) -> None:
-    """A cancelled member counts as cancelled in its batch (idempotent). A job cancelled before any worker
-    saw it has no batch on its record yet: its message, arriving, counts it (shared/worker/receive.py)."""
+    """A cancelled member counts as cancelled in its batch (idempotent), and a durable job's cancelled child
+    resolves its parent's step (ChildJobFailed in the parent's code). A job cancelled before any worker saw it
+    has neither on its record yet: its message, arriving, does both (shared/worker/receive.py)."""
     if record.batch is not None and record.batch_index is not None:
         members.member_ended(BatchMember(record.batch, record.batch_index, record.retries), Status.CANCELLED)
+    children.child_ended(record.tenant, record.id, record.parent, Status.CANCELLED)

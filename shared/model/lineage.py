@@ -7,6 +7,8 @@ from typing import Any
 
 from shared import ids
 
+STEP_PARENT = "step"  # a durable job's child (run_job, run_jobs): its parent is the job's step
+
 
 def forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, Any]) -> list[str]:
     """Which of `batch` and `parent` the message's id does not come from. A batch member's id is derived
@@ -21,7 +23,10 @@ def forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, An
     ):
         forged.append("batch")
     parent = fields.get("parent")
-    if parent is not None:
+    if parent is not None and parent.get("kind") == STEP_PARENT:
+        if not _step_child(secret, tenant, job_id, parent, batch):
+            forged.append("parent")
+    elif parent is not None:
         minted = (
             ids.verify_batch(secret, tenant, parent["id"])
             if parent["kind"] == "batch"
@@ -30,3 +35,14 @@ def forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, An
         if not (minted and ids.child_id(secret, tenant, parent["id"], parent["callback"]) == job_id):
             forged.append("parent")
     return forged
+
+
+def _step_child(secret: bytes, tenant: str, job_id: str, parent: dict[str, Any], batch: Any) -> bool:
+    """Whether the job is the child of `parent`'s step: its id derived from it (run_job), or its batch's
+    (run_jobs), the parent minted for the same tenant."""
+    if ids.verify(secret, tenant, parent["id"]) is None:
+        return False
+    run = int(parent["run"])
+    if batch is not None:
+        return ids.step_batch_id(secret, tenant, parent["id"], parent["step"], run) == batch["id"]
+    return ids.step_child_id(secret, tenant, parent["id"], parent["step"], run) == job_id

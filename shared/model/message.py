@@ -15,7 +15,7 @@ from shared.errors import CorralError
 from shared.flow import options as flow_options
 from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
-from shared.model.lineage import forged_lineage
+from shared.model.lineage import STEP_PARENT, forged_lineage
 from shared.model.spec import (
     BATCH_CALLBACK_KINDS,
     CALLBACK_KINDS,
@@ -99,7 +99,7 @@ def _version(value: Any) -> str | None:
     return None if _is_int(value) and value == 1 else "must be 1"
 
 
-def _concurrency(value: Any) -> str | None:
+def concurrency_problem(value: Any) -> str | None:
     if value is None:
         return None
     key_ok = isinstance(value, dict) and text_check(settings.MAX_CONCURRENCY_KEY_CHARS)(value.get("key")) is None
@@ -158,7 +158,7 @@ def _callbacks(value: Any) -> str | None:
             spec["max_attempts"]
         ):
             return shape
-        if _concurrency(spec.get("concurrency")) or spec.get("include_parent_payload", True) is not True:
+        if concurrency_problem(spec.get("concurrency")) or spec.get("include_parent_payload", True) is not True:
             return shape
     return _payload(value)  # both callbacks' payloads together within a payload's limit (the record keeps them)
 
@@ -167,9 +167,19 @@ _PARENT_KINDS = {"job": CALLBACK_KINDS, "batch": BATCH_CALLBACK_KINDS}
 
 
 def _parent(value: Any) -> str | None:
-    """A callback's parent: {"kind": "job" | "batch", "id", "callback": which of its callbacks this job is}."""
+    """A callback's parent: {"kind": "job" | "batch", "id", "callback": which of its callbacks this job is};
+    a durable job's child's: {"kind": "step", "id", "step": the parent's step, "run": its run, as text}."""
     if value is None:
         return None
+    if isinstance(value, dict) and value.get("kind") == STEP_PARENT:
+        child = (
+            set(value) == {"kind", "id", "step", "run"}
+            and text_check(_MAX_NAME_LENGTH)(value["id"]) is None
+            and text_check(_MAX_NAME_LENGTH)(value["step"]) is None
+            and isinstance(value["run"], str)
+            and value["run"].isdigit()
+        )
+        return None if child else 'must be {"kind": "step", "id": the parent job, "step", "run"}'
     ok = (
         isinstance(value, dict)
         and set(value) == {"kind", "id", "callback"}
@@ -192,7 +202,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "scheduled_for": _optional(text_check(_MAX_NAME_LENGTH)),
     "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
     "due_at": _optional(timestamp_check),
-    "concurrency": _concurrency,
+    "concurrency": concurrency_problem,
     "throttle": lambda value: None if value is None else flow_options.problem("throttle", value),
     "batch": _batch_member,
     "callbacks": _callbacks,
@@ -244,7 +254,8 @@ class JobMessage:
     batch: BatchMember | None = None  # the batch it belongs to (shared/batches/batches.py)
     # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?} (shared/batches/callbacks.py).
     callbacks: dict[str, Callback] | None = None
-    # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}.
+    # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}; on a
+    # durable job's child: {"kind": "step", "id": the parent's, "step", "run"} (shared/waits/children.py).
     parent: dict[str, str] | None = None
     # A schedule's run only: "skip" when the schedule skips overlapping runs (the claim checks for a live
     # earlier run first: shared/store/schedules/schedule_runs.py); what started it, when not the schedule's firing.

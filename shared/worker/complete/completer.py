@@ -26,7 +26,7 @@ from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage, Started
 from shared.model.states import Status
 from shared.store.jobs import job_claims, job_store, waiting_jobs
-from shared.waits import resume
+from shared.waits import children, resume
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
 from shared.worker.complete import carried as outcome_messages
 from shared.worker.complete.carried import Settled
@@ -187,6 +187,7 @@ class Completer:
             return delivery.hand_back("store unavailable for its batch and callbacks: the job is recorded, they wait")
         try:
             follow_ups.job_ended(job, status, single_attempt=True)
+            children.child_ended(job.tenant, job.id, job.parent, status, single_attempt=True)
         except AWS_ERRORS as error:
             if is_outage(error):
                 self._breaker.failed()

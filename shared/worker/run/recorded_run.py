@@ -30,7 +30,7 @@ from shared.store.durable import event_items, journal_items, token_items
 from shared.store.durable.token_items import TokenState
 from shared.store.id_secret import id_secret
 from shared.store.jobs import waiting_jobs
-from shared.worker.run import fence, wake_timer
+from shared.worker.run import children, fence, wake_timer
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,41 @@ def _take(
             journal_items.record(journal, step_id, change, run=claim.run, now=now)
             return None
         case protocol.RunJob() | protocol.RunJobs():
-            return Answer(failure="DurableMisuse: child jobs (run_job, run_jobs) are not available yet", dead=True)
+            return _run_children(progress.boundary, journal, message, claim, now)
         case boundary:
             return _suspend(boundary, journal, message, claim, now)
+
+
+def _run_children(
+    boundary: protocol.RunJob | protocol.RunJobs,
+    journal: journal_items.Journal,
+    message: JobMessage,
+    claim: Claim,
+    now: float,
+) -> Suspension | Answer | None:
+    """Check the step's children, record the step waiting for them, then send them (a child that ends at once
+    finds the step waiting): the suspension, or None when they ended meanwhile (the run goes on)."""
+    step_id = boundary.step
+    if isinstance(boundary, protocol.RunJob):
+        kind, specs = StepKind.RUN_JOB, [boundary.job]
+    else:
+        kind, specs = StepKind.RUN_JOBS, list(boundary.jobs)
+    try:
+        found = children.prepared(kind, step_id, specs, message, claim.run, now)
+    except children.InvalidChild as error:
+        return Answer(failure=f"DurableMisuse: {error}", dead=True)
+    change = steps.Suspended(kind, None, found.awaits, found.waiting_for)
+    written = journal_items.record(journal, step_id, change, run=claim.run, now=now)
+    if isinstance(written, journal_items.TooMuch):
+        return Answer(failure=f"DurableMisuse: {written.reason}", dead=True)
+    record = journal.steps[step_id]
+    if record.status is not StepStatus.WAITING:
+        return None  # its children ended already (an earlier delivery sent them): the run goes on
+    unsent = children.send(found, now)
+    if unsent:
+        why = f"{len(unsent)} of step {step_id!r}'s {len(specs)} children could not be sent ({unsent[0]})"
+        return Answer(failure=f"JobFailed: {why}; the next attempt sends them, the same jobs")
+    return Suspension(step_id, record.wait or found.waiting_for, None)
 
 
 def _suspend(

@@ -31,6 +31,7 @@ from shared.store.durable import journal_items
 from shared.store.jobs import job_control, job_store
 from shared.tenants import rate_limit
 from shared.waits import children
+from shared.waits import quota as waiting_quota
 
 
 def _far_future_message(job_id: str) -> JobMessage | None:
@@ -86,6 +87,7 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         give_back_far_future_unit(tenant, job_id)
     if existing is not None and existing.journal:
         _cancel_waiting_step(job_id, tenant, now)
+        waiting_quota.release(tenant, job_id)  # the unit a long wait held (none: a no-op)
     _count_in_batch(outcome)
     return outcome
 

@@ -28,11 +28,12 @@ from shared.model.outcome import Outcome
 from shared.model.states import Status
 from shared.store.id_secret import id_secret
 from shared.store.jobs import job_store, waiting_jobs
+from shared.tenants import quotas
 from shared.waits import children, resume
 from shared.worker.delivery import Delivery
 from shared.worker.run import children as children_run
 from tests.unit.durable.test_worker import DURABLE, FencedCode, fenced  # noqa: F401 (the fixture)
-from tests.unit.worker_harness import work
+from tests.unit.worker_harness import RetryLater, work
 
 TENANT = "acme"
 
@@ -285,3 +286,48 @@ def _end(child: JobMessage, outcome: Status) -> None:
     payload = {"child": "die"} if outcome is Status.DEAD else child.payload
     ran = JobMessage.from_dict({**child.to_dict(), "payload": payload})
     assert _deliver(ran) in (Outcome.SUCCEEDED, Outcome.DEAD)
+
+
+# max_waiting_jobs ---------------------------------------------------------------------------------------
+
+
+def test_a_job_that_would_wait_beyond_max_waiting_jobs_fails_its_attempt_naming_the_quota(parents, aws):
+    quotas.set_limits(TENANT, max_waiting_jobs=1)
+    first, second = _parent("one"), _parent("one")
+    assert _deliver(first) == Outcome.SUSPENDED
+    (child,) = _queued(aws)
+    assert quotas.usage(TENANT)["waiting_jobs"] == 1
+
+    with pytest.raises(RetryLater) as refused:
+        _deliver(second)
+
+    assert "max_waiting_jobs" in refused.value.reason
+    record = _record(second.id)
+    assert record.status is Status.FAILED and "max_waiting_jobs" in (record.error or "")
+    assert _queued(aws) == []  # its child was not sent: it waits for nothing
+    # The first parent's child ends: the parent resumes, and its unit comes back when its attempt starts.
+    assert _deliver(child) == Outcome.SUCCEEDED
+    (wake,) = _queued(aws)
+    assert _deliver(wake) == Outcome.SUCCEEDED
+    assert quotas.usage(TENANT)["waiting_jobs"] == 0
+    assert _deliver(second) == Outcome.SUSPENDED  # its retry fits now
+    assert quotas.usage(TENANT)["waiting_jobs"] == 1
+
+
+def test_a_cancelled_waiting_job_gives_its_unit_back(parents, aws):
+    parent = _parent("one")
+    assert _deliver(parent) == Outcome.SUSPENDED
+    assert quotas.usage(TENANT)["waiting_jobs"] == 1
+
+    control.cancel(TENANT, parent.id)
+
+    assert quotas.usage(TENANT)["waiting_jobs"] == 0
+
+
+def test_a_short_wait_holds_no_unit(parents, aws):
+    def naps(payload: Any, context: JobContext) -> Any:
+        context.sleep("nap", 60)  # within SQS's delay: bounded by the rate limit already
+
+    parents.code = naps
+    assert _deliver(_parent("nap")) == Outcome.SUSPENDED
+    assert quotas.usage(TENANT)["waiting_jobs"] == 0

@@ -27,7 +27,7 @@ from shared.jobs.status import JobNotFound
 from shared.model.message import BatchMember, JobMessage
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store.durable import journal_items
+from shared.store.durable import event_items, journal_items, token_items
 from shared.store.jobs import job_control, job_store
 from shared.tenants import rate_limit
 from shared.waits import children
@@ -100,6 +100,18 @@ def _cancel_waiting_step(job_id: str, tenant: str, now: float) -> None:
     if waiting is not None:
         with contextlib.suppress(ClientError, BotoCoreError):
             journal_items.resolve(job_id, tenant, waiting.id, steps.Cancelled(), now=now)
+            _take_out(job_id, tenant, waiting)
+
+
+def _take_out(job_id: str, tenant: str, waiting: steps.StepRecord) -> None:
+    """What finds the cancelled job's wait made inert: its entry out of the event index (an event no longer
+    reads it), its token cancelled (a completion answers 409 "cancelled")."""
+    wait = waiting.wait or {}
+    if waiting.kind is steps.StepKind.WAIT_FOR_EVENT and isinstance(wait.get("name"), str):
+        waiter = event_items.Waiter(job_id, waiting.id, dict(wait.get("match") or {}), 0.0)
+        event_items.unregister(tenant, wait["name"], waiter)
+    elif waiting.kind is steps.StepKind.WAIT_FOR_TOKEN and isinstance(wait.get("token"), str):
+        token_items.cancel(wait["token"])
 
 
 def _count_in_batch(record: JobRecord) -> None:

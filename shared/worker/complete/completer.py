@@ -240,6 +240,9 @@ class Completer:
             try:
                 if job_store.record_dead(verdict.job, verdict.reason, time.time()):
                     follow_ups.unrunnable_ended(verdict.job, single_attempt=True)
+                    fields = verdict.job  # a durable job's child (its parent verified against its id) fails its step
+                    if isinstance(fields.get("parent"), dict):
+                        children.child_ended(fields["tenant"], fields["id"], fields["parent"], Status.DEAD)
             except AWS_ERRORS as error:
                 if is_outage(error):
                     self._breaker.failed()

@@ -10,6 +10,7 @@ once however often the step is reached; and, the race, a child ending at any poi
 
 from __future__ import annotations
 
+import json
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -33,7 +34,7 @@ from shared.waits import children, resume
 from shared.worker.delivery import Delivery
 from shared.worker.run import children as children_run
 from tests.unit.durable.test_worker import DURABLE, FencedCode, fenced  # noqa: F401 (the fixture)
-from tests.unit.worker_harness import RetryLater, work
+from tests.unit.worker_harness import RetryLater, receive, work
 
 TENANT = "acme"
 
@@ -178,6 +179,19 @@ def test_a_cancelled_child_resolves_its_parents_step_as_failed(parents, aws):
     assert [each.id for each in woken] == [parent.id]
     assert _deliver(woken[0]) == Outcome.SUCCEEDED
     assert _record(parent.id).result["children"][0]["status"] == "cancelled"
+
+
+def test_a_child_no_worker_can_run_fails_its_parents_step(parents, aws):
+    parent = _parent("catches")
+    assert _deliver(parent) == Outcome.SUSPENDED
+    (child,) = _queued(aws)
+    gone = json.dumps({**child.to_dict(), "type": "type_removed_since"})  # its type gone by a deploy meanwhile
+
+    assert receive(Delivery(message_id="m-gone", body=gone)) == Outcome.UNREADABLE
+
+    (wake,) = _queued(aws)
+    assert _deliver(wake) == Outcome.SUCCEEDED
+    assert _record(parent.id).result["children"][0]["id"] == child.id
 
 
 def test_a_child_no_enqueue_would_take_ends_the_parent_dead_naming_it(parents, aws):

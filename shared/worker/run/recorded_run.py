@@ -129,8 +129,6 @@ def _run_children(
         found = children.prepared(kind, step_id, specs, message, claim.run, now)
     except children.InvalidChild as error:
         return Answer(failure=f"DurableMisuse: {error}", dead=True)
-    if (refused := _hold_unit(message, None, now)) is not None:
-        return refused
     change = steps.Suspended(kind, None, found.awaits, found.waiting_for)
     written = journal_items.record(journal, step_id, change, run=claim.run, now=now)
     if isinstance(written, journal_items.TooMuch):
@@ -138,6 +136,8 @@ def _run_children(
     record = journal.steps[step_id]
     if record.status is not StepStatus.WAITING:
         return None  # its children ended already (an earlier delivery sent them): the run goes on
+    if (refused := _hold_unit(message, None, now)) is not None:
+        return refused  # nothing sent: the next attempt finds the step waiting, and sends them if it may
     unsent = children.send(found, now)
     if unsent:
         why = f"{len(unsent)} of step {step_id!r}'s {len(specs)} children could not be sent ({unsent[0]})"

@@ -211,7 +211,8 @@ def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: 
     outcome message `message_id` that carried it here. False: the store already had an outcome.
 
     `succeeded`/`dead`: written unless the job is finished already (of two outcomes, the first
-    recorded wins), so a claimed attempt running meanwhile loses its claim and records nothing.
+    recorded wins), so a claimed attempt running meanwhile loses its claim and records nothing; a job
+    queued again by a retry or a redrive is not finished, and its new message's unclaimed run counts.
     `failed`: written only where there is no record yet; the message then runs the job's retry.
     The same message finds it written already when botocore retried a write whose answer was lost: True.
     `message_id` may also be the original job message's, when its unclaimed run records directly.
@@ -247,10 +248,12 @@ def record_carried(outcome: OutcomeMessage, message_id: str, *, single_attempt: 
         values |= {
             ":finished": job_items.n(outcome.finished_at),
             ":ttl": job_items.n(job_items.expires_at(outcome.finished_at)),
+            ":queued": {"S": Status.QUEUED},
             ":running": {"S": Status.RUNNING},
             ":failed": {"S": Status.FAILED},
         }
-        condition += " OR (#tenant = :tenant AND #status IN (:running, :failed))"
+        # `queued`: a retried or redriven job's record, whose new message ran unclaimed in a store blip.
+        condition += " OR (#tenant = :tenant AND #status IN (:queued, :running, :failed))"
     answer = job_items.write(
         single_attempt=single_attempt,
         Key=job_items.key(message.id),

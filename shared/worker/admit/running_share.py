@@ -10,10 +10,9 @@ least one; a tenant's share of the fleet is then a share of its environments, ho
 spread over batches. A job beyond its tenant's cap waits unclaimed (shared/worker/admit/waiting.py): it uses
 no attempt and no receive budget, and comes back later each time. The batch gives its slots back as it
 ends; a worker that dies holds them until its jobs' timeouts have passed. A cap of 0 is no cap, and
-costs no write. If taking a tenant's slots fails, its jobs wait when the item was throttled (a hot item
-is its tenant's doing) or when this process last saw the tenant at its cap; otherwise, the store failing,
-they run uncounted under a store blip's rules rather than wait. A throttle never trips the process's
-store breaker (docs/decisions/running-cap.md).
+costs no write. If taking a tenant's slots fails (throttled or failing), its jobs wait when this process
+last saw the tenant at its cap; otherwise up to its cap of them run uncounted under a store blip's rules
+rather than wait. A throttle never trips the process's store breaker (docs/decisions/running-cap.md).
 
 Then, for its jobs within their tenant's cap that have a concurrency key, it takes their keys' slots
 (shared/worker/admit/key_slots.py), and `admit` lets each job start under its key's slot, waiting in the batch
@@ -101,10 +100,14 @@ class RunningShare:
             try:
                 cap, count = taken.result()
             except AWS_ERRORS as error:
-                if (closed := self._uncounted(tenant, error)) is not None:
-                    for delivery, _ in by_tenant[tenant]:
-                        self._waiting[delivery.message_id] = Waiting(closed, waiting.delay_seconds(delivery))
-                continue  # else uncounted: the batch runs what it received
+                closed = self._uncounted(tenant, error)
+                # Uncounted, at most its cap of the tenant's jobs in this batch run; the rest wait.
+                cap = quotas.limits_for(tenant).max_running
+                running_uncounted = 0 if closed is not None else len(by_tenant[tenant]) if cap <= 0 else cap
+                for delivery, _ in by_tenant[tenant][running_uncounted:]:
+                    reason = closed or f"its tenant's running slots could not be counted: at most {cap} run uncounted"
+                    self._waiting[delivery.message_id] = Waiting(reason, waiting.delay_seconds(delivery))
+                continue
             if count and cap > 0:
                 self._held[tenant] = count
             if cap > 0 and count < len(by_tenant[tenant]):
@@ -121,18 +124,20 @@ class RunningShare:
         self._take_keys(takers, starting)
 
     def _uncounted(self, tenant: str, error: Exception) -> str | None:
-        """Taking `tenant`'s slots failed with `error`: why its jobs wait, or None if they run uncounted.
+        """Taking `tenant`'s slots failed with `error`: why all its jobs wait, or None if up to its cap of
+        them run uncounted.
 
-        A throttle is that one item's load, which its tenant can cause (every batch of its jobs writes it
-        twice): its jobs wait, and the breaker, which serves every tenant's jobs, does not hear of it.
-        A store that fails is a blip: its jobs run uncounted under the blip's rules
-        (docs/decisions/store-blips.md), unless this process last found the tenant at its cap."""
-        if is_throttle(error):
-            return "its tenant's running slots are throttled: it waits rather than run uncounted"
-        if is_outage(error):
+        They wait when this process's last take found the tenant at its cap: a tenant known to be full
+        gains nothing from a failure. Otherwise a throttle and an outage are treated alike, since a store
+        blip answers with both: up to the cap of the batch's jobs run uncounted, under the blip's rules
+        (docs/decisions/store-blips.md). A tenant can throttle its own item only with many short
+        batches (every batch writes it twice), whose environments find it at its cap; and a throttle
+        never trips the breaker, which serves every tenant's jobs (docs/decisions/running-cap.md)."""
+        if is_outage(error) and not is_throttle(error):
             self._breaker.failed()
         if tenant in self._at_cap:
-            return "store unavailable counting its tenant's running slots, last found at its cap: it waits"
+            why = "throttled" if is_throttle(error) else "unavailable"
+            return f"store {why} counting its tenant's running slots, last found at its cap: it waits"
         return None
 
     def _take(self, tenant: str, jobs: list[tuple[Delivery, int]], now: float) -> tuple[int, int]:

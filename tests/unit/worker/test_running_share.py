@@ -169,8 +169,21 @@ def _breaker_trips(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return trips
 
 
-def test_R4_a_throttled_take_of_one_tenants_slots_keeps_its_jobs_waiting_and_trips_no_breaker(aws, monkeypatch):
-    quotas.set_limits("attacker", max_running=1)
+def _found_at_its_cap(aws: Any, tenant: str) -> None:
+    """This process's last take finds `tenant` at its cap of 1 (a slot held elsewhere): its job waits."""
+    quotas.set_limits(tenant, max_running=1)
+    now = time.time()
+    running_slots.take(tenant, "elsewhere", 1, running_slots.Cap(1, 1), until=now + 3600, now=now)
+    _send(aws, tenant, "echo", 1)
+    assert poll(aws).failed != []
+    assert tenant in worker.at_cap
+
+
+def test_R4_a_throttled_take_of_a_tenant_last_found_at_its_cap_keeps_its_jobs_waiting_and_trips_no_breaker(
+    aws, monkeypatch
+):
+    monkeypatch.setattr(worker, "at_cap", set())
+    _found_at_its_cap(aws, "attacker")
     _failing_take(monkeypatch, "ProvisionedThroughputExceededException", "attacker")
     trips = _breaker_trips(monkeypatch)
     attacker = _send(aws, "attacker", "echo", 3)
@@ -184,7 +197,25 @@ def test_R4_a_throttled_take_of_one_tenants_slots_keeps_its_jobs_waiting_and_tri
     # store blip's path (run unclaimed, outcomes carried in messages).
     assert [record(m.id).status for m in victim] == [Status.SUCCEEDED] * 2
     assert trips == []
-    assert messages_held(aws) == 3  # the attacker's, waiting: no outcome message carries anything
+    assert messages_held(aws) == 4  # the attacker's, waiting: no outcome message carries anything
+
+
+def test_a_throttled_take_of_a_tenant_below_its_cap_runs_up_to_its_cap_uncounted_and_trips_no_breaker(aws, monkeypatch):
+    # A store blip answers with throttles as well as 5xx: a tenant not known to be full keeps running
+    # through it (up to its cap of the batch's jobs), so the blip costs its jobs no wait.
+    monkeypatch.setattr(worker, "at_cap", set())
+    quotas.set_limits("quiet", max_running=2)
+    _failing_take(monkeypatch, "ThrottlingException", "quiet")
+    trips = _breaker_trips(monkeypatch)
+    jobs = _send(aws, "quiet", "echo", 3)
+
+    batch = poll(aws)
+
+    statuses = [None if (found := record(m.id)) is None else found.status for m in jobs]
+    assert statuses.count(Status.SUCCEEDED) == 2 and statuses.count(None) == 1  # 2 ran, claimed; 1 waits
+    assert batch is not None and len(batch.failed) == 1
+    assert running_slots.running("quiet") == 0  # uncounted: no slot was taken
+    assert trips == []
 
 
 def test_a_store_failing_while_taking_slots_runs_a_tenant_below_its_cap_uncounted_not_one_last_found_full(

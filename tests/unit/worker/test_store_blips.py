@@ -21,6 +21,7 @@ from functions.worker.handler import handler, worker
 from shared import environment
 from shared.aws import queue
 from shared.aws.clients import client as aws_client
+from shared.control import retry
 from shared.jobs import job_types
 from shared.jobs.enqueue import JobRequest, build_message
 from shared.model.message import JobMessage
@@ -336,6 +337,39 @@ def test_an_unclaimed_run_that_ends_after_the_store_is_back_records_at_once(blip
     assert _queued(aws) == []  # no outcome message
     done = record(job.id)
     assert done.status is Status.SUCCEEDED and done.attempts == 1
+
+
+def test_a_retried_jobs_run_in_a_blip_is_recorded_not_dropped_as_an_outcome_the_store_had(blip, aws, monkeypatch):
+    # A retry (or a redrive) queues the job's record again and sends a new message: a first delivery, which
+    # runs unclaimed in a blip. Its outcome was refused by the record's `queued` status and the message
+    # acknowledged: the job stayed queued with no message (found by tests/unit/test_invariant.py).
+    failing = {"now": True}
+
+    def fails_while_told(payload: Any, context: Any) -> str:
+        if failing["now"]:
+            raise RuntimeError("not yet")
+        return "done"
+
+    monkeypatch.setitem(
+        job_types._REGISTRY, "flaky", job_types.JobType(name="flaky", run=fails_while_told, timeout_seconds=5)
+    )
+    blip.end()
+    job = _job("flaky", max_attempts=1)
+    send(aws, job.to_json())
+    poll(aws)
+    assert record(job.id).status is Status.DEAD
+    failing["now"] = False
+    retry.retry("acme", job.id)
+    assert record(job.id).status is Status.QUEUED
+
+    blip.down = True
+    assert poll(aws).failed == []  # the store is down: the retry runs unclaimed, its outcome goes on the queue
+    blip.end()
+    assert poll(aws).failed == []
+
+    done = record(job.id)
+    assert done.status is Status.SUCCEEDED and done.result == "done" and done.retries == 1
+    assert poll(aws) is None  # nothing left
 
 
 def test_a_carried_outcome_delivered_while_the_store_is_still_down_waits_and_is_recorded_later(blip, aws):

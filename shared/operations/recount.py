@@ -97,6 +97,8 @@ def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Re
         # What each record holds of the firings budget (a record older than the budget holds none until
         # its next update: it is counted as it holds, so a later delete gives back exactly that).
         quotas.FIRINGS.counter: sum(record.held for record in schedules),
+        # Durable jobs' waits: their holds have no index to count them by, so the count stands as it is.
+        quotas.WAITING_JOBS.counter: before[quotas.WAITING_JOBS.counter],
     }
     quotas.set_usage(tenant, after)
     return Recount(before=before, after=after, pruned=pruned, schedules_repaired=repaired)

@@ -25,16 +25,17 @@ def register(app: typer.Typer) -> None:
         app.command(name=command.__name__.removesuffix("_jobs"), rich_help_panel="Jobs (API)")(command)
 
 
-def parse_payload(raw: str | None) -> Any:
+def parse_payload(raw: str | None, option: str = "--payload") -> Any:
+    """`raw` (JSON, or @file) as the value it holds; a clear error naming `option` (or the file) if it is not JSON."""
     if raw is None:
         return None
-    source = "--payload"
+    source = option
     if raw.startswith("@"):
         path = Path(raw[1:])
         try:
             raw = path.read_text()
         except OSError as error:
-            raise CliError(f"cannot read payload file {path}: {error.strerror}", Exit.USAGE, "bad_payload") from error
+            raise CliError(f"{option}: cannot read {path}: {error.strerror}", Exit.USAGE, "bad_payload") from error
         source = str(path)
     try:
         return json.loads(raw)
@@ -251,7 +252,9 @@ def get(job_id: JobIdArgument, as_json: JsonFlag = False) -> None:
     render.emit(job, as_json, lambda: render.job_view(dict(job)))
 
 
-StatusOption = Annotated[str | None, typer.Option(help="queued, running, succeeded, failed, dead or cancelled.")]
+StatusOption = Annotated[
+    str | None, typer.Option(help="queued, running, waiting, succeeded, failed, dead, cancelled or skipped.")
+]
 TypeOption = Annotated[str | None, typer.Option("--type", help="Only jobs of this type.")]
 
 

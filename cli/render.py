@@ -22,6 +22,7 @@ err = Console(stderr=True, soft_wrap=True)
 STATUS_STYLES = {
     "queued": "cyan",
     "running": "yellow",
+    "waiting": "blue",
     "succeeded": "green",
     "failed": "magenta",
     "dead": "bold red",
@@ -112,4 +113,58 @@ def job_view(job: dict[str, Any]) -> None:
     for name in ("enqueued_at", "started_at", "finished_at", "cancelled_at"):
         if name in shown:
             shown[name] = when(shown[name])
+    waiting_for, steps = shown.pop("waiting_for", None), shown.pop("steps", None)
+    if waiting_for:
+        shown["waiting for"] = wait_text(waiting_for)
     fields(f"job {job.get('id')}", shown)
+    if steps:
+        steps_table(steps)
+
+
+# Durable jobs (docs/guides/durable-jobs.md) ---------------------------------------------------------------
+
+STEP_STYLES = {**STATUS_STYLES, "errored": "red", "timed_out": "magenta"}
+
+
+def wait_text(waiting_for: dict[str, Any]) -> str:
+    """What a waiting job waits for, in words: `event payment.received matching {"order": 42}, until ...`."""
+    kind, step = waiting_for.get("kind"), waiting_for.get("step")
+    if kind == "sleep":
+        what = f"sleep until {when(waiting_for.get('until'))} UTC"
+    elif kind == "event":
+        match = waiting_for.get("match")
+        what = f"event {waiting_for.get('name')}" + (f" matching {json.dumps(match)}" if match else "")
+    elif kind == "token":
+        what = f"token {waiting_for.get('token')}"
+    elif kind == "job":  # run_job: one child's id; run_jobs: their count and batch (their ids when few)
+        children, batch = waiting_for.get("job_ids") or [], waiting_for.get("batch")
+        count = waiting_for.get("count", len(children))
+        what = f"child job {children[0]}" if count == 1 and children else f"{count or 'its'} child jobs"
+        what += f" of batch {batch}" if batch else ""
+    else:
+        what = json.dumps(waiting_for)
+    if waiting_for.get("timeout_at") is not None:
+        what += f", timing out {when(waiting_for['timeout_at'])} UTC"
+    return f"{what} (step {step})" if step else what
+
+
+def steps_table(steps: list[dict[str, Any]]) -> None:
+    """A durable job's steps in the order they first ran: kind, status, attempts, when and how long."""
+    rows = []
+    for place, step in enumerate(steps, start=1):
+        started, finished = step.get("started_at"), step.get("finished_at")
+        took = f"{finished - started:.2f} s" if started is not None and finished is not None else None
+        value = step.get("status") or "-"
+        rows.append(
+            [
+                place,
+                step.get("id"),
+                step.get("kind"),
+                f"[{STEP_STYLES.get(value, 'white')}]{value}[/]",
+                step.get("attempts"),
+                when(started),
+                when(finished),
+                took,
+            ]
+        )
+    table("steps (times in UTC)", ["#", "step", "kind", "status", "attempts", "started", "finished", "took"], rows)

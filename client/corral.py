@@ -14,6 +14,7 @@ from urllib.parse import quote
 import requests
 
 from . import errors, paging
+from .durable import Events, Tokens
 from .errors import CorralError
 from .retrying import RetryPolicy, retry_after_seconds, retryable_exception, retryable_status
 from .types import (
@@ -82,6 +83,7 @@ class Corral:
         self._sleep = sleep
         self.schedules = Schedules(self)
         self.batches = Batches(self)
+        self.events, self.tokens = Events(self), Tokens(self)
 
     def _keyed(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """`body` with its idempotency key: the caller's, else a fresh one while the SDK retries (so a retry of

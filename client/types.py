@@ -7,7 +7,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from .errors import CorralError
 
-Status = Literal["queued", "running", "succeeded", "failed", "dead", "cancelled", "skipped"]
+Status = Literal["queued", "running", "waiting", "succeeded", "failed", "dead", "cancelled", "skipped"]
 FINISHED: tuple[str, ...] = ("succeeded", "dead", "cancelled", "skipped")
 
 
@@ -36,6 +36,26 @@ class Job(TypedDict):
     batch: NotRequired[str]  # the batch it belongs to
     parent: NotRequired[dict[str, str]]  # a callback's: {"kind": "job" | "batch", "id", "callback"}
     callbacks: NotRequired[dict[str, str | None]]  # its callbacks: kind -> the callback job's id once enqueued
+    waiting_for: NotRequired[dict[str, Any]]  # a waiting durable job's wait: {"kind", "step", ...}
+    steps: NotRequired[list[Step]]  # a durable job's steps, in the order they first ran
+
+
+class Step(TypedDict):
+    """One step of a durable job (`context.step`, `sleep`, `wait_for_event`, ...), as its view shows it."""
+
+    id: str
+    kind: Literal["step", "sleep", "wait_for_event", "create_token", "wait_for_token", "run_job", "run_jobs"]
+    status: Literal["succeeded", "failed", "errored", "waiting", "timed_out", "cancelled"]
+    attempts: int
+    started_at: float | None
+    finished_at: float | None
+
+
+class TokenCompleted(TypedDict):
+    """POST /v1/tokens/{id}:complete."""
+
+    id: str
+    status: Literal["completed"]
 
 
 class Concurrency(TypedDict):
@@ -244,5 +264,7 @@ __all__ = [
     "SchedulePage",
     "ScheduleRun",
     "Stats",
+    "Step",
+    "TokenCompleted",
     "Triggered",
 ]

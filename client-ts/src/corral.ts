@@ -3,6 +3,7 @@
  * answered or rejects with a `CorralError` (errors.ts).
  */
 
+import { Events, Tokens } from "./durable.js";
 import { ConnectionFailed, CorralError, QuotaExceeded, WaitTimeout, fromAnswer } from "./errors.js";
 import {
   DEFAULT_RETRY_POLICY,
@@ -70,6 +71,8 @@ export class Corral {
   readonly policy: RetryPolicy;
   readonly schedules: Schedules;
   readonly batches: Batches;
+  readonly events: Events;
+  readonly tokens: Tokens;
   readonly #apiKey: string;
   readonly #timeoutMs: number;
   readonly #fetch: typeof fetch;
@@ -85,6 +88,8 @@ export class Corral {
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.schedules = new Schedules(this);
     this.batches = new Batches(this);
+    this.events = new Events(this);
+    this.tokens = new Tokens(this);
   }
 
   /** A client for CORRAL_API_URL with CORRAL_API_KEY (Node; options as the constructor's). */

@@ -10,6 +10,7 @@
  */
 
 export { BATCH_SIZE, Batches, Corral, Schedules, type CorralOptions, type JobOptions } from "./corral.js";
+export { Events, Tokens } from "./durable.js";
 export * from "./errors.js";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retrying.js";
 export * from "./types.js";

@@ -25,6 +25,12 @@ export type ScheduleChanges = Schemas["ScheduleChangesIn"];
 export type BatchSpec = Schemas["BatchIn"];
 /** POST /v1/jobs:retry: which dead jobs to run again. */
 export type DeadJobFilter = Partial<Schemas["BulkRetryIn"]>;
+/** POST /v1/events. */
+export type EventSpec = Schemas["EventIn"];
+/** POST /v1/tokens/{id}:complete. */
+export type TokenCompleted = Schemas["TokenCompletedOut"];
+/** One step of a durable job (`context.step`, `sleep`, `wait_for_event`, ...), as its view shows it. */
+export type Step = Schemas["StepOut"];
 
 export type Status = Schemas["Status"];
 export const FINISHED: readonly Status[] = ["succeeded", "dead", "cancelled", "skipped"];
@@ -69,6 +75,8 @@ export interface Job {
   batch?: string; // the batch it belongs to
   parent?: Record<string, string>; // a callback's: {kind: "job" | "batch", id, callback}
   callbacks?: Record<string, string | null>; // its callbacks: kind -> the callback job's id once enqueued
+  waiting_for?: Record<string, unknown>; // a waiting durable job's wait: {kind, step, ...}
+  steps?: Step[]; // a durable job's steps, in the order they first ran
 }
 
 /** One page of GET /v1/jobs. `note` says what the listing cannot show (jobs no worker has seen yet). */

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { after, before, beforeEach, test } from "node:test";
+import { test } from "node:test";
 
 import {
   Conflict,
@@ -21,44 +21,15 @@ import {
   Unavailable,
   WaitTimeout,
 } from "../dist/index.js";
+import { stubApi } from "./stub.mjs";
 
 const FAST = { retries: 3, baseSeconds: 0.001, capSeconds: 0.01 };
 
-let server;
-let baseUrl;
-// What the stub answers, in order: [status, body, headers], or a function (request, response) for the odd ones.
-const script = [];
-const seen = []; // the requests it received: {method, url, headers, body}
-
-before(async () => {
-  server = createServer((request, response) => {
-    let text = "";
-    request.on("data", (chunk) => (text += chunk));
-    request.on("end", () => {
-      seen.push({ method: request.method, url: request.url, headers: request.headers, body: text ? JSON.parse(text) : undefined });
-      const next = script.shift() ?? [500, { error: "internal_error", message: "the test scripted no answer" }];
-      if (typeof next === "function") return next(request, response);
-      const [status, body, headers] = next;
-      response.writeHead(status, { "content-type": "application/json", ...headers });
-      response.end(body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body));
-    });
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  baseUrl = `http://127.0.0.1:${server.address().port}`;
-});
-
-after(() => {
-  server.closeAllConnections();
-  server.close();
-});
-
-beforeEach(() => {
-  script.length = 0;
-  seen.length = 0;
-});
+// What the stub answers and what it received (stub.mjs).
+const { script, seen, url } = stubApi();
 
 function client(options = {}) {
-  return new Corral({ apiUrl: baseUrl + "/", apiKey: "ck_test", retry: FAST, ...options });
+  return new Corral({ apiUrl: url() + "/", apiKey: "ck_test", retry: FAST, ...options });
 }
 
 const dropConnection = (request) => request.socket.destroy();

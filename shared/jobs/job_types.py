@@ -241,7 +241,17 @@ def declared(name: str) -> JobType | None:
     if table is not None:
         return table.get(name)
     found = _registered_here().get(name)
-    return _as_declared(found.declaration()) if found else None
+    if found is None:
+        return None
+    held = _declared_here.get(name)
+    if held is None or held[0] is not found:  # made once per registered type (it is built on every enqueue's path)
+        held = _declared_here[name] = (found, _as_declared(found.declaration()))
+    return held[1]
+
+
+# name -> (the registered type, its declared view): without the declarations file, the view of what this process
+# registered, kept while that registration stands.
+_declared_here: dict[str, tuple[JobType, JobType]] = {}
 
 
 def declared_names() -> list[str]:

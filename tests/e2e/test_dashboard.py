@@ -12,6 +12,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,23 @@ class Tab:
 
     def shot(self, name: str) -> None:
         self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+@contextmanager
+def signed_in_tab(dashboard_url: str, key: str) -> Iterator[Tab]:
+    """A browser of its own with one tab signed in with `key`, for a module's tests (closed after them)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make install` installs Debian's chromium package")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        tab = Tab(browser, dashboard_url)
+        tab.page.goto(tab.url, timeout=90_000)  # the first load may meet cold API environments
+        tab.page.wait_for_selector("#api-key")
+        tab.sign_in(key)
+        yield tab
+        tab.context.close()
+        browser.close()
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from local.deploy import create_api_key
-from tests.e2e.test_dashboard import ARTIFACTS, CHROMIUM, CHROMIUM_FLAGS, Tab
+from tests.e2e.test_dashboard import Tab, signed_in_tab
 
 
 @pytest.fixture(scope="module")
@@ -27,21 +25,11 @@ def tenant(deployed) -> Any:
 
 @pytest.fixture(scope="module")
 def tab(deployed, tenant) -> Iterator[Tab]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make install` installs Debian's chromium package")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        tab = Tab(browser, deployed.api_url + "/dashboard")
-        tab.page.goto(tab.url, timeout=90_000)
-        tab.page.wait_for_selector("#api-key")
-        tab.sign_in(tenant.api_key)
+    with signed_in_tab(deployed.api_url + "/dashboard", tenant.api_key) as tab:
         yield tab
         # The preview's dry run of a bad expression answers 422 on purpose; Chromium logs each 4xx fetch.
         unexpected = [error for error in tab.errors if "status of 422" not in error]
         assert unexpected == [], unexpected
-        tab.context.close()
-        browser.close()
 
 
 @pytest.fixture(scope="module")

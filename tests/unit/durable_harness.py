@@ -10,15 +10,21 @@ themselves (a timer's claim, an event, a token, a child's end), then `resume`. T
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
+
+import pytest
 
 from shared.durable import protocol, steps, tokens
 from shared.durable.steps import StepKind
 from shared.execution import fenced_job
 from shared.execution.fenced_job import Answer, Request
+from shared.jobs import job_types
+from shared.jobs.registry import JobType
 from shared.store.durable import journal_items, token_items
 
 API_URL = "https://api.example.com"
@@ -165,3 +171,14 @@ def counting(function: Callable[..., Any], calls: dict[str, int], name: str) -> 
         return function(*args, **kwargs)
 
     return counted
+
+
+def example_type(monkeypatch: pytest.MonkeyPatch, module_name: str, type_name: str) -> ModuleType:
+    """An example's module (examples/jobs/), its type (the function of that name) registered for this test only:
+    importing the module registers it for good."""
+    there_before = type_name in job_types._REGISTRY
+    module = importlib.import_module(module_name)
+    if not there_before:
+        job_types._REGISTRY.pop(type_name, None)
+    monkeypatch.setitem(job_types._REGISTRY, type_name, JobType(name=type_name, run=getattr(module, type_name)))
+    return module

@@ -262,8 +262,11 @@ def report_rate_window(
     tenant: str, instance: str, window: int, demand: float, *, forget: list[str], expires_at: int
 ) -> dict[str, tuple[int, float]]:
     """Set this instance's entry (its window and demand) on the tenant's item, remove the entries of the
-    instances in `forget`, and return every entry as it is then: instance -> (last window, demand)."""
-    dynamodb = client("dynamodb")
+    instances in `forget`, and return every entry as it is then: instance -> (last window, demand).
+
+    One attempt: a report is made again each second, and an instance's first (on its first request of the
+    tenant) is on the request path, which botocore's retries held for seconds in a store blip."""
+    dynamodb = single_attempt_client("dynamodb")
     key = keys.item_key(keys.rate_window_key(tenant))
     names = {"#i": "instances", "#me": instance} | {f"#g{n}": gone for n, gone in enumerate(forget)}
     removes = ", ".join(f"#i.#g{n}" for n in range(len(forget)))

@@ -4,7 +4,6 @@ and it arrives between the reservation and the wait's registration (the race eve
 
 from __future__ import annotations
 
-import importlib
 import json
 from types import ModuleType
 
@@ -12,21 +11,13 @@ import pytest
 
 from shared.durable import steps
 from shared.durable.steps import StepKind
-from shared.jobs import job_types
-from shared.jobs.registry import JobType
 from shared.store.durable import event_items
-from tests.unit.durable_harness import DurableJob
+from tests.unit.durable_harness import DurableJob, example_type
 
 
 @pytest.fixture
 def orders(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The example's module, its type registered for this test only (importing it registers it for good)."""
-    there_before = "order_flow" in job_types._REGISTRY
-    module = importlib.import_module("examples.jobs.orders")
-    if not there_before:
-        job_types._REGISTRY.pop("order_flow", None)
-    monkeypatch.setitem(job_types._REGISTRY, "order_flow", JobType(name="order_flow", run=module.order_flow))
-    return module
+    return example_type(monkeypatch, "examples.jobs.orders", "order_flow")
 
 
 def test_the_payment_arrives_and_the_order_is_charged_once(aws, orders):

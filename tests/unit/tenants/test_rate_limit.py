@@ -10,9 +10,11 @@ import threading
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shared.aws.clients import client, single_attempt_client
 from shared.errors import RateLimited
 from shared.jobs.enqueue import JobRequest, enqueue, enqueue_many
 from shared.model.spec import JobSpec
@@ -226,6 +228,34 @@ def test_the_directory_counts_recent_instances_and_drops_long_gone_ones(
     item = aws["dynamodb"].get_item(TableName="corral-jobs", Key={"pk": {"S": "ratewin#t"}})["Item"]
     assert set(item["instances"]["M"]) == {"c"}
     assert int(item["expires_at"]["N"]) > 201  # expires with the table's TTL
+
+
+class _Throttled:
+    """What botocore reads as DynamoDB's throttling answer, for every request sent (counted)."""
+
+    body = b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"a store blip"}'
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def __call__(self, request: Any, **_: Any) -> AWSResponse:
+        self.sent += 1
+        raw = type("Raw", (), {"stream": lambda _self, **__: iter([self.body])})()
+        return AWSResponse(request.url, 400, {"x-amzn-ErrorType": "ThrottlingException"}, raw)
+
+
+def test_a_new_instances_first_report_in_a_store_blip_is_one_attempt_and_the_enqueue_goes_on(
+    aws: dict[str, Any],
+) -> None:
+    # The first report is on the request path: botocore's retries held a herd's first enqueue for 2.3 s.
+    throttled = _Throttled()
+    for dynamodb in (client("dynamodb"), single_attempt_client("dynamodb")):
+        dynamodb.meta.events.register("before-send.dynamodb.UpdateItem", throttled)
+    limiter = RateLimiter(DynamoDirectory(), background=False)
+
+    limiter.admit("t", 1, rate=100, burst=10)  # admitted: the directory's outage keeps the whole burst
+
+    assert throttled.sent == 1
 
 
 def test_an_over_rate_enqueue_is_refused_and_sends_nothing(aws: dict[str, Any]) -> None:

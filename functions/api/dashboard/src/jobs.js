@@ -4,6 +4,7 @@ import { h } from "preact";
 import { useState } from "preact/hooks";
 import { api, query } from "./api.js";
 import { formatNumber, localInputToIso } from "./format.js";
+import { StepsCard } from "./steps.js";
 import {
   ActionButton,
   Card,
@@ -25,7 +26,7 @@ import {
 
 const PAGE_SIZE = 25;
 const REFRESH_MS = 5000;
-const CANCELLABLE = ["queued", "failed"];
+const CANCELLABLE = ["queued", "failed", "waiting"];
 const RETRYABLE = ["dead", "cancelled"];
 
 const MODES = {
@@ -337,6 +338,7 @@ export function JobDetail({ jobId, navigate }) {
               ),
             ),
           ),
+          h(StepsCard, { job: data }),
           h(Card, { title: "Payload" }, h(Json, { value: data.payload, label: "payload" })),
           h(Card, { title: "Result" }, h(Json, { value: data.result, label: "result" })),
           h(Card, { title: "Error" }, h(Json, { value: data.error, label: "error" })),

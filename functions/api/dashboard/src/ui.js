@@ -5,10 +5,13 @@ import { h } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { formatDateTime, formatRelative, prettyJson } from "./format.js";
 
-export const STATUSES = ["queued", "running", "succeeded", "failed", "dead", "cancelled", "skipped"];
+export const STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "dead", "cancelled", "skipped"];
 export const STATUS_HINTS = {
   queued: "waiting for a worker (or for its run time)",
   running: "a worker has it now",
+  waiting: "a durable job in a sleep or a wait: it holds no worker until it resumes",
+  errored: "a step whose failure the job's code caught",
+  timed_out: "a wait that ended at its timeout",
   succeeded: "finished",
   failed: "failed an attempt; will retry with backoff",
   dead: "gave up after its last attempt",

@@ -185,6 +185,13 @@ def enqueue(
             "others wait their turn."
         ),
     ] = None,
+    debounce: Annotated[
+        str | None,
+        typer.Option(
+            help="KEY:SECONDS[/MAX_WAIT]: of the jobs with KEY arriving within SECONDS of each other only the last "
+            "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
+        ),
+    ] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -213,6 +220,7 @@ def enqueue(
         "on_failure": parse_payload(on_failure),
         "unique": unique_option(unique) if unique is not None else None,
         "throttle": throttle_option(throttle) if throttle is not None else None,
+        "debounce": debounce_option(debounce) if debounce is not None else None,
     }
     given = {k: v for k, v in options.items() if v is not None}
     accepted = api.enqueue_job({"type": job_type, "payload": parse_payload(payload), **given})
@@ -240,6 +248,15 @@ def throttle_option(value: str) -> dict[str, Any]:
     if not key or not limit.isdigit() or not seconds.isdigit():
         raise CliError("--throttle takes KEY:LIMIT/SECONDS, e.g. stripe:10/60", Exit.USAGE)
     return {"key": key, "limit": int(limit), "period_seconds": int(seconds)}
+
+
+def debounce_option(value: str) -> dict[str, Any]:
+    """--debounce KEY:SECONDS[/MAX_WAIT] as a body's `debounce` (the key may hold colons: the last one splits)."""
+    key, _, timing = value.rpartition(":")
+    period, _, most = timing.partition("/")
+    if not key or not period.isdigit() or (most and not most.isdigit()) or timing.endswith("/"):
+        raise CliError("--debounce takes KEY:SECONDS[/MAX_WAIT], e.g. user-7:30/300", Exit.USAGE)
+    return {"key": key, "period_seconds": int(period)} | ({"max_wait_seconds": int(most)} if most else {})
 
 
 JobIdArgument = Annotated[str, typer.Argument(help="The job's id, or its start as `corral list` shows it.")]

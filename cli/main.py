@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from cli import batches, completion, durable, jobs, operator, schedules
+from cli import batches, completion, durable, jobs, operator, schedules, triggers
 from cli.common import CliError, Exit, set_api_options
 from cli.render import choose_output, emit_json, err, for_scripts
 from client import errors
@@ -56,6 +56,7 @@ jobs.register(app)
 completion.register(app)
 app.add_typer(schedules.app, name="schedules", help="Recurring and one-time jobs.")
 app.add_typer(batches.app, name="batches", help="Jobs counted as one, with callbacks when they end.")
+app.add_typer(triggers.app, name="triggers", help="Events that start jobs.")
 durable.register(app)
 operator.register(app)
 

@@ -111,7 +111,7 @@ def tenant_limits(
         bool,
         typer.Option(
             "--recount",
-            help="Recount usage from the tenant's schedules and far-future jobs (drops holds of lost firings).",
+            help="Recount usage from the tenant's schedules, far-future jobs and triggers (drops lost firings' holds).",
         ),
     ] = False,
     as_json: JsonFlag = False,

@@ -17,6 +17,7 @@ from . import errors, paging
 from .durable import Events, Tokens
 from .errors import CorralError
 from .retrying import RetryPolicy, retry_after_seconds, retryable_exception, retryable_status
+from .triggers import Triggers
 from .types import (
     BATCH_FINISHED,
     FINISHED,
@@ -81,7 +82,7 @@ class Corral:
         self.policy = RetryPolicy(retries=retries)
         self.session = session or requests.Session()
         self._sleep = sleep
-        self.schedules = Schedules(self)
+        self.schedules, self.triggers = Schedules(self), Triggers(self)
         self.batches = Batches(self)
         self.events, self.tokens = Events(self), Tokens(self)
 
@@ -143,9 +144,9 @@ class Corral:
         concurrency ({"key": ..., "limit": n}: at most n of this tenant's jobs with that key run at once),
         unique ({"key": ..., "until": "started" | "finished", "for_seconds"?: n}: while a job with that key waits,
         or until it ends, another is not enqueued and its id is the waiting job's), throttle ({"key": ..., "limit": n,
-        "period_seconds": s}: at most n of this tenant's jobs with that key start in any s seconds), on_success /
-        on_failure (a job body, enqueued once this job succeeded / is dead; its payload gets `parent`: this job's
-        view, with this job's payload only if the body says "include_parent_payload": True)."""
+        "period_seconds": s}: at most n of this tenant's jobs with that key start in any s seconds), debounce
+        (types.Debounce: a burst's last job runs), on_success / on_failure (a job body, enqueued once this job
+        succeeded / is dead; its payload gets `parent`: its view, its payload only if "include_parent_payload")."""
         return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
 
     def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:

@@ -35,6 +35,7 @@ class Job(TypedDict):
     concurrency: NotRequired[Concurrency]
     batch: NotRequired[str]  # the batch it belongs to
     parent: NotRequired[dict[str, str]]  # a callback's: {"kind": "job" | "batch", "id", "callback"}
+    started_by: NotRequired[dict[str, str]]  # a trigger's job: {"trigger": its name, "event": the event's id}
     callbacks: NotRequired[dict[str, str | None]]  # its callbacks: kind -> the callback job's id once enqueued
     waiting_for: NotRequired[dict[str, Any]]  # a waiting durable job's wait: {"kind", "step", ...}
     steps: NotRequired[list[Step]]  # a durable job's steps, in the order they first ran
@@ -83,6 +84,23 @@ class Throttle(TypedDict):
     period_seconds: int
 
 
+# Debounce ---------------------------------------------------------------------------------------------
+
+
+class _DebounceRequired(TypedDict):
+    key: str
+    period_seconds: int
+
+
+class Debounce(_DebounceRequired, total=False):
+    """The tenant's jobs with this `key` arriving within `period_seconds` (1 to 86,400) of each other run once,
+    `period_seconds` after the last, with the last one's payload; `max_wait_seconds` (at least `period_seconds`, at
+    most 604,800) caps how long a stream of arrivals puts the run off. Each other job ends `skipped`, its `reason`
+    naming the job that ran. Not with delay_seconds or run_at."""
+
+    max_wait_seconds: int
+
+
 class Callback(TypedDict, total=False):
     """A job enqueued when another ends (on_success, on_failure) or a batch does (on_complete, on_success):
     its payload, an object, gets `parent` (the finished job's view, without its payload unless
@@ -110,6 +128,7 @@ class JobSpec(TypedDict, total=False):
     concurrency: Concurrency
     unique: Unique
     throttle: Throttle
+    debounce: Debounce
 
 
 BatchStatus = Literal["running", "succeeded", "completed_with_failures", "cancelled"]
@@ -220,6 +239,28 @@ class SchedulePage:
         return cls(answer["schedules"], answer.get("next_cursor"))
 
 
+class Trigger(TypedDict):
+    """An event trigger (POST /v1/triggers): each event `event` whose data holds `match` starts `job`."""
+
+    name: str
+    event: str
+    match: dict[str, Any] | None
+    job: dict[str, Any]  # a POST /v1/jobs body
+    created_at: float
+
+
+@dataclass(frozen=True)
+class TriggerPage:
+    """One page of GET /v1/triggers, by name."""
+
+    triggers: list[Trigger]
+    next_cursor: str | None
+
+    @classmethod
+    def read(cls, answer: dict[str, Any]) -> TriggerPage:
+        return cls(answer["triggers"], answer.get("next_cursor"))
+
+
 @dataclass(frozen=True)
 class JobPage:
     """One page of GET /v1/jobs. `note` says what the listing cannot show (jobs no worker has seen yet)."""
@@ -266,5 +307,7 @@ __all__ = [
     "Stats",
     "Step",
     "TokenCompleted",
+    "Trigger",
+    "TriggerPage",
     "Triggered",
 ]

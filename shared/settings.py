@@ -312,6 +312,9 @@ TENANT_MAX_WAITING_JOBS = 10_000
 # the most firings it makes in an hour / 60: rate(1 minute) 1, a daily cron 1/60). 100 a tenant: ~600
 # tenants at their whole budget take Scheduler's default 1,000 invocations/s (docs/decisions/quotas.md).
 TENANT_MAX_FIRINGS_PER_MINUTE = 100
+# Event triggers a tenant may hold (docs/decisions/triggers.md): an event reads its name's triggers in BatchGetItems
+# of 100, so an event name holding all of them costs one.
+TENANT_MAX_TRIGGERS = 100
 TENANT_ENQUEUE_RATE_PER_SECOND = 1_000.0
 TENANT_ENQUEUE_BURST = 5_000
 # How many of a tenant's jobs may run at once, fleet-wide (0: no cap). Half the embedded stack's fleet

@@ -39,6 +39,7 @@ import {
   type Triggered,
   type When,
 } from "./types.js";
+import { Triggers } from "./triggers.js";
 
 export const BATCH_SIZE = 100; // POST /v1/jobs:batch takes at most this many jobs
 
@@ -64,11 +65,12 @@ interface Call {
   query?: Query;
 }
 
-type Query = Record<string, string | number | null | undefined>;
+export type Query = Record<string, string | number | null | undefined>;
 
 export class Corral {
   readonly apiUrl: string;
   readonly policy: RetryPolicy;
+  readonly triggers: Triggers;
   readonly schedules: Schedules;
   readonly batches: Batches;
   readonly events: Events;
@@ -86,6 +88,7 @@ export class Corral {
     this.policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.triggers = new Triggers(this);
     this.schedules = new Schedules(this);
     this.batches = new Batches(this);
     this.events = new Events(this);
@@ -438,7 +441,7 @@ function defined<T extends object>(body: T): Partial<T> {
  * `next_cursor` until an answer has none; `page` reads an answer into its page. Nothing is asked before the
  * first page is wanted.
  */
-async function* pagesOf<P extends { next_cursor?: string | null }>(
+export async function* pagesOf<P extends { next_cursor?: string | null }>(
   corral: Corral,
   path: string,
   query: Query,
@@ -453,12 +456,12 @@ async function* pagesOf<P extends { next_cursor?: string | null }>(
   }
 }
 
-async function* items<P, T>(pages: AsyncIterable<P>, of: (page: P) => T[]): AsyncGenerator<T> {
+export async function* items<P, T>(pages: AsyncIterable<P>, of: (page: P) => T[]): AsyncGenerator<T> {
   for await (const page of pages) yield* of(page);
 }
 
 /** The first `maxItems` items (all when undefined), without fetching a page beyond them. */
-async function* upTo<T>(maxItems: number | undefined, all: AsyncGenerator<T>): AsyncGenerator<T> {
+export async function* upTo<T>(maxItems: number | undefined, all: AsyncGenerator<T>): AsyncGenerator<T> {
   if (maxItems !== undefined && maxItems <= 0) return;
   let given = 0;
   for await (const item of all) {

@@ -12,6 +12,7 @@
 export { BATCH_SIZE, Batches, Corral, Schedules, type CorralOptions, type JobOptions } from "./corral.js";
 export { Events, Tokens } from "./durable.js";
 export * from "./errors.js";
+export { Triggers } from "./triggers.js";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retrying.js";
 export * from "./types.js";
 export type { components, operations, paths } from "./schema.js";

@@ -17,6 +17,11 @@ export type Callback = Schemas["OnSuccessIn"];
 export type Concurrency = Schemas["ConcurrencyIn"];
 /** At most `limit` of the tenant's jobs with `key` start in any window of `period_seconds`; the rest wait their turn. */
 export type Throttle = Schemas["ThrottleIn"];
+/**
+ * The tenant's jobs with `key` arriving within `period_seconds` of each other run once, the last one's payload,
+ * `period_seconds` after it (at most `max_wait_seconds` after the first); the others end `skipped`, naming it.
+ */
+export type Debounce = Schemas["DebounceIn"];
 /** POST /v1/schedules. */
 export type ScheduleSpec = Schemas["ScheduleIn"];
 /** PATCH /v1/schedules/{name}: a field given as null is cleared (start, end, description). */
@@ -74,6 +79,7 @@ export interface Job {
   concurrency?: Concurrency;
   batch?: string; // the batch it belongs to
   parent?: Record<string, string>; // a callback's: {kind: "job" | "batch", id, callback}
+  started_by?: { trigger: string; event: string }; // a job an event trigger started
   callbacks?: Record<string, string | null>; // its callbacks: kind -> the callback job's id once enqueued
   waiting_for?: Record<string, unknown>; // a waiting durable job's wait: {kind, step, ...}
   steps?: Step[]; // a durable job's steps, in the order they first ran
@@ -158,6 +164,24 @@ export interface Schedule {
 /** One page of GET /v1/schedules, by name. */
 export interface SchedulePage {
   schedules: Schedule[];
+  next_cursor: string | null;
+}
+
+/** POST /v1/triggers: each event `event` whose data holds `match` starts `job` (a POST /v1/jobs body). */
+export type TriggerSpec = Schemas["EventTriggerIn"];
+
+/** An event trigger. */
+export interface Trigger {
+  name: string;
+  event: string;
+  match: Record<string, unknown> | null;
+  job: Record<string, unknown>;
+  created_at: number;
+}
+
+/** One page of GET /v1/triggers, by name. */
+export interface TriggerPage {
+  triggers: Trigger[];
   next_cursor: string | null;
 }
 

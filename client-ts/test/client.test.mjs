@@ -255,6 +255,35 @@ test("every list is one pager: nothing asked before it is iterated, no page beyo
   }
 });
 
+test("triggers: created with their body, listed across pages, read and deleted, names encoded", async () => {
+  const corral = client();
+  script.push(
+    [201, { name: "re/ceipt", event: "paid", match: { plan: "pro" }, job: { type: "echo" }, created_at: 1 }],
+    [200, { triggers: [{ name: "a" }], next_cursor: "t1" }],
+    [200, { triggers: [{ name: "b" }], next_cursor: null }],
+    [200, { name: "re/ceipt" }],
+    [200, { name: "re/ceipt", deleted: true }],
+  );
+  const spec = { name: "re/ceipt", event: "paid", match: { plan: "pro" }, job: { type: "echo", payload: { v: 2 } } };
+  assert.equal((await corral.triggers.create(spec)).event, "paid");
+  const names = [];
+  for await (const trigger of corral.triggers.list({ pageSize: 1 })) names.push(trigger.name);
+  assert.deepEqual(names, ["a", "b"]);
+  await corral.triggers.get("re/ceipt");
+  await corral.triggers.delete("re/ceipt");
+  assert.deepEqual(seen[0].body, spec);
+  assert.deepEqual(
+    seen.map((request) => `${request.method} ${request.url}`),
+    [
+      "POST /v1/triggers",
+      "GET /v1/triggers?limit=1",
+      "GET /v1/triggers?limit=1&cursor=t1",
+      "GET /v1/triggers/re%2Fceipt",
+      "DELETE /v1/triggers/re%2Fceipt",
+    ],
+  );
+});
+
 test("schedules and batches: their routes, names encoded, lists across pages", async () => {
   const corral = client();
   script.push(

@@ -97,6 +97,11 @@ class TokenCompletedOut(_Answer):
     status: Literal["completed"]
 
 
+class StartedByOut(_Answer):
+    trigger: str = Field(description="The trigger's name (GET /v1/triggers/{name})")
+    event: str = Field(description="The id of the event that started the job")
+
+
 class JobOut(_Answer):
     """A job. GET /v1/jobs's items leave out `result` and `payload`; the optional fields appear when they apply."""
 
@@ -118,12 +123,19 @@ class JobOut(_Answer):
     schedule: str | None = Field(default=None, description="A schedule's run: the schedule's name")
     scheduled_for: str | None = Field(default=None, description="A schedule's run: its firing time (ISO 8601)")
     trigger: Trigger | None = Field(default=None, description="A schedule's run: what started it")
-    reason: str | None = Field(default=None, description="A skipped run: why it did not run")
+    reason: str | None = Field(
+        default=None,
+        description="A skipped job: why it did not run (a schedule's overlapping run; a debounced job: the job that "
+        "superseded it)",
+    )
     cancelled_at: float | None = Field(default=None, description="Epoch seconds")
     retries: int | None = Field(default=None, description="Times POST /v1/jobs/{id}/retry started it over")
     concurrency: ConcurrencyOut | None = None
     batch: str | None = Field(default=None, description="The batch it belongs to")
     parent: ParentOut | None = Field(default=None, description="A callback's: the job or batch it follows")
+    started_by: StartedByOut | None = Field(
+        default=None, description="A job an event trigger started: the trigger and the event's id"
+    )
     callbacks: dict[str, str | None] | None = Field(
         default=None, description="Its callbacks: on_success/on_failure -> the callback job's id once enqueued"
     )
@@ -133,7 +145,8 @@ class JobOut(_Answer):
     waiting_for: dict[str, Any] | None = Field(
         default=None,
         description="A waiting durable job: what it waits for, {kind: sleep|event|token|job, step, ...} "
-        "(until, the event's name and match, the token, timeout_at)",
+        "(until, the event's name and match, the token, timeout_at); a queued job waiting for its throttle's turn "
+        "or its debounce group: {kind: throttle|debounce, key, until?} (epoch seconds)",
     )
     steps: list[StepOut] | None = Field(default=None, description="A durable job's steps, in the order they first ran")
 
@@ -280,6 +293,27 @@ class BackfilledRunOut(_Answer):
 
 class BackfillOut(_Answer):
     runs: list[BackfilledRunOut] = Field(description="One per firing time, oldest first")
+
+
+# --- triggers ---
+
+
+class TriggerOut(_Answer):
+    name: str
+    event: str = Field(description="The event name it starts a job on")
+    match: dict[str, Any] | None = Field(description="What the event's data must hold (null: any event of the name)")
+    job: dict[str, Any] = Field(description="The job it starts, as given: a POST /v1/jobs body")
+    created_at: float = Field(description="Epoch seconds")
+
+
+class TriggerPageOut(_Answer):
+    triggers: list[TriggerOut] = Field(description="By name")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null: that was the last")
+
+
+class TriggerDeletedOut(_Answer):
+    name: str
+    deleted: Literal[True]
 
 
 # --- signing secrets ---

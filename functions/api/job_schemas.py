@@ -306,6 +306,39 @@ JOB_IN = {
                     "default": None,
                 },
             },
+            "debounce": {
+                "type": "model-field",
+                "schema": {
+                    "type": "default",
+                    "schema": {
+                        "type": "nullable",
+                        "schema": {
+                            "type": "typed-dict",
+                            "fields": {
+                                "key": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "str", "min_length": 1, "max_length": 128},
+                                    "required": True,
+                                },
+                                "period_seconds": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "int", "ge": 1, "le": 86400},
+                                    "required": True,
+                                },
+                                "max_wait_seconds": {
+                                    "type": "typed-dict-field",
+                                    "schema": {"type": "int", "ge": 1, "le": 604800},
+                                    "required": False,
+                                },
+                            },
+                            "computed_fields": [],
+                            "extra_behavior": "forbid",
+                            "config": {"extra_fields_behavior": "forbid", "title": "DebounceIn"},
+                        },
+                    },
+                    "default": None,
+                },
+            },
         },
         "model_name": "JobIn",
         "computed_fields": [],

@@ -18,6 +18,7 @@ from functions.api.answers import AcceptedOut, BulkOut, DuplicateOut, JobOut
 from functions.api.caller import Tenant
 from functions.api.enqueue_routes import accepted, duplicate, enqueue_items
 from functions.api.models import (
+    DebounceIn,
     JobSpecIn,
     ThrottleIn,
     callback_model,
@@ -73,6 +74,12 @@ class JobIn(JobSpecIn):
         default=None,
         description="At most `limit` of this tenant's jobs with `key` start in any window of `period_seconds`; the "
         "others wait (using no attempt) and start in enqueue order as the windows allow",
+    )
+    debounce: DebounceIn | None = Field(
+        default=None,
+        description="This tenant's jobs with `key` arriving within `period_seconds` of each other run once, "
+        "`period_seconds` after the last, with the last one's payload (at most `max_wait_seconds` after the "
+        "first); each other ends `skipped`, its `reason` naming the job that ran. Not with delay_seconds or run_at",
     )
 
 

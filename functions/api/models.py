@@ -84,6 +84,25 @@ def throttle_model(name: str) -> Any:
 ThrottleIn = throttle_model("ThrottleIn")
 
 
+def debounce_model(name: str) -> Any:
+    """{"key", "period_seconds", "max_wait_seconds"?}: the tenant's jobs with this key arriving within
+    `period_seconds` of each other run once, the last one's payload; the others end `skipped` naming it
+    (docs/decisions/debounce.md). `max_wait_seconds` is at least `period_seconds` (checked with the job)."""
+    fields = {
+        "key": Annotated[str, Field(min_length=1, max_length=limits.MAX_FLOW_KEY_CHARS)],
+        "period_seconds": Annotated[
+            int, Field(ge=limits.DEBOUNCE_MIN_PERIOD_SECONDS, le=limits.DEBOUNCE_MAX_PERIOD_SECONDS)
+        ],
+        "max_wait_seconds": NotRequired[
+            Annotated[int, Field(ge=limits.DEBOUNCE_MIN_PERIOD_SECONDS, le=limits.DEBOUNCE_MAX_WAIT_SECONDS)]
+        ],
+    }
+    return with_config(ConfigDict(extra="forbid"))(TypedDict(name, fields))  # type: ignore[operator]
+
+
+DebounceIn = debounce_model("DebounceIn")
+
+
 def _limits_of(field: str) -> Any:
     """A JobSpecIn field's type with its limits (not its description): a callback's field is checked alike."""
     declared = JobSpecIn.model_fields[field]

@@ -67,6 +67,7 @@ TAGS: dict[str, str] = {
     "batches": "Jobs enqueued and counted as one, with callbacks when they have all ended",
     "schedules": "Recurring and one-time jobs: create, change, pause, run now, backfill",
     "events": "Events and tokens that resume waiting durable jobs (docs/guides/durable-jobs.md)",
+    "triggers": "Events that start jobs: each event of a trigger's name whose data holds its match starts its job",
     "signing secrets": "The secrets HTTP jobs' requests are signed with: rotate, expire, one set per destination",
     "operator": "The queue and worker view, for an operator key (co_...), not a tenant's",
 }

@@ -15,7 +15,17 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 
-from functions.api import batches, control, dashboard_files, events, jobs, operator, schedules, signing_secrets
+from functions.api import (
+    batches,
+    control,
+    dashboard_files,
+    events,
+    jobs,
+    operator,
+    schedules,
+    signing_secrets,
+    triggers,
+)
 from functions.api.openapi_docs import TAGS, complete_error_responses, in_reading_order
 from functions.api.responses import (
     answer_for,
@@ -34,6 +44,7 @@ app.include_router(schedules.router)
 app.include_router(control.router)
 app.include_router(batches.router)
 app.include_router(events.router)
+app.include_router(triggers.router)
 app.include_router(signing_secrets.router)
 app.include_router(operator.router)
 app.include_router(dashboard_files.router)

@@ -141,6 +141,13 @@ def _checked_member(tenant: str, index: int, job: enqueue.JobRequest, now: float
         # A batch counts every member to its end: a member refused as a duplicate would never be one.
         why = "a batch's jobs are all enqueued or none: a unique key, which may refuse one, is for jobs on their own"
         raise InvalidRequest(f"{field}.unique", why)
+    if member.flow.debounce is not None:
+        # A batch counts every member to its end, each run once: a debounce would skip members in favour of others.
+        why = (
+            "a batch's jobs each run: a debounce, which skips all but the last of its key's jobs, is for jobs on "
+            "their own"
+        )
+        raise InvalidRequest(f"{field}.debounce", why)
     return member
 
 

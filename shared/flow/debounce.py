@@ -6,9 +6,10 @@ it, so every id answers (docs/decisions/debounce.md).
 **The group.** A key's arrivals are numbered (`seq`), and form **groups**: an arrival within `period_seconds` of
 the group's latest (and within `max_wait_seconds` of its first) continues it and supersedes the latest; any other
 opens a new group. The job that runs is the group's latest when the group is **due**: `period_seconds` after its
-latest arrived, or `max_wait_seconds` after its first, whichever is sooner. A group that another arrival closes
-before its latest ran keeps that latest among its key's **closed** groups: it still runs when its message comes,
-and stays there, marked ran, so the jobs it superseded still name it.
+latest arrived, or `max_wait_seconds` after its first, whichever is sooner. A group that ends (another arrival closes
+it before its latest ran, or its latest runs) is kept among its key's **ended** groups with its arrival numbers: a
+closed group's latest still runs when its message comes, and a group that ran stays, marked ran, so the jobs it
+superseded still name it.
 
 **Deciding, when a job's message comes** (`decide`), from the key's group as the store holds it and the job's own
 arrival number: it runs if it is the latest and the group is due, or the latest of a closed group; it waits if it
@@ -37,6 +38,8 @@ _REQUIRED = frozenset({"key", "period_seconds"})
 _OPTIONAL = frozenset({"max_wait_seconds"})
 # How long a closed group's latest is waited for: a message outlives no more than the queue's retention.
 CLOSED_KEPT_SECONDS = (settings.MESSAGE_RETENTION_DAYS + 1) * 86_400
+# Groups that ran, kept so their superseded jobs still name the run (older ones' jobs are told "a later job").
+RAN_GROUPS_KEPT = 8
 
 
 @dataclass(frozen=True)
@@ -72,26 +75,28 @@ class Debounce:
 
 
 @dataclass(frozen=True)
-class Closed:
-    """A group closed by a later arrival before its latest ran: where it began (`first_seq`), and when it closed."""
+class Ended:
+    """A group that ended: closed by a later arrival before its latest ran (`ran` False: that latest still runs when
+    its message comes), or whose latest ran. Its arrivals are `first_seq`..`last_seq`, so a superseded job finds the
+    job that ran in its place by its own arrival number, never by a neighbouring group's."""
 
     first_seq: int
-    closed_at: float
-    ran: bool = False  # its latest ran: kept, so the jobs it superseded still name it
+    last_seq: int
+    ended_at: float
+    ran: bool = False
 
 
 @dataclass(frozen=True)
 class Group:
     """A key's debounce state, as its item holds it."""
 
-    seq: int = 0  # arrivals so far, every group's
-    latest: str | None = None  # the current group's latest; None once it ran (or before any arrival)
+    seq: int = 0  # arrivals so far, every group's: the one order every writer agrees on (a conditional write's)
+    latest: str | None = None  # the current group's latest (its arrival is `seq`); None once it ran
     arrived_at: float = 0.0  # when the current group's latest arrived
     first_at: float = 0.0  # when the current group's first arrived
     first_seq: int = 0  # the current group's first arrival number
-    fired: str | None = None  # the last group that ran as the current one: its run
-    fired_first_seq: int = 0
-    closed: Mapping[str, Closed] = field(default_factory=dict)  # latest job -> its closed group
+    ended: Mapping[str, Ended] = field(default_factory=dict)  # a past group's latest -> that group
+    revision: int = 0  # the item's writes so far: every write is conditioned on the revision it read
 
 
 def continues(group: Group, at: float, debounce: Debounce) -> bool:
@@ -113,17 +118,41 @@ class Arrival:
 
 
 def arrive(group: Group, job_id: str, at: float, debounce: Debounce) -> Arrival:
-    """The group after `job_id` arrives at `at` (the accepting clock's epoch seconds)."""
+    """The group after `job_id` arrives at `at` (the accepting clock's epoch seconds). Time follows the arrival
+    numbers: an arrival numbered after another never counts as earlier, whatever two API instances' clocks say."""
+    at = max(at, group.arrived_at)
     seq = group.seq + 1
-    kept = {job: entry for job, entry in group.closed.items() if entry.closed_at > at - CLOSED_KEPT_SECONDS}
     if continues(group, at, debounce):
-        after = replace(group, seq=seq, latest=job_id, arrived_at=at, closed=kept)
+        after = replace(group, seq=seq, latest=job_id, arrived_at=at)
         return Arrival(after, seq, superseded=group.latest)
     closing = group.latest
+    ended = dict(group.ended)
     if closing is not None:
-        kept[closing] = Closed(group.first_seq, at)
-    after = replace(group, seq=seq, latest=job_id, arrived_at=at, first_at=at, first_seq=seq, closed=kept)
+        ended[closing] = Ended(group.first_seq, group.seq, at)
+    after = replace(group, seq=seq, latest=job_id, arrived_at=at, first_at=at, first_seq=seq, ended=pruned(ended, at))
     return Arrival(after, seq, closed=closing)
+
+
+def ran(group: Group, job_id: str, now: float) -> Group:
+    """The group once `job_id` ran (or ended without a run): an ended group's latest is marked ran; the current
+    group's latest ends it, and the next arrival opens a new group."""
+    if job_id in group.ended:
+        return replace(group, ended={**group.ended, job_id: replace(group.ended[job_id], ran=True)})
+    if group.latest != job_id:
+        return group
+    ended = {**group.ended, job_id: Ended(group.first_seq, group.seq, now, ran=True)}
+    return replace(group, latest=None, ended=pruned(ended, now))
+
+
+def pruned(ended: Mapping[str, Ended], now: float) -> dict[str, Ended]:
+    """The ended groups worth keeping: every one whose latest has not run (its message may come as late as the queue
+    keeps it), and the newest `RAN_GROUPS_KEPT` that ran (their superseded jobs' messages come by their group's due
+    time, or soon after on a retry): the item stays well under 1 KB whatever a key's traffic."""
+    waiting = {
+        job: entry for job, entry in ended.items() if not entry.ran and entry.ended_at > now - CLOSED_KEPT_SECONDS
+    }
+    newest_ran = sorted((entry.last_seq, job) for job, entry in ended.items() if entry.ran)[-RAN_GROUPS_KEPT:]
+    return waiting | {job: ended[job] for _, job in newest_ran}
 
 
 def due_at(group: Group, debounce: Debounce) -> float:
@@ -174,24 +203,22 @@ def decide(group: Group | None, job_id: str, seq: int, now: float, debounce: Deb
     """What becomes of the job `job_id`, arrival number `seq`, whose message came at `now`."""
     if group is None or seq > group.seq:
         return Unmanaged()  # no item, or one that never recorded this arrival (it expired and began again)
-    if job_id in group.closed:
-        return Unmanaged() if group.closed[job_id].ran else Fire(closed=True)
+    if job_id in group.ended:
+        return Unmanaged() if group.ended[job_id].ran else Fire(closed=True)
     if group.latest == job_id:
         due = due_at(group, debounce)
         return Fire() if now >= due else NotDue(due)
-    if group.fired == job_id or seq == group.seq:
-        return Unmanaged()  # it ran already (its claim says so), or no arrival came after it
+    if seq == group.seq:
+        return Unmanaged()  # no arrival came after it
     return Superseded(by=superseded_by(group, seq))
 
 
 def superseded_by(group: Group, seq: int) -> str | None:
-    """The job that ran, or runs, in place of the superseded arrival `seq`: its group's latest or run."""
-    if seq >= group.first_seq:
-        return group.latest or group.fired
-    if group.fired is not None and seq >= group.fired_first_seq:
-        return group.fired
-    earlier = [(entry.first_seq, job) for job, entry in group.closed.items() if entry.first_seq <= seq]
-    return max(earlier)[1] if earlier else None
+    """The job that ran, or runs, in place of the superseded arrival `seq`: the latest of the group its arrival
+    number falls in (the current one, or an ended one still kept), None if that group is no longer kept."""
+    if group.latest is not None and seq >= group.first_seq:
+        return group.latest
+    return next((job for job, entry in group.ended.items() if entry.first_seq <= seq <= entry.last_seq), None)
 
 
 def skip_reason(debounce: Debounce, by: str | None) -> str:

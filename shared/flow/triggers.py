@@ -16,15 +16,22 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from shared import settings
+from shared import ids, settings
 from shared.errors import InvalidRequest
 from shared.flow import limits
 from shared.flow.flow_key import whole_number
 
 NAME = re.compile(rf"[A-Za-z0-9_.-]{{1,{limits.TRIGGER_NAME_MAX_LENGTH}}}")
-# What a trigger's job body may not carry: its id derives from the event and the trigger (so no idempotency key),
-# and it starts when the event comes (so no run_at; a delay_seconds of up to SQS's 15 minutes is kept).
-_NOT_IN_A_TRIGGERS_JOB = ("idempotency_key", "run_at")
+# What a trigger's job body may not carry, and why: its id derives from the event and the trigger (so no idempotency
+# key), it starts when the event comes (so no run_at; a delay_seconds of up to SQS's 15 minutes is kept), and the
+# event's job sends it straight to the queue, one per event (so no debounce group or unique key, which the API's
+# enqueue writes to the store).
+_NOT_IN_A_TRIGGERS_JOB = {
+    "idempotency_key": "its id derives from the event",
+    "run_at": "it starts when its event comes",
+    "debounce": "it starts once per event, sent by the event's job",
+    "unique": "it starts once per event, sent by the event's job",
+}
 DATA_KEY = "data"  # where an event's data that is not an object goes in the started job's payload
 
 
@@ -38,13 +45,12 @@ def checked_name(value: Any, field: str = "name") -> str:
 
 def checked_job(value: Any, field: str = "job") -> dict[str, Any]:
     """A trigger's job body, as far as a trigger adds rules to a job's (the enqueue's own checks follow): an object,
-    its payload an object or null (the event's data is laid over it), no idempotency_key, no run_at, and a
-    delay_seconds within SQS's 15 minutes."""
+    its payload an object or null (the event's data is laid over it), no idempotency_key, run_at, debounce or
+    unique, and a delay_seconds within SQS's 15 minutes."""
     if not isinstance(value, dict):
         raise InvalidRequest(field, "must be a job body: an object with its type")
-    for name in _NOT_IN_A_TRIGGERS_JOB:
-        if name in value:
-            why = "its id derives from the event" if name == "idempotency_key" else "it starts when its event comes"
+    for name, why in _NOT_IN_A_TRIGGERS_JOB.items():
+        if value.get(name) is not None:
             raise InvalidRequest(f"{field}.{name}", f"a trigger's job takes none: {why}")
     if value.get("payload") is not None and not isinstance(value["payload"], dict):
         raise InvalidRequest(f"{field}.payload", "must be an object (or null): the event's data is laid over it")
@@ -61,6 +67,20 @@ def merged_payload(payload: dict[str, Any] | None, data: Any) -> dict[str, Any] 
     if isinstance(data, dict):
         return (payload or {}) | data
     return (payload or {}) | {DATA_KEY: data}
+
+
+def event_job_key(event_id: str) -> str:
+    """The idempotency key of an event's job (shared/waits/sending.py): the event's id, apart from a customer's own
+    keys. Its job's id is `ids.keyed_id` of it, and the ids of the jobs it starts derive from that."""
+    return f"event:{event_id}"
+
+
+def started_job_id(secret: bytes, tenant: str, event_id: str, trigger: str) -> str:
+    """The id of the job `trigger` starts for the tenant's event `event_id`: the same on every run of the event's
+    job, however often the event is sent, so the claim runs it once; a job message's `started_by` is checked
+    against it (shared/model/lineage.py)."""
+    event_job = ids.keyed_id(secret, tenant, event_job_key(event_id))
+    return ids.child_id(secret, tenant, event_job, started_job_name(trigger))
 
 
 def started_job_name(trigger: str) -> str:

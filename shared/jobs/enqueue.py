@@ -1,4 +1,4 @@
-"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write.
+"""Insert: accept a job and put it on the queue. One AWS call, the SQS send; no store write (unique, debounce aside).
 
 A job due more than 15 minutes ahead (beyond SQS's longest delay) becomes a
 one-time EventBridge Scheduler at() schedule that puts it on the queue when it
@@ -33,7 +33,7 @@ from shared.jobs.callback_bodies import CALLBACK_VIEW_ROOM_BYTES, VIEW_IN_BODY, 
 from shared.jobs.job_types import check_job, with_max_attempts
 from shared.model.message import JobMessage
 from shared.model.spec import Callback, Concurrency, JobSpec, callbacks_to_dict
-from shared.store.flow import unique_keys
+from shared.store.flow import debounce_items, unique_keys
 from shared.store.flow.unique_keys import DuplicateOf
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
@@ -222,6 +222,7 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         concurrency=request.concurrency,
         throttle=job.flow.throttle,
         callbacks=job.callbacks,
+        debounce=job.flow.debounce,
         # One key, one request: the job's record keeps the first claimed request's, and only it runs.
         request=ids.request_fingerprint(request.canonical()) if request.idempotency_key else None,
     )
@@ -276,7 +277,11 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
     unique = flow_of(request, delay).unique if request.unique is not None or _type_has_flow(request) else None
     if unique is not None and (holder := unique_keys.take(tenant, unique, message.id, now, now + delay)):
         return holder
+    arrived = None
     try:
+        if message.debounce is not None:
+            message, arrived = debounce_items.arrive_message(message, now)
+            delay = arrived.delay_seconds
         if delay <= settings.MAX_SQS_DELAY_SECONDS:
             queue.send(message, math.ceil(delay))
         else:
@@ -284,6 +289,8 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
     except Exception:
         if unique is not None:
             unique_keys.not_sent(tenant, unique, message.id)
+        if arrived is not None:
+            debounce_items.undo_unsent(message, arrived)
         raise
     if unique is not None:
         unique_keys.sent(tenant, unique, message.id)
@@ -324,6 +331,7 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
     outcomes: list[BulkOutcome] = []
     prepared: list[tuple[int, JobRequest, JobMessage, float]] = []
     locked: dict[int, Unique] = {}  # index -> the unique key its job took
+    arrivals: dict[int, debounce_items.Arrived] = {}  # index -> its debounced job's arrival
     for index, request in enumerate(requests):
         try:
             message, delay = _prepare(tenant, request, now)
@@ -337,12 +345,23 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
                 outcomes.append(holder)
                 continue
             locked[index] = unique
+        if message.debounce is not None:
+            try:
+                message, arrivals[index] = debounce_items.arrive_message(message, now)
+            except (ClientError, BotoCoreError, debounce_items.DebounceContended) as error:
+                outcomes.append(NotSent(f"{type(error).__name__}: {error}"))
+                if index in locked:
+                    unique_keys.not_sent(tenant, locked.pop(index), message.id)
+                continue
+            delay = arrivals[index].delay_seconds
         outcomes.append(message)
         prepared.append((index, request, message, delay))
     sent = send_prepared([(request, message, delay) for _, request, message, delay in prepared], now)
     for (index, _, message, _), problem in zip(prepared, sent, strict=True):
         if problem is not None:
             outcomes[index] = problem
+            if index in arrivals:
+                debounce_items.undo_unsent(message, arrivals[index])
         if index in locked:
             (unique_keys.sent if problem is None else unique_keys.not_sent)(tenant, locked[index], message.id)
     return outcomes

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shared import ids
+from shared.flow.triggers import started_job_id
 
 STEP_PARENT = "step"  # a durable job's child (run_job, run_jobs): its parent is the job's step
 
@@ -34,6 +35,11 @@ def forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, An
         )
         if not (minted and ids.child_id(secret, tenant, parent["id"], parent["callback"]) == job_id):
             forged.append("parent")
+    started_by = fields.get("started_by")
+    if started_by is not None and (
+        started_job_id(secret, tenant, started_by["event"], started_by["trigger"]) != job_id
+    ):
+        forged.append("started_by")
     return forged
 
 

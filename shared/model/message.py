@@ -13,6 +13,7 @@ from typing import Any
 from shared import ids, settings
 from shared.errors import CorralError
 from shared.flow import options as flow_options
+from shared.flow.debounce import Debounce
 from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
 from shared.model.lineage import STEP_PARENT, forged_lineage
@@ -190,6 +191,16 @@ def _parent(value: Any) -> str | None:
     return None if ok else 'must be {"kind": "job" or "batch", "id", "callback": the callback it is}'
 
 
+def _started_by(value: Any) -> str | None:
+    """What started a trigger's job: {"trigger": its name, "event": the event's id} (shared/waits/triggers.py)."""
+    if value is None:
+        return None
+    ok = isinstance(value, dict) and set(value) == {"trigger", "event"}
+    if ok and all(text_check(_MAX_NAME_LENGTH)(text) is None for text in value.values()):
+        return None
+    return 'must be {"trigger": its name, "event": the event\'s id}'
+
+
 _MAX_NAME_LENGTH = 256  # tenants, job types, schedule names, timestamps: far above any real one
 # Every field a job message may carry, and what it must be. `id`/`tenant` are checked first, apart.
 _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
@@ -204,9 +215,12 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "due_at": _optional(timestamp_check),
     "concurrency": concurrency_problem,
     "throttle": lambda value: None if value is None else flow_options.problem("throttle", value),
+    "debounce": lambda value: None if value is None else flow_options.problem("debounce", value),
+    "debounce_seq": _optional(_int_between(1, 2**53)),
     "batch": _batch_member,
     "callbacks": _callbacks,
     "parent": _parent,
+    "started_by": _started_by,
     "overlap": _optional(_one_of(*Overlap)),
     "trigger": _optional(_one_of(Trigger.MANUAL, Trigger.BACKFILL)),
     "request": _optional(text_check(_MAX_NAME_LENGTH)),
@@ -251,12 +265,18 @@ class JobMessage:
     concurrency: Concurrency | None = None
     # The job's own throttle; None: its type's, if the type declares one (shared/worker/admit/throttle_turns.py).
     throttle: Throttle | None = None
+    # A debounced job: its debounce (its key read already) and its arrival number in its key's group, which decides
+    # at the worker whether it runs, waits or was superseded (shared/worker/admit/debounced.py).
+    debounce: Debounce | None = None
+    debounce_seq: int | None = None
     batch: BatchMember | None = None  # the batch it belongs to (shared/batches/batches.py)
     # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?} (shared/batches/callbacks.py).
     callbacks: dict[str, Callback] | None = None
     # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}; on a
     # durable job's child: {"kind": "step", "id": the parent's, "step", "run"} (shared/waits/children.py).
     parent: dict[str, str] | None = None
+    # Set on a job an event trigger started: {"trigger": its name, "event": the event's id}.
+    started_by: dict[str, str] | None = None
     # A schedule's run only: "skip" when the schedule skips overlapping runs (the claim checks for a live
     # earlier run first: shared/store/schedules/schedule_runs.py); what started it, when not the schedule's firing.
     overlap: str | None = None
@@ -281,6 +301,8 @@ class JobMessage:
         batch: BatchMember | None = None,
         callbacks: dict[str, Callback] | None = None,
         parent: dict[str, str] | None = None,
+        debounce: Debounce | None = None,
+        started_by: dict[str, str] | None = None,
         overlap: Overlap = Overlap.ALLOW,
         trigger: Trigger = Trigger.SCHEDULE,
         request: str | None = None,
@@ -302,9 +324,11 @@ class JobMessage:
             timeout_seconds=spec.timeout_seconds,
             concurrency=concurrency,
             throttle=throttle,
+            debounce=debounce,
             batch=batch,
             callbacks=callbacks,
             parent=parent,
+            started_by=started_by,
             overlap=str(overlap) if overlap is not Overlap.ALLOW else None,
             trigger=str(trigger) if trigger is not Trigger.SCHEDULE else None,
             request=request,
@@ -356,9 +380,12 @@ class JobMessage:
             "due_at": self.due_at,
             "concurrency": self.concurrency.to_dict() if self.concurrency else None,
             "throttle": self.throttle.to_dict() if self.throttle else None,
+            "debounce": self.debounce.to_dict() if self.debounce else None,
+            "debounce_seq": self.debounce_seq,
             "batch": self.batch.to_dict() if self.batch else None,
             "callbacks": callbacks_to_dict(self.callbacks) if self.callbacks else None,
             "parent": self.parent,
+            "started_by": self.started_by,
             "overlap": self.overlap,
             "trigger": self.trigger,
             "request": self.request,
@@ -438,6 +465,8 @@ def _typed(fields: dict[str, Any]) -> dict[str, Any]:
         fields = {**fields, "concurrency": Concurrency.of(fields["concurrency"])}
     if fields.get("throttle") is not None:  # checked already (`_FIELD_CHECKS`), or written by `to_dict`
         fields = {**fields, "throttle": Throttle.parse(fields["throttle"])}
+    if fields.get("debounce") is not None:
+        fields = {**fields, "debounce": Debounce.parse(fields["debounce"])}
     if "batch" in fields:
         fields = {**fields, "batch": BatchMember.of(fields["batch"])}
     if fields.get("callbacks") is not None:

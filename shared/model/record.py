@@ -50,6 +50,7 @@ class JobRecord:
     batch: str | None = None  # the id of the batch it belongs to
     batch_index: int | None = None  # its place in the batch (not shown: its id is derived from it)
     parent: dict[str, str] | None = None  # a callback's parent (JobMessage.parent)
+    started_by: dict[str, str] | None = None  # a trigger's job: its trigger and event (JobMessage.started_by)
     # Its callbacks: kind -> the callback job's id once enqueued, None until then.
     callbacks: dict[str, str | None] | None = None
     trigger: str | None = None  # a schedule's run: "manual" or "backfill"; None: the schedule's own firing
@@ -60,6 +61,9 @@ class JobRecord:
     waiting_for: dict[str, Any] | None = None
     journal: bool = False
     steps: list[dict[str, Any]] | None = None
+    # A job not yet claimed that waits its throttle's turn or its debounce group: what for, as its first wait for it
+    # wrote it (shared/store/jobs/waiting_jobs.py `show_queued_wait`); the view shows it as `waiting_for`.
+    queued_waiting_for: dict[str, Any] | None = None
 
     @property
     def payload_recorded(self) -> bool:
@@ -102,12 +106,16 @@ class JobRecord:
             view["batch"] = self.batch
         if self.parent is not None:
             view["parent"] = self.parent
+        if self.started_by is not None:
+            view["started_by"] = self.started_by
         if self.callbacks is not None:
             view["callbacks"] = self.callbacks
         if self.request is not None:
             view["request"] = self.request
         if self.status is Status.WAITING and self.waiting_for is not None:
             view["waiting_for"] = self.waiting_for
+        if self.status is Status.QUEUED and self.queued_waiting_for is not None:
+            view["waiting_for"] = self.queued_waiting_for
         if self.steps is not None:
             view["steps"] = self.steps
         return view

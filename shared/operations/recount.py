@@ -25,6 +25,7 @@ from shared.aws.clients import client, is_not_found
 from shared.jobs import far_future
 from shared.jobs.enqueue import delayed_schedule_name
 from shared.schedules import lifecycle, queries
+from shared.store.flow import trigger_items
 from shared.store.schedules import schedule_items
 from shared.tenants import quotas
 
@@ -97,6 +98,7 @@ def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Re
         # What each record holds of the firings budget (a record older than the budget holds none until
         # its next update: it is counted as it holds, so a later delete gives back exactly that).
         quotas.FIRINGS.counter: sum(record.held for record in schedules),
+        quotas.TRIGGERS.counter: trigger_items.count(tenant),
         # Durable jobs' waits: their holds have no index to count them by, so the count stands as it is.
         quotas.WAITING_JOBS.counter: before[quotas.WAITING_JOBS.counter],
     }

@@ -192,7 +192,7 @@ def token_id_of(pk: str) -> str:
 # Every one is per tenant and per customer key or name; a tenant's name never holds `#`, so the key after it can.
 
 THROTTLE = "throttle#"  # a throttle key's start log: its recent turns, counted on a grid
-DEBOUNCE = "debounce#"  # a debounce key's group: its latest job, arrivals, the group last fired, groups closed unfired
+DEBOUNCE = "debounce#"  # a debounce key's group: its arrivals numbered, its latest job, the groups that ended
 UNIQUE = "unique#"  # a unique key's lock: the job holding it, until when, whether its enqueue was confirmed sent
 TRIGGER = "trigger#"  # an event trigger: its event, match and job (shared/store/flow/trigger_items.py)
 EVENT_TRIGGERS = "eventtriggers#"  # the names of a tenant's triggers on one event name, by a digest of the name

@@ -37,6 +37,7 @@ class TenantLimits:
     enqueue_rate_per_second: float = settings.TENANT_ENQUEUE_RATE_PER_SECOND
     enqueue_burst: int = settings.TENANT_ENQUEUE_BURST
     max_running: int = settings.TENANT_MAX_RUNNING  # 0: no cap
+    max_triggers: int = settings.TENANT_MAX_TRIGGERS
 
     @classmethod
     def names(cls) -> list[str]:
@@ -64,9 +65,10 @@ FAR_FUTURE_JOBS = Quota(counter="far_future_jobs", limit_name="max_far_future_jo
 FIRINGS = Quota(
     counter="firings_per_hour", limit_name="max_firings_per_minute", noun="firings-per-minute budget", scale=60
 )
+TRIGGERS = Quota(counter="triggers", limit_name="max_triggers", noun="trigger")
 # Durable jobs waiting beyond SQS's 15-minute delay, or for a child (shared/waits/quota.py).
 WAITING_JOBS = Quota(counter="waiting_jobs", limit_name="max_waiting_jobs", noun="waiting job")
-QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS, FIRINGS, WAITING_JOBS)
+QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS, FIRINGS, TRIGGERS, WAITING_JOBS)
 
 
 _cached: dict[str, tuple[TenantLimits, float]] = {}

@@ -1,7 +1,8 @@
 """Events (docs/decisions/durable-jobs.md "Events, and the race with a wait"): `POST /v1/events` enqueues a job
 of the built-in type `event`, whose id derives from the tenant and the event's id (the same id sent twice is
 one event, run once), and that job, in the worker, logs the event on its name's channel and resumes every
-waiting job of its tenant whose match its data holds.
+waiting job of its tenant whose match its data holds, and starts a job for each of its tenant's triggers on the
+event's name whose match its data holds (docs/decisions/triggers.md).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from shared.durable import limits, matching, steps
 from shared.errors import InvalidRequest, PayloadTooLarge
 from shared.jobs.registry import InvalidPayload, JobContext, builtin_job_type
 from shared.store.durable import event_items
-from shared.waits import resume
+from shared.waits import resume, triggers
 
 EVENT_JOB_TYPE = "event"
 
@@ -41,8 +42,10 @@ def _check_payload(payload: Any) -> None:
 
 @builtin_job_type(EVENT_JOB_TYPE, validate=_check_payload)
 def send(payload: Any, context: JobContext) -> dict[str, Any]:
-    """Log the event and resume the waits it matches: {"event", "resumed": [job ids]}. Repeated (a retry), it
-    logs the event again and resumes nothing twice (a step is resolved once)."""
+    """Log the event, resume the waits it matches and start its triggers' jobs (shared/waits/triggers.py):
+    {"event", "resumed": [job ids], "started": [job ids], "not_started"?: [why, per trigger]}. Repeated (a retry),
+    it logs the event again, resumes nothing twice (a step is resolved once) and starts the same ids again (the
+    claim runs each once)."""
     _check_payload(payload)
     name, event_id, data = payload["name"], payload["id"], payload.get("data")
     now = time.time()
@@ -54,4 +57,8 @@ def send(payload: Any, context: JobContext) -> dict[str, Any]:
         if resume.resolve(waiter.job_id, context.tenant, waiter.step, change, now):
             resumed.append(waiter.job_id)
         event_items.unregister(context.tenant, name, waiter)
-    return {"event": event_id, "resumed": resumed}
+    started = triggers.start_jobs(context.tenant, payload, now)
+    answer: dict[str, Any] = {"event": event_id, "resumed": resumed, "started": started.jobs}
+    if started.not_started:
+        answer["not_started"] = started.not_started
+    return answer

@@ -8,11 +8,10 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from shared.flow import triggers
 from shared.jobs.enqueue import JobRequest, enqueue
 from shared.model.spec import JobSpec
 from shared.waits.events import EVENT_JOB_TYPE, checked
-
-_KEY_PREFIX = "event:"
 
 
 def send(tenant: str, name: str, data: Any = None, event_id: str | None = None) -> str:
@@ -21,5 +20,5 @@ def send(tenant: str, name: str, data: Any = None, event_id: str | None = None) 
     checked(name, data, event_id)
     event_id = event_id if event_id is not None else "ev_" + secrets.token_hex(12)
     payload = {"name": name, "id": event_id, "data": data}
-    enqueue(tenant, JobRequest(JobSpec(EVENT_JOB_TYPE, payload), idempotency_key=_KEY_PREFIX + event_id))
+    enqueue(tenant, JobRequest(JobSpec(EVENT_JOB_TYPE, payload), idempotency_key=triggers.event_job_key(event_id)))
     return event_id

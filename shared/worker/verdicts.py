@@ -155,6 +155,8 @@ class Wait:
     waited: Waited  # its wait, this receive included
     resend: bool
     visibility_set: bool = False  # set already, as the batch began (a job over its tenant's cap)
+    # What its record shows it waits for (`waiting_for`), written once: at its first wait for this reason.
+    shown: dict[str, Any] | None = None
 
     def hand_back(self) -> HandBack:
         return HandBack(self.delay_seconds, self.reason, self.visibility_set)

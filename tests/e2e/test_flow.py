@@ -1,9 +1,11 @@
 """Flow control on the embedded stack (docs/guides/flow-control.md): unique jobs answer `duplicate` while the
 first job with the key waits, and the key is free once it ended; a throttle's jobs start at most `limit` in any window
-of `period_seconds`, the rest waiting their turns without using an attempt."""
+of `period_seconds`, the rest waiting their turns without using an attempt; a debounce's burst runs once, the last
+job's payload, every other job ending `skipped` naming it, and `max_wait_seconds` runs a group under a steady stream."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from tests.e2e.helpers import eventually, one_running
@@ -58,3 +60,38 @@ def test_a_throttle_of_two_per_ten_seconds_spreads_six_quick_jobs_over_three_win
     assert min(spans) >= THROTTLE_PERIOD_SECONDS, [round(start - starts[0], 2) for start in starts]
     windows = {int((start - starts[0]) // THROTTLE_PERIOD_SECONDS) for start in starts}
     assert len(windows) >= 3, [round(start - starts[0], 2) for start in starts]
+
+
+def _debounced(key: str, n: int, period: int, max_wait: int | None = None) -> dict:
+    debounce = {"key": key, "period_seconds": period} | ({"max_wait_seconds": max_wait} if max_wait else {})
+    return {"type": "echo", "payload": {"n": n}, "debounce": debounce}
+
+
+def test_ten_debounced_jobs_sent_together_run_once_with_the_last_payload_and_nine_end_skipped_naming_it(api):
+    key = f"user-{uuid.uuid4().hex[:8]}"
+    # Sent one request each, as fast as the API answers (within a second on a quiet machine); the period leaves room
+    # for a loaded one: any gap under it keeps the ten one group.
+    ids = [api.enqueue_job(_debounced(key, n, period=5))["id"] for n in range(10)]
+
+    jobs = [api.wait(job_id, timeout=120) for job_id in ids]
+
+    assert jobs[-1]["status"] == "succeeded" and jobs[-1]["result"] == {"n": 9}
+    assert [job["status"] for job in jobs[:-1]] == ["skipped"] * 9
+    assert all(ids[-1] in job["reason"] for job in jobs[:-1]), [job.get("reason") for job in jobs[:-1]]
+    assert [job["attempts"] for job in jobs[:-1]] == [0] * 9
+
+
+def test_max_wait_runs_a_debounced_group_under_a_steady_stream(api):
+    key = f"feed-{uuid.uuid4().hex[:8]}"
+    ids = []
+    for n in range(11):  # one a second for 10 s: never the 3 s lull the period waits for
+        ids.append(api.enqueue_job(_debounced(key, n, period=3, max_wait=6))["id"])
+        time.sleep(1)
+    stream_ended = time.time()
+
+    jobs = [api.wait(job_id, timeout=120) for job_id in ids]
+
+    ran = [job for job in jobs if job["status"] == "succeeded"]
+    assert {job["status"] for job in jobs} <= {"succeeded", "skipped"}
+    assert jobs[-1]["status"] == "succeeded"
+    assert any(job["started_at"] < stream_ended for job in ran), [(j["status"], j.get("started_at")) for j in jobs]

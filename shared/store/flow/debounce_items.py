@@ -1,40 +1,42 @@
 """A debounce key's group, one item per (tenant, key): `debounce#<tenant>#<key>` (shared/flow/debounce.py `Group`).
 
-Attributes: `seq` (arrivals so far), `latest`, `arrived_at`, `first_at`, `first_seq` (the current group), `fired`
-and `fired_first_seq` (the last group that ran as the current one), `closed` (a map: the latest of each group closed
-before it ran -> {s: its first arrival number, t: when it closed, r: true once that latest ran}), and `expires_at`
-(the table's TTL: long enough for a superseded job's message, which may come as late as the queue keeps it, to find
-its group).
+Attributes: `seq` (arrivals so far), `revision` (writes so far: each write is conditioned on the one it read),
+`latest`, `arrived_at`, `first_at`, `first_seq` (the current group), `ended` (a map: the latest of each group that
+ended -> {f, l: its first and last arrival numbers, t: when it ended, r: true once that latest ran}; every one whose
+latest has not run, and the newest 8 that ran), and `expires_at` (the table's TTL: long enough for a superseded
+job's message, which may come as late as the queue keeps it, to find its group).
 
 - **An arrival** (`arrive`: the API, for a job it enqueues; the worker, for a schedule's firing or an event's
-  job) is one strongly consistent read and one write of the whole group conditioned on `seq` being what was
-  read; a writer that lost the race computes again from the group its failed write returned. The job's message
+  job) is one strongly consistent read and one write of the whole group conditioned on its `revision` being
+  what was read; a writer that lost the race computes again from the group its failed write returned. The job's message
   carries its arrival number (`seq`), and is sent after the write, delayed until its group is due.
-- **A run** (`fire`) is one transaction with the job's claim: the claim (a new record) and the group's change
-  (the latest ran, or a closed group's latest ran), each conditioned, so a group runs once however its workers
-  die: a worker that dies after the transaction left a record, and the next delivery claims it as any job's.
-- **A superseded job** is decided from one read (`fire` answers `Superseded`); its `skipped` record is the job
-  store's write.
+- **A run** (`settle`) is one write marking the group's latest as run (conditioned on the group's revision), then
+  the job's claim as any job's: a group marks one run however many deliveries ask, and a worker that dies between
+  the two leaves a group that ran, whose job's next delivery is claimed as any job's.
+- **A superseded job** is decided from one read (`settle` answers `Superseded`); its `skipped` record
+  (`record_superseded`) is one conditional put.
 
-Cost per debounced job: its arrival, one read and one write (the group, well under 1 KB: 1 RRU, 1 WRU); then
-the job that runs, one read and the transaction (its claim and the group: 2 WRU each, as transactions are);
-each superseded one, one read (and its `skipped` record).
+Cost per debounced job: its arrival, one read and one write (the group, under 1 KB: 1 RRU, 1 WRU); then
+the job that runs, one read and one write of the group before its claim; each superseded one, one read and its
+`skipped` record (1 WRU for a small payload).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.aws.clients import client, is_condition_failure, single_attempt_client
 from shared.errors import Unavailable
 from shared.flow import debounce as rules
-from shared.flow.debounce import Closed, Debounce, Decision, Fire, Group
+from shared.flow.debounce import Debounce, Decision, Ended, Fire, Group
+from shared.model.message import JobMessage
 from shared.store import keys, table
-from shared.store.conditional import failed_conditions
+from shared.store.jobs import job_items
 
 _ARRIVAL_TRIES = 4  # writes an arrival makes before it gives up (other arrivals won every race): 503, retryable
 _FIRE_TRIES = 3
@@ -64,13 +66,14 @@ def _group_of(item: dict[str, Any]) -> Group:
     def number(name: str) -> float:
         return float(item[name]["N"]) if name in item else 0.0
 
-    closed = {
-        job: Closed(
-            first_seq=int(entry["M"]["s"]["N"]),
-            closed_at=float(entry["M"]["t"]["N"]),
+    ended = {
+        job: Ended(
+            first_seq=int(entry["M"]["f"]["N"]),
+            last_seq=int(entry["M"]["l"]["N"]),
+            ended_at=float(entry["M"]["t"]["N"]),
             ran=entry["M"].get("r", {}).get("BOOL", False),
         )
-        for job, entry in item.get("closed", {}).get("M", {}).items()
+        for job, entry in item.get("ended", {}).get("M", {}).items()
     }
     return Group(
         seq=int(number("seq")),
@@ -78,34 +81,35 @@ def _group_of(item: dict[str, Any]) -> Group:
         arrived_at=number("arrived_at"),
         first_at=number("first_at"),
         first_seq=int(number("first_seq")),
-        fired=item["fired"]["S"] if "fired" in item else None,
-        fired_first_seq=int(number("fired_first_seq")),
-        closed=closed,
+        ended=ended,
+        revision=int(number("revision")),
     )
 
 
 def _item_of(tenant: str, key: str, group: Group, debounce: Debounce) -> dict[str, Any]:
     item: dict[str, Any] = _key(tenant, key) | {
         "seq": {"N": str(group.seq)},
+        "revision": {"N": str(group.revision + 1)},
         "arrived_at": {"N": repr(group.arrived_at)},
         "first_at": {"N": repr(group.first_at)},
         "first_seq": {"N": str(group.first_seq)},
-        "fired_first_seq": {"N": str(group.fired_first_seq)},
-        "closed": {
+        "ended": {
             "M": {
                 job: {
-                    "M": {"s": {"N": str(entry.first_seq)}, "t": {"N": repr(entry.closed_at)}}
+                    "M": {
+                        "f": {"N": str(entry.first_seq)},
+                        "l": {"N": str(entry.last_seq)},
+                        "t": {"N": repr(entry.ended_at)},
+                    }
                     | ({"r": {"BOOL": True}} if entry.ran else {})
                 }
-                for job, entry in group.closed.items()
+                for job, entry in group.ended.items()
             }
         },
         "expires_at": {"N": str(math.ceil(rules.due_at(group, debounce) + rules.CLOSED_KEPT_SECONDS))},
     }
     if group.latest is not None:
         item["latest"] = {"S": group.latest}
-    if group.fired is not None:
-        item["fired"] = {"S": group.fired}
     return item
 
 
@@ -125,11 +129,16 @@ def arrive(tenant: str, debounce: Debounce, job_id: str, at: float, *, single_at
     """Record `job_id`'s arrival at `at` in its key's group. DebounceContended if other arrivals won every race."""
     before = read(tenant, debounce.key, single_attempt=single_attempt)
     for _ in range(_ARRIVAL_TRIES):
-        if before is not None and job_id in (before.latest, before.fired, *before.closed):
+        if before is not None and job_id in (before.latest, *before.ended):
             # Recorded already: a write whose answer was lost, retried (by botocore, or by the client under its
             # idempotency key). It stays one arrival, which an undo leaves as it is.
-            due = rules.send_delay(before, at, debounce) if before.latest == job_id else 0
-            return Arrived(seq=before.seq, delay_seconds=due, superseded=None, closed=None, before=before)
+            # Its message carries the arrival number it was recorded with: the latest's is `seq`, an ended group's
+            # latest's is its group's last.
+            if before.latest == job_id:
+                seq, due = before.seq, rules.send_delay(before, at, debounce)
+            else:
+                seq, due = before.ended[job_id].last_seq, 0
+            return Arrived(seq=seq, delay_seconds=due, superseded=None, closed=None, before=before)
         arrival = rules.arrive(before or Group(), job_id, at, debounce)
         met = _put_if_unchanged(tenant, debounce, arrival.group, before, single_attempt=single_attempt)
         if met is None:
@@ -152,23 +161,26 @@ def undo(tenant: str, debounce: Debounce, job_id: str, arrived: Arrived) -> bool
     if now is None or now.seq != arrived.seq or now.latest != job_id:
         return False
     if arrived.before is None:
-        return _delete_if_unchanged(tenant, debounce.key, arrived.seq)
-    return _put_if_unchanged(tenant, debounce, arrived.before, now) is None
+        return _delete_if_unchanged(tenant, debounce.key, now.revision)
+    return _put_if_unchanged(tenant, debounce, replace(arrived.before, revision=now.revision), now) is None
+
+
+def _put(tenant: str, debounce: Debounce, group: Group, seen: Group | None) -> dict[str, Any]:
+    """The Put of `group` (its revision the next after `group.revision`) if the item is still `seen`."""
+    params: dict[str, Any] = {"TableName": table.name(), "Item": _item_of(tenant, debounce.key, group, debounce)}
+    if seen is None:
+        return params | {"ConditionExpression": "attribute_not_exists(pk)"}
+    return params | {
+        "ConditionExpression": "revision = :revision",
+        "ExpressionAttributeValues": {":revision": {"N": str(seen.revision)}},
+    }
 
 
 def _put_if_unchanged(
     tenant: str, debounce: Debounce, group: Group, seen: Group | None, *, single_attempt: bool = False
 ) -> Group | None:
-    """Put `group` if the item is still `seen` (its `seq`): None if written, else the group as it is now."""
-    params: dict[str, Any] = {
-        "TableName": table.name(),
-        "Item": _item_of(tenant, debounce.key, group, debounce),
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-    }
-    if seen is None:
-        params["ConditionExpression"] = "attribute_not_exists(pk)"
-    else:
-        params |= {"ConditionExpression": "seq = :seq", "ExpressionAttributeValues": {":seq": {"N": str(seen.seq)}}}
+    """Put `group` if the item is still `seen` (its revision): None if written, else the group as it is now."""
+    params = _put(tenant, debounce, group, seen) | {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
     try:
         _client(single_attempt).put_item(**params)
     except ClientError as error:
@@ -179,13 +191,13 @@ def _put_if_unchanged(
     return None
 
 
-def _delete_if_unchanged(tenant: str, key: str, seq: int) -> bool:
+def _delete_if_unchanged(tenant: str, key: str, revision: int) -> bool:
     try:
         client("dynamodb").delete_item(
             TableName=table.name(),
             Key=_key(tenant, key),
-            ConditionExpression="seq = :seq",
-            ExpressionAttributeValues={":seq": {"N": str(seq)}},
+            ConditionExpression="revision = :revision",
+            ExpressionAttributeValues={":revision": {"N": str(revision)}},
         )
     except ClientError as error:
         if is_condition_failure(error):
@@ -196,75 +208,62 @@ def _delete_if_unchanged(tenant: str, key: str, seq: int) -> bool:
 
 @dataclass(frozen=True)
 class Fired:
-    """The job was claimed, and its group marked as run, in one transaction: it runs."""
+    """The job's group marked it as its run: it is claimed as any job, whose claim decides whether it runs."""
 
 
-@dataclass(frozen=True)
-class RecordExists:
-    """The job has a record already (it ran, was cancelled, or was recorded skipped): claim it as any job, which
-    answers what it is."""
+def settle(
+    tenant: str, debounce: Debounce, job_id: str, seq: int, now: float, *, single_attempt: bool = True
+) -> Fired | Decision:
+    """The job `job_id` (arrival `seq`) reached a worker at `now`: Fired once its group marked it as its run (a write
+    conditioned on the group being as read, so a group marks one run however many workers ask, and an arrival in
+    between makes it decide again), else what its group decides (`NotDue`, `Superseded`, `Unmanaged`).
 
-
-def fire(
-    tenant: str,
-    debounce: Debounce,
-    job_id: str,
-    seq: int,
-    now: float,
-    claim: dict[str, Any],
-    *,
-    single_attempt: bool = True,
-) -> Fired | RecordExists | Decision:
-    """The job `job_id` (arrival `seq`) reached a worker at `now`: Fired if its group lets it run (its `claim`, a
-    TransactWriteItems Update of its record conditioned on there being none, made in the same transaction), else
-    what its group decides (`NotDue`, `Superseded`, `Unmanaged`), or RecordExists."""
+    The mark goes before the claim: a worker that dies between them leaves a group that ran, and the job's next
+    delivery finds its group has no say (`Unmanaged`) and claims it as any job, so it still runs, once."""
     for _ in range(_FIRE_TRIES):
         group = read(tenant, debounce.key, single_attempt=single_attempt)
         decision = rules.decide(group, job_id, seq, now, debounce)
-        if not isinstance(decision, Fire):
+        if not isinstance(decision, Fire) or group is None:
             return decision
-        ran = _ran_update(tenant, debounce.key, job_id, closed=decision.closed)
-        try:
-            _client(single_attempt).transact_write_items(TransactItems=[{"Update": claim}, {"Update": ran}])
-        except ClientError as error:
-            failed = failed_conditions(error, 2)
-            if failed is None:
-                raise
-            if failed[0]:
-                return RecordExists()
-            continue  # its group changed between the read and the transaction: decide again
+        ran = rules.ran(group, job_id, now)
+        if _put_if_unchanged(tenant, debounce, ran, group, single_attempt=single_attempt) is not None:
+            continue  # its group changed between the read and the write: decide again
         return Fired()
     raise DebounceContended(f"debounce key {debounce.key!r}: its group kept changing as {job_id} tried to run")
 
 
-def ran_without_a_run(tenant: str, key: str, job_id: str) -> bool:
+def record_superseded(message: JobMessage, reason: str, by: str | None, now: float) -> bool:
+    """Record the superseded job `message` as `skipped`, its `reason` naming `by`. False if it has a record already
+    (it ran, or was recorded already): it is left as it is, and claimed as any job."""
+    item = job_items.skipped_item(message, now, reason, by)
+    return job_items.conditional(
+        put=True, single_attempt=True, Item=item, ConditionExpression="attribute_not_exists(pk)"
+    )
+
+
+def ran_without_a_run(tenant: str, debounce: Debounce, job_id: str, now: float) -> bool:
     """The latest `job_id` ended without running (cancelled before its turn): its group counts it as its run, so its
     superseded jobs name it and a later arrival opens a new group. False if it is not its group's latest."""
-    try:
-        client("dynamodb").update_item(**_ran_update(tenant, key, job_id, closed=False))
-    except ClientError as error:
-        if is_condition_failure(error):
+    for _ in range(_FIRE_TRIES):
+        group = read(tenant, debounce.key)
+        if group is None or (group.latest != job_id and job_id not in group.ended):
             return False
-        raise
-    return True
+        if _put_if_unchanged(tenant, debounce, rules.ran(group, job_id, now), group) is None:
+            return True
+    raise DebounceContended(f"debounce key {debounce.key!r}: its group kept changing as {job_id} was cancelled")
 
 
-def _ran_update(tenant: str, key: str, job_id: str, *, closed: bool) -> dict[str, Any]:
-    """The group's change as `job_id` runs: a closed group's latest is marked ran (kept, so the jobs it superseded
-    still name it); the current group's latest becomes `fired`, and the group waits for its next arrival."""
-    if closed:
-        return {
-            "TableName": table.name(),
-            "Key": _key(tenant, key),
-            "UpdateExpression": "SET closed.#job.r = :ran",
-            "ConditionExpression": "attribute_exists(closed.#job) AND attribute_not_exists(closed.#job.r)",
-            "ExpressionAttributeNames": {"#job": job_id},
-            "ExpressionAttributeValues": {":ran": {"BOOL": True}},
-        }
-    return {
-        "TableName": table.name(),
-        "Key": _key(tenant, key),
-        "UpdateExpression": "SET fired = :job, fired_first_seq = first_seq REMOVE latest",
-        "ConditionExpression": "latest = :job",
-        "ExpressionAttributeValues": {":job": {"S": job_id}},
-    }
+def arrive_message(message: JobMessage, now: float) -> tuple[JobMessage, Arrived]:
+    """A debounced job's arrival as the API enqueues it: its message with its arrival number, and its arrival (its
+    `delay_seconds`: its message's delay until its group is due)."""
+    assert message.debounce is not None
+    arrived = arrive(message.tenant, message.debounce, message.id, now)
+    return replace(message, debounce_seq=arrived.seq), arrived
+
+
+def undo_unsent(message: JobMessage, arrived: Arrived) -> None:
+    """The job's message was not sent: its group goes back as it was, if nothing arrived since (best effort: the
+    caller is told the job was not enqueued either way)."""
+    assert message.debounce is not None
+    with contextlib.suppress(ClientError, BotoCoreError):
+        undo(message.tenant, message.debounce, message.id, arrived)

@@ -7,13 +7,15 @@
   triggers on it. An event reads it, then its triggers, each read strongly consistent: no index is read, so a
   trigger created a moment before an event is seen by it.
 
-**Order keeps the directory a superset.** A create adds the name to the directory first, then puts the trigger
-(with its quota unit); a delete removes the trigger first, then the name. A name without its trigger (a create
-refused at its quota, or cut short, a delete cut short) is skipped by the event that finds it, and removed by the
-next create or delete of that name; a trigger is never missing from its directory.
+**Order keeps the directory a superset.** A create adds the name to the directory, puts the trigger (with its quota
+unit), then adds the name again; a delete removes the trigger, then the name, then reads the trigger again and adds
+the name back if a create of it on the same event landed meanwhile (shared/waits/triggers.py). So however a create
+and a delete of one name interleave, a trigger is never missing from its directory. A name without its trigger (a
+create refused at its quota or for a name taken, or cut short; a delete cut short) is skipped by the event that
+finds it: it costs that event a key of its BatchGetItem, nothing more.
 
 Cost: a create or a delete, the directory's write and the quota's transaction; an event, one read of its name's
-directory (~100 bytes), and where it names triggers, one BatchGetItem of them.
+directory (~100 bytes), and where it names triggers, one BatchGetItem of them (per 100).
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ import json
 from typing import Any
 
 from shared.aws.clients import client
+from shared.errors import Unavailable
 from shared.store import keys, table
+from shared.store.table_schema import RUNS_INDEX
 
-_BATCH_GET_MOST = 100  # BatchGetItem's bound; a tenant's triggers are at most its max_triggers
+_BATCH_GET_MOST = 100  # BatchGetItem's bound
+_BATCH_GET_TRIES = 5
 
 
 def event_digest(event: str) -> str:
@@ -79,7 +84,8 @@ def _directory_change(tenant: str, event: str, action: str, name: str) -> None:
     client("dynamodb").update_item(
         TableName=table.name(),
         Key=_directory_key(tenant, event),
-        UpdateExpression=f"{action} names :name",
+        UpdateExpression=f"{action} #names :name",
+        ExpressionAttributeNames={"#names": "names"},  # a reserved word
         ExpressionAttributeValues={":name": {"SS": [name]}},
     )
 
@@ -93,30 +99,53 @@ def get(tenant: str, name: str) -> dict[str, Any] | None:
 
 
 def on_event(tenant: str, event: str) -> list[dict[str, Any]]:
-    """The tenant's triggers on `event`, by name: those its directory lists and that exist (strongly consistent)."""
+    """The tenant's triggers on `event`, by name: those its directory lists and that exist (strongly consistent).
+    Raises Unavailable if some stay unread after a few tries: the event's job fails and runs again, never starting
+    fewer jobs than its triggers."""
     directory = (
         client("dynamodb")
         .get_item(TableName=table.name(), Key=_directory_key(tenant, event), ConsistentRead=True)
         .get("Item")
     )
-    names = sorted((directory or {}).get("names", {}).get("SS", []))[:_BATCH_GET_MOST]
-    if not names:
-        return []
-    wanted = {"Keys": [key_of(tenant, name) for name in names], "ConsistentRead": True}
+    names = sorted((directory or {}).get("names", {}).get("SS", []))
     found: list[dict[str, Any]] = []
-    request = {table.name(): wanted}
-    for _ in range(5):  # unprocessed keys (throttling) are asked again, a few times
-        answer = client("dynamodb").batch_get_item(RequestItems=request)
-        found += answer.get("Responses", {}).get(table.name(), [])
-        request = answer.get("UnprocessedKeys") or {}
-        if not request:
-            break
+    for start in range(0, len(names), _BATCH_GET_MOST):
+        found += _read_all([key_of(tenant, name) for name in names[start : start + _BATCH_GET_MOST]])
     triggers = [_trigger_of(item) for item in found]
     return sorted((trigger for trigger in triggers if trigger["event"] == event), key=lambda trigger: trigger["name"])
 
 
-def listing(tenant: str) -> list[dict[str, Any]]:
-    """The tenant's triggers, by name."""
-    return [
-        _trigger_of(item) for page in table.partition_pages(keys.triggers_partition(tenant)) for item in page["Items"]
-    ]
+def _read_all(wanted_keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    request: dict[str, Any] = {table.name(): {"Keys": wanted_keys, "ConsistentRead": True}}
+    for _ in range(_BATCH_GET_TRIES):  # unprocessed keys (throttling) are asked again, a few times
+        answer = client("dynamodb").batch_get_item(RequestItems=request)
+        found += answer.get("Responses", {}).get(table.name(), [])
+        request = answer.get("UnprocessedKeys") or {}
+        if not request:
+            return found
+    raise Unavailable(f"{len(request[table.name()]['Keys'])} triggers stayed unread after {_BATCH_GET_TRIES} tries")
+
+
+def page(tenant: str, limit: int, after: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """Up to `limit` of the tenant's triggers by name, after the one named `after`; and whether the index has more
+    after them."""
+    params: dict[str, Any] = {
+        "TableName": table.name(),
+        "IndexName": RUNS_INDEX.name,
+        "KeyConditionExpression": f"{RUNS_INDEX.partition_key} = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": keys.triggers_partition(tenant)}},
+        "Limit": limit,
+    }
+    if after is not None:
+        params["ExclusiveStartKey"] = key_of(tenant, after) | {
+            "gsi1pk": {"S": keys.triggers_partition(tenant)},
+            "gsi1sk": {"S": after},
+        }
+    answer = client("dynamodb").query(**params)
+    return [_trigger_of(item) for item in answer["Items"]], "LastEvaluatedKey" in answer
+
+
+def count(tenant: str) -> int:
+    """The tenant's triggers, counted on the index without reading them out (a recount's)."""
+    return sum(page["Count"] for page in table.partition_pages(keys.triggers_partition(tenant), Select="COUNT"))

@@ -140,7 +140,7 @@ def claim(
     answer = job_items.write(
         single_attempt=single_attempt,
         Key=job_items.key(message.id),
-        UpdateExpression="SET " + ", ".join(sets) + " REMOVE resume_at, waiting_step",
+        UpdateExpression="SET " + ", ".join(sets) + f" REMOVE resume_at, waiting_step, {job_items.QUEUED_WAITING_FOR}",
         # An existing record's own max_attempts counts (the first message's, if a later one
         # with the same idempotency key asks for another number; a retry raises it).
         ConditionExpression=(

@@ -144,11 +144,13 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         batch=as_str(item, "batch_id"),
         batch_index=as_int(item, "batch_index"),
         parent=json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
+        started_by=json.loads(started) if (started := as_str(item, STARTED_BY)) else None,
         callbacks=_callbacks_view(item),
         trigger=as_str(item, "run_trigger"),
         skip_reason=as_str(item, "skip_reason"),
         request=as_str(item, REQUEST),
         waiting_for=json.loads(waiting) if (waiting := as_str(item, "waiting_for")) else None,
+        queued_waiting_for=json.loads(queued) if (queued := as_str(item, QUEUED_WAITING_FOR)) else None,
         journal="journal" in item,
         **recorded,
     )
@@ -156,6 +158,9 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
 
 # A keyed job's request fingerprint, written by the first message that reaches the record.
 REQUEST = "request_sha"
+# What a job not yet claimed waits for (its throttle, its debounce group): the claim removes it.
+QUEUED_WAITING_FOR = "queued_waiting_for"
+STARTED_BY = "started_by_json"  # a trigger's job: {"trigger", "event"} (JobMessage.started_by)
 
 
 def relations(message: JobMessage) -> dict[str, dict[str, str]]:
@@ -168,6 +173,8 @@ def relations(message: JobMessage) -> dict[str, dict[str, str]]:
         kept["callbacks_json"] = {"S": json.dumps(callbacks_to_dict(message.callbacks), separators=(",", ":"))}
     if message.parent:
         kept["parent_json"] = {"S": json.dumps(message.parent, separators=(",", ":"))}
+    if message.started_by:
+        kept[STARTED_BY] = {"S": json.dumps(message.started_by, separators=(",", ":"))}
     return kept
 
 
@@ -247,6 +254,30 @@ def payload_json(payload: Any) -> dict[str, str]:
     return {"S": json.dumps(payload, separators=(",", ":"))}
 
 
+def skipped_item(message: JobMessage, now: float, reason: str, skipped_for: str | None) -> dict[str, Any]:
+    """The record of a job that ends `skipped` with no attempt made (a schedule's overlapping run, a superseded
+    debounced job): its message's content, so it can be read and retried, and why (`reason`, naming `skipped_for`)."""
+    item: dict[str, Any] = {
+        **key(message.id),
+        "status": {"S": Status.SKIPPED},
+        "tenant": {"S": message.tenant},
+        "job_type": {"S": message.type},
+        "payload_json": payload_json(message.payload),
+        "max_attempts": n(message.max_attempts),
+        "attempts": n(0),
+        "enqueued_at": n(message.enqueued_at),
+        "finished_at": n(now),
+        "expires_at": n(expires_at(now)),
+        "skip_reason": {"S": reason},
+        **index_attributes(message.tenant, message.enqueued_at, message.id),
+    }
+    if skipped_for is not None:
+        item["skipped_for"] = {"S": skipped_for}
+    if message.timeout_seconds is not None:
+        item["timeout_seconds"] = n(message.timeout_seconds)
+    return item
+
+
 def expires_at(now: float) -> int:
     return int(now) + settings.FINISHED_JOB_TTL_DAYS * DAY
 
@@ -270,6 +301,7 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
         "batch": _member(item),
         "callbacks": json.loads(callbacks) if (callbacks := as_str(item, "callbacks_json")) else None,
         "parent": json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
+        "started_by": json.loads(started) if (started := as_str(item, STARTED_BY)) else None,
         "request": as_str(item, REQUEST),
     }
     return JobMessage.from_dict(

@@ -35,6 +35,32 @@ def mark_journal(job_id: str, token: str) -> bool:
     )
 
 
+def show_queued_wait(message: JobMessage, waiting_for: dict[str, Any]) -> bool:
+    """A job no worker has claimed yet waits (its throttle's turn, its debounce group): its record says what for, so
+    its view shows `queued` with `waiting_for`. Written when it first waits for that reason, not at each hand-back:
+    one small conditional write (no payload: a cancel before its claim keeps its message as for any queued job).
+    False if the job has a record other than a queued one of its tenant (nothing is written then)."""
+    return job_items.conditional(
+        single_attempt=True,
+        Key=job_items.key(message.id),
+        UpdateExpression=(
+            "SET #status = if_not_exists(#status, :queued), #tenant = if_not_exists(#tenant, :tenant), "
+            "job_type = if_not_exists(job_type, :type), enqueued_at = if_not_exists(enqueued_at, :enqueued), "
+            f"max_attempts = if_not_exists(max_attempts, :max), {job_items.QUEUED_WAITING_FOR} = :waiting_for"
+        ),
+        ConditionExpression="attribute_not_exists(pk) OR (#status = :queued AND #tenant = :tenant)",
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues={
+            ":queued": {"S": Status.QUEUED},
+            ":tenant": {"S": message.tenant},
+            ":type": {"S": message.type},
+            ":enqueued": job_items.n(message.enqueued_at),
+            ":max": job_items.n(message.max_attempts),
+            ":waiting_for": {"S": json.dumps(waiting_for, separators=(",", ":"))},
+        },
+    )
+
+
 def suspend(
     job_id: str, token: str, step: str, waiting_for: dict[str, Any], resume_at: float | None, now: float
 ) -> bool:

@@ -20,7 +20,6 @@ record is written through the job items' client, as every job write is, so the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from shared.aws.clients import client, single_attempt_client
 from shared.model.message import JobMessage
@@ -107,23 +106,7 @@ def record_skipped(
     """Record the schedule's run `message` as `skipped` because of `blocker`, with no attempt made. False if the
     run has a record already (it started before, or was skipped already): it is left as it is.
     `at_trigger`: the trigger that made the run decides it (its answer says so), not the run's claim."""
-    item: dict[str, Any] = {
-        **job_items.key(message.id),
-        "status": {"S": Status.SKIPPED},
-        "tenant": {"S": message.tenant},
-        "job_type": {"S": message.type},
-        "payload_json": job_items.payload_json(message.payload),
-        "max_attempts": job_items.n(message.max_attempts),
-        "attempts": job_items.n(0),
-        "enqueued_at": job_items.n(message.enqueued_at),
-        "finished_at": job_items.n(now),
-        "expires_at": job_items.n(job_items.expires_at(now)),
-        "skip_reason": {"S": skip_reason(blocker)},
-        "skipped_for": {"S": blocker.id},
-        **job_items.index_attributes(message.tenant, message.enqueued_at, message.id),
-    }
-    if message.timeout_seconds is not None:
-        item["timeout_seconds"] = job_items.n(message.timeout_seconds)
+    item = job_items.skipped_item(message, now, skip_reason(blocker), blocker.id)
     if message.trigger:
         item["run_trigger"] = {"S": message.trigger}
     if at_trigger:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Executor, Future
 from datetime import UTC, datetime
+from typing import Any
 
 from shared.flow import limits
 from shared.flow.flow_key import KeyUnreadable, key_of_payload
@@ -157,13 +158,15 @@ def carried_turn(delivery: Delivery) -> Turn | None:
 def _throttle_wait(message: JobMessage, delivery: Delivery, throttle: Throttle, turn: Turn | None, why: str) -> Wait:
     """The job waits for its turn: sent again to arrive THROTTLE_ARRIVE_EARLY_SECONDS before it, carrying it. Without
     a turn (its log could not be counted, or it missed its turn) it comes back soon and takes one."""
+    shown: dict[str, Any] = {"kind": "throttle", "key": throttle.key}
     if turn is None:
         unit = limits.THROTTLE_RETRY_UNIT_SECONDS
-        return waiting.wait(message, delivery, waiting.WaitReason.THROTTLE, why, unit=unit)
+        return waiting.wait(message, delivery, waiting.WaitReason.THROTTLE, why, unit=unit, shown=shown)
     delay = max(0, math.floor(turn.at - time.time() - limits.THROTTLE_ARRIVE_EARLY_SECONDS))
     until = datetime.fromtimestamp(turn.at, UTC).isoformat(timespec="seconds")
     reason = f"{why}: {throttle.limit} starts per {throttle.period_seconds} s, its turn at {until}"
-    wait = waiting.wait(message, delivery, waiting.WaitReason.THROTTLE, reason, delay=delay)
+    shown["until"] = round(turn.at, 3)  # the turn it took as it first waited (a missed turn takes a later one)
+    wait = waiting.wait(message, delivery, waiting.WaitReason.THROTTLE, reason, delay=delay, shown=shown)
     return dataclasses.replace(
         wait, resend=True, waited=dataclasses.replace(wait.waited, turn=(turn.at, turn.start_by))
     )

@@ -1,5 +1,5 @@
 """Waiting one's turn: a job that cannot start yet for a flow-control reason (its tenant's running cap,
-its concurrency key, its throttle; a debounce or a sleep would be more of them) waits unclaimed, using no
+its concurrency key, its throttle, its debounce group not due yet) waits unclaimed, using no
 attempt, and never spends the jobs queue's receive budget. `wait` is the one place that decides how a
 waiting job's message waits; the completer applies what it decides (`Wait`).
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from enum import StrEnum
+from typing import Any
 
 from shared import environment
 from shared.model.message import JobMessage
@@ -34,6 +35,7 @@ class WaitReason(StrEnum):
     RUNNING_CAP = "its tenant's running cap"
     CONCURRENCY_KEY = "its concurrency key"
     THROTTLE = "its throttle"
+    DEBOUNCE = "its debounce group"
 
 
 def receives_waited(delivery: Delivery) -> int:
@@ -57,10 +59,12 @@ def wait(
     unit: float | None = None,
     delay: int | None = None,
     visibility_set: bool = False,
+    shown: dict[str, Any] | None = None,
 ) -> Wait:
     """The job of `delivery` waits for `why` (`reason` says it in full): handed back, or sent again as a
     fresh message near the queue's receive budget. `delay`: decided already (as its batch began, when
-    `visibility_set`), else from `unit` (`delay_seconds`)."""
+    `visibility_set`), else from `unit` (`delay_seconds`). `shown`: what the job's view says it waits for, written to
+    its record only when it first waits for `why` (one write per job and reason, not per hand-back)."""
     earlier = delivery.waited
     waited = Waited(since=earlier.since if earlier else time.time(), why=str(why), receives=receives_waited(delivery))
     return Wait(
@@ -70,4 +74,5 @@ def wait(
         waited=waited,
         resend=delivery.receive_count >= environment.current().wait_resend_at,
         visibility_set=visibility_set,
+        shown=shown if earlier is None or earlier.why != str(why) else None,
     )

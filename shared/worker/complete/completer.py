@@ -11,6 +11,7 @@ a batch's environment for 225-360 ms at the herd's cron second. `finish` waits f
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -169,6 +170,10 @@ class Completer:
         """A job waiting its turn: handed back, or near the queue's receive budget sent again as a fresh
         message carrying its wait (shared/worker/admit/waiting.py), this one then acknowledged. A send that
         fails hands the message back instead: it spends one receive, and the next one tries again."""
+        if wait.shown is not None and not self._breaker.cooling:
+            # Best effort: its view says why it waits; the wait itself needs no write.
+            with contextlib.suppress(*AWS_ERRORS):
+                waiting_jobs.show_queued_wait(wait.job, wait.shown)
         if not wait.resend:
             return self._hand_back(wait.hand_back(), delivery)
         try:

@@ -19,6 +19,7 @@ import jsonschema_rs
 import pytest
 
 from shared.durable import tokens as durable_tokens
+from shared.flow.triggers import started_job_id
 from shared.store.durable import token_items
 from shared.store.id_secret import id_secret
 from shared.tenants import operators, tenants
@@ -161,6 +162,20 @@ def test_every_route_answers_the_shape_it_declares(scheduler_env: dict[str, Any]
     call("POST", f"/v1/tokens/{'tk_' + 'a' * 26}:complete", {"data": 1}, route="/v1/tokens/{token_id}:complete")
     capability_url = durable_tokens.url("", id_secret(), "acme", "tk_" + "b" * 26)
     call("POST", capability_url, {"approved": True}, route="/v1/tokens/{token_id}/{capability}:complete")
+
+    # triggers: created, listed, read; an event starts its job (which shows started_by); deleted
+    one_trigger = "/v1/triggers/{name}"
+    call(
+        "POST", "/v1/triggers", {"name": "on-paid", "event": "paid", "match": {"plan": "pro"}, "job": {"type": "echo"}}
+    )
+    call("GET", "/v1/triggers")
+    call("GET", "/v1/triggers/on-paid", route=one_trigger)
+    call("POST", "/v1/events", {"name": "paid", "data": {"plan": "pro"}, "id": "paid-1"})
+    work_all()
+    started = started_job_id(id_secret(), "acme", "paid-1", "on-paid")
+    shown = call("GET", f"/v1/jobs/{started}", route="/v1/jobs/{job_id}")
+    assert shown["started_by"] == {"trigger": "on-paid", "event": "paid-1"}, shown
+    call("DELETE", "/v1/triggers/on-paid", route=one_trigger)
 
     # operator
     call("GET", "/operator/v1/queues")

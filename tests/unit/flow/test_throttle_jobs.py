@@ -170,7 +170,9 @@ def test_ten_a_minute_holds_even_when_each_job_takes_a_millisecond(aws, monkeypa
     _drain(aws, clock, until=began + 10)
 
     assert len(starts.runs) == 10  # the rest wait for the next window, though every job took 1 ms
-    assert sum(record(m.id) is not None for m in messages) == 10  # the waiting ones are not even claimed
+    claimed = [m for m in messages if record(m.id).status is not Status.QUEUED]
+    assert len(claimed) == 10  # the waiting ones are not even claimed: their records say what they wait for
+    assert {record(m.id).queued_waiting_for["kind"] for m in messages if m not in claimed} == {"throttle"}
 
     _drain(aws, clock, until=began + 200)
 
@@ -202,7 +204,7 @@ def test_a_waiting_job_is_sent_again_carrying_its_turn_and_uses_no_attempt(aws, 
     batch = poll(aws)
 
     assert batch is not None and batch.failed == []  # the waiting one was sent again, not handed back
-    assert record(first.id).status is Status.SUCCEEDED and record(second.id) is None
+    assert record(first.id).status is Status.SUCCEEDED and record(second.id).status is Status.QUEUED
     clock.now += 60
     (again,) = aws["sqs"].receive_message(
         QueueUrl=aws["queue_url"], MessageAttributeNames=["All"], AttributeNames=["All"]
@@ -211,6 +213,39 @@ def test_a_waiting_job_is_sent_again_carrying_its_turn_and_uses_no_attempt(aws, 
     assert json.loads(again["Body"])["id"] == second.id and again["Attributes"]["ApproximateReceiveCount"] == "1"
     assert waited is not None and waited.why == "its throttle" and waited.turn is not None
     assert waited.turn[0] >= clock.now - 60 + 60 - limits.THROTTLE_START_GRACE_SECONDS - 1
+
+
+def test_a_waiting_jobs_view_says_it_waits_for_its_throttle_written_once_not_per_hand_back(aws, monkeypatch, clock):
+    from shared.store.jobs import waiting_jobs
+    from tests.unit.api_harness import answer
+
+    _register(monkeypatch, "quick", _Starts(clock))
+    writes: list[str] = []
+    real_show = waiting_jobs.show_queued_wait
+    monkeypatch.setattr(
+        waiting_jobs, "show_queued_wait", lambda message, shown: writes.append(message.id) or real_show(message, shown)
+    )
+    waits: list[str] = []
+    real_wait = throttle_turns.waiting.wait
+    monkeypatch.setattr(
+        throttle_turns.waiting, "wait", lambda job, *args, **kw: waits.append(job.id) or real_wait(job, *args, **kw)
+    )
+    # One start per half hour: the second job's turn is beyond SQS's 15-minute delay, so it waits more than once.
+    first, second = _send(aws, clock, "quick", [1, 2], throttle={"key": "k", "limit": 1, "period_seconds": 1800})
+    key = tenants.create_key("acme")
+
+    _drain(aws, clock, until=clock.now + 1000)
+
+    status, view = answer("GET", f"/v1/jobs/{second.id}", key)
+    assert (status, view["status"], view["attempts"]) == (200, "queued", 0)
+    assert view["waiting_for"]["kind"] == "throttle" and view["waiting_for"]["key"] == "k"
+    assert view["waiting_for"]["until"] >= record(first.id).started_at + 1800 - limits.THROTTLE_START_GRACE_SECONDS - 1
+
+    _drain(aws, clock, until=clock.now + 1000)
+
+    status, view = answer("GET", f"/v1/jobs/{second.id}", key)
+    assert view["status"] == "succeeded" and "waiting_for" not in view
+    assert waits.count(second.id) >= 2 and writes == [second.id]  # one write, however many times it waited
 
 
 def test_a_types_throttle_reads_its_key_from_the_payload_and_limits_each_key_apart(aws, monkeypatch, clock):

@@ -419,3 +419,28 @@ def test_the_client_module_stays_one_readable_file():
     import client.corral
 
     assert len(Path(client.corral.__file__).read_text().splitlines()) <= 450
+
+
+def test_triggers_round_trip_their_bodies_and_list_across_pages(stub, corral):
+    stub.replies = [
+        (201, {"name": "receipt"}),
+        (200, {"triggers": [{"name": "a"}], "next_cursor": "t1"}),
+        (200, {"triggers": [{"name": "b"}], "next_cursor": None}),
+        (200, {"name": "a"}),
+        (200, {"name": "a", "deleted": True}),
+    ]
+    corral.triggers.create("receipt", "payment.received", "echo", {"v": 2}, match={"plan": "pro"}, max_attempts=3)
+    assert stub.requests[0].body == {
+        "name": "receipt",
+        "event": "payment.received",
+        "match": {"plan": "pro"},
+        "job": {"type": "echo", "payload": {"v": 2}, "max_attempts": 3},
+    }
+    assert [trigger["name"] for trigger in corral.triggers.list(page_size=1)] == ["a", "b"]
+    assert stub.requests[2].query == {"limit": ["1"], "cursor": ["t1"]}
+    corral.triggers.get("a")
+    corral.triggers.delete("a")
+    assert [(seen.method, seen.path) for seen in stub.requests[3:]] == [
+        ("GET", "/v1/triggers/a"),
+        ("DELETE", "/v1/triggers/a"),
+    ]

@@ -25,6 +25,7 @@ from shared.schedules import definitions, lifecycle, queries
 from shared.store.jobs import job_claims
 from shared.store.tenants import tenant_items
 from shared.tenants import quotas
+from shared.waits import triggers
 from shared.worker.delivery import Delivery
 from tests.unit import worker_harness
 from tests.unit.worker_harness import receive
@@ -119,7 +120,8 @@ def test_units_are_taken_up_to_the_limit_and_the_refusal_names_quota_and_count(a
 
     assert refused.value.retry_can_help
     assert refused.value.message == "schedule quota reached: 2 of 2 (max_schedules)"
-    assert quotas.usage("acme") == {"schedules": 2, "far_future_jobs": 0, "firings_per_hour": 0, "waiting_jobs": 0}
+    expected = {"schedules": 2, "far_future_jobs": 0, "firings_per_hour": 0, "triggers": 0, "waiting_jobs": 0}
+    assert quotas.usage("acme") == expected
     assert quotas.usage("globex")["schedules"] == 0
 
 
@@ -435,13 +437,20 @@ def test_a_recount_restores_counters_from_the_items_and_drops_holds_of_lost_firi
     kept = _far_job()
     # A firing Scheduler gave up on: its schedule is gone (deleted after completion), its message never arrived.
     scheduler_env["scheduler"].delete_schedule(Name=f"d-{lost.id}", GroupName=settings.SCHEDULE_GROUP)
-    quotas.set_usage("acme", {"schedules": 9, "far_future_jobs": 0, "firings_per_hour": 500})  # drifted
+    triggers.create("acme", "on-paid", "paid", None, {"type": "echo"})
+    quotas.set_usage("acme", {"schedules": 9, "far_future_jobs": 0, "firings_per_hour": 500, "triggers": 3})  # drifted
 
     done = recount.recount("acme", prune=True, now=lost.enqueued_at + FAR + recount.STALE_AFTER_SECONDS + 1)
 
-    assert done.before == {"schedules": 9, "far_future_jobs": 0, "firings_per_hour": 500, "waiting_jobs": 0}
+    assert done.before == {
+        "schedules": 9,
+        "far_future_jobs": 0,
+        "firings_per_hour": 500,
+        "triggers": 3,
+        "waiting_jobs": 0,
+    }
     hourly = 2 * _FIRINGS_PER_HOUR  # what the two schedules weigh
-    after = {"schedules": 2, "far_future_jobs": 1, "firings_per_hour": hourly, "waiting_jobs": 0}
+    after = {"schedules": 2, "far_future_jobs": 1, "firings_per_hour": hourly, "triggers": 1, "waiting_jobs": 0}
     assert done.after == after == quotas.usage("acme")
     assert done.pruned == [lost.id]
     assert [hold["job_id"] for hold in far_future.held("acme")] == [kept.id]

@@ -12,6 +12,7 @@ import { OperatorPage } from "./operator.js";
 import { Overview } from "./overview.js";
 import { ScheduleDetail, SchedulesPage } from "./schedules.js";
 import { SecretsPage } from "./secrets.js";
+import { TriggersPage } from "./triggers.js";
 import { ErrorBox } from "./ui.js";
 
 const TENANT_NAV = [
@@ -21,6 +22,7 @@ const TENANT_NAV = [
   ["/delayed", "Delayed"],
   ["/batches", "Batches"],
   ["/schedules", "Schedules"],
+  ["/triggers", "Triggers"],
   ["/secrets", "Signing secrets"],
 ];
 const OPERATOR_NAV = [["/operator", "Operator"]];
@@ -160,6 +162,8 @@ function page(operator, route) {
       return rest ? h(BatchDetail, { batchId: rest }) : h(BatchesPage);
     case "schedules":
       return rest ? h(ScheduleDetail, { name: rest, navigate }) : h(SchedulesPage, { navigate });
+    case "triggers":
+      return h(TriggersPage);
     case "secrets":
       return h(SecretsPage);
     case "operator":

@@ -327,7 +327,12 @@ export function JobDetail({ jobId, navigate }) {
               data.scheduled_for ? fact("Scheduled for", h(Time, { value: data.scheduled_for })) : null,
               data.batch ? fact("Batch", h("a", { href: `#/batches/${encodeURIComponent(data.batch)}`, class: "mono small" }, data.batch)) : null,
               data.parent ? fact(`Callback (${data.parent.callback}) of`, parentLink(data.parent)) : null,
+              data.started_by
+                ? fact("Started by", h("span", null, "trigger ", h("a", { href: "#/triggers" }, data.started_by.trigger), ", event ", h("span", { class: "mono small" }, data.started_by.event)))
+                : null,
               data.concurrency ? fact("Concurrency key", `${data.concurrency.key} (at most ${data.concurrency.limit} at once)`) : null,
+              data.waiting_for ? fact("Waiting for", waitingFor(data.waiting_for), "waiting-for") : null,
+              data.reason ? fact("Reason", data.reason, "reason") : null,
               ...Object.entries(data.callbacks || {}).map(([kind, callbackId]) =>
                 fact(
                   kind,
@@ -345,6 +350,13 @@ export function JobDetail({ jobId, navigate }) {
         )
       : null,
   );
+}
+
+// What a queued or waiting job waits for (its view's `waiting_for`): its throttle's turn, its debounce group, a
+// durable job's sleep, event, token or child job.
+function waitingFor(waiting) {
+  const what = waiting.key ? `${waiting.kind} ${waiting.key}` : waiting.kind;
+  return waiting.until ? h("span", null, `${what} until `, h(Time, { value: waiting.until })) : what;
 }
 
 function parentLink(parent) {

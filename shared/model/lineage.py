@@ -3,12 +3,26 @@ member's and a callback's ids are derived from them), so a forged message is nev
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from shared import ids
 from shared.flow.triggers import started_job_id
 
 STEP_PARENT = "step"  # a durable job's child (run_job, run_jobs): its parent is the job's step
+
+
+def step_parent_problem(value: dict[str, Any], text_problem: Callable[[Any], str | None]) -> str | None:
+    """A durable job's child's `parent` (shared/waits/children.py): {"kind": "step", "id": the parent job, "step":
+    its step, "run": its run, as text}; what is wrong with it, or None."""
+    ok = (
+        set(value) == {"kind", "id", "step", "run"}
+        and text_problem(value["id"]) is None
+        and text_problem(value["step"]) is None
+        and isinstance(value["run"], str)
+        and value["run"].isdigit()
+    )
+    return None if ok else 'must be {"kind": "step", "id": the parent job, "step", "run"}'
 
 
 def forged_lineage(secret: bytes, tenant: str, job_id: str, fields: dict[str, Any]) -> list[str]:

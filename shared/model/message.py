@@ -16,7 +16,7 @@ from shared.flow import options as flow_options
 from shared.flow.debounce import Debounce
 from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
-from shared.model.lineage import STEP_PARENT, forged_lineage
+from shared.model.lineage import STEP_PARENT, forged_lineage, step_parent_problem
 from shared.model.spec import (
     BATCH_CALLBACK_KINDS,
     CALLBACK_KINDS,
@@ -168,19 +168,11 @@ _PARENT_KINDS = {"job": CALLBACK_KINDS, "batch": BATCH_CALLBACK_KINDS}
 
 
 def _parent(value: Any) -> str | None:
-    """A callback's parent: {"kind": "job" | "batch", "id", "callback": which of its callbacks this job is};
-    a durable job's child's: {"kind": "step", "id", "step": the parent's step, "run": its run, as text}."""
+    """A callback's parent: {"kind": "job" | "batch", "id", "callback": which of its callbacks this job is}."""
     if value is None:
         return None
     if isinstance(value, dict) and value.get("kind") == STEP_PARENT:
-        child = (
-            set(value) == {"kind", "id", "step", "run"}
-            and text_check(_MAX_NAME_LENGTH)(value["id"]) is None
-            and text_check(_MAX_NAME_LENGTH)(value["step"]) is None
-            and isinstance(value["run"], str)
-            and value["run"].isdigit()
-        )
-        return None if child else 'must be {"kind": "step", "id": the parent job, "step", "run"}'
+        return step_parent_problem(value, text_check(_MAX_NAME_LENGTH))
     ok = (
         isinstance(value, dict)
         and set(value) == {"kind", "id", "callback"}
@@ -272,8 +264,7 @@ class JobMessage:
     batch: BatchMember | None = None  # the batch it belongs to (shared/batches/batches.py)
     # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?} (shared/batches/callbacks.py).
     callbacks: dict[str, Callback] | None = None
-    # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}; on a
-    # durable job's child: {"kind": "step", "id": the parent's, "step", "run"} (shared/waits/children.py).
+    # Set on a callback: {"kind": "job" | "batch", "id": the parent's, "callback": which callback it is}.
     parent: dict[str, str] | None = None
     # Set on a job an event trigger started: {"trigger": its name, "event": the event's id}.
     started_by: dict[str, str] | None = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from shared import ids
 from shared.durable import limits, steps
@@ -75,6 +76,13 @@ def child_ended(
     if not isinstance(outcome, steps.Applied | steps.AlreadyDone):
         return False
     return resume.wake(parent_id, step)
+
+
+def unrunnable_ended(fields: Mapping[str, Any]) -> bool:
+    """A message that cannot run (its type gone since it was sent) was recorded `dead`: if it is a child (its
+    parent verified against its id), its parent's step fails (`child_ended`)."""
+    parent = fields.get("parent")
+    return child_ended(fields["tenant"], fields["id"], parent if isinstance(parent, dict) else None, Status.DEAD)
 
 
 def _outcome(awaits: str, by: str, records: list[JobRecord], *, many: bool) -> steps.Resolved:

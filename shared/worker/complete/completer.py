@@ -183,9 +183,8 @@ class Completer:
         return Outcome.RESENT
 
     def _follow_up(self, job: JobMessage, status: Status, delivery: Delivery) -> HandBack | None:
-        """Do what the recorded end of `job` sets off (shared/batches/follow_ups.py): None once done, else the
-        hand-back that brings the delivery back to do it (the job is recorded: that delivery finds it
-        finished, and does only this)."""
+        """Do what the recorded end of `job` sets off (shared/batches/follow_ups.py, shared/waits/children.py): None
+        once done, else the hand-back that brings the delivery back to do it (it finds the job finished)."""
         if not follow_ups.has_follow_ups(job):
             return None
         if self._breaker.cooling:
@@ -245,9 +244,7 @@ class Completer:
             try:
                 if job_store.record_dead(verdict.job, verdict.reason, time.time()):
                     follow_ups.unrunnable_ended(verdict.job, single_attempt=True)
-                    fields = verdict.job  # a durable job's child (its parent verified against its id) fails its step
-                    if isinstance(fields.get("parent"), dict):
-                        children.child_ended(fields["tenant"], fields["id"], fields["parent"], Status.DEAD)
+                    children.unrunnable_ended(verdict.job)
             except AWS_ERRORS as error:
                 if is_outage(error):
                     self._breaker.failed()

@@ -28,7 +28,7 @@ from infra.schedule_group import Schedules
 from infra.store import JobStore
 from infra.workers import Workers
 from shared import profiles
-from shared.environment import FunctionEnv
+from shared.environment import FunctionEnv, variable
 from shared.profiles import Profile
 from shared.settings import ResourceNames
 
@@ -103,6 +103,12 @@ class CorralStack(Stack):
         workers = Workers(self, "Workers", parts)
         worker_role = workers.function.role
         assert worker_role is not None
+        if profile.production:
+            # A token's URL is absolute (shared/durable/tokens.py): the worker mints it with the API's address. The
+            # worker's alone: the API function cannot know its own API's address (the API depends on it), and
+            # nothing of the API depends on the worker. The emulator's API is not at the address CloudFormation
+            # spells, so the local profile keeps the path alone.
+            workers.function.add_environment(variable("api_url"), api.http_api.api_endpoint)
         # A durable job's sleep or timeout beyond SQS's delay is a one-time schedule (shared/worker/run/wake_timer.py).
         schedules.grant_wake_timers(workers.function)
         # The workers send outcome messages recorded late (a store outage): shared/worker/complete/completer.py.

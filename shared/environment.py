@@ -69,8 +69,9 @@ class FunctionEnv:
     # The function that runs customer's job types, which the worker invokes ("": none deployed).
     jobs_function: str = ""
     # Durable jobs (docs/decisions/durable-jobs.md): the API's base URL, which a token's capability URL
-    # starts with ("": the URL is the path alone), and the wait beyond which a sleep's or a timeout's wake
-    # message is a one-time Scheduler schedule instead of an SQS delay (the local profile lowers it).
+    # starts with (the worker's, on AWS: infra/stack.py; "": the URL is the path alone), and the wait beyond
+    # which a sleep's or a timeout's wake message is a one-time Scheduler schedule instead of an SQS delay
+    # (the local profile lowers it).
     api_url: str = ""
     wake_scheduler_threshold_seconds: int = settings.WAKE_SCHEDULER_THRESHOLD_SECONDS
     # The Lambda functions `lambda` jobs may invoke.

@@ -90,6 +90,12 @@ def child_id(secret: bytes, tenant: str, parent: str, name: str) -> str:
     return _mint(secret, tenant, IdKind.CHILD, _derived_core("child", parent, name))
 
 
+def step_child_id(secret: bytes, tenant: str, parent: str, step: str, run: int) -> str:
+    """The id of the child a durable job's `run_job` step enqueues in the job's run `run`: every invoke of
+    the step sends the same job, which runs once; a retry of the dead parent (its next run) a fresh one."""
+    return child_id(secret, tenant, parent, f"step\0{step}\0{run}")
+
+
 BATCH_PREFIX = "b"
 
 
@@ -100,6 +106,13 @@ def batch_id(secret: bytes, tenant: str, now: float, idempotency_key: str | None
         core = int(now * 1000).to_bytes(6, "big") + os.urandom(_CORE_BYTES - 6)
     else:
         core = hmac.new(secret, f"batch\0{tenant}\0{idempotency_key}".encode(), hashlib.sha256).digest()[:_CORE_BYTES]
+    return f"{BATCH_PREFIX}{_b32(core + _batch_tag(secret, tenant, core))}"
+
+
+def step_batch_id(secret: bytes, tenant: str, parent: str, step: str, run: int) -> str:
+    """The batch of a durable job's `run_jobs` step in its run `run` (its members' ids derive from it, as every
+    batch's do): derived, not keyed, so no idempotency key of a request can name it."""
+    core = _derived_core("step-batch", parent, step, str(run))
     return f"{BATCH_PREFIX}{_b32(core + _batch_tag(secret, tenant, core))}"
 
 

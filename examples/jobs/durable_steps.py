@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corral_jobs import JobContext, JobFailed, job_type
+from corral_jobs import ChildJobFailed, JobContext, JobDead, JobFailed, job_type
 
 
 @job_type("steps_then_retry", timeout_seconds=5, max_attempts=3)
@@ -39,3 +39,26 @@ def approval(payload: Any, context: JobContext) -> dict[str, Any]:
     context.step("mail", lambda: {"sent_to_approver": token["url"]})
     decision = context.wait_for_token("decision", token)
     return {"decision": decision}
+
+
+@job_type("square", timeout_seconds=5, max_attempts=1)
+def square(payload: Any, context: JobContext) -> dict[str, Any]:
+    """A child: squares `n`, or gives up when asked to (`"fail": true`), ending dead at once."""
+    if payload.get("fail"):
+        raise JobDead(f"asked to fail on {payload.get('n')}")
+    return {"n": payload["n"], "square": payload["n"] ** 2}
+
+
+@job_type("fan_out", timeout_seconds=5)
+def fan_out(payload: Any, context: JobContext) -> dict[str, Any]:
+    """A parent: one child with `run_job`, then `numbers` children at once with `run_jobs` (their results in
+    order); a child that ends dead raises ChildJobFailed here, which this parent reports instead of failing."""
+    numbers = payload.get("numbers", [1, 2, 3])
+    first = context.run_job("first", "square", {"n": numbers[0]})
+    try:
+        squares = context.run_jobs(
+            "all", [{"type": "square", "payload": {"n": n, "fail": n in payload.get("fail", [])}} for n in numbers]
+        )
+    except ChildJobFailed as failure:
+        return {"first": first, "failed": [child["id"] for child in failure.children], "error": str(failure)}
+    return {"first": first, "squares": [each["square"] for each in squares]}

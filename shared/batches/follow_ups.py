@@ -9,13 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from shared.batches import callbacks, members
+from shared.model.lineage import STEP_PARENT
 from shared.model.message import BatchMember, JobMessage
 from shared.model.states import Status
 
 
 def has_follow_ups(job: JobMessage) -> bool:
-    """Whether the job's end sets anything off (most jobs: no, and they cost nothing here)."""
-    return job.batch is not None or bool(job.callbacks)
+    """Whether the job's end sets anything off (most jobs: no, and they cost nothing here): its batch, its
+    callbacks, or, a durable job's child, its parent's step (shared/waits/children.py, which the worker calls
+    after `job_ended`)."""
+    return job.batch is not None or bool(job.callbacks) or (job.parent or {}).get("kind") == STEP_PARENT
 
 
 def job_ended(job: JobMessage, status: Status, *, single_attempt: bool = False) -> None:

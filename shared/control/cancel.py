@@ -27,9 +27,11 @@ from shared.jobs.status import JobNotFound
 from shared.model.message import BatchMember, JobMessage
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store.durable import journal_items
+from shared.store.durable import event_items, journal_items, token_items
 from shared.store.jobs import job_control, job_store
 from shared.tenants import rate_limit
+from shared.waits import children
+from shared.waits import quota as waiting_quota
 
 
 def _far_future_message(job_id: str) -> JobMessage | None:
@@ -85,6 +87,7 @@ def cancel(tenant: str, job_id: str) -> JobRecord:
         give_back_far_future_unit(tenant, job_id)
     if existing is not None and existing.journal:
         _cancel_waiting_step(job_id, tenant, now)
+        waiting_quota.release(tenant, job_id)  # the unit a long wait held (none: a no-op)
     _count_in_batch(outcome)
     return outcome
 
@@ -97,10 +100,24 @@ def _cancel_waiting_step(job_id: str, tenant: str, now: float) -> None:
     if waiting is not None:
         with contextlib.suppress(ClientError, BotoCoreError):
             journal_items.resolve(job_id, tenant, waiting.id, steps.Cancelled(), now=now)
+            _take_out(job_id, tenant, waiting)
+
+
+def _take_out(job_id: str, tenant: str, waiting: steps.StepRecord) -> None:
+    """What finds the cancelled job's wait made inert: its entry out of the event index (an event no longer
+    reads it), its token cancelled (a completion answers 409 "cancelled")."""
+    wait = waiting.wait or {}
+    if waiting.kind is steps.StepKind.WAIT_FOR_EVENT and isinstance(wait.get("name"), str):
+        waiter = event_items.Waiter(job_id, waiting.id, dict(wait.get("match") or {}), 0.0)
+        event_items.unregister(tenant, wait["name"], waiter)
+    elif waiting.kind is steps.StepKind.WAIT_FOR_TOKEN and isinstance(wait.get("token"), str):
+        token_items.cancel(wait["token"])
 
 
 def _count_in_batch(record: JobRecord) -> None:
-    """A cancelled member counts as cancelled in its batch (idempotent). A job cancelled before any worker
-    saw it has no batch on its record yet: its message, arriving, counts it (shared/worker/receive.py)."""
+    """A cancelled member counts as cancelled in its batch (idempotent), and a durable job's cancelled child
+    resolves its parent's step (ChildJobFailed in the parent's code). A job cancelled before any worker saw it
+    has neither on its record yet: its message, arriving, does both (shared/worker/receive.py)."""
     if record.batch is not None and record.batch_index is not None:
         members.member_ended(BatchMember(record.batch, record.batch_index, record.retries), Status.CANCELLED)
+    children.child_ended(record.tenant, record.id, record.parent, Status.CANCELLED)

@@ -28,8 +28,9 @@ from shared.errors import InvalidRequest, PayloadTooLarge, QuotaExceeded
 from shared.flow import options as flow_options
 from shared.flow.options import FlowOptions
 from shared.flow.unique import Unique
-from shared.jobs import far_future, job_types, payload_schemas, payloads
+from shared.jobs import far_future, job_types
 from shared.jobs.callback_bodies import CALLBACK_VIEW_ROOM_BYTES, VIEW_IN_BODY, with_view
+from shared.jobs.job_types import check_job, with_max_attempts
 from shared.model.message import JobMessage
 from shared.model.spec import Callback, Concurrency, JobSpec, callbacks_to_dict
 from shared.store.flow import debounce_items, unique_keys
@@ -99,58 +100,6 @@ def present_fields(fields: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return None if fields is None else {name: value for name, value in fields.items() if value is not None}
 
 
-def check_job(spec: JobSpec, *, tenant: str, field_prefix: str = "", scheduler_input: bool = False) -> None:
-    """What every job must satisfy, enqueued now or by a schedule later.
-
-    The payload is checked against its type's payload schema, and by a built-in type's own validator
-    and tenant check; a customer's `validate` runs with its code instead, in the jobs function
-    (shared/execution/fenced_job.py).
-    `tenant`: whose job it is; a type with a tenant check (a `lambda` job's allow-list) asks whether
-    this tenant may submit the payload.
-    `field_prefix`: where the spec sits in the request, for the field an InvalidRequest names ("job.").
-    `scheduler_input`: the job travels as an EventBridge Scheduler target Input (a schedule's
-    firings, a job due beyond SQS's longest delay), where Scheduler would rewrite its keywords.
-    A max_attempts of None (the job type's default) is always valid.
-    """
-    found = job_types.declared(spec.type)
-    if found is None:
-        known = ", ".join(job_types.declared_names())
-        raise InvalidRequest(f"{field_prefix}type", f"unknown job type {spec.type!r}; known types: {known}")
-    field = f"{field_prefix}payload"
-    nesting = payloads.depth(spec.payload)
-    if nesting > settings.MAX_PAYLOAD_DEPTH:
-        raise InvalidRequest(field, f"nests {nesting} levels deep; the limit is {settings.MAX_PAYLOAD_DEPTH}")
-    try:
-        serialised = json.dumps(spec.payload, separators=(",", ":"), allow_nan=False)
-    except ValueError as error:
-        where = payloads.non_finite_number(spec.payload, field) or field
-        raise InvalidRequest(where, "NaN and Infinity are not JSON numbers") from error
-    size = len(serialised.encode())
-    if size > settings.MAX_PAYLOAD_BYTES:
-        raise PayloadTooLarge(field, f"{size} bytes is over the limit of {settings.MAX_PAYLOAD_BYTES} bytes")
-    if scheduler_input and payloads.SCHEDULER_KEYWORD in serialised.lower():
-        where = payloads.scheduler_keyword(spec.payload, field) or field
-        raise InvalidRequest(
-            where, f"may not contain {payloads.SCHEDULER_KEYWORD!r} (EventBridge Scheduler would rewrite it)"
-        )
-    if spec.max_attempts is not None and not 1 <= spec.max_attempts <= settings.MAX_MAX_ATTEMPTS:
-        raise InvalidRequest(f"{field_prefix}max_attempts", f"must be between 1 and {settings.MAX_MAX_ATTEMPTS}")
-    if spec.timeout_seconds is not None and not 1 <= spec.timeout_seconds <= found.max_timeout_seconds:
-        raise InvalidRequest(
-            f"{field_prefix}timeout_seconds",
-            f"must be between 1 and {found.max_timeout_seconds} (the most a {spec.type!r} job may ask for)",
-        )
-    try:
-        if found.payload_schema is not None:
-            payload_schemas.check(found.payload_schema, spec.payload)
-        if found.validate is not None:  # a built-in's: declared() carries no customer's
-            found.validate(spec.payload)
-        if found.check_tenant is not None:
-            found.check_tenant(spec.payload, tenant)
-    except job_types.InvalidPayload as error:
-        raise InvalidRequest(f"{field_prefix}{error.field}", error.message) from error
-
-
 # What a callback's payload gets, so its check at enqueue measures it with that key in it: a job's
 # view (all but its result, which may be dropped to fit: `_fitted`) or a batch's.
 _PLACEHOLDER_PARENT_VIEW = {
@@ -194,14 +143,6 @@ def check_callback(tenant: str, body: Mapping[str, Any], *, field: str, adds: st
         why = f"is {own} bytes; a callback's may be {most}, to leave room for {adds!r}"
         raise InvalidRequest(f"{field}.payload", why)
     return Callback(replace(spec, payload=payload), Concurrency.of(body.get("concurrency")), bool(include_payload))
-
-
-def with_max_attempts(spec: JobSpec) -> JobSpec:
-    """The spec with its max_attempts decided: the one it gives, else its job type's default."""
-    if spec.max_attempts is not None:
-        return spec
-    found = job_types.declared(spec.type)
-    return replace(spec, max_attempts=found.max_attempts if found else settings.DEFAULT_MAX_ATTEMPTS)
 
 
 def delay_of(request: JobRequest, now: float, *, field_prefix: str = "") -> float:

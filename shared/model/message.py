@@ -16,7 +16,7 @@ from shared.flow import options as flow_options
 from shared.flow.debounce import Debounce
 from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
-from shared.model.lineage import forged_lineage
+from shared.model.lineage import STEP_PARENT, forged_lineage, step_parent_problem
 from shared.model.spec import (
     BATCH_CALLBACK_KINDS,
     CALLBACK_KINDS,
@@ -100,7 +100,7 @@ def _version(value: Any) -> str | None:
     return None if _is_int(value) and value == 1 else "must be 1"
 
 
-def _concurrency(value: Any) -> str | None:
+def concurrency_problem(value: Any) -> str | None:
     if value is None:
         return None
     key_ok = isinstance(value, dict) and text_check(settings.MAX_CONCURRENCY_KEY_CHARS)(value.get("key")) is None
@@ -159,7 +159,7 @@ def _callbacks(value: Any) -> str | None:
             spec["max_attempts"]
         ):
             return shape
-        if _concurrency(spec.get("concurrency")) or spec.get("include_parent_payload", True) is not True:
+        if concurrency_problem(spec.get("concurrency")) or spec.get("include_parent_payload", True) is not True:
             return shape
     return _payload(value)  # both callbacks' payloads together within a payload's limit (the record keeps them)
 
@@ -171,6 +171,8 @@ def _parent(value: Any) -> str | None:
     """A callback's parent: {"kind": "job" | "batch", "id", "callback": which of its callbacks this job is}."""
     if value is None:
         return None
+    if isinstance(value, dict) and value.get("kind") == STEP_PARENT:
+        return step_parent_problem(value, text_check(_MAX_NAME_LENGTH))
     ok = (
         isinstance(value, dict)
         and set(value) == {"kind", "id", "callback"}
@@ -203,7 +205,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "scheduled_for": _optional(text_check(_MAX_NAME_LENGTH)),
     "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
     "due_at": _optional(timestamp_check),
-    "concurrency": _concurrency,
+    "concurrency": concurrency_problem,
     "throttle": lambda value: None if value is None else flow_options.problem("throttle", value),
     "debounce": lambda value: None if value is None else flow_options.problem("debounce", value),
     "debounce_seq": _optional(_int_between(1, 2**53)),

@@ -99,6 +99,8 @@ def recount(tenant: str, *, prune: bool = False, now: float | None = None) -> Re
         # its next update: it is counted as it holds, so a later delete gives back exactly that).
         quotas.FIRINGS.counter: sum(record.held for record in schedules),
         quotas.TRIGGERS.counter: trigger_items.count(tenant),
+        # Durable jobs' waits: their holds have no index to count them by, so the count stands as it is.
+        quotas.WAITING_JOBS.counter: before[quotas.WAITING_JOBS.counter],
     }
     quotas.set_usage(tenant, after)
     return Recount(before=before, after=after, pruned=pruned, schedules_repaired=repaired)

@@ -93,6 +93,11 @@ def hold_key(job_id: str) -> str:
     return HOLD + job_id
 
 
+def wait_hold_key(job_id: str) -> str:
+    """A waiting durable job's unit of its tenant's `max_waiting_jobs` (a job id never starts with `wait#`)."""
+    return f"{HOLD}wait#{job_id}"
+
+
 def job_id_of_hold(pk: str) -> str:
     """The job id in a hold's `pk`."""
     return pk.removeprefix(HOLD)

@@ -32,6 +32,7 @@ from shared.store.tenants import counters, tenant_items
 class TenantLimits:
     max_schedules: int = settings.TENANT_MAX_SCHEDULES
     max_far_future_jobs: int = settings.TENANT_MAX_FAR_FUTURE_JOBS
+    max_waiting_jobs: int = settings.TENANT_MAX_WAITING_JOBS
     max_firings_per_minute: int = settings.TENANT_MAX_FIRINGS_PER_MINUTE
     enqueue_rate_per_second: float = settings.TENANT_ENQUEUE_RATE_PER_SECOND
     enqueue_burst: int = settings.TENANT_ENQUEUE_BURST
@@ -65,7 +66,9 @@ FIRINGS = Quota(
     counter="firings_per_hour", limit_name="max_firings_per_minute", noun="firings-per-minute budget", scale=60
 )
 TRIGGERS = Quota(counter="triggers", limit_name="max_triggers", noun="trigger")
-QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS, FIRINGS, TRIGGERS)
+# Durable jobs waiting beyond SQS's 15-minute delay, or for a child (shared/waits/quota.py).
+WAITING_JOBS = Quota(counter="waiting_jobs", limit_name="max_waiting_jobs", noun="waiting job")
+QUOTAS = (SCHEDULES, FAR_FUTURE_JOBS, FIRINGS, TRIGGERS, WAITING_JOBS)
 
 
 _cached: dict[str, tuple[TenantLimits, float]] = {}

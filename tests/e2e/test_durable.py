@@ -118,3 +118,27 @@ def test_a_waiting_job_cancelled_never_resumes(api):
     job = api.get(job_id)
     assert job["status"] == "cancelled"
     assert _steps(job)["payment"][0] == "cancelled"
+
+
+def test_a_parent_gets_its_childs_result_and_its_childrens_in_order(api):
+    job_id = api.enqueue("fan_out", {"numbers": [3, 4, 5]})
+
+    waiting = api.wait(job_id, statuses=("waiting", "succeeded"), timeout=60)
+    done = api.wait(job_id, timeout=120)
+
+    assert waiting["status"] == "succeeded" or waiting["waiting_for"]["kind"] == "job", waiting
+    assert done["status"] == "succeeded", done
+    assert done["result"] == {"first": {"n": 3, "square": 9}, "squares": [9, 16, 25]}
+    assert _steps(done) == {"first": ("succeeded", 1), "all": ("succeeded", 1)}
+
+
+def test_a_dead_child_raises_in_its_parent_which_handles_it(api):
+    job_id = api.enqueue("fan_out", {"numbers": [1, 2, 3], "fail": [2]})
+
+    done = api.wait(job_id, timeout=120)
+
+    assert done["status"] == "succeeded", done
+    (failed,) = done["result"]["failed"]
+    assert failed in done["result"]["error"] and "asked to fail on 2" in done["result"]["error"]
+    child = api.get(failed)
+    assert child["status"] == "dead" and child["parent"]["id"] == job_id, child

@@ -129,3 +129,23 @@ def test_the_limits_command_refuses_nonsense_without_a_traceback(deployed, args)
     assert run_cli(deployed, "tenants", "create", name, "--json").code == 0
     ran = run_cli(deployed, "tenants", "limits", name, *args)
     assert ran.code != 0 and ran.stderr
+
+
+def test_a_durable_job_waiting_beyond_max_waiting_jobs_fails_its_attempt_naming_the_quota(deployed):
+    tenant, api = _tenant_with_limits(deployed, "max_waiting_jobs=1")
+    first = api.enqueue("nap", {"seconds": FAR})  # a sleep beyond SQS's delay holds a unit while it waits
+    assert api.wait(first, statuses=("waiting",), timeout=60)["status"] == "waiting"
+
+    second = api.enqueue("nap", {"seconds": FAR})
+    refused = api.wait(second, statuses=("failed", "dead"), timeout=60)
+
+    assert "max_waiting_jobs" in (refused.get("error") or ""), refused
+    assert _usage(deployed, tenant)["waiting_jobs"] == 1
+    api.cancel(first)
+
+    def released() -> bool:
+        # The second's retry may take the unit the first gave back (it fits now); cancelling it gives that back.
+        api.request("POST", f"/v1/jobs/{second}/cancel")  # waiting, failed or dead by now: whichever, harmless
+        return _usage(deployed, tenant)["waiting_jobs"] == 0
+
+    eventually(released, message="the cancelled jobs' units given back")

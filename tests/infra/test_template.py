@@ -997,3 +997,23 @@ def test_a_test_stack_lowers_the_receive_budget_and_the_wait_resend_with_it(tmp_
     assert (variables["CORRAL_RECEIVE_BUDGET"], variables["CORRAL_WAIT_RESEND_AT"]) == ("10", "6")
     with pytest.raises(ValueError, match="at least"):
         LOCAL.with_receive_budget(2)
+
+
+def test_the_workers_token_urls_are_absolute_on_aws_and_the_path_alone_on_the_emulator(
+    aws_template: Template, local_template: Template
+):
+    """The worker mints a token's URL with the API's address (the API's own function is not told it: the API
+    depends on that function, so it would be a cycle); the emulator's API is not where CloudFormation says."""
+    (http_api,) = aws_template.find_resources("AWS::ApiGatewayV2::Api")
+    for template, absolute in ((aws_template, True), (local_template, False)):
+        functions = _functions(template)
+        worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})["Properties"]
+        api_url = worker["Environment"]["Variables"]["CORRAL_API_URL"]
+        assert (api_url != "") is absolute
+        if absolute:
+            assert http_api in json.dumps(api_url)
+        others = [each["Properties"] for each in functions.values()]
+        others = [each for each in others if each.get("FunctionName") != settings.WORKER_FUNCTION]
+        assert others and all(
+            each.get("Environment", {}).get("Variables", {}).get("CORRAL_API_URL", "") == "" for each in others
+        )

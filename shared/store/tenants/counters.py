@@ -237,6 +237,15 @@ def hold_item(tenant: str, job_id: str, due_at: float) -> dict[str, Any]:
     }
 
 
+def wait_hold_item_key(job_id: str) -> dict[str, Any]:
+    return keys.item_key(keys.wait_hold_key(job_id))
+
+
+def wait_hold_item(tenant: str, job_id: str, now: float) -> dict[str, Any]:
+    """A waiting durable job's hold, for `take` to put with its unit (no index: nothing lists them)."""
+    return wait_hold_item_key(job_id) | {"tenant": {"S": tenant}, "since": {"N": str(int(now))}}
+
+
 def holds(tenant: str) -> list[dict[str, Any]]:
     """The tenant's holds, soonest due first: [{"job_id", "due_at"}]."""
     return [

@@ -27,7 +27,7 @@ from shared.model.message import JobMessage
 from shared.model.outcome import Outcome, OutcomeMessage, Started
 from shared.model.states import Status
 from shared.store.jobs import job_claims, job_store, waiting_jobs
-from shared.waits import resume
+from shared.waits import children, resume
 from shared.worker.breaker import AWS_ERRORS, StoreBreaker, is_outage
 from shared.worker.complete import carried as outcome_messages
 from shared.worker.complete.carried import Settled
@@ -183,15 +183,15 @@ class Completer:
         return Outcome.RESENT
 
     def _follow_up(self, job: JobMessage, status: Status, delivery: Delivery) -> HandBack | None:
-        """Do what the recorded end of `job` sets off (shared/batches/follow_ups.py): None once done, else the
-        hand-back that brings the delivery back to do it (the job is recorded: that delivery finds it
-        finished, and does only this)."""
+        """Do what the recorded end of `job` sets off (shared/batches/follow_ups.py, shared/waits/children.py): None
+        once done, else the hand-back that brings the delivery back to do it (it finds the job finished)."""
         if not follow_ups.has_follow_ups(job):
             return None
         if self._breaker.cooling:
             return delivery.hand_back("store unavailable for its batch and callbacks: the job is recorded, they wait")
         try:
             follow_ups.job_ended(job, status, single_attempt=True)
+            children.child_ended(job.tenant, job.id, job.parent, status, single_attempt=True)
         except AWS_ERRORS as error:
             if is_outage(error):
                 self._breaker.failed()
@@ -244,6 +244,7 @@ class Completer:
             try:
                 if job_store.record_dead(verdict.job, verdict.reason, time.time()):
                     follow_ups.unrunnable_ended(verdict.job, single_attempt=True)
+                    children.unrunnable_ended(verdict.job)
             except AWS_ERRORS as error:
                 if is_outage(error):
                     self._breaker.failed()

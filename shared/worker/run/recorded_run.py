@@ -23,6 +23,7 @@ from typing import Any
 from shared import environment
 from shared.durable import protocol, steps, tokens
 from shared.durable.steps import StepKind, StepStatus
+from shared.errors import QuotaExceeded
 from shared.execution.fenced_job import Answer
 from shared.jobs.registry import JobContext
 from shared.model.message import JobMessage
@@ -30,7 +31,8 @@ from shared.store.durable import event_items, journal_items, token_items
 from shared.store.durable.token_items import TokenState
 from shared.store.id_secret import id_secret
 from shared.store.jobs import waiting_jobs
-from shared.worker.run import fence, wake_timer
+from shared.waits import quota as waiting_quota
+from shared.worker.run import children, fence, wake_timer
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class Claim:
 
 def run(job_type: str, message: JobMessage, context: JobContext, claim: Claim) -> Answer | Suspension:
     """Run the attempt to its end: the job's answer (a result or a failure), or where it suspended."""
+    if claim.journal:  # it may have waited: it waits no more (a no-op for a job that held no unit)
+        waiting_quota.release(message.tenant, message.id)
     journal = _journal_at_claim(message, claim.run) if claim.journal else None
     while True:
         sent = journal.replayed(claim.run, token_url=_token_url(message.tenant)) if journal is not None else []
@@ -102,9 +106,55 @@ def _take(
             journal_items.record(journal, step_id, change, run=claim.run, now=now)
             return None
         case protocol.RunJob() | protocol.RunJobs():
-            return Answer(failure="DurableMisuse: child jobs (run_job, run_jobs) are not available yet", dead=True)
+            return _run_children(progress.boundary, journal, message, claim, now)
         case boundary:
             return _suspend(boundary, journal, message, claim, now)
+
+
+def _run_children(
+    boundary: protocol.RunJob | protocol.RunJobs,
+    journal: journal_items.Journal,
+    message: JobMessage,
+    claim: Claim,
+    now: float,
+) -> Suspension | Answer | None:
+    """Check the step's children, record the step waiting for them, then send them (a child that ends at once
+    finds the step waiting): the suspension, or None when they ended meanwhile (the run goes on)."""
+    step_id = boundary.step
+    if isinstance(boundary, protocol.RunJob):
+        kind, specs = StepKind.RUN_JOB, [boundary.job]
+    else:
+        kind, specs = StepKind.RUN_JOBS, list(boundary.jobs)
+    try:
+        found = children.prepared(kind, step_id, specs, message, claim.run, now)
+    except children.InvalidChild as error:
+        return Answer(failure=f"DurableMisuse: {error}", dead=True)
+    change = steps.Suspended(kind, None, found.awaits, found.waiting_for)
+    written = journal_items.record(journal, step_id, change, run=claim.run, now=now)
+    if isinstance(written, journal_items.TooMuch):
+        return Answer(failure=f"DurableMisuse: {written.reason}", dead=True)
+    record = journal.steps[step_id]
+    if record.status is not StepStatus.WAITING:
+        return None  # its children ended already (an earlier delivery sent them): the run goes on
+    if (refused := _hold_unit(message, None, now)) is not None:
+        return refused  # nothing sent: the next attempt finds the step waiting, and sends them if it may
+    unsent = children.send(found, now)
+    if unsent:
+        why = f"{len(unsent)} of step {step_id!r}'s {len(specs)} children could not be sent ({unsent[0]})"
+        return Answer(failure=f"JobFailed: {why}; the next attempt sends them, the same jobs")
+    return Suspension(step_id, record.wait or found.waiting_for, None)
+
+
+def _hold_unit(message: JobMessage, resume_at: float | None, now: float) -> Answer | None:
+    """Take the job's unit of `max_waiting_jobs` for a wait that counts (shared/waits/quota.py): None once held,
+    else the attempt's failure naming the quota (retried after its backoff, dead after its last attempt)."""
+    if not waiting_quota.counts(resume_at, now):
+        return None
+    try:
+        waiting_quota.hold(message.tenant, message.id)
+    except QuotaExceeded as error:
+        return Answer(failure=f"QuotaExceeded: {error}; the job waits for nothing until it is retried")
+    return None
 
 
 def _suspend(
@@ -143,7 +193,11 @@ def _suspend(
     record = journal.steps[step_id]
     if record.status is not StepStatus.WAITING:
         return None  # resolved meanwhile: the run goes on
+    if (refused := _hold_unit(message, record.until, now)) is not None:
+        return refused
     if _resolved_at_once(boundary, record, journal, message, claim, now):
+        if waiting_quota.counts(record.until, now):
+            waiting_quota.release(message.tenant, message.id)
         fresh = journal_items.read(message.id)
         if fresh is not None:
             journal.steps, journal.item_bytes, journal.result_bytes = fresh.steps, fresh.item_bytes, fresh.result_bytes

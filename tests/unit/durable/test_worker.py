@@ -26,7 +26,7 @@ from shared.jobs.registry import JobContext, JobFailed, JobType
 from shared.model.message import JobMessage
 from shared.model.outcome import Outcome
 from shared.model.states import Status
-from shared.store.durable import journal_items, token_items
+from shared.store.durable import event_items, journal_items, token_items
 from shared.store.id_secret import id_secret
 from shared.store.jobs import job_store
 from shared.tenants import tenants
@@ -232,6 +232,33 @@ def test_a_cancelled_waiting_job_never_resumes(fenced, aws):
     assert _send_event("payment.received", {"order": 7}, "pay-late")["resumed"] == []
     assert _record().status is Status.CANCELLED
     assert _wake_messages(aws) == []
+
+
+def test_a_cancelled_waiting_jobs_index_entry_is_taken_out(fenced, aws):
+    fenced.code = _waits_for_payment
+    assert _deliver(_message()) == Outcome.SUSPENDED
+    _seq, before = event_items.send("acme", "payment.received", "probe-1", {"order": 7}, time.time())
+    assert [waiter.job_id for waiter in before] == ["jt-durable-1"]
+
+    control.cancel("acme", "jt-durable-1")
+
+    _seq, after = event_items.send("acme", "payment.received", "probe-2", {"order": 7}, time.time())
+    assert after == []  # an event no longer reads it
+
+
+def test_a_cancelled_jobs_token_answers_409_cancelled(fenced, aws):
+    def code(payload: Any, context: JobContext) -> Any:
+        return context.wait_for_token("decision", context.create_token("approval", timeout_seconds=600))
+
+    fenced.code = code
+    assert _deliver(_message()) == Outcome.SUSPENDED
+    token_id = _record().public()["waiting_for"]["token"]
+
+    control.cancel("acme", "jt-durable-1")
+
+    with pytest.raises(Conflict, match="cancelled"):
+        tokens.complete("acme", token_id, {"approved": True})
+    assert token_items.get(token_id).state is token_items.TokenState.CANCELLED
 
 
 # Tokens --------------------------------------------------------------------------------------------------

@@ -120,7 +120,8 @@ def test_units_are_taken_up_to_the_limit_and_the_refusal_names_quota_and_count(a
 
     assert refused.value.retry_can_help
     assert refused.value.message == "schedule quota reached: 2 of 2 (max_schedules)"
-    assert quotas.usage("acme") == {"schedules": 2, "far_future_jobs": 0, "firings_per_hour": 0, "triggers": 0}
+    expected = {"schedules": 2, "far_future_jobs": 0, "firings_per_hour": 0, "triggers": 0, "waiting_jobs": 0}
+    assert quotas.usage("acme") == expected
     assert quotas.usage("globex")["schedules"] == 0
 
 
@@ -441,9 +442,15 @@ def test_a_recount_restores_counters_from_the_items_and_drops_holds_of_lost_firi
 
     done = recount.recount("acme", prune=True, now=lost.enqueued_at + FAR + recount.STALE_AFTER_SECONDS + 1)
 
-    assert done.before == {"schedules": 9, "far_future_jobs": 0, "firings_per_hour": 500, "triggers": 3}
+    assert done.before == {
+        "schedules": 9,
+        "far_future_jobs": 0,
+        "firings_per_hour": 500,
+        "triggers": 3,
+        "waiting_jobs": 0,
+    }
     hourly = 2 * _FIRINGS_PER_HOUR  # what the two schedules weigh
-    after = {"schedules": 2, "far_future_jobs": 1, "firings_per_hour": hourly, "triggers": 1}
+    after = {"schedules": 2, "far_future_jobs": 1, "firings_per_hour": hourly, "triggers": 1, "waiting_jobs": 0}
     assert done.after == after == quotas.usage("acme")
     assert done.pruned == [lost.id]
     assert [hold["job_id"] for hold in far_future.held("acme")] == [kept.id]

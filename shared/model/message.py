@@ -1,25 +1,22 @@
 """A job as it travels: the jobs queue's message (`JobMessage`), its batch membership (`BatchMember`), and
-the wire validator that reads a message field by field (`JobMessage.from_body`) and says why one cannot run
-(`UnreadableMessage`)."""
+the wire validator that reads a message field by field (`JobMessage.from_body`, with the checks of
+shared/model/message_fields.py) and says why one cannot run (`UnreadableMessage`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from shared import ids, settings
+from shared import ids
 from shared.errors import CorralError
-from shared.flow import options as flow_options
 from shared.flow.debounce import Debounce
 from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
-from shared.model.lineage import STEP_PARENT, forged_lineage, step_parent_problem
+from shared.model.lineage import forged_lineage
+from shared.model.message_fields import FIELD_CHECKS, MAX_NAME_LENGTH, REQUIRED, text_check
 from shared.model.spec import (
-    BATCH_CALLBACK_KINDS,
-    CALLBACK_KINDS,
     Callback,
     Concurrency,
     JobSpec,
@@ -43,76 +40,6 @@ class UnreadableMessage(CorralError, ValueError):
         self.job = job
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _int_between(low: int, high: int) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return None if _is_int(value) and low <= value <= high else f"must be an integer from {low} to {high}"
-
-    return check
-
-
-def text_check(max_length: int) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        ok = isinstance(value, str) and 0 < len(value) <= max_length and _encodable(value)
-        return None if ok else f"must be a non-empty string of at most {max_length} characters"
-
-    return check
-
-
-def _encodable(text: str) -> bool:
-    """JSON can carry lone surrogates ("\\ud800") that no store or HMAC can take as text."""
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _optional(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
-    return lambda value: None if value is None else check(value)
-
-
-_LAST_TIMESTAMP = 10**11  # epoch seconds in the year 5138: numbers the store and the listing index can hold
-
-
-def timestamp_check(value: Any) -> str | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and 1 <= value < _LAST_TIMESTAMP
-    return None if ok else "must be a positive number (epoch seconds)"
-
-
-def _payload(value: Any) -> str | None:
-    size = len(json.dumps(value, separators=(",", ":")).encode())
-    limit = settings.MAX_PAYLOAD_BYTES
-    return None if size <= limit else f"is {size} bytes serialised, over the limit of {limit} bytes"
-
-
-def _one_of(*allowed: str) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return None if value in allowed else f"must be one of {', '.join(allowed)}"
-
-    return check
-
-
-def _version(value: Any) -> str | None:
-    return None if _is_int(value) and value == 1 else "must be 1"
-
-
-def concurrency_problem(value: Any) -> str | None:
-    if value is None:
-        return None
-    key_ok = isinstance(value, dict) and text_check(settings.MAX_CONCURRENCY_KEY_CHARS)(value.get("key")) is None
-    limit_ok = isinstance(value, dict) and _int_between(1, settings.MAX_CONCURRENCY_LIMIT)(value.get("limit")) is None
-    if key_ok and limit_ok and set(value) == {"key", "limit"}:
-        return None
-    return (
-        f'must be {{"key": a string of 1 to {settings.MAX_CONCURRENCY_KEY_CHARS} characters, '
-        f'"limit": 1 to {settings.MAX_CONCURRENCY_LIMIT}}}'
-    )
-
-
 @dataclass(frozen=True)
 class BatchMember:
     """A job's place in its batch (docs/decisions/batches.md): the batch's id, the job's index in it, and
@@ -129,95 +56,6 @@ class BatchMember:
     def of(cls, value: Any) -> BatchMember | None:
         """A message's `batch` field, checked already (`_batch_member`)."""
         return None if value is None else cls(value["id"], value["index"], value.get("generation", 0))
-
-
-def _batch_member(value: Any) -> str | None:
-    shape = f'must be {{"id": a batch id, "index": 0 to {settings.MAX_BATCH_SIZE - 1}, "generation"?: 0 or more}}'
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not {"id", "index"} <= set(value) <= {"id", "index", "generation"}:
-        return shape
-    checks = (
-        text_check(_MAX_NAME_LENGTH)(value["id"]),
-        _int_between(0, settings.MAX_BATCH_SIZE - 1)(value["index"]),
-        _int_between(0, 10**6)(value.get("generation", 0)),
-    )
-    return shape if any(checks) else None
-
-
-def _callbacks(value: Any) -> str | None:
-    """A job's callbacks: {"on_success"?, "on_failure"?} each a job spec (type, payload, max_attempts...)."""
-    if value is None:
-        return None
-    shape = 'must be {"on_success"?: a job, "on_failure"?: a job}, each with its type and max_attempts'
-    if not isinstance(value, dict) or not value or not set(value) <= set(CALLBACK_KINDS):
-        return shape
-    for spec in value.values():
-        if not isinstance(spec, dict) or not {"type", "max_attempts"} <= set(spec) <= set(Callback.fields()):
-            return shape
-        if text_check(_MAX_NAME_LENGTH)(spec["type"]) or _int_between(1, settings.MAX_MAX_ATTEMPTS)(
-            spec["max_attempts"]
-        ):
-            return shape
-        if concurrency_problem(spec.get("concurrency")) or spec.get("include_parent_payload", True) is not True:
-            return shape
-    return _payload(value)  # both callbacks' payloads together within a payload's limit (the record keeps them)
-
-
-_PARENT_KINDS = {"job": CALLBACK_KINDS, "batch": BATCH_CALLBACK_KINDS}
-
-
-def _parent(value: Any) -> str | None:
-    """A callback's parent: {"kind": "job" | "batch", "id", "callback": which of its callbacks this job is}."""
-    if value is None:
-        return None
-    if isinstance(value, dict) and value.get("kind") == STEP_PARENT:
-        return step_parent_problem(value, text_check(_MAX_NAME_LENGTH))
-    ok = (
-        isinstance(value, dict)
-        and set(value) == {"kind", "id", "callback"}
-        and value["kind"] in _PARENT_KINDS
-        and value["callback"] in _PARENT_KINDS[value["kind"]]
-        and text_check(_MAX_NAME_LENGTH)(value["id"]) is None
-    )
-    return None if ok else 'must be {"kind": "job" or "batch", "id", "callback": the callback it is}'
-
-
-def _started_by(value: Any) -> str | None:
-    """What started a trigger's job: {"trigger": its name, "event": the event's id} (shared/waits/triggers.py)."""
-    if value is None:
-        return None
-    ok = isinstance(value, dict) and set(value) == {"trigger", "event"}
-    if ok and all(text_check(_MAX_NAME_LENGTH)(text) is None for text in value.values()):
-        return None
-    return 'must be {"trigger": its name, "event": the event\'s id}'
-
-
-_MAX_NAME_LENGTH = 256  # tenants, job types, schedule names, timestamps: far above any real one
-# Every field a job message may carry, and what it must be. `id`/`tenant` are checked first, apart.
-_FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "v": _version,
-    "type": text_check(_MAX_NAME_LENGTH),
-    "payload": _payload,
-    "max_attempts": _int_between(1, settings.MAX_MAX_ATTEMPTS),
-    "enqueued_at": timestamp_check,
-    "schedule": _optional(text_check(_MAX_NAME_LENGTH)),
-    "scheduled_for": _optional(text_check(_MAX_NAME_LENGTH)),
-    "timeout_seconds": _optional(_int_between(1, settings.MAX_JOB_TIMEOUT_SECONDS)),
-    "due_at": _optional(timestamp_check),
-    "concurrency": concurrency_problem,
-    "throttle": lambda value: None if value is None else flow_options.problem("throttle", value),
-    "debounce": lambda value: None if value is None else flow_options.problem("debounce", value),
-    "debounce_seq": _optional(_int_between(1, 2**53)),
-    "batch": _batch_member,
-    "callbacks": _callbacks,
-    "parent": _parent,
-    "started_by": _started_by,
-    "overlap": _optional(_one_of(*Overlap)),
-    "trigger": _optional(_one_of(Trigger.MANUAL, Trigger.BACKFILL)),
-    "request": _optional(text_check(_MAX_NAME_LENGTH)),
-}
-_REQUIRED = ("type", "max_attempts", "enqueued_at")
 
 
 def _reject_constant(name: str) -> Any:
@@ -415,7 +253,7 @@ class JobMessage:
     def from_data(cls, data: dict[str, Any], *, sent_at: float, secret: bytes) -> JobMessage:
         """`from_body` on a parsed JSON object."""
         tenant = data.get("tenant")
-        if text_check(_MAX_NAME_LENGTH)(tenant) is not None:
+        if text_check(MAX_NAME_LENGTH)(tenant) is not None:
             raise UnreadableMessage("unreadable job message: field 'tenant' must be a non-empty string")
         if "id" in data:
             job_id = data["id"]
@@ -423,23 +261,23 @@ class JobMessage:
                 raise UnreadableMessage(f"forged job message: its id does not verify for tenant {tenant!r}")
         else:
             schedule = data.get("schedule")
-            if text_check(_MAX_NAME_LENGTH)(schedule) is not None:
+            if text_check(MAX_NAME_LENGTH)(schedule) is not None:
                 raise UnreadableMessage("unreadable job message: no id, and no schedule to derive one from")
             scheduled_for = scheduled_time(data.get("scheduled_for"), sent_at)
             job_id = ids.scheduled_id(secret, tenant, schedule, scheduled_for)
             data = {**data, "scheduled_for": scheduled_for, "enqueued_at": sent_at}
         fields = {name: value for name, value in data.items() if name not in ("id", "tenant")}
-        problems = [f"unknown field {name!r}" for name in fields if name not in _FIELD_CHECKS]
-        problems += [f"missing field {name!r}" for name in _REQUIRED if name not in fields]
+        problems = [f"unknown field {name!r}" for name in fields if name not in FIELD_CHECKS]
+        problems += [f"missing field {name!r}" for name in REQUIRED if name not in fields]
         valid: dict[str, Any] = {"id": job_id, "tenant": tenant}
         for name, value in fields.items():
             try:
-                problem = _FIELD_CHECKS[name](value) if name in _FIELD_CHECKS else None
+                problem = FIELD_CHECKS[name](value) if name in FIELD_CHECKS else None
             except (ValueError, TypeError, RecursionError) as error:  # a payload json cannot write back
                 problem = f"cannot be serialised ({type(error).__name__})"
             if problem:
                 problems.append(f"field {name!r} {problem}")
-            elif name in _FIELD_CHECKS:
+            elif name in FIELD_CHECKS:
                 valid[name] = value
         if forged := forged_lineage(secret, tenant, job_id, valid):
             # Recorded dead without them: a forged batch or parent is never counted or named.
@@ -454,7 +292,7 @@ def _typed(fields: dict[str, Any]) -> dict[str, Any]:
     """A message's fields as JobMessage holds them: its JSON objects as their values."""
     if "concurrency" in fields:
         fields = {**fields, "concurrency": Concurrency.of(fields["concurrency"])}
-    if fields.get("throttle") is not None:  # checked already (`_FIELD_CHECKS`), or written by `to_dict`
+    if fields.get("throttle") is not None:  # checked already (`FIELD_CHECKS`), or written by `to_dict`
         fields = {**fields, "throttle": Throttle.parse(fields["throttle"])}
     if fields.get("debounce") is not None:
         fields = {**fields, "debounce": Debounce.parse(fields["debounce"])}

@@ -11,7 +11,8 @@ from enum import StrEnum
 from typing import Any
 
 from shared import settings
-from shared.model.message import JobMessage, UnreadableMessage, json_object, text_check, timestamp_check
+from shared.model.message import JobMessage, UnreadableMessage, json_object
+from shared.model.message_fields import text_check, timestamp_check
 from shared.model.states import Status
 
 

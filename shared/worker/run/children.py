@@ -20,7 +20,8 @@ from shared.durable.steps import StepKind
 from shared.errors import CorralError, InvalidRequest
 from shared.jobs.job_types import check_job, with_max_attempts
 from shared.model.lineage import STEP_PARENT
-from shared.model.message import BatchMember, JobMessage, concurrency_problem
+from shared.model.message import BatchMember, JobMessage
+from shared.model.message_fields import concurrency_problem
 from shared.model.spec import Concurrency, JobSpec
 from shared.store.batches import batch_items
 from shared.store.id_secret import id_secret

@@ -118,7 +118,7 @@ def test_far_future_jobs_hold_units_until_cancelled_or_their_firing_arrives(depl
     assert api.enqueue("echo", {"n": 4}, delay_seconds=FAR) != third
 
     recounted = run_cli(deployed, "tenants", "limits", tenant, "--recount", "--json").json()["recount"]
-    held = {"schedules": 0, "far_future_jobs": 2, "firings_per_hour": 0, "triggers": 0}
+    held = {"schedules": 0, "far_future_jobs": 2, "firings_per_hour": 0, "triggers": 0, "waiting_jobs": 0}
     assert recounted["after"] == held == recounted["before"]
 
 

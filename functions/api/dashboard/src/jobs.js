@@ -331,7 +331,8 @@ export function JobDetail({ jobId, navigate }) {
                 ? fact("Started by", h("span", null, "trigger ", h("a", { href: "#/triggers" }, data.started_by.trigger), ", event ", h("span", { class: "mono small" }, data.started_by.event)))
                 : null,
               data.concurrency ? fact("Concurrency key", `${data.concurrency.key} (at most ${data.concurrency.limit} at once)`) : null,
-              data.waiting_for ? fact("Waiting for", waitingFor(data.waiting_for), "waiting-for") : null,
+              // A queued job's wait (its throttle, its debounce group); a durable job's is its steps card's.
+              data.waiting_for && data.status === "queued" ? fact("Waiting for", waitingFor(data.waiting_for), "queued-waiting-for") : null,
               data.reason ? fact("Reason", data.reason, "reason") : null,
               ...Object.entries(data.callbacks || {}).map(([kind, callbackId]) =>
                 fact(

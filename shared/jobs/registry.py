@@ -23,12 +23,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared import settings
-from shared.durable.replay import DurableRun
 from shared.errors import CorralError, InvalidRequest
 from shared.flow import options as flow_options
+
+if TYPE_CHECKING:  # the API imports this module; only the jobs function runs durable steps
+    from shared.durable.replay import DurableRun
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
 # Where the platform's own code lives: the only modules whose checkers the API imports (a jobs

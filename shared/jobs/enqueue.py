@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -33,8 +33,11 @@ from shared.jobs.callback_bodies import CALLBACK_VIEW_ROOM_BYTES, VIEW_IN_BODY, 
 from shared.jobs.job_types import check_job, with_max_attempts
 from shared.model.message import JobMessage
 from shared.model.spec import Callback, Concurrency, JobSpec, callbacks_to_dict
-from shared.store.flow import debounce_items, unique_keys
+from shared.store.flow import unique_keys
 from shared.store.flow.unique_keys import DuplicateOf
+
+if TYPE_CHECKING:
+    from shared.store.flow import debounce_items
 from shared.store.id_secret import id_secret
 from shared.tenants import rate_limit
 
@@ -278,6 +281,9 @@ def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
     if unique is not None and (holder := unique_keys.take(tenant, unique, message.id, now, now + delay)):
         return holder
     arrived = None
+    # Imported here: only a debounced job needs its group's item (the API's cold start loads none of it).
+    from shared.store.flow import debounce_items
+
     try:
         if message.debounce is not None:
             message, arrived = debounce_items.arrive_message(message, now)
@@ -332,6 +338,8 @@ def enqueue_many(tenant: str, requests: Sequence[JobRequest]) -> list[BulkOutcom
     prepared: list[tuple[int, JobRequest, JobMessage, float]] = []
     locked: dict[int, Unique] = {}  # index -> the unique key its job took
     arrivals: dict[int, debounce_items.Arrived] = {}  # index -> its debounced job's arrival
+    from shared.store.flow import debounce_items  # imported here: see `enqueue`
+
     for index, request in enumerate(requests):
         try:
             message, delay = _prepare(tenant, request, now)

@@ -9,7 +9,6 @@ from shared import ids, settings
 from shared.errors import NotFound
 from shared.model.record import JobRecord
 from shared.model.states import Status
-from shared.store.durable import journal_items
 from shared.store.id_secret import id_secret
 from shared.store.jobs import job_store
 
@@ -67,6 +66,9 @@ def with_steps(record: JobRecord) -> JobRecord:
     job's as it is (its record keeps no journal: nothing read)."""
     if not record.journal:
         return record
+    # Imported here: the journal's module loads the step codecs, which no enqueue needs (the API's cold start).
+    from shared.store.durable import journal_items
+
     journal = journal_items.read(record.id, results=False)
     return replace(record, steps=journal.views() if journal is not None else [])
 

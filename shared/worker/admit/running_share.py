@@ -120,7 +120,8 @@ class RunningShare:
                 self._at_cap.discard(tenant)
             for delivery, _ in by_tenant[tenant][count:]:
                 delay = waiting.delay_seconds(delivery, settings.OVER_CAP_HAND_BACK_UNIT_SECONDS)
-                reason = f"its tenant runs {cap} jobs at once already (max_running)"
+                batches = _cap_of(cap).holders
+                reason = f"its tenant's running slots are full: {cap} jobs, or {batches} batches, at once (max_running)"
                 self._waiting[delivery.message_id] = Waiting(reason, delay)
         within = [(delivery, job) for delivery in deliveries if (job := jobs.get(delivery.message_id)) is not None]
         starting = [(d, job.message) for d, job in within if d.message_id not in self._waiting]
@@ -149,7 +150,7 @@ class RunningShare:
         most = quotas.limits_for(tenant).max_running
         if most <= 0:
             return most, len(jobs)
-        cap = running_slots.Cap(slots=most, holders=math.ceil(most / settings.WORKER_BATCH_SIZE))
+        cap = _cap_of(most)
         until = now + max(cover.cover_seconds(timeout, delivery.seconds_left) for delivery, timeout in jobs)
         return most, running_slots.take(tenant, self._holder, len(jobs), cap, until, now)
 
@@ -239,6 +240,11 @@ class RunningShare:
         for key_slots in set(self._keys.values()):
             key_slots.give_back_unused()
         self._keys.clear()
+
+
+def _cap_of(max_running: int) -> running_slots.Cap:
+    """A tenant's running slots: `max_running` jobs, held by at most as many batches as full ones would need."""
+    return running_slots.Cap(slots=max_running, holders=math.ceil(max_running / settings.WORKER_BATCH_SIZE))
 
 
 def _key_wait(message: JobMessage, delivery: Delivery, reason: str) -> Wait:

@@ -217,6 +217,23 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         job_id = ids.delayed_id(secret, tenant, now, now + delay)  # GET answers `queued` until it is due
     else:
         job_id = ids.timed_id(secret, tenant, now)
+    return message_of(
+        tenant,
+        request,
+        job,
+        job_id,
+        now,
+        debounce=job.flow.debounce,
+        # One key, one request: the job's record keeps the first claimed request's, and only it runs.
+        request=ids.request_fingerprint(request.canonical()) if request.idempotency_key else None,
+    )
+
+
+def message_of(
+    tenant: str, request: JobRequest, job: CheckedJob, job_id: str, now: float, /, **fields: Any
+) -> JobMessage:
+    """The message of a request that passed `checked`, under `job_id`: its spec, concurrency key, throttle and
+    callbacks, and any further message `fields` its sender sets (positional first: `request` is one of those)."""
     return JobMessage.of(
         job.spec,
         job_id=job_id,
@@ -225,9 +242,7 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
         concurrency=request.concurrency,
         throttle=job.flow.throttle,
         callbacks=job.callbacks,
-        debounce=job.flow.debounce,
-        # One key, one request: the job's record keeps the first claimed request's, and only it runs.
-        request=ids.request_fingerprint(request.canonical()) if request.idempotency_key else None,
+        **fields,
     )
 
 

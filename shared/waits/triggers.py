@@ -145,16 +145,8 @@ def started_job(
     request = replace(request, spec=replace(request.spec, payload=payload))
     job = enqueue.checked(tenant, request, now, field_prefix="job.")
     job_id = rules.started_job_id(id_secret(), tenant, event["id"], trigger["name"])
-    message = JobMessage.of(
-        job.spec,
-        job_id=job_id,
-        tenant=tenant,
-        enqueued_at=now,
-        concurrency=request.concurrency,
-        throttle=job.flow.throttle,
-        callbacks=job.callbacks,
-        started_by={"trigger": trigger["name"], "event": event["id"]},
-    )
+    started_by = {"trigger": trigger["name"], "event": event["id"]}
+    message = enqueue.message_of(tenant, request, job, job_id, now, started_by=started_by)
     return message, math.ceil(job.delay)
 
 

@@ -39,16 +39,22 @@ def test_jobs_over_their_tenants_cap_wait_unclaimed_while_another_tenant_runs(aw
     running_now: list[int] = []
     most_at_once = [0]
     lock = threading.Lock()
+    both_running = threading.Event()
 
     def slow(payload: object, context: job_types.JobContext) -> None:
         with lock:
             running_now.append(1)
             most_at_once[0] = max(most_at_once[0], len(running_now))
-        time.sleep(1.0)  # long enough to overlap its batch-mate on a loaded machine
+            if len(running_now) == 2:
+                both_running.set()
+        # Each holds until its batch-mate runs beside it (bounded: a batch run one job at a time times
+        # out here and fails the count below), then long enough for a third to show if one ran.
+        both_running.wait(timeout=6)
+        time.sleep(0.3)
         with lock:
             running_now.pop()
 
-    monkeypatch.setitem(job_types._REGISTRY, "slow", job_types.JobType(name="slow", run=slow, timeout_seconds=5))
+    monkeypatch.setitem(job_types._REGISTRY, "slow", job_types.JobType(name="slow", run=slow, timeout_seconds=10))
     noisy = _send(aws, "noisy", "slow", 5)
     quiet = _send(aws, "quiet", "echo", 3)
 

@@ -39,13 +39,9 @@ def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | No
         return delivery.hand_back("the store failed moments ago: its debounce group cannot decide")
     now = time.time()
     try:
-        if message.debounce_seq is None:
-            # A schedule's run, put on the queue by Scheduler: it arrives in its key's group here. Its next delivery
-            # finds the arrival recorded already (the same job id), so it arrives once however often it comes.
-            arrived = debounce_items.arrive(message.tenant, debounce, message.id, now, single_attempt=True)
-            message = replace(message, debounce_seq=arrived.seq)
         seq = message.debounce_seq
-        assert seq is not None
+        if seq is None:
+            return _arrive(message, delivery, now)
         decision = debounce_items.settle(message.tenant, debounce, message.id, seq, now)
         match decision:
             case NotDue(until=until):
@@ -67,6 +63,22 @@ def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | No
         batch.breaker.failed()
         return delivery.hand_back(f"store unavailable deciding its debounce: {error}")
     return None
+
+
+def _arrive(message: JobMessage, delivery: Delivery, now: float) -> Verdict:
+    """A schedule's run, put on the queue by Scheduler without an arrival number: it arrives in its key's group
+    here, and its message is sent again with its number, delayed until its group is due, as the API sends a debounced
+    job (this one acknowledged). If that send fails, this message comes back and arrives again: where nothing
+    arrived since, it is found recorded already; else it arrives anew, the group's latest, and its group still runs
+    once, every other run skipped naming it."""
+    assert message.debounce is not None
+    arrived = debounce_items.arrive(message.tenant, message.debounce, message.id, now, single_attempt=True)
+    numbered = replace(message, debounce_seq=arrived.seq)
+    why = f"debounce {message.debounce.key!r}: arrived in its group, due in {arrived.delay_seconds} s"
+    shown = {"kind": "debounce", "key": message.debounce.key, "until": round(now + arrived.delay_seconds, 3)}
+    delay = max(1, min(arrived.delay_seconds, settings.MAX_SQS_DELAY_SECONDS))
+    wait = waiting.wait(numbered, delivery, waiting.WaitReason.DEBOUNCE, why, delay=delay, shown=shown)
+    return replace(wait, resend=True)
 
 
 def skipped(message: JobMessage) -> Duplicate:

@@ -150,6 +150,38 @@ def _show_finished(job: Job, as_json: bool) -> None:
         raise typer.Exit(Exit.JOB_FAILED)
 
 
+UniqueOption = Annotated[
+    str | None,
+    typer.Option(
+        help="KEY[:started|finished[:SECONDS]]: while a job with KEY waits (or, finished, until it ends; at most "
+        "SECONDS), enqueue nothing and print that job's id, status duplicate."
+    ),
+]
+ThrottleOption = Annotated[
+    str | None,
+    typer.Option(
+        help="KEY:LIMIT/SECONDS: at most LIMIT jobs with KEY start in any SECONDS (e.g. stripe:10/60); the "
+        "others wait their turn."
+    ),
+]
+DebounceOption = Annotated[
+    str | None,
+    typer.Option(
+        help="KEY:SECONDS[/MAX_WAIT]: of the jobs with KEY arriving within SECONDS of each other only the last "
+        "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
+    ),
+]
+
+
+def flow_options(*, unique: str | None, throttle: str | None, debounce: str | None) -> dict[str, Any]:
+    """The body's flow options of --unique, --throttle and --debounce (None: not given)."""
+    return {
+        "unique": unique_option(unique) if unique is not None else None,
+        "throttle": throttle_option(throttle) if throttle is not None else None,
+        "debounce": debounce_option(debounce) if debounce is not None else None,
+    }
+
+
 def enqueue(
     job_type: Annotated[
         str | None, typer.Argument(help="The job type, e.g. echo (with --from-file: the default)")
@@ -171,27 +203,9 @@ def enqueue(
     concurrency_limit: Annotated[
         int | None, typer.Option(min=1, max=1000, help="How many jobs with --concurrency-key run at once (1-1000).")
     ] = None,
-    unique: Annotated[
-        str | None,
-        typer.Option(
-            help="KEY[:started|finished[:SECONDS]]: while a job with KEY waits (or, finished, until it ends; at most "
-            "SECONDS), enqueue nothing and print that job's id, status duplicate."
-        ),
-    ] = None,
-    throttle: Annotated[
-        str | None,
-        typer.Option(
-            help="KEY:LIMIT/SECONDS: at most LIMIT jobs with KEY start in any SECONDS (e.g. stripe:10/60); the "
-            "others wait their turn."
-        ),
-    ] = None,
-    debounce: Annotated[
-        str | None,
-        typer.Option(
-            help="KEY:SECONDS[/MAX_WAIT]: of the jobs with KEY arriving within SECONDS of each other only the last "
-            "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
-        ),
-    ] = None,
+    unique: UniqueOption = None,
+    throttle: ThrottleOption = None,
+    debounce: DebounceOption = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -218,9 +232,7 @@ def enqueue(
         "concurrency": {"key": concurrency_key, "limit": concurrency_limit} if concurrency_key else None,
         "on_success": parse_payload(on_success),
         "on_failure": parse_payload(on_failure),
-        "unique": unique_option(unique) if unique is not None else None,
-        "throttle": throttle_option(throttle) if throttle is not None else None,
-        "debounce": debounce_option(debounce) if debounce is not None else None,
+        **flow_options(unique=unique, throttle=throttle, debounce=debounce),
     }
     given = {k: v for k, v in options.items() if v is not None}
     accepted = api.enqueue_job({"type": job_type, "payload": parse_payload(payload), **given})

@@ -9,7 +9,8 @@ import typer
 
 from cli import render
 from cli.common import JsonFlag, corral
-from cli.jobs import DebounceOption, PayloadOption, ThrottleOption, UniqueOption, flow_options, parse_payload
+from cli.flow import DebounceOption, ThrottleOption, UniqueOption, flow_options
+from cli.jobs import PayloadOption, parse_payload
 
 app = typer.Typer(no_args_is_help=True)
 

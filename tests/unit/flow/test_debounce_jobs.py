@@ -203,7 +203,7 @@ def test_a_debounced_message_carries_its_debounce_and_arrival_number(aws, clock,
 
 def test_the_clis_debounce_option_reads_key_period_and_max_wait():
     from cli.common import CliError
-    from cli.jobs import debounce_option
+    from cli.flow import debounce_option
 
     assert debounce_option("user-7:30") == {"key": "user-7", "period_seconds": 30}
     assert debounce_option("tenant:42:3/6") == {"key": "tenant:42", "period_seconds": 3, "max_wait_seconds": 6}

@@ -153,7 +153,7 @@ def test_a_type_with_a_bad_default_fails_its_registration():
 
 def test_the_cli_unique_flag_reads_key_until_and_seconds():
     from cli.common import CliError
-    from cli.jobs import unique_option
+    from cli.flow import unique_option
 
     assert unique_option("report-42") == {"key": "report-42", "until": "started"}
     assert unique_option("r:finished:3600") == {"key": "r", "until": "finished", "for_seconds": 3600}

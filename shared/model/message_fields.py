@@ -162,6 +162,8 @@ FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "throttle": lambda value: None if value is None else flow_options.problem("throttle", value),
     "debounce": lambda value: None if value is None else flow_options.problem("debounce", value),
     "debounce_seq": _optional(_int_between(1, 2**53)),
+    "unique": lambda value: None if value is None else flow_options.problem("unique", value),
+    "priority": lambda value: None if value is None else flow_options.problem("priority", value),
     "batch": _batch_member,
     "callbacks": _callbacks,
     "parent": _parent,

@@ -81,7 +81,7 @@ def scheduler_name(tenant: str, name: str) -> str:
 
 def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge.Definition:
     """The Scheduler schedule that does what `definition` says."""
-    spec, throttle = definitions.spec_of(definition.job)
+    spec, flow = definitions.spec_of(definition.job)
     start = definition.start
     if start is not None and start < datetime.now(UTC) - timedelta(seconds=settings.SCHEDULE_START_GRACE_SECONDS):
         # A start long past bounds nothing any more, and Scheduler refuses a StartDate over 5 minutes old
@@ -89,7 +89,7 @@ def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge
         start = None
     return eventbridge.Definition(
         expression=definition.expression,
-        input_json=JobMessage.firing_template(tenant, name, spec, Overlap(definition.overlap), throttle),
+        input_json=JobMessage.firing_template(tenant, name, spec, Overlap(definition.overlap), flow),
         timezone=definition.timezone,
         start=start,
         end=definition.end,

@@ -37,8 +37,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from botocore.config import Config
-
 from bench.lib.tuning import set_limits
 from local.deploy import DEMO_TENANT
 from local.ministack import STATE
@@ -70,29 +68,11 @@ def _sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]
     }
 
 
-VALIDATED = "CORRAL_PROFILE_VALIDATED"  # set: the child's clients check parameters, as before the cut
-
-
-def _undo_cuts() -> None:
-    """In a child with VALIDATED set: botocore checks each request's parameters again (its default)."""
-    if not os.environ.get(VALIDATED):
-        return
-    from shared.aws import clients
-
-    made = clients._config
-
-    def validating(*, retry: bool = True) -> Any:
-        return made(retry=retry).merge(Config(parameter_validation=True))
-
-    clients._config = validating  # type: ignore[assignment]
-
-
 def _worker_child(batch: int, jobs: int, profiled: bool) -> None:
     """In the worker's environment: receive `jobs` messages and handle them `batch` at a time; `profiled`: with
     a profile on each thread (its CPU figure then includes the profiler's cost)."""
     import boto3
 
-    _undo_cuts()
     profiles, timers = ThreadProfiles(), StepTimers()
     if profiled:
         profiles.install()  # before the worker's pools start their threads
@@ -143,7 +123,6 @@ def _worker_child(batch: int, jobs: int, profiled: bool) -> None:
 
 
 def _api_child(api_key: str, jobs: int, profiled: bool) -> None:
-    _undo_cuts()
     profiles, timers = ThreadProfiles(), StepTimers()
     if profiled:
         profiles.install()
@@ -343,13 +322,6 @@ def main(argv: list[str] | None = None) -> int:
         env["POWERTOOLS_METRICS_NAMESPACE"] = env.get("POWERTOOLS_METRICS_NAMESPACE", "corral")
         client = platform.client()
         reports = []
-        # Before the cut, in the same run: botocore checking each request's parameters (as it does by default).
-        validated = {**env, VALIDATED: "1", "PROFILE_DUMP": "/tmp/worker-validated.prof"}
-        for n in range(args.jobs):
-            client.enqueue("echo", {"n": n})
-        runs = [_child(["worker", "1", str(args.jobs), "0"], validated)]
-        runs.append({**runs[0], "stats": None})
-        reports.append(("worker, batches of 1, botocore validating parameters (before the cut)", *runs, {}))
         for batch in (1, 10):
             runs = []
             for profiled in (False, True):  # the CPU without the profiler, then the steps' shares under it
@@ -364,9 +336,6 @@ def main(argv: list[str] | None = None) -> int:
         before = _calls(chaos)
         runs = [_child(["api", platform.api_key, str(args.jobs), str(int(profiled))], api_env) for profiled in (0, 1)]
         reports.append(("API, POST /v1/jobs", *runs, {k: v / 2 for k, v in (_calls(chaos) - before).items()}))
-        api_validated = {**api_env, VALIDATED: "1"}
-        runs = [_child(["api", platform.api_key, str(args.jobs), "0"], api_validated)]
-        reports.append(("API, POST /v1/jobs, botocore validating parameters (before the cut)", *runs, runs[0], {}))
     for name, plain, profiled_run, calls in reports:
         out = io.StringIO()
         if profiled_run["stats"]:

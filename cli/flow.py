@@ -26,7 +26,8 @@ ThrottleOption = Annotated[
 DebounceOption = Annotated[
     str | None,
     typer.Option(
-        help="KEY:SECONDS[/MAX_WAIT]: of the jobs with KEY arriving within SECONDS of each other only the last "
+        # `\[`: rich reads `[/MAX_WAIT]` as a closing markup tag, and --help fails.
+        help="KEY:SECONDS\\[/MAX_WAIT]: of the jobs with KEY arriving within SECONDS of each other only the last "
         "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
     ),
 ]

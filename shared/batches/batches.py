@@ -103,6 +103,7 @@ def create(tenant: str, request: BatchRequest) -> BatchRecord:
                 throttle=spec.flow.throttle,
                 callbacks=spec.callbacks,
                 batch=BatchMember(batch_id, index),
+                priority=spec.flow.level,
             ),
             spec.delay,
         )

@@ -12,6 +12,7 @@ from typing import Any
 from shared import ids
 from shared.errors import CorralError
 from shared.flow.debounce import Debounce
+from shared.flow.priority import Priority
 from shared.flow.throttle import Throttle
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
 from shared.model.lineage import forged_lineage
@@ -113,6 +114,8 @@ class JobMessage:
     # A keyed job's request fingerprint (shared/ids.py request_fingerprint): of the requests sent under one
     # idempotency key, the first claimed is the job's, and only its messages run (shared/store/jobs/job_store.py).
     request: str | None = None
+    # Its lane: "high" or "low" (None: default), which every send of it keeps (shared/aws/queue.py `lane_url`).
+    priority: str | None = None
     v: int = 1
 
     @classmethod
@@ -135,6 +138,7 @@ class JobMessage:
         overlap: Overlap = Overlap.ALLOW,
         trigger: Trigger = Trigger.SCHEDULE,
         request: str | None = None,
+        priority: Priority = Priority.DEFAULT,
     ) -> JobMessage:
         """The message of a job spec whose max_attempts is decided (a message always carries one).
 
@@ -161,7 +165,13 @@ class JobMessage:
             overlap=str(overlap) if overlap is not Overlap.ALLOW else None,
             trigger=str(trigger) if trigger is not Trigger.SCHEDULE else None,
             request=request,
+            priority=priority.carried,
         )
+
+    @property
+    def level(self) -> Priority:
+        """Its priority: which lane carries it."""
+        return Priority.of(self.priority)
 
     @classmethod
     def firing_template(
@@ -171,6 +181,7 @@ class JobMessage:
         spec: JobSpec,
         overlap: Overlap = Overlap.ALLOW,
         throttle: Throttle | None = None,
+        priority: Priority = Priority.DEFAULT,
     ) -> str:
         """The target Input of a recurring schedule: the message of its job, without what each firing fills in.
 
@@ -187,6 +198,7 @@ class JobMessage:
             scheduled_for=SCHEDULED_TIME,
             overlap=overlap,
             throttle=throttle,
+            priority=priority,
         )
         fields = {name: value for name, value in message.to_dict().items() if name not in _FILLED_AT_EACH_FIRING}
         return json.dumps(fields, separators=(",", ":"))
@@ -218,6 +230,7 @@ class JobMessage:
             "overlap": self.overlap,
             "trigger": self.trigger,
             "request": self.request,
+            "priority": self.priority,
         }
         return body | {name: value for name, value in optional.items() if value is not None}
 

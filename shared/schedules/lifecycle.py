@@ -36,6 +36,7 @@ from typing import Any
 from shared import settings
 from shared.aws import eventbridge, queue
 from shared.errors import Conflict, InvalidRequest, NotFound
+from shared.jobs import job_types
 from shared.model.message import JobMessage
 from shared.model.states import Overlap
 from shared.schedules import definitions
@@ -82,6 +83,7 @@ def scheduler_name(tenant: str, name: str) -> str:
 def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge.Definition:
     """The Scheduler schedule that does what `definition` says."""
     spec, throttle = definitions.spec_of(definition.job)
+    priority = job_types.priority_of(spec.type, definition.job.get("priority"), "job.priority")
     start = definition.start
     if start is not None and start < datetime.now(UTC) - timedelta(seconds=settings.SCHEDULE_START_GRACE_SECONDS):
         # A start long past bounds nothing any more, and Scheduler refuses a StartDate over 5 minutes old
@@ -89,7 +91,7 @@ def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge
         start = None
     return eventbridge.Definition(
         expression=definition.expression,
-        input_json=JobMessage.firing_template(tenant, name, spec, Overlap(definition.overlap), throttle),
+        input_json=JobMessage.firing_template(tenant, name, spec, Overlap(definition.overlap), throttle, priority),
         timezone=definition.timezone,
         start=start,
         end=definition.end,
@@ -97,6 +99,7 @@ def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge
         enabled=not definition.paused,
         description=definition.description,
         message_group=queue.message_group(tenant),
+        priority=priority,  # its firings go straight to their lane's queue
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from shared import ids, settings
 from shared.aws import queue
 from shared.errors import InvalidRequest, Unavailable
+from shared.jobs import job_types
 from shared.jobs.enqueue import check_job
 from shared.model.firing import format_scheduled_time
 from shared.model.message import JobMessage
@@ -50,6 +51,7 @@ def _run_message(
         overlap=overlap,
         trigger=trigger,
         throttle=throttle,
+        priority=job_types.priority_of(spec.type, job.get("priority"), "job.priority"),
     )
 
 

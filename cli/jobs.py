@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cli import render, short_ids
 from cli.common import CliError, Exit, JsonFlag, corral
 from client import FINISHED, Corral, EnqueueOutcome, Job
+
+
+class Priority(StrEnum):
+    """--priority's choices: a job's lane (the API's `priority`)."""
+
+    HIGH = "high"
+    DEFAULT = "default"
+    LOW = "low"
+
 
 PayloadOption = Annotated[
     str | None, typer.Option("--payload", "-p", help="The job's payload: JSON, or @file to read JSON from a file.")
@@ -192,6 +202,13 @@ def enqueue(
             "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
         ),
     ] = None,
+    priority: Annotated[
+        Priority | None,
+        typer.Option(
+            help="Its lane: a high job waits only behind high jobs, a low one only behind low ones (default: its "
+            "type's priority)."
+        ),
+    ] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -221,6 +238,7 @@ def enqueue(
         "unique": unique_option(unique) if unique is not None else None,
         "throttle": throttle_option(throttle) if throttle is not None else None,
         "debounce": debounce_option(debounce) if debounce is not None else None,
+        "priority": priority.value if priority is not None else None,
     }
     given = {k: v for k, v in options.items() if v is not None}
     accepted = api.enqueue_job({"type": job_type, "payload": parse_payload(payload), **given})

@@ -53,9 +53,10 @@ $(STAMP)/tmux:
 	@touch $@
 
 # The dashboard tests drive Debian's Chromium; only the tests need it, not `make up`.
+# tests/suite.py runs tests/e2e beside tests/unit, then tests/infra; with ARGS, one plain pytest run of them.
 test: install $(STAMP)/chromium $(STAMP)/tmux
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m tests.suite $(ARGS)
 
 lint: install
 	$(PY) -m ruff check .

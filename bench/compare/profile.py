@@ -1,24 +1,26 @@
-"""Where corral's CPU per job goes: its worker and API handlers profiled in-process with cProfile.
+"""Where corral's CPU per job goes: its worker and API handlers profiled in-process, every thread.
 
     python -m bench.compare.profile [--jobs 400] [--port 4597]
 
-cProfile is the profiler (the standard library's: pinned with the Python the functions run, 3.11), so
-nothing is installed for it. Starts an embedded stack on --port (sidecars, corral deployed as `make
+yappi is the profiler (pinned in requirements.txt): it measures the CPU of every thread (cProfile sees only
+the thread that enables it, and a worker's job runs on three: the invocation's, its delivery's, the job's,
+with outcome writes on a fourth). Starts an embedded stack on --port (sidecars, corral deployed as `make
 up` deploys it), pauses the worker's event source, enqueues --jobs echo jobs through the API, and
 runs a child process with the deployed worker's environment (its endpoints: the status cache, the
 fault proxy) that receives them from the queue and calls `functions.worker.handler.handler` on them
-in batches of 1 and of 10 (the timeline's batches at R = 8 hold 1-3 jobs; a backlog's hold 10), under
-cProfile. Then the same for the API handler on synthetic `POST /v1/jobs` events (bench/scenarios/cost.py's).
-Prints, per job: the handler's CPU in this process, the store and queue requests that reached the
-sidecars (the emulator's work), and the functions taking most of the CPU; writes .corral/profile-*.txt.
-What the emulator does for those requests is not profiled here: their count is its share.
+in batches of 1 and of 10 (the timeline's batches at R = 8 hold 1-3 jobs; a backlog's hold 10).
+Then the same for the API handler on synthetic `POST /v1/jobs` events (bench/scenarios/cost.py's).
+Prints, per job: the handler's CPU in this process, the CPU of each step of the path (STEPS: a step is
+the cumulative CPU of the functions that make it up, whichever thread ran them), the store and queue
+requests that reached the sidecars (the emulator's work), and the functions taking most of the CPU;
+writes .corral/profile-*.txt. What the emulator does for those requests is not profiled here: their
+count is its share.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import cProfile
 import io
 import json
 import os
@@ -30,6 +32,8 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+import yappi
 
 from bench.lib.tuning import set_limits
 from local.deploy import DEMO_TENANT
@@ -81,7 +85,8 @@ def _worker_child(batch: int, jobs: int) -> None:
     url = environment.current().queue_url
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     worker.worker.prepare()
-    profile = cProfile.Profile()
+    _start_profile()
+    yappi.stop()
     handled, cpu, wall = 0, 0.0, 0.0
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # the log lines
         while handled < jobs:
@@ -92,16 +97,16 @@ def _worker_child(batch: int, jobs: int) -> None:
                 break
             event = _sqs_event(got, arn)
             started, began = time.process_time(), time.perf_counter()
-            profile.enable()
+            yappi.start(profile_threads=True)
             worker.handler(event, WorkerContext())
-            profile.disable()
+            yappi.stop()
             cpu += time.process_time() - started
             wall += time.perf_counter() - began
             sqs.delete_message_batch(
                 QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)]
             )
             handled += len(got)
-    print(json.dumps({"jobs": handled, "cpu_seconds": cpu, "wall_seconds": wall, "stats": _dump(profile)}))
+    print(json.dumps({"jobs": handled, "cpu_seconds": cpu, "wall_seconds": wall, "stats": _dump()}))
 
 
 def _api_child(api_key: str, jobs: int) -> None:
@@ -110,24 +115,73 @@ def _api_child(api_key: str, jobs: int) -> None:
 
     event = http_api_event("POST", "/v1/jobs", {"type": "echo", "payload": {"n": 1}}, api_key)
     context = FakeLambdaContext()
-    profile = cProfile.Profile()
     with contextlib.redirect_stdout(io.StringIO()):
         for _ in range(20):  # the key cache, the id secret, the connection
             handler(event, context)
         started = time.process_time()
-        profile.enable()
+        _start_profile()
         began = time.perf_counter()
         for _ in range(jobs):
             handler(event, context)
-        profile.disable()
+        yappi.stop()
         cpu, wall = time.process_time() - started, time.perf_counter() - began
-    print(json.dumps({"jobs": jobs, "cpu_seconds": cpu, "wall_seconds": wall, "stats": _dump(profile)}))
+    print(json.dumps({"jobs": jobs, "cpu_seconds": cpu, "wall_seconds": wall, "stats": _dump()}))
 
 
-def _dump(profile: cProfile.Profile) -> str:
+def _start_profile() -> None:
+    yappi.set_clock_type("cpu")  # each thread's CPU, not its waits
+    yappi.start(profile_threads=True)
+
+
+def _dump() -> str:
+    """Every thread's functions, merged, in pstats' format."""
     path = Path(os.environ.get("PROFILE_DUMP", "/tmp/corral-profile.prof"))
-    profile.dump_stats(path)
+    yappi.get_func_stats().save(str(path), type="pstat")
     return str(path)
+
+
+# The steps of a plain job's path, each the cumulative CPU of the functions that make it up (file suffix,
+# function name), on whichever thread they ran. A function inside another step's is not listed twice.
+STEPS: dict[str, list[tuple[str, str]]] = {
+    "worker: event to deliveries (records read, job ids verified)": [
+        ("functions/worker/handler.py", "_delivery"),
+        ("shared/worker/producer.py", "_batch_jobs"),
+    ],
+    "worker: running share (tenant's slots)": [
+        ("shared/worker/admit/running_share.py", "__init__"),
+        ("shared/worker/admit/running_share.py", "give_back"),
+    ],
+    "worker: claim (conditional write)": [("shared/store/jobs/job_claims.py", "claim")],
+    "worker: the job's run (its thread, its context, its code)": [("shared/worker/run/executor.py", "run")],
+    "worker: outcome write (conditional write)": [("shared/worker/complete/completer.py", "_write_completed")],
+    "worker: cover (visibility change)": [("shared/worker/run/cover.py", "begin")],
+    "worker: hand-off to the delivery's thread": [("concurrent/futures/thread.py", "submit")],
+    "worker: partial-batch answer (Powertools batch processor)": [
+        ("aws_lambda_powertools/utilities/batch/decorators.py", "process_partial_response")
+    ],
+    "worker: the batch log line": [("aws_lambda_powertools/logging/logger.py", "info")],
+    "worker: metrics flush (EMF line)": [
+        ("aws_lambda_powertools/metrics/provider/cloudwatch_emf/cloudwatch.py", "flush_metrics")
+    ],
+    "API: the handler, whole": [("functions/api/handler.py", "handler")],
+    "API: send (SendMessage, botocore's client side)": [("shared/aws/queue.py", "send")],
+    "any: botocore's client side of every AWS request": [("botocore/client.py", "_make_api_call")],
+}
+
+
+def step_table(stats: pstats.Stats, jobs: int) -> list[tuple[str, float]]:
+    """(step, CPU ms per job) for each step of STEPS found in `stats`."""
+    found = []
+    entries = stats.stats  # type: ignore[attr-defined]
+    for step, functions in STEPS.items():
+        seconds = sum(
+            entry[3]
+            for (file, _, name), entry in entries.items()
+            if any(file.endswith(suffix) and name == function for suffix, function in functions)
+        )
+        if seconds:
+            found.append((step, round(seconds * 1000 / max(1, jobs), 3)))
+    return found
 
 
 def _child(command: list[str], env: dict[str, str]) -> dict[str, Any]:
@@ -184,10 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         stats.sort_stats("tottime").print_stats(TOP)
         stats.sort_stats("cumulative").print_stats(TOP)
         per_job = {op: round(n / got["jobs"], 2) for op, n in sorted(calls.items())}
+        steps = "\n".join(f"  {ms:8.3f}  {step}" for step, ms in step_table(stats, got["jobs"]))
         text = (
             f"{name}: {got['jobs']} jobs, {got['cpu_seconds'] * 1000 / max(1, got['jobs']):.2f} CPU ms per job "
             f"in the handler's process, {got['wall_seconds'] * 1000 / max(1, got['jobs']):.2f} ms of the handler's "
-            f"time (cProfile's overhead included)\nstore and queue requests per job (at the sidecars): {per_job}\n"
+            f"time (the profiler's overhead included)\nstore and queue requests per job (at the sidecars): "
+            f"{per_job}\nCPU ms per job by step (the profiler's overhead included):\n{steps}\n"
         )
         print(text, flush=True)
         path = STATE / f"profile-{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}.txt"

@@ -30,6 +30,7 @@ import secrets
 import signal
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -124,17 +125,26 @@ def build_systems(stack: EmbeddedStack, rate: float, only: list[str]) -> list[Sy
     return found
 
 
+def _store_requests(stack: EmbeddedStack) -> Counter[str]:
+    """The DynamoDB requests that reached the store so far (both fault injectors), by operation."""
+    assert stack.chaos is not None
+    stats = stack.chaos.stats()["proxy"]
+    return Counter({name: count for name, count in stats.items() if not name.endswith(".injected")})
+
+
 def drain_round(stack: EmbeddedStack, system: System, jobs: int) -> dict[str, Any]:
     """A backlog of `jobs` placed while the system's consumers are paused, then drained."""
     system.pause()
     ids = system.place_backlog(jobs)
     url = system.queue_url()
     meter = CpuMeter(stack, system)
+    requests_before = _store_requests(stack)
     system.resume()
     bench_run._drain(system, url, 120, "backlog drain")
     time.sleep(1)  # the last outcome writes
     used, _ = meter.used()
-    drain = figures.drain_figures(system.job_rows(), ids, sum(used.values()))
+    store_requests = _store_requests(stack) - requests_before
+    drain = figures.drain_figures(system.job_rows(), ids, sum(used.values()), store_requests)
     by_group = {name: round(value * 1000 / max(1, drain["jobs"]), 2) for name, value in used.items()}
     return {**drain, "cpu_ms_per_job_by_group": by_group}
 

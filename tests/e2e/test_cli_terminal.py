@@ -90,6 +90,10 @@ def test_list_at_80_columns_prints_one_line_per_job_and_its_short_ids_work(pane)
     assert any(line.startswith("status: succeeded") for line in got)
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_watch_streams_a_jobs_changes_and_ends_cleanly_on_ctrl_c(deployed):
     key = create_api_key(deployed.aws_env, f"watch-{uuid.uuid4().hex[:8]}", "cli watch test")
     api = deployed.client(key)
@@ -106,6 +110,9 @@ def test_watch_streams_a_jobs_changes_and_ends_cleanly_on_ctrl_c(deployed):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C as a terminal sends it: a suite started in the background (`make test &`) ignores SIGINT, and
+        # its children would inherit that, so Python would never raise KeyboardInterrupt in the CLI.
+        preexec_fn=_default_sigint,
     )
     printed: list[str] = []
 

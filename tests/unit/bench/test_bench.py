@@ -348,17 +348,27 @@ def test_a_drain_is_jobs_from_the_first_start_to_the_last_finish_and_per_cpu_sec
 
     rows = {"a": _row("a", 0.0, 10.0, 10.5), "b": _row("b", 0.0, 10.2, 12.0), "c": _row("c", 0.0, 11.0, None, "dead")}
 
-    drain = figures.drain_figures(rows, ["a", "b", "c", "missing"], cpu_seconds=0.5)
+    requests = {"dynamodb.UpdateItem": 4, "dynamodb.PutItem": 1}
+    drain = figures.drain_figures(rows, ["a", "b", "c", "missing"], cpu_seconds=0.5, store_requests=requests)
 
-    assert drain == {"jobs": 2, "seconds": 2.0, "jobs_per_s": 1.0, "cpu_ms_per_job": 250.0, "jobs_per_cpu_second": 4.0}
+    assert drain == {
+        "jobs": 2,
+        "seconds": 2.0,
+        "jobs_per_s": 1.0,
+        "cpu_ms_per_job": 250.0,
+        "jobs_per_cpu_second": 4.0,
+        "store_requests_per_job": 2.5,
+        "store_requests_per_job_by_operation": {"dynamodb.PutItem": 0.5, "dynamodb.UpdateItem": 2.0},
+    }
 
 
 def test_ratios_are_corral_over_each_other_system_and_the_targets_say_which_hold():
     from bench.compare import figures
 
-    def system(cpu, rate, p99, steady, per_cpu, lost=0, twice=0):
+    def system(cpu, rate, p99, steady, per_cpu, lost=0, twice=0, worker=None):
         return {
             "cpu_ms_per_job": cpu,
+            "cpu_ms_per_job_by_group": {} if worker is None else {"worker environments": worker},
             "max_rate_at_slo": rate,
             "enqueue_to_run_p99_ms": p99,
             "enqueue_to_run_p99_ms_steady": steady,
@@ -368,8 +378,8 @@ def test_ratios_are_corral_over_each_other_system_and_the_targets_say_which_hold
         }
 
     systems = {
-        "corral": system(30.0, 8.0, 200.0, 30.0, 100.0),
-        "bare": system(15.0, 10.0, 400.0, 20.0, 300.0),
+        "corral": system(30.0, 8.0, 200.0, 50.0, 100.0, worker=6.0),
+        "bare": system(15.0, 10.0, 400.0, 20.0, 300.0, worker=3.0),
         "celery": system(20.0, None, 400.0, 100.0, 150.0, lost=7),
     }
 
@@ -379,7 +389,9 @@ def test_ratios_are_corral_over_each_other_system_and_the_targets_say_which_hold
     assert found["cpu_per_job_corral_over_bare"] == 2.0
     assert found["max_rate_corral_over_bare"] == 0.8
     assert found["max_rate_corral_over_celery"] is None, "not measured is no ratio"
-    assert found["p99_steady_corral_over_bare"] == 1.5
+    assert found["worker_cpu_per_job_corral_over_bare"] == 2.0
+    assert "worker_cpu_per_job_corral_over_celery" not in found, "Celery's workers are not Lambda environments"
+    assert found["p99_steady_corral_over_bare"] == 2.5
     assert found["p99_corral_over_celery"] == 0.5
     assert [name for name, target in met.items() if target["met"]] == [
         "max_rate_corral_over_bare",

@@ -161,7 +161,7 @@ _FAULTS = ("none", "none", "none", "duplicate", "late", "dies after the run", "s
 # gaps of 0) where a job was recorded superseded by an earlier one (docs/decisions/debounce.md "Open"); fix it
 # before debounce is built, then let hypothesis search again.
 @settings(
-    max_examples=300, deadline=None, derandomize=False, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=120, deadline=None, derandomize=False, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     period=st.integers(1, 4),

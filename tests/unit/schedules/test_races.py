@@ -202,7 +202,7 @@ _FAULTS = st.none() | st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(existed=st.booleans(), fault=_FAULTS, data=st.data())
 def test_a_create_and_a_delete_racing_leave_the_schedule_its_record_and_its_unit_or_none(
     interleaved, existed, fault, data
@@ -247,7 +247,7 @@ def _update(tenant: str, by: int) -> Callable[[], Any]:
     return lambda: lifecycle.update(tenant, NAME, {"job": {"payload": {"by": by}}, "expression": expression})
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fault=_UPDATES, against=st.sampled_from([DELETE, UPDATE_AGAIN]), data=st.data())
 def test_an_update_racing_a_delete_or_an_update_leaves_the_record_saying_what_scheduler_fires(
     interleaved, fault, against, data

@@ -16,15 +16,7 @@ from cli import render, short_ids
 from cli.common import CliError, Exit, JsonFlag, corral
 from client import FINISHED, Corral, EnqueueOutcome, Job
 
-
-class Priority(StrEnum):
-    """--priority's choices: a job's lane (the API's `priority`)."""
-
-    HIGH = "high"
-    DEFAULT = "default"
-    LOW = "low"
-
-
+Priority = StrEnum("Priority", ["high", "default", "low"])  # --priority's choices: a job's lane
 PayloadOption = Annotated[
     str | None, typer.Option("--payload", "-p", help="The job's payload: JSON, or @file to read JSON from a file.")
 ]
@@ -202,13 +194,7 @@ def enqueue(
             "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
         ),
     ] = None,
-    priority: Annotated[
-        Priority | None,
-        typer.Option(
-            help="Its lane: a high job waits only behind high jobs, a low one only behind low ones (default: its "
-            "type's priority)."
-        ),
-    ] = None,
+    priority: Annotated[Priority | None, typer.Option(help="Its lane (default: its type's).")] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -238,7 +224,7 @@ def enqueue(
         "unique": unique_option(unique) if unique is not None else None,
         "throttle": throttle_option(throttle) if throttle is not None else None,
         "debounce": debounce_option(debounce) if debounce is not None else None,
-        "priority": priority.value if priority is not None else None,
+        "priority": priority and priority.value,
     }
     given = {k: v for k, v in options.items() if v is not None}
     accepted = api.enqueue_job({"type": job_type, "payload": parse_payload(payload), **given})

@@ -14,6 +14,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from cli import render, short_ids
 from cli.common import CliError, Exit, JsonFlag, corral
+from cli.flow import (
+    DebounceOption,
+    ThrottleOption,
+    UniqueOption,
+    flow_options,
+)
 from client import FINISHED, Corral, EnqueueOutcome, Job
 
 Priority = StrEnum("Priority", ["high", "default", "low"])  # --priority's choices: a job's lane
@@ -173,27 +179,9 @@ def enqueue(
     concurrency_limit: Annotated[
         int | None, typer.Option(min=1, max=1000, help="How many jobs with --concurrency-key run at once (1-1000).")
     ] = None,
-    unique: Annotated[
-        str | None,
-        typer.Option(
-            help="KEY[:started|finished[:SECONDS]]: while a job with KEY waits (or, finished, until it ends; at most "
-            "SECONDS), enqueue nothing and print that job's id, status duplicate."
-        ),
-    ] = None,
-    throttle: Annotated[
-        str | None,
-        typer.Option(
-            help="KEY:LIMIT/SECONDS: at most LIMIT jobs with KEY start in any SECONDS (e.g. stripe:10/60); the "
-            "others wait their turn."
-        ),
-    ] = None,
-    debounce: Annotated[
-        str | None,
-        typer.Option(
-            help="KEY:SECONDS[/MAX_WAIT]: of the jobs with KEY arriving within SECONDS of each other only the last "
-            "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
-        ),
-    ] = None,
+    unique: UniqueOption = None,
+    throttle: ThrottleOption = None,
+    debounce: DebounceOption = None,
     priority: Annotated[Priority | None, typer.Option(help="Its lane (default: its type's).")] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
@@ -221,9 +209,7 @@ def enqueue(
         "concurrency": {"key": concurrency_key, "limit": concurrency_limit} if concurrency_key else None,
         "on_success": parse_payload(on_success),
         "on_failure": parse_payload(on_failure),
-        "unique": unique_option(unique) if unique is not None else None,
-        "throttle": throttle_option(throttle) if throttle is not None else None,
-        "debounce": debounce_option(debounce) if debounce is not None else None,
+        **flow_options(unique=unique, throttle=throttle, debounce=debounce),
         "priority": priority and priority.value,
     }
     given = {k: v for k, v in options.items() if v is not None}
@@ -234,33 +220,6 @@ def enqueue(
         return
     shown = job_id if accepted["status"] != "duplicate" else f"{job_id} (duplicate: it holds the unique key)"
     render.emit({"id": job_id, "status": accepted["status"]}, as_json, lambda: render.out.print(shown))
-
-
-def unique_option(value: str) -> dict[str, Any]:
-    """--unique KEY[:started|finished[:SECONDS]] as a body's `unique` (until `started` unless given)."""
-    key, _, rest = value.partition(":")
-    until, _, seconds = rest.partition(":")
-    if not key or until not in ("", "started", "finished") or (seconds and not seconds.isdigit()):
-        raise CliError("--unique takes KEY[:started|finished[:SECONDS]], e.g. report-42:finished:3600", Exit.USAGE)
-    return {"key": key, "until": until or "started"} | ({"for_seconds": int(seconds)} if seconds else {})
-
-
-def throttle_option(value: str) -> dict[str, Any]:
-    """--throttle KEY:LIMIT/SECONDS as a body's `throttle` (the key may hold colons: the last one splits)."""
-    key, _, rate = value.rpartition(":")
-    limit, _, seconds = rate.partition("/")
-    if not key or not limit.isdigit() or not seconds.isdigit():
-        raise CliError("--throttle takes KEY:LIMIT/SECONDS, e.g. stripe:10/60", Exit.USAGE)
-    return {"key": key, "limit": int(limit), "period_seconds": int(seconds)}
-
-
-def debounce_option(value: str) -> dict[str, Any]:
-    """--debounce KEY:SECONDS[/MAX_WAIT] as a body's `debounce` (the key may hold colons: the last one splits)."""
-    key, _, timing = value.rpartition(":")
-    period, _, most = timing.partition("/")
-    if not key or not period.isdigit() or (most and not most.isdigit()) or timing.endswith("/"):
-        raise CliError("--debounce takes KEY:SECONDS[/MAX_WAIT], e.g. user-7:30/300", Exit.USAGE)
-    return {"key": key, "period_seconds": int(period)} | ({"max_wait_seconds": int(most)} if most else {})
 
 
 JobIdArgument = Annotated[str, typer.Argument(help="The job's id, or its start as `corral list` shows it.")]

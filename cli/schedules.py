@@ -9,6 +9,7 @@ import typer
 
 from cli import render
 from cli.common import JsonFlag, corral
+from cli.flow import DebounceOption, ThrottleOption, UniqueOption, flow_options
 from cli.jobs import PayloadOption, parse_payload
 
 app = typer.Typer(no_args_is_help=True)
@@ -68,9 +69,13 @@ def create(
     end: Annotated[str | None, typer.Option(help="Last possible firing (ISO 8601).")] = None,
     overlap: OverlapOption = None,
     description: DescriptionOption = None,
+    throttle: ThrottleOption = None,
+    debounce: DebounceOption = None,
+    unique: UniqueOption = None,
+    priority: Annotated[str | None, typer.Option(help="Each run's priority: high, default or low.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Create a schedule: each firing enqueues one job."""
+    """Create a schedule: each firing enqueues one job (a debounce or unique key applies to its runs)."""
     created = corral().schedules.create(
         name,
         expression,
@@ -84,6 +89,8 @@ def create(
         end=end,
         overlap=overlap,
         description=description,
+        priority=priority,
+        **flow_options(unique=unique, throttle=throttle, debounce=debounce),
     )
     _show(dict(created), as_json)
 

@@ -298,12 +298,12 @@ class Schedules(_Collection):
         end: str | None = None,
         overlap: str | None = None,
         description: str | None = None,
+        **flow: Any,
     ) -> Schedule:
         """E.g. `create("nightly", "cron(0 2 * * ? *)", "report", {"day": "yesterday"}, timezone="Europe/Paris")`.
-        `timeout_seconds`: each run's (default: the job type's). `overlap="skip"`: a run whose earlier run is
-        still queued, running or waiting to retry is recorded skipped instead of running (default "allow").
-        QuotaExceeded at the tenant's schedule quota or firings budget."""
-        job = {"type": job_type, "max_attempts": max_attempts, "timeout_seconds": timeout_seconds}
+        `overlap="skip"`: a run meeting a live earlier run is skipped. `flow`: each run's throttle, debounce, unique,
+        priority (as a job's). QuotaExceeded at the tenant's schedule quota or firings budget."""
+        job = {"type": job_type, "max_attempts": max_attempts, "timeout_seconds": timeout_seconds, **flow}
         body = {
             "name": name,
             "expression": expression,

@@ -149,6 +149,7 @@ class Batch(TypedDict):
     succeeded: int
     dead: int
     cancelled: int
+    skipped: int  # ended without running: a debounce's later job, or a unique key's holder, did their work
     created_at: float
     finished_at: float | None
     callbacks: dict[str, str | None]

@@ -2,25 +2,28 @@
 
     python -m bench.compare.profile [--jobs 400] [--port 4597]
 
-yappi is the profiler (pinned in requirements.txt): it measures the CPU of every thread (cProfile sees only
-the thread that enables it, and a worker's job runs on three: the invocation's, its delivery's, the job's,
-with outcome writes on a fourth). Starts an embedded stack on --port (sidecars, corral deployed as `make
-up` deploys it), pauses the worker's event source, enqueues --jobs echo jobs through the API, and
-runs a child process with the deployed worker's environment (its endpoints: the status cache, the
-fault proxy) that receives them from the queue and calls `functions.worker.handler.handler` on them
-in batches of 1 and of 10 (the timeline's batches at R = 8 hold 1-3 jobs; a backlog's hold 10).
-Then the same for the API handler on synthetic `POST /v1/jobs` events (bench/scenarios/cost.py's).
-Prints, per job: the handler's CPU in this process, the CPU of each step of the path (STEPS: a step is
-the cumulative CPU of the functions that make it up, whichever thread ran them), the store and queue
-requests that reached the sidecars (the emulator's work), and the functions taking most of the CPU;
-writes .corral/profile-*.txt. What the emulator does for those requests is not profiled here: their
-count is its share.
+cProfile (the standard library's) is the profiler, one per thread, each on its thread's CPU clock
+(`time.thread_time`): a worker's job runs on three threads (the invocation's, its delivery's, the job's,
+with outcome writes on a fourth), a profile enabled on one sees only that one, and waits cost nothing.
+
+Starts an embedded stack on --port (sidecars, corral deployed as `make up` deploys it), pauses the
+worker's event source, enqueues --jobs echo jobs through the API, and runs a child process with the
+deployed worker's environment (its endpoints: the status cache, the fault proxy) that receives them
+from the queue and calls `functions.worker.handler.handler` on them in batches of 1 and of 10 (the
+timeline's batches at R = 8 hold 1-3 jobs; a backlog's hold 10): once without the profiler (the CPU
+per job), once with it (each step's share). Then the same for the API handler on synthetic `POST
+/v1/jobs` events (bench/scenarios/cost.py's). Prints, per job: the handler's CPU in this process, each
+step of the path (STEPS: a step is the cumulative CPU of the functions that make it up, whichever
+thread ran them), the store and queue requests that reached the sidecars (the emulator's work), and
+the functions taking most of the CPU; writes .corral/profile-*.txt. What the emulator does for those
+requests is not profiled here: their count is its share.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import io
 import json
 import os
@@ -28,12 +31,11 @@ import pstats
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-import yappi
 
 from bench.lib.tuning import set_limits
 from local.deploy import DEMO_TENANT
@@ -66,11 +68,18 @@ def _sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]
     }
 
 
-def _worker_child(batch: int, jobs: int) -> None:
-    """In the worker's environment: receive `jobs` messages and handle them `batch` at a time, profiled."""
+def _worker_child(batch: int, jobs: int, profiled: bool) -> None:
+    """In the worker's environment: receive `jobs` messages and handle them `batch` at a time; `profiled`: with
+    a profile on each thread (its CPU figure then includes the profiler's cost)."""
     import boto3
 
+    profiles, timers = ThreadProfiles(), StepTimers()
+    if profiled:
+        profiles.install()  # before the worker's pools start their threads
     from functions.worker import handler as worker
+
+    if not profiled:
+        timers.install()
     from local.events import FakeLambdaContext
     from shared import environment
 
@@ -85,8 +94,6 @@ def _worker_child(batch: int, jobs: int) -> None:
     url = environment.current().queue_url
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     worker.worker.prepare()
-    _start_profile()
-    yappi.stop()
     handled, cpu, wall = 0, 0.0, 0.0
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # the log lines
         while handled < jobs:
@@ -96,92 +103,186 @@ def _worker_child(batch: int, jobs: int) -> None:
             if not got:
                 break
             event = _sqs_event(got, arn)
-            started, began = time.process_time(), time.perf_counter()
-            yappi.start(profile_threads=True)
+            started, began, on_this_thread = time.process_time(), time.perf_counter(), time.thread_time()
+            profiles.start()
+            timers.active = True
             worker.handler(event, WorkerContext())
-            yappi.stop()
+            timers.add(WHOLE["worker"], time.thread_time() - on_this_thread)
+            timers.active = False
+            profiles.stop()
             cpu += time.process_time() - started
             wall += time.perf_counter() - began
             sqs.delete_message_batch(
                 QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(got)]
             )
             handled += len(got)
-    print(json.dumps({"jobs": handled, "cpu_seconds": cpu, "wall_seconds": wall, "stats": _dump()}))
+    stats = profiles.dump() if profiled else None
+    print(
+        json.dumps({"jobs": handled, "cpu_seconds": cpu, "wall_seconds": wall, "stats": stats, "steps": timers.seconds})
+    )
 
 
-def _api_child(api_key: str, jobs: int) -> None:
+def _api_child(api_key: str, jobs: int, profiled: bool) -> None:
+    profiles, timers = ThreadProfiles(), StepTimers()
+    if profiled:
+        profiles.install()
     from functions.api.handler import handler
     from local.events import FakeLambdaContext, http_api_event
+
+    if not profiled:
+        timers.install()
 
     event = http_api_event("POST", "/v1/jobs", {"type": "echo", "payload": {"n": 1}}, api_key)
     context = FakeLambdaContext()
     with contextlib.redirect_stdout(io.StringIO()):
         for _ in range(20):  # the key cache, the id secret, the connection
             handler(event, context)
-        started = time.process_time()
-        _start_profile()
+        timers.active = True
+        started, on_this_thread = time.process_time(), time.thread_time()
+        profiles.start()
         began = time.perf_counter()
         for _ in range(jobs):
             handler(event, context)
-        yappi.stop()
+        profiles.stop()
         cpu, wall = time.process_time() - started, time.perf_counter() - began
-    print(json.dumps({"jobs": jobs, "cpu_seconds": cpu, "wall_seconds": wall, "stats": _dump()}))
+        timers.add(WHOLE["api"], time.thread_time() - on_this_thread)
+    stats = profiles.dump() if profiled else None
+    print(json.dumps({"jobs": jobs, "cpu_seconds": cpu, "wall_seconds": wall, "stats": stats, "steps": timers.seconds}))
 
 
-def _start_profile() -> None:
-    yappi.set_clock_type("cpu")  # each thread's CPU, not its waits
-    yappi.start(profile_threads=True)
+class ThreadProfiles:
+    """A cProfile per thread, on the thread's own CPU clock: the calling thread's, and every thread started
+    after `install` (the worker's pools start theirs on first use, and profile from then on)."""
+
+    def __init__(self) -> None:
+        self.profiles: list[cProfile.Profile] = []
+
+    def _profile(self) -> cProfile.Profile:
+        profile = cProfile.Profile(time.thread_time)
+        self.profiles.append(profile)
+        return profile
+
+    def install(self) -> None:
+        original = threading.Thread.run
+        profiles = self
+
+        def profiled_run(thread: threading.Thread) -> None:
+            profile = profiles._profile()
+            profile.enable()
+            try:
+                original(thread)
+            finally:
+                profile.disable()
+
+        threading.Thread.run = profiled_run  # type: ignore[method-assign]
+        self.main = self._profile()
+
+    def start(self) -> None:
+        if self.profiles:
+            self.main.enable()
+
+    def stop(self) -> None:
+        if self.profiles:
+            self.main.disable()
+
+    def dump(self) -> str:
+        """Every thread's functions, merged, in pstats' format. Pool threads still run: their profiles are
+        read as they stand (their threads idle, between batches)."""
+        path = Path(os.environ.get("PROFILE_DUMP", "/tmp/corral-profile.prof"))
+        merged = pstats.Stats(self.main)
+        for profile in self.profiles:
+            if profile is not self.main:
+                profile.snapshot_stats()
+                merged.add(_as_stats(profile))
+        merged.dump_stats(path)
+        return str(path)
 
 
-def _dump() -> str:
-    """Every thread's functions, merged, in pstats' format."""
-    path = Path(os.environ.get("PROFILE_DUMP", "/tmp/corral-profile.prof"))
-    yappi.get_func_stats().save(str(path), type="pstat")
-    return str(path)
+def _as_stats(profile: cProfile.Profile) -> pstats.Stats:
+    stats = pstats.Stats.__new__(pstats.Stats)
+    stats.init(None)  # type: ignore[attr-defined]
+    stats.stats = profile.stats  # type: ignore[attr-defined]
+    stats.total_calls = stats.prim_calls = stats.total_tt = 0  # type: ignore[attr-defined]
+    stats.get_top_level_stats()  # type: ignore[attr-defined]
+    return stats
 
 
-# The steps of a plain job's path, each the cumulative CPU of the functions that make it up (file suffix,
-# function name), on whichever thread they ran. A function inside another step's is not listed twice.
-STEPS: dict[str, list[tuple[str, str]]] = {
-    "worker: event to deliveries (records read, job ids verified)": [
-        ("functions/worker/handler.py", "_delivery"),
-        ("shared/worker/producer.py", "_batch_jobs"),
-    ],
-    "worker: running share (tenant's slots)": [
-        ("shared/worker/admit/running_share.py", "__init__"),
-        ("shared/worker/admit/running_share.py", "give_back"),
-    ],
-    "worker: claim (conditional write)": [("shared/store/jobs/job_claims.py", "claim")],
-    "worker: the job's run (its thread, its context, its code)": [("shared/worker/run/executor.py", "run")],
-    "worker: outcome write (conditional write)": [("shared/worker/complete/completer.py", "_write_completed")],
-    "worker: cover (visibility change)": [("shared/worker/run/cover.py", "begin")],
-    "worker: hand-off to the delivery's thread": [("concurrent/futures/thread.py", "submit")],
-    "worker: partial-batch answer (Powertools batch processor)": [
-        ("aws_lambda_powertools/utilities/batch/decorators.py", "process_partial_response")
-    ],
-    "worker: the batch log line": [("aws_lambda_powertools/logging/logger.py", "info")],
-    "worker: metrics flush (EMF line)": [
-        ("aws_lambda_powertools/metrics/provider/cloudwatch_emf/cloudwatch.py", "flush_metrics")
-    ],
-    "API: the handler, whole": [("functions/api/handler.py", "handler")],
-    "API: send (SendMessage, botocore's client side)": [("shared/aws/queue.py", "send")],
-    "any: botocore's client side of every AWS request": [("botocore/client.py", "_make_api_call")],
+# The steps of a plain job's path, each timed on its own thread's CPU clock around the function that is
+# the step (module, qualified name), whichever thread runs it: a step inside another is counted in both
+# (the table says "of which"). The timers cost ~1 µs a call, so the steps are measured without the
+# profiler, in the same run as the CPU per job.
+STEPS: dict[str, tuple[str, str]] = {
+    "worker: the invocation, whole (its thread: the handler and its decorators)": ("", ""),
+    "worker: a delivery handled (receive: admit, claim, run, settle)": ("shared.worker.receive", "handle"),
+    "worker:   of which the claim (a conditional UpdateItem)": ("shared.store.jobs.job_claims", "claim"),
+    "worker:   of which the job's run (its thread, its context, its code)": ("shared.worker.run.executor", "run"),
+    "worker: the batch made (records read, ids verified, running share)": ("shared.worker.producer", "Worker.batch"),
+    "worker: the outcome write (a conditional UpdateItem, on a writer thread)": (
+        "shared.store.jobs.job_store",
+        "complete",
+    ),
+    "worker: the cover (ChangeMessageVisibilityBatch, on a writer thread)": (
+        "shared.worker.run.cover",
+        "HiddenBatch.begin",
+    ),
+    "worker: the batch's end (claims unused, writes waited for, slots given back)": (
+        "shared.worker.batch",
+        "Batch.finish",
+    ),
+    "worker: the partial-batch answer (Powertools' batch processor)": (
+        "functions.worker.handler",
+        "process_partial_response",
+    ),
+    "worker: log lines (Powertools Logger.info)": ("aws_lambda_powertools.logging.logger", "Logger.info"),
+    "worker: the metrics flush (the EMF line)": (
+        "aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch",
+        "AmazonCloudWatchEMFProvider.flush_metrics",
+    ),
+    "API: the handler, whole": ("", ""),
+    "API:   of which the send (SendMessage)": ("shared.aws.queue", "send"),
+    "any: botocore's client side of every AWS request": ("botocore.client", "BaseClient._make_api_call"),
+}
+WHOLE = {
+    "worker": "worker: the invocation, whole (its thread: the handler and its decorators)",
+    "api": "API: the handler, whole",
 }
 
 
-def step_table(stats: pstats.Stats, jobs: int) -> list[tuple[str, float]]:
-    """(step, CPU ms per job) for each step of STEPS found in `stats`."""
-    found = []
-    entries = stats.stats  # type: ignore[attr-defined]
-    for step, functions in STEPS.items():
-        seconds = sum(
-            entry[3]
-            for (file, _, name), entry in entries.items()
-            if any(file.endswith(suffix) and name == function for suffix, function in functions)
-        )
-        if seconds:
-            found.append((step, round(seconds * 1000 / max(1, jobs), 3)))
-    return found
+class StepTimers:
+    """Thread-CPU seconds spent in each step of STEPS (`install` wraps each step's function where it is
+    looked up)."""
+
+    def __init__(self) -> None:
+        self.seconds: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self.active = False  # counting only inside the handler: not this tool's own receives and deletes
+
+    def add(self, step: str, seconds: float) -> None:
+        if self.active:
+            with self._lock:
+                self.seconds[step] += seconds
+
+    def install(self) -> None:
+        import importlib
+
+        for step, (module_name, qualified) in STEPS.items():
+            if not module_name:
+                continue
+            owner: Any = importlib.import_module(module_name)
+            *path, name = qualified.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            setattr(owner, name, self._timed(step, getattr(owner, name)))
+
+    def _timed(self, step: str, function: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = time.thread_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.add(step, time.thread_time() - began)
+
+        return timed
 
 
 def _child(command: list[str], env: dict[str, str]) -> dict[str, Any]:
@@ -222,28 +323,40 @@ def main(argv: list[str] | None = None) -> int:
         client = platform.client()
         reports = []
         for batch in (1, 10):
-            for n in range(args.jobs):
-                client.enqueue("echo", {"n": n})
-            before = _calls(chaos)
-            got = _child(["worker", str(batch), str(args.jobs)], {**env, "PROFILE_DUMP": f"/tmp/worker-{batch}.prof"})
-            used = _calls(chaos) - before
-            reports.append((f"worker, batches of {batch}", pstats.Stats(got["stats"]), got, dict(used)))
-        api_env = {**env, "POWERTOOLS_SERVICE_NAME": "corral-api"}
+            runs = []
+            for profiled in (False, True):  # the CPU without the profiler, then the steps' shares under it
+                for n in range(args.jobs):
+                    client.enqueue("echo", {"n": n})
+                before = _calls(chaos)
+                dump = {"PROFILE_DUMP": f"/tmp/worker-{batch}.prof"}
+                runs.append(_child(["worker", str(batch), str(args.jobs), str(int(profiled))], {**env, **dump}))
+                used = _calls(chaos) - before
+            reports.append((f"worker, batches of {batch}", *runs, dict(used)))
+        api_env = {**env, "POWERTOOLS_SERVICE_NAME": "corral-api", "PROFILE_DUMP": "/tmp/api.prof"}
         before = _calls(chaos)
-        got = _child(["api", platform.api_key, str(args.jobs)], {**api_env, "PROFILE_DUMP": "/tmp/api.prof"})
-        reports.append(("API, POST /v1/jobs", pstats.Stats(got["stats"]), got, dict(_calls(chaos) - before)))
-    for name, stats, got, calls in reports:
+        runs = [_child(["api", platform.api_key, str(args.jobs), str(int(profiled))], api_env) for profiled in (0, 1)]
+        reports.append(("API, POST /v1/jobs", *runs, {k: v / 2 for k, v in (_calls(chaos) - before).items()}))
+    for name, plain, profiled_run, calls in reports:
+        stats = pstats.Stats(profiled_run["stats"])
         out = io.StringIO()
         stats.stream = out  # type: ignore[attr-defined]
         stats.sort_stats("tottime").print_stats(TOP)
         stats.sort_stats("cumulative").print_stats(TOP)
-        per_job = {op: round(n / got["jobs"], 2) for op, n in sorted(calls.items())}
-        steps = "\n".join(f"  {ms:8.3f}  {step}" for step, ms in step_table(stats, got["jobs"]))
+        jobs = max(1, plain["jobs"])
+        cpu_ms = plain["cpu_seconds"] * 1000 / jobs
+        per_job = {op: round(n / max(1, profiled_run["jobs"]), 2) for op, n in sorted(calls.items())}
+        steps = "\n".join(
+            f"  {seconds * 1000 / jobs:7.3f} ms  {seconds * 1000 / jobs / cpu_ms:6.1%}  {step}"
+            for step in STEPS
+            if (seconds := plain["steps"].get(step))
+        )
         text = (
-            f"{name}: {got['jobs']} jobs, {got['cpu_seconds'] * 1000 / max(1, got['jobs']):.2f} CPU ms per job "
-            f"in the handler's process, {got['wall_seconds'] * 1000 / max(1, got['jobs']):.2f} ms of the handler's "
-            f"time (the profiler's overhead included)\nstore and queue requests per job (at the sidecars): "
-            f"{per_job}\nCPU ms per job by step (the profiler's overhead included):\n{steps}\n"
+            f"{name}: {plain['jobs']} jobs, {cpu_ms:.2f} CPU ms per job in the handler's process, "
+            f"{plain['wall_seconds'] * 1000 / jobs:.2f} ms of the handler's time (no profiler); "
+            f"{profiled_run['cpu_seconds'] * 1000 / max(1, profiled_run['jobs']):.2f} CPU ms per job profiled\n"
+            f"store and queue requests per job (at the sidecars): {per_job}\n"
+            f"CPU ms per job by step (thread CPU, timed without the profiler), and its share of the process's:\n"
+            f"{steps}\n"
         )
         print(text, flush=True)
         path = STATE / f"profile-{re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')}.txt"
@@ -254,8 +367,8 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["worker"]:
-        _worker_child(int(sys.argv[2]), int(sys.argv[3]))
+        _worker_child(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1")
     elif sys.argv[1:2] == ["api"]:
-        _api_child(sys.argv[2], int(sys.argv[3]))
+        _api_child(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")
     else:
         sys.exit(main())

@@ -215,6 +215,10 @@ class BatchOut(_Answer):
     succeeded: int
     dead: int
     cancelled: int
+    skipped: int = Field(
+        description="Jobs that ended without running: a later job of their debounce key ran in their place, or "
+        "their unique key's holder did their work; ended, and no failure"
+    )
     created_at: float = Field(description="Epoch seconds")
     finished_at: float | None = Field(description="Epoch seconds, once no job is pending")
     callbacks: dict[str, str | None] = Field(
@@ -241,6 +245,10 @@ class ScheduleJobOut(_Answer):
     payload: Any = None
     max_attempts: int
     timeout_seconds: int | None = None
+    throttle: dict[str, Any] | None = Field(default=None, description="Its runs' own throttle, as given")
+    debounce: dict[str, Any] | None = Field(default=None, description="Its runs' debounce, as given")
+    unique: dict[str, Any] | None = Field(default=None, description="Its runs' unique key, as given")
+    priority: Literal["high", "low"] | None = Field(default=None, description="Its runs' priority; null: default")
 
 
 class ScheduleRunOut(_Answer):

@@ -24,14 +24,21 @@ from functions.api.answers import (
     SkippedRunOut,
 )
 from functions.api.caller import Tenant
-from functions.api.models import JobSpecIn, ThrottleIn, idempotency_key_field
+from functions.api.models import JobSpecIn, ThrottleIn, debounce_model, idempotency_key_field, unique_model
 from functions.api.openapi_docs import answer, documented
 from functions.api.responses import json_response
 from shared import settings
+from shared.flow.priority import Priority
 from shared.model.states import Overlap, Status
 from shared.schedules import definitions, lifecycle, queries, runs
 
 router = APIGatewayHttpRouter()
+
+# One class per field (functions/api/models.py says why).
+ScheduleDebounceIn = debounce_model("ScheduleDebounceIn")
+ScheduleUniqueIn = unique_model("ScheduleUniqueIn")
+ScheduleDebounceChangeIn = debounce_model("ScheduleDebounceChangeIn")
+ScheduleUniqueChangeIn = unique_model("ScheduleUniqueChangeIn")
 
 
 class ScheduleJobIn(JobSpecIn):
@@ -48,6 +55,17 @@ class ScheduleJobIn(JobSpecIn):
         description="At most `limit` of this tenant's jobs with `key` start in any window of `period_seconds` "
         "(default: the job type's throttle, if it declares one)",
     )
+    debounce: ScheduleDebounceIn | None = Field(
+        default=None,
+        description="Its runs (and this tenant's jobs with `key`) arriving within `period_seconds` of each other run "
+        "once, `period_seconds` after the last; each other run ends `skipped`, naming the run that ran",
+    )
+    unique: ScheduleUniqueIn | None = Field(
+        default=None,
+        description="A run is recorded `skipped`, naming the holder, while this tenant's job holding `key` has not "
+        "started (`until: started`) or not ended (`until: finished`), at most `for_seconds`",
+    )
+    priority: Priority | None = Field(default=None, description="Its runs' priority level (default: default)")
 
 
 class ScheduleIn(BaseModel):
@@ -79,6 +97,9 @@ class ScheduleJobChangesIn(JobSpecIn):
 
     type: str | None = Field(default=None, min_length=1, max_length=64, description="A registered job type, e.g. echo")
     throttle: ThrottleIn | None = Field(default=None, description="Its runs' throttle; null: none of its own")
+    debounce: ScheduleDebounceChangeIn | None = Field(default=None, description="Its runs' debounce; null: none")
+    unique: ScheduleUniqueChangeIn | None = Field(default=None, description="Its runs' unique key; null: none")
+    priority: Priority | None = Field(default=None, description="Its runs' priority; null: the default level")
 
 
 class ScheduleChangesIn(BaseModel):
@@ -129,8 +150,14 @@ _NAME = Path(max_length=128)
     responses=documented({201: answer(ScheduleOut, "Created: the schedule")}, 400, 403, 409, 413, 422, 429),
 )
 def post_schedule(tenant: Tenant, schedule: Annotated[ScheduleIn, Body()]) -> Response[dict[str, Any]]:
+    job = schedule.job
     request = definitions.ScheduleRequest(
-        **schedule.model_dump(exclude={"job"}), job=schedule.job.spec(), throttle=schedule.job.throttle
+        **schedule.model_dump(exclude={"job"}),
+        job=job.spec(),
+        throttle=job.throttle,
+        debounce=job.debounce,
+        unique=job.unique,
+        priority=job.priority,
     )
     return json_response(201, lifecycle.create(tenant, request).public())
 

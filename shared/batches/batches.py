@@ -14,23 +14,31 @@ ended (`on_complete`) or all succeeded (`on_success`). See docs/decisions/batche
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared import cursors, ids, settings
 from shared.batches import callbacks
 from shared.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded, Unavailable
+from shared.flow.unique import Unique, duplicate_reason
 from shared.jobs import enqueue
 from shared.model.message import BatchMember, JobMessage
 from shared.store.batches import batch_items, batch_members
 from shared.store.batches.batch_items import BatchRecord
+from shared.store.flow import unique_keys
 from shared.store.id_secret import id_secret
-from shared.store.jobs import job_control
+from shared.store.jobs import job_control, job_store
 from shared.tenants import quotas, rate_limit
+
+if TYPE_CHECKING:
+    from shared.store.flow.debounce_items import Arrived
 
 # A batch's members are cancelled side by side, and a page's counts read side by side.
 _writers = ThreadPoolExecutor(max_workers=10, thread_name_prefix="batch")
@@ -91,28 +99,33 @@ def create(tenant: str, request: BatchRequest) -> BatchRecord:
         batch_id, tenant, len(checked), now, description=request.description, callbacks=specs, request=fingerprint
     )
     _same_request(batch, request, fingerprint)  # another request with the key may have come first meanwhile
-    prepared = [
-        (
+    messages = [
+        enqueue.message_of(
+            tenant,
             job,
-            JobMessage.of(
-                spec.spec,
-                job_id=ids.child_id(secret, tenant, batch_id, str(index)),
-                tenant=tenant,
-                enqueued_at=batch.created_at,
-                concurrency=job.concurrency,
-                throttle=spec.flow.throttle,
-                callbacks=spec.callbacks,
-                batch=BatchMember(batch_id, index),
-                priority=spec.flow.level,
-            ),
-            spec.delay,
+            spec,
+            ids.child_id(secret, tenant, batch_id, str(index)),
+            batch.created_at,
+            debounce=spec.flow.debounce,
+            batch=BatchMember(batch_id, index),
         )
         for index, (job, spec) in enumerate(zip(request.jobs, checked, strict=True))
     ]
-    problems = [problem for problem in enqueue.send_prepared(prepared, now) if problem is not None]
-    if problems:
+    flow = _MembersFlow(tenant, now)
+    try:
+        prepared = [
+            flow.arrive(job, message, spec) for job, message, spec in zip(request.jobs, messages, checked, strict=True)
+        ]
+    except Exception:
+        flow.not_sent(range(len(flow.arrived)))
+        raise
+    problems = enqueue.send_prepared(prepared, now)
+    flow.not_sent(index for index, problem in enumerate(problems) if problem is not None)
+    flow.sent(index for index, problem in enumerate(problems) if problem is None)
+    if any(problem is not None for problem in problems):
+        failed = sum(1 for problem in problems if problem is not None)
         raise Unavailable(
-            f"{len(problems)} of the batch's {len(prepared)} jobs could not be sent; send the same request again "
+            f"{failed} of the batch's {len(prepared)} jobs could not be sent; send the same request again "
             "with the same idempotency_key: it sends them, and jobs sent already do not run twice"
         )
     if request.idempotency_key is not None:
@@ -137,19 +150,60 @@ def _checked_member(tenant: str, index: int, job: enqueue.JobRequest, now: float
     if job.idempotency_key is not None:
         why = "a batch's jobs take their ids from the batch: give the batch an idempotency_key instead"
         raise InvalidRequest(f"{field}.idempotency_key", why)
-    member = enqueue.checked(tenant, job, now, field_prefix=f"{field}.")
-    if member.flow.unique is not None:
-        # A batch counts every member to its end: a member refused as a duplicate would never be one.
-        why = "a batch's jobs are all enqueued or none: a unique key, which may refuse one, is for jobs on their own"
-        raise InvalidRequest(f"{field}.unique", why)
-    if member.flow.debounce is not None:
-        # A batch counts every member to its end, each run once: a debounce would skip members in favour of others.
-        why = (
-            "a batch's jobs each run: a debounce, which skips all but the last of its key's jobs, is for jobs on "
-            "their own"
-        )
-        raise InvalidRequest(f"{field}.debounce", why)
-    return member
+    return enqueue.checked(tenant, job, now, field_prefix=f"{field}.")
+
+
+@dataclass
+class _MembersFlow:
+    """The flow-control writes of a batch's members, in index order (so members of one key meet in that order):
+    a debounced member's arrival in its key's group, a unique member's lock. A member whose unique key another job
+    holds is recorded `skipped` naming that job, and its message is still sent, without its debounce: the worker
+    finds it finished and counts it in its batch, as it counts every member (docs/decisions/batches.md)."""
+
+    tenant: str
+    now: float
+    arrived: list[tuple[JobMessage, Arrived | None, Unique | None]] = field(default_factory=list)
+
+    def arrive(
+        self, job: enqueue.JobRequest, message: JobMessage, spec: enqueue.CheckedJob
+    ) -> tuple[enqueue.JobRequest, JobMessage, float]:
+        """The member's (request, message, delay) to send, once its key's group or lock has taken it."""
+        delay, unique, arrival = spec.delay, spec.flow.unique, None
+        if unique is not None:
+            holder = unique_keys.take(self.tenant, unique, message.id, self.now, self.now + delay)
+            if holder is not None:
+                job_store.record_skipped(message, duplicate_reason(unique.key, holder.id), holder.id, self.now)
+                message, unique = replace(message, debounce=None), None
+        if message.debounce is not None:
+            from shared.store.flow import debounce_items  # only a debounced member needs its group's item
+
+            try:
+                message, arrival = debounce_items.arrive_message(message, self.now)
+            except Exception:
+                if unique is not None:
+                    unique_keys.not_sent(self.tenant, unique, message.id)
+                raise
+            delay = arrival.delay_seconds
+        self.arrived.append((message, arrival, unique))
+        return job, message, delay
+
+    def sent(self, indexes: Iterable[int]) -> None:
+        for index in indexes:
+            message, _, unique = self.arrived[index]
+            if unique is not None:
+                unique_keys.sent(self.tenant, unique, message.id)
+
+    def not_sent(self, indexes: Iterable[int]) -> None:
+        """Give back what these members took: the last first, so a group goes back as it was."""
+        from shared.store.flow import debounce_items
+
+        for index in sorted(indexes, reverse=True):
+            message, arrival, unique = self.arrived[index]
+            if arrival is not None:
+                debounce_items.undo_unsent(message, arrival)
+            if unique is not None:
+                with contextlib.suppress(ClientError, BotoCoreError):
+                    unique_keys.not_sent(self.tenant, unique, message.id)
 
 
 def _check_far_future_quota(tenant: str, checked: list[enqueue.CheckedJob]) -> None:

@@ -106,6 +106,7 @@ def batch_view(batch: BatchRecord) -> dict[str, Any]:
         "succeeded": batch.succeeded,
         "dead": batch.dead,
         "cancelled": batch.cancelled,
+        "skipped": batch.skipped,
         "created_at": batch.created_at,
         "finished_at": batch.finished_at if batch.pending == 0 else None,
         "callbacks": {

@@ -26,6 +26,7 @@ _MEMBER_STATE = {
     Status.SUCCEEDED: batch_members.DONE,
     Status.DEAD: batch_members.DEAD,
     Status.CANCELLED: batch_members.CANCELLED_JOB,
+    Status.SKIPPED: batch_members.SKIPPED_JOB,  # ended without a run: a debounce's later job, or a unique key's holder
 }
 
 

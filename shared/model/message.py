@@ -12,8 +12,10 @@ from typing import Any
 from shared import ids
 from shared.errors import CorralError
 from shared.flow.debounce import Debounce
+from shared.flow.options import FlowOptions
 from shared.flow.priority import Priority
 from shared.flow.throttle import Throttle
+from shared.flow.unique import Unique
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
 from shared.model.lineage import forged_lineage
 from shared.model.message_fields import FIELD_CHECKS, MAX_NAME_LENGTH, REQUIRED, text_check
@@ -100,6 +102,13 @@ class JobMessage:
     # at the worker whether it runs, waits or was superseded (shared/worker/admit/debounced.py).
     debounce: Debounce | None = None
     debounce_seq: int | None = None
+    # A schedule's run only: its schedule's unique key, which the worker takes before its claim, or records the run
+    # `skipped` naming the job holding it (shared/worker/admit/unique_runs.py). A job the API enqueues took its key
+    # at enqueue, and carries none.
+    unique: Unique | None = None
+    # The job's priority level, when not the default (shared/flow/priority.py): its lane, which every send of it
+    # keeps (shared/aws/queue.py `lane_url`).
+    priority: str | None = None
     batch: BatchMember | None = None  # the batch it belongs to (shared/batches/batches.py)
     # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?} (shared/batches/callbacks.py).
     callbacks: dict[str, Callback] | None = None
@@ -114,8 +123,6 @@ class JobMessage:
     # A keyed job's request fingerprint (shared/ids.py request_fingerprint): of the requests sent under one
     # idempotency key, the first claimed is the job's, and only its messages run (shared/store/jobs/job_store.py).
     request: str | None = None
-    # Its lane: "high" or "low" (None: default), which every send of it keeps (shared/aws/queue.py `lane_url`).
-    priority: str | None = None
     v: int = 1
 
     @classmethod
@@ -180,14 +187,14 @@ class JobMessage:
         schedule: str,
         spec: JobSpec,
         overlap: Overlap = Overlap.ALLOW,
-        throttle: Throttle | None = None,
-        priority: Priority = Priority.DEFAULT,
+        flow: FlowOptions | None = None,
     ) -> str:
         """The target Input of a recurring schedule: the message of its job, without what each firing fills in.
 
         No `id` or `enqueued_at` (`from_data` derives them at each firing), and Scheduler's placeholder
         for `scheduled_for`. No timeout_seconds when the spec has none: each run gets its type's default.
-        `overlap` travels in the Input, so the worker knows at each firing without reading the schedule.
+        `overlap` and the schedule's flow options (`flow`: throttle, debounce, unique, priority) travel in the Input,
+        so the worker knows them at each firing without reading the schedule.
         """
         message = cls.of(
             spec,
@@ -197,11 +204,16 @@ class JobMessage:
             schedule=schedule,
             scheduled_for=SCHEDULED_TIME,
             overlap=overlap,
-            throttle=throttle,
-            priority=priority,
-        )
+        ).with_flow(flow or FlowOptions())
         fields = {name: value for name, value in message.to_dict().items() if name not in _FILLED_AT_EACH_FIRING}
         return json.dumps(fields, separators=(",", ":"))
+
+    def with_flow(self, flow: FlowOptions) -> JobMessage:
+        """The message with a schedule's run's flow options: its throttle, debounce, unique key and priority."""
+        priority = flow.to_dict().get("priority")  # the default level is left out, as a message carries none
+        return dataclasses.replace(
+            self, throttle=flow.throttle, debounce=flow.debounce, unique=flow.unique, priority=priority
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The body's fields. `payload` is always there (null too); optional fields only when set."""
@@ -223,6 +235,8 @@ class JobMessage:
             "throttle": self.throttle.to_dict() if self.throttle else None,
             "debounce": self.debounce.to_dict() if self.debounce else None,
             "debounce_seq": self.debounce_seq,
+            "unique": self.unique.to_dict() if self.unique else None,
+            "priority": self.priority,
             "batch": self.batch.to_dict() if self.batch else None,
             "callbacks": callbacks_to_dict(self.callbacks) if self.callbacks else None,
             "parent": self.parent,
@@ -230,7 +244,6 @@ class JobMessage:
             "overlap": self.overlap,
             "trigger": self.trigger,
             "request": self.request,
-            "priority": self.priority,
         }
         return body | {name: value for name, value in optional.items() if value is not None}
 
@@ -309,6 +322,8 @@ def _typed(fields: dict[str, Any]) -> dict[str, Any]:
         fields = {**fields, "throttle": Throttle.parse(fields["throttle"])}
     if fields.get("debounce") is not None:
         fields = {**fields, "debounce": Debounce.parse(fields["debounce"])}
+    if fields.get("unique") is not None:
+        fields = {**fields, "unique": Unique.parse(fields["unique"])}
     if "batch" in fields:
         fields = {**fields, "batch": BatchMember.of(fields["batch"])}
     if fields.get("callbacks") is not None:

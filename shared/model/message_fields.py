@@ -9,7 +9,6 @@ from typing import Any
 
 from shared import settings
 from shared.flow import options as flow_options
-from shared.flow.priority import Priority
 from shared.model.lineage import STEP_PARENT, step_parent_problem
 from shared.model.spec import BATCH_CALLBACK_KINDS, CALLBACK_KINDS, Callback
 from shared.model.states import Overlap, Trigger
@@ -163,8 +162,8 @@ FIELD_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "throttle": lambda value: None if value is None else flow_options.problem("throttle", value),
     "debounce": lambda value: None if value is None else flow_options.problem("debounce", value),
     "debounce_seq": _optional(_int_between(1, 2**53)),
-    # Its lane (shared/flow/priority.py); a default job's message leaves it out.
-    "priority": _optional(_one_of(*Priority)),
+    "unique": lambda value: None if value is None else flow_options.problem("unique", value),
+    "priority": lambda value: None if value is None else flow_options.problem("priority", value),
     "batch": _batch_member,
     "callbacks": _callbacks,
     "parent": _parent,

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared import settings
 from shared.errors import InvalidRequest
-from shared.flow.throttle import Throttle
-from shared.jobs import payloads
+from shared.flow import options as flow_options
+from shared.flow.options import FlowOptions
+from shared.jobs import job_types, payloads
 from shared.jobs.enqueue import check_job, with_max_attempts
 from shared.model.spec import JobSpec
 from shared.model.states import Overlap
@@ -38,7 +40,16 @@ class ScheduleRequest:
     end: datetime | None = None
     overlap: str = Overlap.ALLOW
     description: str | None = None
-    throttle: Mapping[str, Any] | None = None  # its runs' own throttle (shared/flow/throttle.py)
+    # Its runs' own flow options, as the body gives them (shared/flow/options.py): each firing's job carries them.
+    throttle: Mapping[str, Any] | None = None
+    debounce: Mapping[str, Any] | None = None
+    unique: Mapping[str, Any] | None = None
+    priority: str | None = None
+
+    @property
+    def flow(self) -> dict[str, Any]:
+        """Its flow options given, by name."""
+        return {name: getattr(self, name) for name in flow_options.FIELDS if getattr(self, name) is not None}
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -58,26 +69,33 @@ def _check_expression(expression_text: str, zone_name: str, now: datetime) -> No
         raise InvalidRequest("expression", f"{expression_text} ({zone_name}) is in the past")
 
 
-def _job_of(tenant: str, spec: JobSpec, throttle: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The record's job: checked as any job a schedule fires, its max_attempts decided; its own throttle, if given."""
+def _job_of(tenant: str, spec: JobSpec, flow: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The record's job: checked as any job a schedule fires, its max_attempts decided; its own flow options
+    (throttle, debounce, unique, priority), if given, checked alone and together, each named `job.<option>`."""
     check_job(spec, tenant=tenant, field_prefix="job.", scheduler_input=True)
     spec = with_max_attempts(spec)
     job: dict[str, Any] = {"type": spec.type, "payload": spec.payload, "max_attempts": spec.max_attempts}
     if spec.timeout_seconds is not None:
         job["timeout_seconds"] = spec.timeout_seconds
-    if throttle is not None:
-        checked = Throttle.parse(dict(throttle), "job.throttle")
-        if payloads.SCHEDULER_KEYWORD in checked.key.lower():
-            raise InvalidRequest("job.throttle.key", f"may not contain {payloads.SCHEDULER_KEYWORD!r}")
-        job["throttle"] = checked.to_dict()
-    return job
+    options = flow_options.parse(flow or {}, field_prefix="job.")
+    for name in ("throttle", "debounce", "unique"):
+        keyed = getattr(options, name)
+        # Its key travels in Scheduler's Input, which would substitute a Scheduler keyword in it at each firing.
+        if keyed is not None and payloads.SCHEDULER_KEYWORD in keyed.key.lower():
+            raise InvalidRequest(f"job.{name}.key", f"may not contain {payloads.SCHEDULER_KEYWORD!r}")
+    flow_options.check_together(options, field_prefix="job.")
+    if options.priority is not None:
+        job["priority"] = str(options.priority)  # as given: its view shows it, the default level too
+    return job | {name: value for name, value in options.to_dict().items() if name != "priority"}
 
 
-def spec_of(job: Mapping[str, Any]) -> tuple[JobSpec, Throttle | None]:
-    """A record's job as its runs' spec, and their own throttle (None: their type's, if any)."""
-    throttle = job.get("throttle")
-    spec = JobSpec(**{name: value for name, value in job.items() if name != "throttle"})
-    return spec, Throttle.parse(throttle) if throttle is not None else None
+def spec_of(job: Mapping[str, Any]) -> tuple[JobSpec, FlowOptions]:
+    """A record's job as its runs' spec, and their own flow options (each unset one: their type's, if any, for a
+    throttle and the priority; none of the others)."""
+    spec = JobSpec(**{name: value for name, value in job.items() if name not in flow_options.FIELDS})
+    flow = flow_options.parse(job)
+    # Its runs' lane: their own priority, else their type's (the queue a run is sent to is chosen as it is sent).
+    return spec, dataclasses.replace(flow, priority=job_types.priority_of(spec.type, flow.priority))
 
 
 def _check_window(minutes: int) -> None:
@@ -118,7 +136,7 @@ def definition(tenant: str, request: ScheduleRequest, now: datetime) -> Definiti
     if not NAME.fullmatch(request.name):
         raise InvalidRequest("name", f"use 1-{settings.SCHEDULE_NAME_MAX_LENGTH} of A-Z a-z 0-9 _ . -")
     _check_expression(request.expression, request.timezone, now)
-    job = _job_of(tenant, request.job, request.throttle)
+    job = _job_of(tenant, request.job, request.flow)
     _check_window(request.flexible_window_minutes)
     start, end = _aware(request.start), _aware(request.end)
     if start is not None:
@@ -144,7 +162,7 @@ def definition(tenant: str, request: ScheduleRequest, now: datetime) -> Definiti
 CHANGEABLE = frozenset(
     {"expression", "timezone", "job", "flexible_window_minutes", "start", "end", "overlap", "description"}
 )
-_JOB_FIELDS = frozenset({"type", "payload", "max_attempts", "timeout_seconds", "throttle"})
+_JOB_FIELDS = frozenset({"type", "payload", "max_attempts", "timeout_seconds", *flow_options.FIELDS})
 
 
 def changed(tenant: str, current: Definition, changes: Mapping[str, Any], now: datetime) -> Definition:
@@ -170,8 +188,9 @@ def changed(tenant: str, current: Definition, changes: Mapping[str, Any], now: d
         merged = {**current.job, **given}
         if not merged.get("type"):
             raise InvalidRequest("job.type", "cannot be cleared")
-        spec_fields = {name: merged.get(name) for name in _JOB_FIELDS if name != "throttle"}
-        job = _job_of(tenant, JobSpec(**spec_fields), merged.get("throttle"))
+        spec_fields = {name: merged.get(name) for name in _JOB_FIELDS if name not in flow_options.FIELDS}
+        flow = {name: merged[name] for name in flow_options.FIELDS if merged.get(name) is not None}
+        job = _job_of(tenant, JobSpec(**spec_fields), flow)
     window = changes.get("flexible_window_minutes", current.flexible_window_minutes)
     if window is None:
         window = 0

@@ -36,7 +36,6 @@ from typing import Any
 from shared import settings
 from shared.aws import eventbridge, queue
 from shared.errors import Conflict, InvalidRequest, NotFound
-from shared.jobs import job_types
 from shared.model.message import JobMessage
 from shared.model.states import Overlap
 from shared.schedules import definitions
@@ -82,8 +81,7 @@ def scheduler_name(tenant: str, name: str) -> str:
 
 def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge.Definition:
     """The Scheduler schedule that does what `definition` says."""
-    spec, throttle = definitions.spec_of(definition.job)
-    priority = job_types.priority_of(spec.type, definition.job.get("priority"), "job.priority")
+    spec, flow = definitions.spec_of(definition.job)
     start = definition.start
     if start is not None and start < datetime.now(UTC) - timedelta(seconds=settings.SCHEDULE_START_GRACE_SECONDS):
         # A start long past bounds nothing any more, and Scheduler refuses a StartDate over 5 minutes old
@@ -91,7 +89,7 @@ def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge
         start = None
     return eventbridge.Definition(
         expression=definition.expression,
-        input_json=JobMessage.firing_template(tenant, name, spec, Overlap(definition.overlap), throttle, priority),
+        input_json=JobMessage.firing_template(tenant, name, spec, Overlap(definition.overlap), flow),
         timezone=definition.timezone,
         start=start,
         end=definition.end,
@@ -99,7 +97,7 @@ def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge
         enabled=not definition.paused,
         description=definition.description,
         message_group=queue.message_group(tenant),
-        priority=priority,  # its firings go straight to their lane's queue
+        priority=flow.level,  # its firings go straight to their lane's queue
     )
 
 

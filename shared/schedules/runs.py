@@ -9,14 +9,13 @@ what started it. Whatever started it, a run of a schedule that skips overlaps is
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared import ids, settings
 from shared.aws import queue
 from shared.errors import InvalidRequest, Unavailable
-from shared.jobs import job_types
 from shared.jobs.enqueue import check_job
 from shared.model.firing import format_scheduled_time
 from shared.model.message import JobMessage
@@ -39,8 +38,12 @@ class Triggered:
 def _run_message(
     tenant: str, name: str, job: dict[str, Any], *, job_id: str, scheduled_for: str, overlap: Overlap, trigger: Trigger
 ) -> JobMessage:
-    spec, throttle = definitions.spec_of(job)
+    """The run's message, with its schedule's flow options. A backfill's runs carry no debounce or unique key: a
+    backfill asks for every occurrence of its window, as it asks past the overlap check."""
+    spec, flow = definitions.spec_of(job)
     check_job(spec, tenant=tenant, field_prefix="job.")  # the schedule's job type may have gone since it was made
+    if trigger is Trigger.BACKFILL:
+        flow = replace(flow, debounce=None, unique=None)
     return JobMessage.of(
         spec,
         job_id=job_id,
@@ -50,9 +53,7 @@ def _run_message(
         scheduled_for=scheduled_for,
         overlap=overlap,
         trigger=trigger,
-        throttle=throttle,
-        priority=job_types.priority_of(spec.type, job.get("priority"), "job.priority"),
-    )
+    ).with_flow(flow)
 
 
 def trigger(tenant: str, name: str, idempotency_key: str | None = None) -> Triggered:

@@ -126,7 +126,8 @@ def handle_all(
     handle_with: Callable[[Delivery, Batch], Settled] | None = None,
 ) -> dict[str, Handled]:
     """Handle a batch's deliveries, each on a thread of its own, each starting as the one before ends or
-    has run STAGGER_SECONDS: how each was handled, by message id. Run strictly one after another, a job
+    has run STAGGER_SECONDS (a lone delivery on the invocation's own thread): how each was handled, by
+    message id. Run strictly one after another, a job
     would wait out every earlier job's time, up to its timeout: one tenant's slow jobs would hold their
     batch-mates' (docs/decisions/concurrent-batches.md).
 
@@ -146,6 +147,9 @@ def handle_all(
             settled = batch.completer.settle(delivery.hand_back(f"record failed: {error!r}"), delivery)
         return Handled(settled, round((time.perf_counter() - began) * 1000, 1))
 
+    if len(deliveries) == 1:  # nothing to run beside it: no hand-off to a thread of its own
+        only = deliveries[0]
+        return {only.message_id: handle_one(only)}
     running: dict[str, Future[Handled]] = {}
     for delivery in deliveries:
         running[delivery.message_id] = started = batch.runners.submit(handle_one, delivery)

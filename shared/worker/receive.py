@@ -25,7 +25,7 @@ from shared.model.states import Status
 from shared.store.id_secret import id_secret
 from shared.store.jobs import job_claims
 from shared.worker.admit import debounced as debounce_gate
-from shared.worker.admit import unclaimed, waiting
+from shared.worker.admit import unclaimed, unique_runs, waiting
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.complete.completer import Settled
@@ -87,6 +87,8 @@ def receive(delivery: Delivery, batch: Batch) -> Verdict:
         return Unreadable(unreadable.reason, unreadable.job)
     if (debounced := debounce_gate.judge(message, delivery, batch)) is not None:
         return debounced  # it waits for its group, or ends skipped: superseded by a later job of its key
+    if (duplicate := unique_runs.judge(message, delivery, batch)) is not None:
+        return duplicate  # a schedule's run whose unique key another job holds: it ends skipped
     if delivery.seconds_left < cover.seconds_needed_to_start(message):
         # Handed back for an invocation with the time: a job started here would be cut off by the
         # invocation's own timeout, which holds every record of the batch for the visibility timeout.

@@ -1,13 +1,13 @@
 """Batch items: a batch's counts, its members' states and its callbacks' flags in one item
 (`batch#<id>`), its callbacks' specs in another (`batch#<id>#callbacks`). See docs/decisions/batches.md.
 
-The counts item holds `total`, `pending`, `succeeded`, `dead`, `cancelled`, the stored `status`, and
+The counts item holds `total`, `pending`, `succeeded`, `dead`, `cancelled`, `skipped`, the stored `status`, and
 one short attribute per member that has left `pending`, which shared/store/batches/batch_members.py writes
 (`mark`): one conditional write per change of a member's state, so the counts always equal the members'
 states.
 
 The batch's status and its callbacks are decided by a second conditional write (`settle`), pinned on
-the four counts the caller saw: it sets the status they say and, for each callback now due and not
+the five counts the caller saw: it sets the status they say and, for each callback now due and not
 due before (`attribute_not_exists(due_<kind>)`), marks it due. Of all the writers that see a batch
 finish, exactly one makes a callback due; that one enqueues it and marks it sent (`mark_sent`).
 
@@ -69,6 +69,9 @@ class BatchRecord:
     callbacks: tuple[str, ...] = ()  # the callbacks it was created with (on_complete, on_success)
     due: dict[str, float] = field(default_factory=dict)  # kind -> when it became due (enqueued once)
     sent: dict[str, float] = field(default_factory=dict)  # kind -> when its message was sent
+    # Members that ended `skipped` (a debounce's later job ran in their place, or a unique key's holder was doing
+    # their work): ended, and no failure (docs/decisions/batches.md).
+    skipped: int = 0
 
     @property
     def status(self) -> str:
@@ -105,7 +108,13 @@ def _callbacks_key(batch_id: str) -> dict[str, Any]:
 
 
 # Counters and flags are always named through placeholders: `total`, `status` and others are reserved words.
-_COUNTS = {"#pending": "pending", "#succeeded": "succeeded", "#dead": "dead", "#cancelled": "cancelled"}
+_COUNTS = {
+    "#pending": "pending",
+    "#succeeded": "succeeded",
+    "#dead": "dead",
+    "#cancelled": "cancelled",
+    "#skipped": "skipped",
+}
 _RECORD_ATTRIBUTES = (
     "pk",
     "tenant",
@@ -114,6 +123,7 @@ _RECORD_ATTRIBUTES = (
     "succeeded",
     "dead",
     "cancelled",
+    "skipped",
     "status",
     "enqueued_at",
     "finished_at",
@@ -143,6 +153,7 @@ def record_of(item: dict[str, Any]) -> BatchRecord:
         succeeded=number("succeeded"),
         dead=number("dead"),
         cancelled=number("cancelled"),
+        skipped=number("skipped"),  # 0 on a batch made before members could be skipped
         stored_status=item["status"]["S"],
         created_at=float(item["enqueued_at"]["N"]),
         finished_at=job_items.as_float(item, "finished_at"),
@@ -189,6 +200,7 @@ def create(
         "succeeded": job_items.n(0),
         "dead": job_items.n(0),
         "cancelled": job_items.n(0),
+        "skipped": job_items.n(0),
         "status": {"S": RUNNING},
         "enqueued_at": job_items.n(now),
         "expires_at": expires,
@@ -252,6 +264,7 @@ def settle(batch: BatchRecord, now: float, *, single_attempt: bool = False) -> B
         ":s": job_items.n(batch.succeeded),
         ":d": job_items.n(batch.dead),
         ":c": job_items.n(batch.cancelled),
+        ":k": job_items.n(batch.skipped),
     }
     if batch.pending == 0 or due_now:
         values[":now"] = job_items.n(now)
@@ -262,6 +275,8 @@ def settle(batch: BatchRecord, now: float, *, single_attempt: bool = False) -> B
         removes.append("finished_at")
         values[":expires"] = {"N": str(int(now) + _RUNNING_KEPT_SECONDS)}
     conditions = ["#pending = :p", "#succeeded = :s", "#dead = :d", "#cancelled = :c"]
+    # A batch made before members could be skipped has no `skipped` count until its first skipped member.
+    conditions.append("(#skipped = :k OR attribute_not_exists(#skipped))" if batch.skipped == 0 else "#skipped = :k")
     for kind in due_now:
         sets.append(f"due_{kind} = :now")
         conditions.append(f"attribute_not_exists(due_{kind})")

@@ -2,7 +2,7 @@
 See docs/decisions/batches.md.
 
 The counts item holds one short attribute per member that has left `pending`: `j<index in base 36>` = its
-state, a letter (S succeeded, D dead, C cancelled, P pending again after a retry) and the run it belongs to
+state, a letter (S succeeded, D dead, C cancelled, K skipped, P pending again after a retry) and the run it belongs to
 (the job record's `retries`, left out when 0). Every change of a member's state is one conditional write
 (`mark`) that sets the member's attribute *from the state it was in* and moves one unit between two
 counters, so the counts always equal the members' states, and repeating a mark (a redelivery, a retried
@@ -26,14 +26,20 @@ from shared.store.batches.batch_items import BatchRecord
 from shared.store.conditional import conditional_update
 from shared.store.jobs import job_items
 
-PENDING, DONE, DEAD, CANCELLED_JOB = "P", "S", "D", "C"
-_COUNTER_OF = {PENDING: "pending", DONE: "succeeded", DEAD: "dead", CANCELLED_JOB: "cancelled"}
+PENDING, DONE, DEAD, CANCELLED_JOB, SKIPPED_JOB = "P", "S", "D", "C", "K"
+_COUNTER_OF = {
+    PENDING: "pending",
+    DONE: "succeeded",
+    DEAD: "dead",
+    CANCELLED_JOB: "cancelled",
+    SKIPPED_JOB: "skipped",
+}
 _DIGITS = string.digits + string.ascii_lowercase
 
 
 @dataclass(frozen=True)
 class MemberState:
-    """A member's state in its batch: a letter (PENDING, DONE, DEAD, CANCELLED_JOB) and its run."""
+    """A member's state in its batch: a letter (PENDING, DONE, DEAD, CANCELLED_JOB, SKIPPED_JOB) and its run."""
 
     letter: str
     generation: int = 0

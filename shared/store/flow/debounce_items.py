@@ -36,7 +36,7 @@ from shared.flow import debounce as rules
 from shared.flow.debounce import Debounce, Decision, Ended, Fire, Group
 from shared.model.message import JobMessage
 from shared.store import keys, table
-from shared.store.jobs import job_items
+from shared.store.jobs import job_store
 
 _ARRIVAL_TRIES = 4  # writes an arrival makes before it gives up (other arrivals won every race): 503, retryable
 _FIRE_TRIES = 3
@@ -235,10 +235,7 @@ def settle(
 def record_superseded(message: JobMessage, reason: str, by: str | None, now: float) -> bool:
     """Record the superseded job `message` as `skipped`, its `reason` naming `by`. False if it has a record already
     (it ran, or was recorded already): it is left as it is, and claimed as any job."""
-    item = job_items.skipped_item(message, now, reason, by)
-    return job_items.conditional(
-        put=True, single_attempt=True, Item=item, ConditionExpression="attribute_not_exists(pk)"
-    )
+    return job_store.record_skipped(message, reason, by, now, single_attempt=True)
 
 
 def ran_without_a_run(tenant: str, debounce: Debounce, job_id: str, now: float) -> bool:

@@ -261,7 +261,8 @@ def payload_json(payload: Any) -> dict[str, str]:
 
 def skipped_item(message: JobMessage, now: float, reason: str, skipped_for: str | None) -> dict[str, Any]:
     """The record of a job that ends `skipped` with no attempt made (a schedule's overlapping run, a superseded
-    debounced job): its message's content, so it can be read and retried, and why (`reason`, naming `skipped_for`)."""
+    debounced job, a job whose unique key another job held): its message's content, so it can be read and
+    retried, and why (`reason`, naming `skipped_for`)."""
     item: dict[str, Any] = {
         **key(message.id),
         "status": {"S": Status.SKIPPED},
@@ -282,7 +283,18 @@ def skipped_item(message: JobMessage, now: float, reason: str, skipped_for: str 
         item["timeout_seconds"] = n(message.timeout_seconds)
     if message.level.carried is not None:
         item[PRIORITY] = {"S": message.level.carried}
-    return item
+    if message.trigger:
+        item["run_trigger"] = {"S": message.trigger}
+    if (
+        message.schedule and message.scheduled_for
+    ):  # a schedule's run: listed with its runs (an index key is never empty)
+        item |= {
+            "schedule_name": {"S": message.schedule},
+            "scheduled_for": {"S": message.scheduled_for},
+            "gsi1pk": {"S": keys.runs_partition(message.tenant, message.schedule)},
+            "gsi1sk": {"S": message.scheduled_for},
+        }
+    return item | relations(message)  # a batch's member stays its batch's; its callbacks are kept for a reader
 
 
 def expires_at(now: float) -> int:

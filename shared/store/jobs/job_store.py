@@ -45,6 +45,24 @@ def mark_callback_sent(job_id: str, kind: str, callback_id: str, *, single_attem
     )
 
 
+def record_skipped(
+    message: JobMessage, reason: str, skipped_for: str | None, now: float, *, single_attempt: bool = False
+) -> bool:
+    """Record the job `message` as `skipped` with no attempt made, `reason` naming the job `skipped_for` (a later
+    job of its debounce key, its unique key's holder). False if it has a record already, other than the one a job
+    that waited unclaimed leaves (`queued`, saying what it waited for, no attempt made): it is left as it is."""
+    item = job_items.skipped_item(message, now, reason, skipped_for)
+    return job_items.conditional(
+        put=True,
+        single_attempt=single_attempt,
+        Item=item,
+        ConditionExpression="attribute_not_exists(pk) OR (#status = :queued AND #tenant = :tenant AND "
+        f"attribute_exists({job_items.QUEUED_WAITING_FOR}) AND attribute_not_exists(attempts))",
+        ExpressionAttributeNames={"#status": "status", "#tenant": "tenant"},
+        ExpressionAttributeValues={":queued": {"S": Status.QUEUED}, ":tenant": {"S": message.tenant}},
+    )
+
+
 def _finish(
     job_id: str, token: str, outcome: str, sets: list[str], values: dict[str, Any], *, single_attempt: bool = False
 ) -> bool:

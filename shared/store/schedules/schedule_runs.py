@@ -107,17 +107,8 @@ def record_skipped(
     run has a record already (it started before, or was skipped already): it is left as it is.
     `at_trigger`: the trigger that made the run decides it (its answer says so), not the run's claim."""
     item = job_items.skipped_item(message, now, skip_reason(blocker), blocker.id)
-    if message.trigger:
-        item["run_trigger"] = {"S": message.trigger}
     if at_trigger:
         item[_SKIPPED_AT_TRIGGER] = {"BOOL": True}
-    if message.schedule and message.scheduled_for:  # an index key is never empty
-        item |= {
-            "schedule_name": {"S": message.schedule},
-            "scheduled_for": {"S": message.scheduled_for},
-            "gsi1pk": {"S": keys.runs_partition(message.tenant, message.schedule)},
-            "gsi1sk": {"S": message.scheduled_for},
-        }
     return job_items.conditional(
         put=True, single_attempt=single_attempt, Item=item, ConditionExpression="attribute_not_exists(pk)"
     )

@@ -54,8 +54,8 @@ class ClaimsAhead:
                 continue
             if delivery.seconds_left < cover.seconds_needed_to_start(message):
                 continue  # handed back at its turn
-            if message.debounce_seq is not None:
-                continue  # its debounce group decides first, at its turn (shared/worker/admit/debounced.py)
+            if message.debounce is not None or message.unique is not None:
+                continue  # its debounce group or unique key decides first, at its turn (debounced.py, unique_runs.py)
             if message.id in claimed:
                 continue  # the same job twice: the second delivery finds it claimed at its turn
             claimed.add(message.id)

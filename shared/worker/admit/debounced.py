@@ -3,6 +3,9 @@ marked it as its run, or has no say: claimed as any job), waits (its group is no
 attempt, as any waiting job), or was superseded by a later arrival (recorded `skipped`, its reason naming the job
 that ran in its place, and acknowledged). See docs/decisions/debounce.md.
 
+A schedule's run carries its schedule's debounce without an arrival number (Scheduler sends it, not the API): it
+arrives in its group at its first delivery here, and is then judged as any debounced job.
+
 While the store fails, a debounced job is handed back rather than run unclaimed: run without its group, a
 superseded job would run beside the one that superseded it.
 """
@@ -11,28 +14,34 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 from shared import settings
+from shared.batches import follow_ups
 from shared.flow import debounce as rules
 from shared.flow.debounce import NotDue, Superseded
 from shared.model.message import JobMessage
+from shared.model.states import Status
 from shared.store.flow import debounce_items
 from shared.worker.admit import waiting
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.delivery import Delivery
-from shared.worker.verdicts import Duplicate, Verdict
+from shared.worker.verdicts import Duplicate, Ended, Verdict
 
 
 def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | None:
     """None: the job is claimed as any job. Else what becomes of its delivery (it waits, or ends `skipped`)."""
-    debounce, seq = message.debounce, message.debounce_seq
-    if debounce is None or seq is None:
+    debounce = message.debounce
+    if debounce is None:
         return None
     if batch.breaker.cooling:
         return delivery.hand_back("the store failed moments ago: its debounce group cannot decide")
     now = time.time()
     try:
+        seq = message.debounce_seq
+        if seq is None:
+            return _arrive(message, delivery, now)
         decision = debounce_items.settle(message.tenant, debounce, message.id, seq, now)
         match decision:
             case NotDue(until=until):
@@ -44,7 +53,7 @@ def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | No
             case Superseded(by=by):
                 reason = rules.skip_reason(debounce, by)
                 if debounce_items.record_superseded(message, reason, by, now):
-                    return Duplicate()
+                    return skipped(message)
                 return None  # it has a record already: its claim answers what it is
     except debounce_items.DebounceContended as contended:
         return delivery.hand_back(str(contended))
@@ -54,3 +63,27 @@ def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | No
         batch.breaker.failed()
         return delivery.hand_back(f"store unavailable deciding its debounce: {error}")
     return None
+
+
+def _arrive(message: JobMessage, delivery: Delivery, now: float) -> Verdict:
+    """A schedule's run, put on the queue by Scheduler without an arrival number: it arrives in its key's group
+    here, and its message is sent again with its number, delayed until its group is due, as the API sends a debounced
+    job (this one acknowledged). If that send fails, this message comes back and arrives again: where nothing
+    arrived since, it is found recorded already; else it arrives anew, the group's latest, and its group still runs
+    once, every other run skipped naming it."""
+    assert message.debounce is not None
+    arrived = debounce_items.arrive(message.tenant, message.debounce, message.id, now, single_attempt=True)
+    numbered = replace(message, debounce_seq=arrived.seq)
+    why = f"debounce {message.debounce.key!r}: arrived in its group, due in {arrived.delay_seconds} s"
+    shown = {"kind": "debounce", "key": message.debounce.key, "until": round(now + arrived.delay_seconds, 3)}
+    delay = max(1, min(arrived.delay_seconds, settings.MAX_SQS_DELAY_SECONDS))
+    wait = waiting.wait(numbered, delivery, waiting.WaitReason.DEBOUNCE, why, delay=delay, shown=shown)
+    return replace(wait, resend=True)
+
+
+def skipped(message: JobMessage) -> Duplicate:
+    """The verdict of a job just recorded `skipped`: acknowledged, once what its end sets off is done (a batch's
+    member is counted in its batch, which may complete)."""
+    if follow_ups.has_follow_ups(message):
+        return Duplicate(Ended(message, Status.SKIPPED))
+    return Duplicate()

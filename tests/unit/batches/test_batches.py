@@ -81,6 +81,7 @@ def test_a_batch_is_created_running_and_its_jobs_carry_its_id(aws, key):
         "succeeded": 0,
         "dead": 0,
         "cancelled": 0,
+        "skipped": 0,
         "created_at": 0,
         "finished_at": None,
         "callbacks": {},

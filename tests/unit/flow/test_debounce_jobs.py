@@ -146,10 +146,13 @@ def test_bad_debounce_input_is_a_422_naming_the_field_and_nothing_is_enqueued(aw
     assert debounce_items.read("acme", "k") is None
 
 
-def test_a_batchs_jobs_cannot_be_debounced(aws, key):
-    status, refused = _api("POST", "/v1/batches", key, {"jobs": [_debounced(0)]})
+def test_a_batch_members_bad_debounce_is_a_422_naming_the_member_and_nothing_is_written(aws, key):
+    jobs = [_debounced(0), {**_debounced(1), "delay_seconds": 5}]
+    status, refused = _api("POST", "/v1/batches", key, {"jobs": jobs})
 
-    assert (status, [named["field"] for named in refused["fields"]]) == (422, ["jobs[0].debounce"])
+    assert (status, [named["field"] for named in refused["fields"]]) == (422, ["jobs[1].debounce"])
+    assert aws["sqs"].receive_message(QueueUrl=aws["queue_url"]).get("Messages", []) == []
+    assert debounce_items.read("acme", "user-7") is None
 
 
 def test_a_failed_send_puts_the_group_back_so_the_job_it_superseded_runs(aws, clock, key, monkeypatch):
@@ -200,7 +203,7 @@ def test_a_debounced_message_carries_its_debounce_and_arrival_number(aws, clock,
 
 def test_the_clis_debounce_option_reads_key_period_and_max_wait():
     from cli.common import CliError
-    from cli.jobs import debounce_option
+    from cli.flow import debounce_option
 
     assert debounce_option("user-7:30") == {"key": "user-7", "period_seconds": 30}
     assert debounce_option("tenant:42:3/6") == {"key": "tenant:42", "period_seconds": 3, "max_wait_seconds": 6}

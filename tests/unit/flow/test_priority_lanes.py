@@ -126,6 +126,20 @@ def test_a_schedule_of_a_high_type_fires_into_the_high_lane(scheduler_env, monke
     assert json.loads(target["Input"])["priority"] == "high"  # each firing's message keeps its lane
 
 
+def test_a_schedules_own_priority_wins_over_its_types_and_picks_its_firings_queue(scheduler_env, monkeypatch):
+    _register(monkeypatch, "digest", priority="high")
+
+    lifecycle.create(
+        "acme",
+        ScheduleRequest(name="weekly", expression="cron(0 3 ? * 1 *)", job=JobSpec("digest"), priority="low"),
+    )
+
+    (listed,) = scheduler_env["scheduler"].list_schedules(GroupName=settings.SCHEDULE_GROUP)["Schedules"]
+    target = scheduler_env["scheduler"].get_schedule(GroupName=settings.SCHEDULE_GROUP, Name=listed["Name"])["Target"]
+    assert target["Arn"] == queue.lane_arn(Priority.LOW)
+    assert json.loads(target["Input"])["priority"] == "low"
+
+
 def test_a_high_job_runs_from_its_lane_shows_its_priority_and_its_retry_stays_in_the_lane(aws, monkeypatch):
     _register(monkeypatch, "flaky", _failing)
     message = build_message("acme", JobRequest(JobSpec("flaky", max_attempts=2), priority="high"), time.time())
@@ -240,7 +254,6 @@ def test_a_schedule_whose_job_has_a_bad_priority_is_422_naming_job_priority(sche
 
     status, body = answer("POST", "/v1/schedules", key, schedule)
 
-    # Schedules take no `priority` of their own yet (a schedule's runs take their type's): refused, named, too.
     assert status == 422 and [each["field"] for each in body["fields"]] == ["job.priority"]
 
 

@@ -302,7 +302,7 @@ def test_while_the_store_fails_a_throttled_job_waits_and_never_starts_uncounted(
 
 def test_the_clis_throttle_option_reads_key_limit_and_period():
     from cli.common import CliError
-    from cli.jobs import throttle_option
+    from cli.flow import throttle_option
 
     assert throttle_option("stripe:10/60") == {"key": "stripe", "limit": 10, "period_seconds": 60}
     assert throttle_option("tenant:42:2/1") == {"key": "tenant:42", "limit": 2, "period_seconds": 1}

@@ -107,9 +107,13 @@ def test_bad_unique_input_is_a_422_naming_the_field_and_nothing_is_sent(aws, key
     assert _drain(aws) == []
 
 
-def test_a_unique_key_in_a_batch_is_refused_naming_the_member(aws, key):
-    status, body = _api("POST", "/v1/batches", key, {"jobs": [{"type": "echo"}, _job()]})
-    assert (status, body["field"]) == (422, "jobs[1].unique")
+def test_a_batch_members_bad_unique_is_a_422_naming_the_member_and_no_key_is_taken(aws, key):
+    bad = {**_job(), "unique": {"key": "report-42", "until": "started", "for_seconds": 0}}
+    status, body = _api("POST", "/v1/batches", key, {"jobs": [_job(), bad]})
+    assert status == 422
+    assert "jobs[1].unique.for_seconds" in (body.get("field"), *(found["field"] for found in body.get("fields", [])))
+    assert unique_locks.read("acme", "report-42") is None
+    assert _drain(aws) == []
 
 
 def test_a_failed_send_frees_the_key_at_once(aws, key, monkeypatch):
@@ -149,7 +153,7 @@ def test_a_type_with_a_bad_default_fails_its_registration():
 
 def test_the_cli_unique_flag_reads_key_until_and_seconds():
     from cli.common import CliError
-    from cli.jobs import unique_option
+    from cli.flow import unique_option
 
     assert unique_option("report-42") == {"key": "report-42", "until": "started"}
     assert unique_option("r:finished:3600") == {"key": "r", "until": "finished", "for_seconds": 3600}

@@ -7,9 +7,9 @@ Applying a definition (the record's states, EventBridge Scheduler) is shared/sch
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
-import dataclasses
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any

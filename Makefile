@@ -117,6 +117,11 @@ drain: install
 noisy: install
 	$(PY) -m bench.scenarios.noisy $(ARGS)
 
+# Priority lanes (bench/scenarios/priorities.py): a high job's enqueue-to-run behind a backlog of 2,000 low jobs.
+.PHONY: priorities
+priorities: install
+	$(PY) -m bench.scenarios.priorities $(ARGS)
+
 rate-limit-accuracy: install
 	$(PY) -m bench.models.rate_limit $(ARGS)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,6 +22,7 @@ from cli.flow import (
 )
 from client import FINISHED, Corral, EnqueueOutcome, Job
 
+Priority = StrEnum("Priority", ["high", "default", "low"])  # --priority's choices: a job's lane
 PayloadOption = Annotated[
     str | None, typer.Option("--payload", "-p", help="The job's payload: JSON, or @file to read JSON from a file.")
 ]
@@ -180,6 +182,7 @@ def enqueue(
     unique: UniqueOption = None,
     throttle: ThrottleOption = None,
     debounce: DebounceOption = None,
+    priority: Annotated[Priority | None, typer.Option(help="Its lane (default: its type's).")] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Wait for it to finish and show it.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up after this many seconds.")] = 60,
     from_file: Annotated[
@@ -207,6 +210,7 @@ def enqueue(
         "on_success": parse_payload(on_success),
         "on_failure": parse_payload(on_failure),
         **flow_options(unique=unique, throttle=throttle, debounce=debounce),
+        "priority": priority and priority.value,
     }
     given = {k: v for k, v in options.items() if v is not None}
     accepted = api.enqueue_job({"type": job_type, "payload": parse_payload(payload), **given})

@@ -145,8 +145,8 @@ class Corral:
         unique ({"key": ..., "until": "started" | "finished", "for_seconds"?: n}: while a job with that key waits,
         or until it ends, another is not enqueued and its id is the waiting job's), throttle ({"key": ..., "limit": n,
         "period_seconds": s}: at most n of this tenant's jobs with that key start in any s seconds), debounce
-        (types.Debounce: a burst's last job runs), on_success / on_failure (a job body, enqueued once this job
-        succeeded / is dead; its payload gets `parent`: its view, its payload only if "include_parent_payload")."""
+        (types.Debounce: a burst's last job runs), priority ("high"|"default"|"low": its lane), on_success/on_failure
+        (a job body, enqueued once it succeeded/is dead; `parent` in its payload: its view; include_parent_payload)."""
         return self.enqueue_job({"type": job_type, "payload": payload, **options})["id"]
 
     def enqueue_job(self, spec: JobSpec | dict[str, Any]) -> Accepted:

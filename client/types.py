@@ -115,6 +115,9 @@ class Callback(TypedDict, total=False):
     include_parent_payload: bool  # a job's callbacks only; an http parent's header values are redacted anyway
 
 
+Priority = Literal["high", "default", "low"]
+
+
 class JobSpec(TypedDict, total=False):
     """One job to enqueue (the body of POST /v1/jobs)."""
 
@@ -129,6 +132,7 @@ class JobSpec(TypedDict, total=False):
     unique: Unique
     throttle: Throttle
     debounce: Debounce
+    priority: Priority  # its lane: a high job waits only behind high jobs (default: its type's, else "default")
 
 
 BatchStatus = Literal["running", "succeeded", "completed_with_failures", "cancelled"]

@@ -118,13 +118,14 @@ class Alarms(Construct):
 
     def _queue(self, queue: JobQueue, profile: Profile) -> None:
         age = profile.oldest_message_age_alarm_seconds
-        self._alarm(
-            "OldestMessageAge",
-            f"a message has waited {age} s, longer than a delay, three 15-minute attempts and their backoffs "
-            "take: nobody receives it",
-            queue.queue.metric_approximate_age_of_oldest_message(period=FIVE_MINUTES, statistic="Maximum"),
-            threshold=age,
-        )
+        for level, lane in queue.lanes.items():  # each priority lane has pollers of its own: a lane nobody drains
+            self._alarm(
+                "OldestMessageAge" + level.queue_suffix.title().replace("-", ""),
+                f"a {level} message has waited {age} s, longer than a delay, three 15-minute attempts and their "
+                "backoffs take: nobody receives it",
+                lane.metric_approximate_age_of_oldest_message(period=FIVE_MINUTES, statistic="Maximum"),
+                threshold=age,
+            )
         self._alarm(
             "QueueBacklog",
             f"at least {settings.ALARM_BACKLOG_MESSAGES:,} jobs waiting for a worker all through 5 minutes: "

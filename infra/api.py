@@ -48,7 +48,7 @@ class Api(Construct):
             # On AWS a flood of jobs cannot take the API's concurrency: its share of the stage's (infra/capacity.py).
             reserved_concurrency=capacity.api_reserved if parts.profile.production else None,
         )
-        queue.queue.grant_send_messages(self.function)
+        queue.grant_send_jobs(self.function)
         # The operator view (functions/api/operator.py): queue counts and the worker's metrics, read only.
         queue.queue.grant(self.function, "sqs:GetQueueAttributes")
         queue.dlq.grant(self.function, "sqs:GetQueueAttributes")

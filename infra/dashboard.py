@@ -65,7 +65,10 @@ class OperationsDashboard(Construct):
                 ),
                 _graph(
                     "Oldest message (s)",
-                    queue.queue.metric_approximate_age_of_oldest_message(statistic="Maximum", **per_minute),
+                    *(
+                        lane.metric_approximate_age_of_oldest_message(statistic="Maximum", **per_minute)
+                        for lane in queue.lanes.values()
+                    ),
                     queue.dlq.metric_approximate_age_of_oldest_message(statistic="Maximum", **per_minute),
                 ),
                 _graph(

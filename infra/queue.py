@@ -1,4 +1,5 @@
-"""Job queue: an SQS standard queue, its backstop (SQS's dead-letter target, drained by the worker) and the DLQ."""
+"""Job queues: an SQS standard queue per priority lane, their backstop (SQS's dead-letter target, drained by the
+worker) and the DLQ."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ from constructs import Construct
 
 from infra import acknowledgements
 from shared import settings
+from shared.flow.priority import Priority
 from shared.profiles import Profile
 from shared.settings import ResourceNames
 
 
 class JobQueue(Construct):
-    """The jobs queue, its backstop and the DLQ.
+    """The jobs queue (the default lane's) and the high and low lanes' queues, their backstop and the DLQ.
 
-    SQS moves a jobs-queue message to the backstop after the profile's receive budget; the worker drains
+    SQS moves a lane's message to the backstop after the profile's receive budget; the worker drains
     the backstop (an event source of its own, infra/workers.py), recording each message's job dead and
     burying the message in the DLQ with its reason (shared/worker/complete/backstop.py). The DLQ is where
     operators look and redrive (`corral dlq`): every message in it is a recorded dead job, or an
@@ -34,10 +36,10 @@ class JobQueue(Construct):
         def arn_of(name: str) -> str:
             return stack.format_arn(service="sqs", resource=name, arn_format=ArnFormat.NO_RESOURCE_NAME)
 
-        def only_from(name: str) -> sqs.RedriveAllowPolicy:
+        def only_from(*names: str) -> sqs.RedriveAllowPolicy:
             return sqs.RedriveAllowPolicy(
                 redrive_permission=sqs.RedrivePermission.BY_QUEUE,
-                source_queues=[sqs.Queue.from_queue_arn(self, f"{name}ByName", arn_of(name))],
+                source_queues=[sqs.Queue.from_queue_arn(self, f"{name}ByName", arn_of(name)) for name in names],
             )
 
         self.dlq = sqs.Queue(
@@ -59,19 +61,25 @@ class JobQueue(Construct):
             visibility_timeout=Duration.seconds(profile.visibility_timeout_seconds),
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            redrive_allow_policy=only_from(names.queue),
+            redrive_allow_policy=only_from(*(level.queue_name(names) for level in Priority)),
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dlq, max_receive_count=profile.receive_budget),
         )
-        self.queue = sqs.Queue(
-            self,
-            "Jobs",
-            queue_name=names.queue,
-            retention_period=retention,
-            visibility_timeout=Duration.seconds(profile.visibility_timeout_seconds),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self.backstop, max_receive_count=profile.receive_budget),
-        )
+        # One queue per priority lane (docs/decisions/priorities.md), alike but for the name: the default lane's is
+        # the jobs queue (construct id "Jobs", as before the lanes), the others `corral-jobs-high` and `-low`.
+        self.lanes = {
+            level: sqs.Queue(
+                self,
+                "Jobs" + level.queue_suffix.title().replace("-", ""),
+                queue_name=level.queue_name(names),
+                retention_period=retention,
+                visibility_timeout=Duration.seconds(profile.visibility_timeout_seconds),
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                dead_letter_queue=sqs.DeadLetterQueue(queue=self.backstop, max_receive_count=profile.receive_budget),
+            )
+            for level in Priority
+        }
+        self.queue = self.lanes[Priority.DEFAULT]
 
     def allow_only_senders(self, *senders: iam.IRole, operator_role_arns: list[str] = ()) -> None:  # type: ignore[assignment]
         """Only these roles may put messages on the jobs queue (the API, Scheduler's role, the workers, and the operator
@@ -79,24 +87,41 @@ class JobQueue(Construct):
         any other principal of the account is denied, whatever its own policies grant. A message on this
         queue runs as its tenant's job, so who may write one is part of the tenant boundary."""
         arns = [role.role_arn for role in senders] + list(operator_role_arns)
-        self.queue.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="OnlyCorralSends",
-                effect=iam.Effect.DENY,
-                principals=[iam.AnyPrincipal()],
-                actions=["sqs:SendMessage"],
-                resources=[self.queue.queue_arn],
-                conditions={"ArnNotEquals": {"aws:PrincipalArn": arns}},
+        for lane in self.lanes.values():  # every lane: a message on any of them runs as its tenant's job
+            lane.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="OnlyCorralSends",
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=["sqs:SendMessage"],
+                    resources=[lane.queue_arn],
+                    conditions={"ArnNotEquals": {"aws:PrincipalArn": arns}},
+                )
             )
-        )
-        self.queue.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="CorralSenders",
-                principals=[iam.ArnPrincipal(arn) for arn in arns],
-                actions=["sqs:SendMessage"],
-                resources=[self.queue.queue_arn],
+            lane.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="CorralSenders",
+                    principals=[iam.ArnPrincipal(arn) for arn in arns],
+                    actions=["sqs:SendMessage"],
+                    resources=[lane.queue_arn],
+                )
             )
-        )
+
+    def grant_send_jobs(self, grantee: iam.IGrantable) -> None:
+        """SendMessage (and what CDK's grant adds) on every lane's queue: whoever sends a job sends it to its lane."""
+        for lane in self.lanes.values():
+            lane.grant_send_messages(grantee)
+
+    def function_env(self) -> dict[str, str]:
+        """The lanes' queues as a function's `FunctionEnv` names them (shared/aws/queue.py `lane_url`, `lane_arn`)."""
+        return {
+            "queue_url": self.queue.queue_url,
+            "high_queue_url": self.lanes[Priority.HIGH].queue_url,
+            "low_queue_url": self.lanes[Priority.LOW].queue_url,
+            "queue_arn": self.queue.queue_arn,
+            "high_queue_arn": self.lanes[Priority.HIGH].queue_arn,
+            "low_queue_arn": self.lanes[Priority.LOW].queue_arn,
+        }
 
     def allow_only_dead_letter_senders(self, worker: iam.IRole, scheduler: iam.IRole) -> None:
         """Only the workers may send to the DLQ (they bury dead jobs there), and Scheduler's role, for the

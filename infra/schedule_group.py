@@ -65,7 +65,12 @@ class Schedules(Construct):
                 actions=["sqs:SendMessage"],
                 # the backstop takes the firings Scheduler could not deliver, after its retries; the DLQ the
                 # same, for schedules made before the backstop (they name the DLQ until next updated)
-                resources=[queue.queue.queue_arn, queue.backstop.queue_arn, queue.dlq.queue_arn],
+                # (every priority lane's queue: a schedule targets its job's lane)
+                resources=[
+                    *(lane.queue_arn for lane in queue.lanes.values()),
+                    queue.backstop.queue_arn,
+                    queue.dlq.queue_arn,
+                ],
             )
         )
 
@@ -74,7 +79,6 @@ class Schedules(Construct):
         return {
             "schedule_group": self.group_name,
             "scheduler_role_arn": self.role.role_arn,
-            "queue_arn": self.queue.queue.queue_arn,
             "backstop_arn": self.queue.backstop.queue_arn,
         }
 

@@ -73,7 +73,7 @@ class CorralStack(Stack):
             function_env=FunctionEnv(
                 stage=names.stage,
                 table=store.table.table_name,
-                queue_url=queue.queue.queue_url,
+                **queue.function_env(),
                 dlq_url=queue.dlq.queue_url,
                 backstop_url=queue.backstop.queue_url,
                 lease_seconds=profile.lease_seconds,

@@ -32,6 +32,12 @@ class FunctionEnv:
     queue_url: str = ""
     dlq_url: str = ""
     queue_arn: str = ""
+    # The priority lanes' queues beside the jobs queue, which is the default lane's (shared/flow/priority.py;
+    # shared/aws/queue.py `lane_url` picks a level's): their URLs for SQS, their ARNs for Scheduler's targets.
+    high_queue_url: str = ""
+    low_queue_url: str = ""
+    high_queue_arn: str = ""
+    low_queue_arn: str = ""
     # The backstop (settings.ResourceNames.backstop): the jobs queue's SQS dead-letter target, and
     # Scheduler's for the firings it cannot deliver; the worker drains it into the DLQ.
     backstop_url: str = ""

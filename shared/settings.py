@@ -131,10 +131,12 @@ JOBS_FUNCTION = _UNSTAGED.jobs_function
 # Worker and queue tuning. See docs/decisions/production-stack.md "Queue" and "Worker scaling".
 WORKER_BATCH_SIZE = 10
 WORKER_BATCHING_WINDOW_SECONDS = 0  # latency first: enqueue-to-run p99 is an SLO
-# ESM MaximumConcurrency (2-1000): the emulator's scaling (profile local). Each concurrent batch is a
-# Python subprocess there; on a 2-core machine 50 of them time out on cold start and stalled the
-# emulator under `make bench` (47 % executed), 8 executed 100 % (docs/decisions/local-stack.md).
-WORKER_MAX_CONCURRENCY = 8
+# The worker's concurrent batches in the emulator (profile local), split into the priority lanes' ESM
+# MaximumConcurrency (shared/flow/priority.py `split`: 2 high, 8 default, 2 low). Each concurrent batch is a
+# Python subprocess there; on a 2-core machine 50 of them time out on cold start and stalled the emulator
+# under `make bench` (47 % executed), 8 executed 100 % (docs/decisions/local-stack.md): the default lane keeps
+# those 8, and the two small lanes run only while they have jobs (docs/decisions/priorities.md).
+WORKER_MAX_CONCURRENCY = 12
 # ESM provisioned mode on AWS (profile aws); see docs/decisions/production-stack.md "Worker scaling".
 # Each SQS event poller drives up to 10 concurrent invokes; the minimum keeps the 3x midnight
 # herd's worth of pollers warm. The maximum is what a stage's Lambda concurrency leaves the worker
@@ -317,10 +319,10 @@ TENANT_MAX_FIRINGS_PER_MINUTE = 100
 TENANT_MAX_TRIGGERS = 100
 TENANT_ENQUEUE_RATE_PER_SECOND = 1_000.0
 TENANT_ENQUEUE_BURST = 5_000
-# How many of a tenant's jobs may run at once, fleet-wide (0: no cap). Half the embedded stack's fleet
-# (WORKER_MAX_CONCURRENCY batches of WORKER_BATCH_SIZE), so one tenant's slow jobs leave the other half
-# to everyone else. See docs/decisions/running-cap.md.
-TENANT_MAX_RUNNING = WORKER_MAX_CONCURRENCY * WORKER_BATCH_SIZE // 2
+# How many of a tenant's jobs may run at once, fleet-wide (0: no cap). Half the embedded stack's default lane
+# (its 8 batches of WORKER_BATCH_SIZE: WORKER_MAX_CONCURRENCY split into lanes), so one tenant's slow jobs leave
+# the other half to everyone else. See docs/decisions/running-cap.md.
+TENANT_MAX_RUNNING = 40
 # A job over its tenant's running cap comes back after this, doubling like any hand-back: about when
 # a slot may have freed, and seldom enough that a tenant's waiting backlog does not keep the fleet busy.
 OVER_CAP_HAND_BACK_UNIT_SECONDS = 3.0

@@ -153,7 +153,7 @@ export class Corral {
   /**
    * Enqueue one job; its id. An idempotency key is made per call unless `options` has one, so the SDK's
    * retries never enqueue it twice. Options: delay_seconds, run_at, max_attempts, timeout_seconds,
-   * concurrency ({key, limit}), on_success / on_failure (a job enqueued once this one succeeded / is dead; its
+   * concurrency ({key, limit}), priority ("high" | "default" | "low": its lane), on_success / on_failure (a job enqueued once this one succeeded / is dead; its
    * payload gets `parent`, this job's view, with this job's payload only if it asks: include_parent_payload).
    */
   async enqueue(type: string, payload?: unknown, options: JobOptions = {}): Promise<string> {

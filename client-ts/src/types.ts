@@ -81,6 +81,7 @@ export interface Job {
   parent?: Record<string, string>; // a callback's: {kind: "job" | "batch", id, callback}
   started_by?: { trigger: string; event: string }; // a job an event trigger started
   callbacks?: Record<string, string | null>; // its callbacks: kind -> the callback job's id once enqueued
+  priority?: "high" | "low"; // its lane, once a worker has seen it; absent: default
   waiting_for?: Record<string, unknown>; // a waiting durable job's wait: {kind, step, ...}
   steps?: Step[]; // a durable job's steps, in the order they first ran
 }

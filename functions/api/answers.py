@@ -142,6 +142,9 @@ class JobOut(_Answer):
     request: str | None = Field(
         default=None, description="A keyed job: the fingerprint of the request that runs under the key"
     )
+    priority: Literal["high", "low"] | None = Field(
+        default=None, description="Its lane, once a worker has seen it; absent: `default`"
+    )
     waiting_for: dict[str, Any] | None = Field(
         default=None,
         description="A waiting durable job: what it waits for, {kind: sleep|event|token|job, step, ...} "

@@ -339,6 +339,17 @@ JOB_IN = {
                     "default": None,
                 },
             },
+            "priority": {
+                "type": "model-field",
+                "schema": {
+                    "type": "default",
+                    "schema": {
+                        "type": "nullable",
+                        "schema": {"type": "literal", "expected": ["high", "default", "low"]},
+                    },
+                    "default": None,
+                },
+            },
         },
         "model_name": "JobIn",
         "computed_fields": [],

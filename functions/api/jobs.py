@@ -7,7 +7,7 @@ validated with the pydantic-core schemas of the models here (functions/api/job_s
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
@@ -80,6 +80,11 @@ class JobIn(JobSpecIn):
         description="This tenant's jobs with `key` arriving within `period_seconds` of each other run once, "
         "`period_seconds` after the last, with the last one's payload (at most `max_wait_seconds` after the "
         "first); each other ends `skipped`, its `reason` naming the job that ran. Not with delay_seconds or run_at",
+    )
+    priority: Literal["high", "default", "low"] | None = Field(
+        default=None,
+        description="Its lane: a high job waits only behind high jobs, a low one only behind low ones, each lane with "
+        "its own share of the workers (default: the job type's priority, else `default`)",
     )
 
 

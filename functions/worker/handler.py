@@ -22,8 +22,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from shared import environment
-from shared.aws import tracing
+from shared.aws import queue, tracing
 from shared.aws.metrics import handed_back, job_outcome, metrics
 from shared.jobs import job_types
 from shared.model.outcome import Outcome
@@ -107,7 +106,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     started_at = time.time()
     records = event.get("Records", [])
     from_backstop = bool(records) and backstop.drains(records[0].get("eventSourceARN"))
-    queue_url = environment.current().backstop_url if from_backstop else None
+    # The queue the batch came from (a priority lane's, or the backstop): its hand-backs go back there.
+    queue_url = queue.received_from(records[0].get("eventSourceARN")) if records else None
     deliveries = [_delivery(SQSRecord(record), _seconds_left(context), queue_url) for record in records]
     batch = worker.backstop_batch() if from_backstop else worker.batch(deliveries)
     handled: dict[str, Handled] = {}

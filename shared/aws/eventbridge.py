@@ -14,8 +14,10 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from shared import environment, settings
+from shared.aws import queue
 from shared.aws.clients import aws_error_code, aws_error_message, client, is_not_found
 from shared.errors import Conflict, CorralError
+from shared.flow.priority import Priority
 
 AT_FORMAT = "%Y-%m-%dT%H:%M:%S"  # the wall-clock time inside an at() expression
 
@@ -89,6 +91,7 @@ class Definition:
     description: str | None = None
     delete_after_completion: bool = False
     message_group: str | None = None
+    priority: Priority = Priority.DEFAULT  # its firings' lane: the queue it targets
 
 
 def _params(name: str, definition: Definition) -> dict[str, Any]:
@@ -111,7 +114,7 @@ def _params(name: str, definition: Definition) -> dict[str, Any]:
         "State": "ENABLED" if definition.enabled else "DISABLED",
         "ActionAfterCompletion": "DELETE" if definition.delete_after_completion else "NONE",
         "Target": {
-            "Arn": environment.current().queue_arn,
+            "Arn": queue.lane_arn(definition.priority),
             "RoleArn": environment.current().scheduler_role_arn,
             "Input": definition.input_json,
             # Throttled or failed deliveries are retried, then land in the backstop (its job recorded dead, the
@@ -145,6 +148,7 @@ def create(
     flexible_window_minutes: int = 0,
     delete_after_completion: bool = False,
     message_group: str | None = None,
+    priority: Priority = Priority.DEFAULT,
 ) -> None:
     """Create an enabled schedule; AlreadyExists if one of that name is in the group (`create_schedule` with a
     whole Definition: the same)."""
@@ -159,6 +163,7 @@ def create(
             flexible_window_minutes=flexible_window_minutes,
             delete_after_completion=delete_after_completion,
             message_group=message_group,
+            priority=priority,
         ),
     )
 

@@ -1,4 +1,8 @@
-"""The job queue: sending jobs, delaying retries, and the dead-letter queue."""
+"""The job queues: sending jobs, delaying retries, and the dead-letter queue.
+
+A job goes to its priority's **lane**: the jobs queue (default), `-high` or `-low` (docs/decisions/priorities.md).
+`lane_url` is the one place that says which queue a level's messages go to; every send here takes the lane from the
+message (its `priority`), so a retry, a hand-back's re-send or a redrive keeps its job's lane."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared import environment, settings
 from shared.aws import metrics, tracing
 from shared.aws.clients import client
+from shared.flow.priority import Priority
 from shared.model.message import JobMessage
 from shared.model.outcome import OutcomeMessage
 
@@ -29,6 +34,33 @@ def _queue_url() -> str:
     return environment.current().queue_url
 
 
+def lane_url(priority: Priority) -> str:
+    """The URL of the queue a level's jobs are sent to: its lane."""
+    env = environment.current()
+    return {Priority.HIGH: env.high_queue_url, Priority.DEFAULT: env.queue_url, Priority.LOW: env.low_queue_url}[
+        priority
+    ]
+
+
+def lane_arn(priority: Priority) -> str:
+    """The ARN of a level's lane queue: what a schedule firing the level's jobs targets."""
+    env = environment.current()
+    return {Priority.HIGH: env.high_queue_arn, Priority.DEFAULT: env.queue_arn, Priority.LOW: env.low_queue_arn}[
+        priority
+    ]
+
+
+def received_from(event_source_arn: str | None) -> str:
+    """The URL of the queue a record was received from, by its event source's ARN (a lane's, or the backstop):
+    the queue its hand-back and its visibility changes go to. A queue's URL and ARN both end in its name."""
+    name = (event_source_arn or "").rpartition(":")[2]
+    env = environment.current()
+    for url in (env.queue_url, env.high_queue_url, env.low_queue_url, env.backstop_url):
+        if name and url.rpartition("/")[2] == name:
+            return url
+    return env.queue_url
+
+
 def prepare_client() -> None:
     """Create the queue's client and make one cheap call with it, ahead of the first message (a
     function's init phase; see store.prepare_clients)."""
@@ -37,7 +69,7 @@ def prepare_client() -> None:
 
 def send(message: JobMessage, delay_seconds: int = 0) -> None:
     client("sqs").send_message(
-        QueueUrl=_queue_url(),
+        QueueUrl=lane_url(message.level),
         MessageBody=message.to_json(),
         DelaySeconds=delay_seconds,
         MessageGroupId=message_group(message.tenant),
@@ -67,7 +99,14 @@ def send_outcomes(outcomes: Sequence[tuple[OutcomeMessage, int]]) -> list[str | 
     (outcome, delay seconds) pairs, sent and answered as `send_batch` does."""
     return _send_many(
         [
-            _Entry(outcome.to_json(), delay, outcome_group(outcome.job.tenant), _OUTCOME_ATTRIBUTES)
+            # A failed attempt's outcome message is also its job's retry: it goes to the job's lane.
+            _Entry(
+                outcome.to_json(),
+                delay,
+                outcome_group(outcome.job.tenant),
+                outcome.job.level,
+                _OUTCOME_ATTRIBUTES,
+            )
             for outcome, delay in outcomes
         ]
     )
@@ -86,7 +125,9 @@ def send_batch(messages: Sequence[tuple[JobMessage, int]]) -> list[str | None]:
     Returns, for each message in order, None if SQS took it, or why it did not: a call
     that fails, or an entry SQS rejects, fails only its own messages, never the others.
     """
-    return _send_many([_Entry(message.to_json(), delay, message_group(message.tenant)) for message, delay in messages])
+    return _send_many(
+        [_Entry(message.to_json(), delay, message_group(message.tenant), message.level) for message, delay in messages]
+    )
 
 
 @dataclass(frozen=True)
@@ -94,37 +135,45 @@ class _Entry:
     body: str
     delay_seconds: int
     group: str
+    lane: Priority
     attributes: dict[str, Any] | None = None
 
 
 def _send_many(messages: list[_Entry]) -> list[str | None]:
+    """Each lane's messages in SendMessageBatch calls of their own (a call sends to one queue)."""
     calls = [
-        [
-            {
-                "Id": str(i),
-                "MessageBody": messages[i].body,
-                "DelaySeconds": messages[i].delay_seconds,
-                "MessageGroupId": messages[i].group,
-            }
-            | ({"MessageAttributes": messages[i].attributes} if messages[i].attributes else {})
-            | _traced()
-            for i in chunk
-        ]
-        for chunk in _chunks([len(message.body.encode()) for message in messages])
+        (
+            lane_url(lane),
+            [
+                {
+                    "Id": str(i),
+                    "MessageBody": messages[i].body,
+                    "DelaySeconds": messages[i].delay_seconds,
+                    "MessageGroupId": messages[i].group,
+                }
+                | ({"MessageAttributes": messages[i].attributes} if messages[i].attributes else {})
+                | _traced()
+                for i in chunk
+            ],
+        )
+        for lane in Priority
+        if (indexes := [i for i, message in enumerate(messages) if message.lane is lane])
+        for chunk in _chunks(indexes, [len(messages[i].body.encode()) for i in indexes])
     ]
     failures: list[str | None] = [None] * len(messages)
-    for not_sent in _senders.map(_send_entries, calls):
+    for not_sent in _senders.map(lambda call: _send_entries(*call), calls):
         for index, reason in not_sent.items():
             failures[index] = reason
     return failures
 
 
-def _chunks(sizes: list[int]) -> list[list[int]]:
-    """Indexes grouped into SendMessageBatch calls: <= 10 entries and <= 256 KiB of bodies each."""
+def _chunks(indexes: list[int], sizes: list[int]) -> list[list[int]]:
+    """`indexes` (of messages whose bodies are `sizes` bytes) grouped into SendMessageBatch calls: <= 10 entries
+    and <= 256 KiB of bodies each."""
     chunks: list[list[int]] = []
     current: list[int] = []
     current_bytes = 0
-    for index, size in enumerate(sizes):
+    for index, size in zip(indexes, sizes, strict=True):
         if current and (len(current) == BATCH_MAX_ENTRIES or current_bytes + size > BATCH_MAX_BYTES):
             chunks.append(current)
             current, current_bytes = [], 0
@@ -135,13 +184,13 @@ def _chunks(sizes: list[int]) -> list[list[int]]:
     return chunks
 
 
-def _send_entries(entries: list[dict[str, object]]) -> dict[int, str]:
-    """One SendMessageBatch call (botocore retries throttling and 5xx); entries that failed on
+def _send_entries(queue_url: str, entries: list[dict[str, object]]) -> dict[int, str]:
+    """One SendMessageBatch call to `queue_url` (botocore retries throttling and 5xx); entries that failed on
     SQS's side are sent once more. Returns index -> reason for the entries not sent."""
     not_sent: dict[int, str] = {}
     for attempt in (1, 2):
         try:
-            response = client("sqs").send_message_batch(QueueUrl=_queue_url(), Entries=entries)
+            response = client("sqs").send_message_batch(QueueUrl=queue_url, Entries=entries)
         except (BotoCoreError, ClientError) as error:
             return not_sent | {int(str(entry["Id"])): f"queue unavailable: {error}" for entry in entries}
         failures = response.get("Failed", [])
@@ -166,18 +215,18 @@ def backoff_seconds(
 def retry_later(receipt_handle: str, delay_seconds: float, *, queue_url: str | None = None) -> None:
     """Make a received message visible again after `delay_seconds` (not the full visibility timeout; how
     long a hand-back waits is the worker's: shared/worker/delivery.py `hand_back_seconds`).
-    `queue_url`: the queue it was received from, if not the jobs queue (the backstop)."""
+    `queue_url`: the queue it was received from, if not the jobs queue (a lane's, the backstop)."""
     client("sqs").change_message_visibility(
         QueueUrl=queue_url or _queue_url(), ReceiptHandle=receipt_handle, VisibilityTimeout=max(0, int(delay_seconds))
     )
 
 
 def send_waiting(message: JobMessage, delay_seconds: int, attributes: Mapping[str, str]) -> None:
-    """Send a waiting job's message again, as a fresh message (its receive count starts over), first
-    delivered after `delay_seconds`; `attributes` (name -> string value) carry its wait so far
+    """Send a waiting job's message again, as a fresh message (its receive count starts over) on its lane,
+    first delivered after `delay_seconds`; `attributes` (name -> string value) carry its wait so far
     (shared/worker/admit/waiting.py). The caller then acknowledges the old message."""
     client("sqs").send_message(
-        QueueUrl=_queue_url(),
+        QueueUrl=lane_url(message.level),
         MessageBody=message.to_json(),
         DelaySeconds=min(max(0, delay_seconds), MAX_DELAY_SECONDS),
         MessageGroupId=message_group(message.tenant),
@@ -186,8 +235,9 @@ def send_waiting(message: JobMessage, delay_seconds: int, attributes: Mapping[st
     )
 
 
-def set_visibility(entries: Sequence[tuple[str, int]]) -> bool:
-    """Set received messages' visibility timeouts, (receipt handle, seconds) each, in one call per 10.
+def set_visibility(entries: Sequence[tuple[str, int]], *, queue_url: str | None = None) -> bool:
+    """Set received messages' visibility timeouts, (receipt handle, seconds) each, in one call per 10;
+    `queue_url`: the queue they were received from, if not the jobs queue (a lane's: `received_from`).
 
     Best effort: a message whose change fails keeps the visibility it has. True if every change applied.
     """
@@ -198,7 +248,7 @@ def set_visibility(entries: Sequence[tuple[str, int]]) -> bool:
             for index, (handle, seconds) in enumerate(entries[start : start + BATCH_MAX_ENTRIES])
         ]
         try:
-            answer = client("sqs").change_message_visibility_batch(QueueUrl=_queue_url(), Entries=chunk)
+            answer = client("sqs").change_message_visibility_batch(QueueUrl=queue_url or _queue_url(), Entries=chunk)
         except (BotoCoreError, ClientError):
             applied = False
             continue

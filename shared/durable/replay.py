@@ -60,7 +60,7 @@ class Recorded:
 
 
 # The options run_job and run_jobs take for a child job, as POST /v1/jobs does.
-CHILD_OPTIONS = ("max_attempts", "timeout_seconds", "concurrency")
+CHILD_OPTIONS = ("max_attempts", "timeout_seconds", "concurrency", "priority")
 
 T = TypeVar("T")
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from shared import settings
 from shared.errors import CorralError, InvalidRequest
 from shared.flow import limits
 
@@ -35,10 +36,24 @@ class Priority(StrEnum):
             raise InvalidRequest(field, f"must be one of {', '.join(cls)}")
         return cls(value)
 
+    @classmethod
+    def of(cls, value: str | None) -> Priority:
+        """A message's or a record's `priority`, checked already (None: the default level, which neither carries)."""
+        return cls.DEFAULT if value is None else cls(value)
+
+    @property
+    def carried(self) -> str | None:
+        """The level as a message, a record and a view carry it: the default is left out."""
+        return None if self is Priority.DEFAULT else self.value
+
     @property
     def queue_suffix(self) -> str:
         """What the level's queue adds to the jobs queue's name: nothing for default, whose queue it is."""
         return "" if self is Priority.DEFAULT else f"-{self.value}"
+
+    def queue_name(self, names: settings.ResourceNames) -> str:
+        """The physical name of the level's lane queue in the deployment `names` belongs to."""
+        return names.queue + self.queue_suffix
 
 
 @dataclass(frozen=True)

@@ -232,8 +232,9 @@ def build_message(tenant: str, request: JobRequest, now: float, delay: float = 0
 def message_of(
     tenant: str, request: JobRequest, job: CheckedJob, job_id: str, now: float, /, **fields: Any
 ) -> JobMessage:
-    """The message of a request that passed `checked`, under `job_id`: its spec, concurrency key, throttle and
-    callbacks, and any further message `fields` its sender sets (positional first: `request` is one of those)."""
+    """The message of a request that passed `checked`, under `job_id`: its spec, concurrency key, throttle,
+    callbacks and priority (its lane), and any further message `fields` its sender sets (positional first: `request`
+    is one of those)."""
     return JobMessage.of(
         job.spec,
         job_id=job_id,
@@ -242,6 +243,7 @@ def message_of(
         concurrency=request.concurrency,
         throttle=job.flow.throttle,
         callbacks=job.callbacks,
+        priority=job.flow.level,
         **fields,
     )
 
@@ -273,6 +275,7 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
             firing,
             delete_after_completion=True,
             message_group=queue.message_group(message.tenant),
+            priority=message.level,
         )
     except eventbridge.AlreadyExists:
         # The same idempotency key enqueued again: one job, already scheduled, holding its unit already.

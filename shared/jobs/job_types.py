@@ -37,6 +37,7 @@ from typing import Any
 
 from shared import environment, settings
 from shared.errors import InvalidRequest, PayloadTooLarge
+from shared.flow.priority import Priority
 from shared.jobs import payload_schemas, payloads
 from shared.jobs.registry import (
     FIRST_PARTY_PACKAGE,
@@ -252,6 +253,17 @@ def declared(name: str) -> JobType | None:
 # name -> (the registered type, its declared view): without the declarations file, the view of what this process
 # registered, kept while that registration stands.
 _declared_here: dict[str, tuple[JobType, JobType]] = {}
+
+
+def priority_of(job_type: str, own: Any = None, field: str = "priority") -> Priority:
+    """A job's lane where no enqueue reads its options (a schedule's runs, a durable job's children): its own
+    `priority` if given (InvalidRequest naming `field` if it is not a level), else its type's default, else
+    default. The enqueue reads it with the other flow options (shared/flow/options.py)."""
+    if own is not None:
+        return Priority.parse(own, field)
+    found = declared(job_type)
+    defaults = found.flow if found is not None else None
+    return Priority.of((defaults or {}).get("priority"))
 
 
 def declared_names() -> list[str]:

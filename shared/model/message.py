@@ -13,6 +13,7 @@ from shared import ids
 from shared.errors import CorralError
 from shared.flow.debounce import Debounce
 from shared.flow.options import FlowOptions
+from shared.flow.priority import Priority
 from shared.flow.throttle import Throttle
 from shared.flow.unique import Unique
 from shared.model.firing import SCHEDULED_TIME, scheduled_time
@@ -105,7 +106,8 @@ class JobMessage:
     # `skipped` naming the job holding it (shared/worker/admit/unique_runs.py). A job the API enqueues took its key
     # at enqueue, and carries none.
     unique: Unique | None = None
-    # The job's priority level, when not the default (shared/flow/priority.py).
+    # The job's priority level, when not the default (shared/flow/priority.py): its lane, which every send of it
+    # keeps (shared/aws/queue.py `lane_url`).
     priority: str | None = None
     batch: BatchMember | None = None  # the batch it belongs to (shared/batches/batches.py)
     # Jobs to enqueue when it ends: {"on_success"?, "on_failure"?} (shared/batches/callbacks.py).
@@ -143,6 +145,7 @@ class JobMessage:
         overlap: Overlap = Overlap.ALLOW,
         trigger: Trigger = Trigger.SCHEDULE,
         request: str | None = None,
+        priority: Priority = Priority.DEFAULT,
     ) -> JobMessage:
         """The message of a job spec whose max_attempts is decided (a message always carries one).
 
@@ -169,7 +172,13 @@ class JobMessage:
             overlap=str(overlap) if overlap is not Overlap.ALLOW else None,
             trigger=str(trigger) if trigger is not Trigger.SCHEDULE else None,
             request=request,
+            priority=priority.carried,
         )
+
+    @property
+    def level(self) -> Priority:
+        """Its priority: which lane carries it."""
+        return Priority.of(self.priority)
 
     @classmethod
     def firing_template(

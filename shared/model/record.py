@@ -56,6 +56,7 @@ class JobRecord:
     trigger: str | None = None  # a schedule's run: "manual" or "backfill"; None: the schedule's own firing
     skip_reason: str | None = None  # a `skipped` run: why it did not run
     request: str | None = None  # a keyed job: the fingerprint of the request that runs (JobMessage.request)
+    priority: str | None = None  # its lane, "high" or "low" (JobMessage.priority); None: default
     # A durable job's (docs/decisions/durable-jobs.md): what it waits for while `waiting`, whether it keeps a
     # journal, and its steps as the view shows them (read from the journal by whoever builds the view).
     waiting_for: dict[str, Any] | None = None
@@ -112,6 +113,8 @@ class JobRecord:
             view["callbacks"] = self.callbacks
         if self.request is not None:
             view["request"] = self.request
+        if self.priority is not None:
+            view["priority"] = self.priority
         if self.status is Status.WAITING and self.waiting_for is not None:
             view["waiting_for"] = self.waiting_for
         if self.status is Status.QUEUED and self.queued_waiting_for is not None:

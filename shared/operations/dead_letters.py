@@ -14,7 +14,8 @@ StartMessageMoveTask, for three reasons:
 A message is deleted from the DLQ only after its job was sent again (or is known not to need it),
 so a redrive that stops half way loses nothing; a message sent twice is one job (same id).
 
-The queues are the environment's (FunctionEnv.queue_url, dlq_url), as in the functions.
+The queues are the environment's (the job's lane: shared/aws/queue.py `lane_url`; FunctionEnv.dlq_url), as in the
+functions.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from shared.aws import queue
 from shared.aws.clients import client
 from shared.control import retry
 from shared.errors import Conflict
+from shared.flow.priority import Priority
 from shared.model.states import Status
 from shared.store.jobs import job_store
 from shared.tenants import tenants
@@ -47,7 +49,15 @@ def _send_as_it_was(body: dict[str, Any]) -> None:
     tenant = body.get("tenant")
     valid = isinstance(tenant, str) and tenants.TENANT_NAME.fullmatch(tenant)  # a hand-made body may carry anything
     group = {"MessageGroupId": queue.message_group(tenant)} if valid else {}
-    client("sqs").send_message(QueueUrl=environment.current().queue_url, MessageBody=json.dumps(body), **group)
+    client("sqs").send_message(QueueUrl=queue.lane_url(_lane_of(body)), MessageBody=json.dumps(body), **group)
+
+
+def _lane_of(body: dict[str, Any]) -> Priority:
+    """The lane a dead message goes back to: its job's (an outcome message's is its `job`'s); default when it names
+    none a lane has (a hand-made body may carry anything)."""
+    job = body.get("job") if body.get("kind") == "outcome" else body
+    named = job.get("priority") if isinstance(job, dict) else None
+    return Priority(named) if named in tuple(Priority) else Priority.DEFAULT
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ Applying a definition (the record's states, EventBridge Scheduler) is shared/sch
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from shared import settings
 from shared.errors import InvalidRequest
 from shared.flow import options as flow_options
 from shared.flow.options import FlowOptions
-from shared.jobs import payloads
+from shared.jobs import job_types, payloads
 from shared.jobs.enqueue import check_job, with_max_attempts
 from shared.model.spec import JobSpec
 from shared.model.states import Overlap
@@ -90,9 +91,11 @@ def _job_of(tenant: str, spec: JobSpec, flow: Mapping[str, Any] | None = None) -
 
 def spec_of(job: Mapping[str, Any]) -> tuple[JobSpec, FlowOptions]:
     """A record's job as its runs' spec, and their own flow options (each unset one: their type's, if any, for a
-    throttle; none of the others)."""
+    throttle and the priority; none of the others)."""
     spec = JobSpec(**{name: value for name, value in job.items() if name not in flow_options.FIELDS})
-    return spec, flow_options.parse(job)
+    flow = flow_options.parse(job)
+    # Its runs' lane: their own priority, else their type's (the queue a run is sent to is chosen as it is sent).
+    return spec, dataclasses.replace(flow, priority=job_types.priority_of(spec.type, flow.priority))
 
 
 def _check_window(minutes: int) -> None:

@@ -97,6 +97,7 @@ def _in_scheduler(tenant: str, name: str, definition: Definition) -> eventbridge
         enabled=not definition.paused,
         description=definition.description,
         message_group=queue.message_group(tenant),
+        priority=flow.level,  # its firings go straight to their lane's queue
     )
 
 

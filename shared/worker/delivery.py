@@ -25,7 +25,7 @@ class Delivery:
     # What hands the message back; None for a delivery made in process (not received from the queue).
     receipt_handle: str | None = None
     attributes: Mapping[str, str] = field(default_factory=dict)  # its message attributes' string values
-    queue_url: str | None = None  # the queue it came from, if not the jobs queue (the backstop)
+    queue_url: str | None = None  # the queue it came from (a priority lane's, the backstop); None: the jobs queue
 
     @property
     def waited(self) -> Waited | None:

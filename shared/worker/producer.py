@@ -74,7 +74,8 @@ class Worker:
                 (each.receipt_handle, each.body, waiting.delay_seconds if (waiting := share.waiting(each)) else None)
                 for each in deliveries
                 if each.receipt_handle
-            ]
+            ],
+            deliveries[0].queue_url if deliveries else None,
         )
         return Batch(
             self.breaker,

@@ -113,14 +113,16 @@ def _capacity(resources: dict[str, dict], stage: str = "") -> tuple[int, int, in
     """(API reservation, the worker's most, the jobs function's reservation or None, the poller config)."""
     mappings = [m["Properties"] for m in _of_type(resources, "AWS::Lambda::EventSourceMapping").values()]
     (pollers,) = [m["ProvisionedPollerConfig"] for m in mappings if "ProvisionedPollerConfig" in m]  # the jobs queue
-    (backstop,) = [m["ScalingConfig"]["MaximumConcurrency"] for m in mappings if "ScalingConfig" in m]
+    # The high and low lanes' and the backstop's (docs/decisions/priorities.md).
+    bounded = [m["ScalingConfig"]["MaximumConcurrency"] for m in mappings if "ScalingConfig" in m]
+    assert len(bounded) == 3
     jobs = [
         f["Properties"].get("ReservedConcurrentExecutions")
         for f in _of_type(resources, "AWS::Lambda::Function").values()
         if str(f["Properties"].get("FunctionName", "")).endswith("jobcode")
     ]
     api = _function(resources, settings.names(stage).api_function)["ReservedConcurrentExecutions"]
-    worker_most = pollers["MaximumPollers"] * settings.INVOKES_PER_POLLER + backstop
+    worker_most = pollers["MaximumPollers"] * settings.INVOKES_PER_POLLER + sum(bounded)
     return api, worker_most, (jobs[0] if jobs else None), pollers
 
 
@@ -156,8 +158,9 @@ def small_stage(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 def test_R16_a_stage_takes_the_share_of_the_account_its_context_gives_it(small_stage: Synthesized):
     resources = _resources(small_stage)
     api, worker_most, jobs, pollers = _capacity(resources, "dev")
-    assert (api, worker_most, jobs) == (50, 192, None)  # 19 pollers and the backstop's 2
-    assert pollers == {"MinimumPollers": 19, "MaximumPollers": 19}  # the minimum never above the maximum
+    # 19 pollers' 190 batches split into lanes: 19 high, 19 low, 152 default (15 pollers); and the backstop's 2
+    assert (api, worker_most, jobs) == (50, 150 + 19 + 19 + 2, None)
+    assert pollers == {"MinimumPollers": 15, "MaximumPollers": 15}  # the minimum never above the maximum
     (stage,) = _of_type(resources, "AWS::ApiGatewayV2::Stage").values()
     throttle = stage["Properties"]["DefaultRouteSettings"]
     assert (throttle["ThrottlingRateLimit"], throttle["ThrottlingBurstLimit"]) == (1000, 500)

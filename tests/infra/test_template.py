@@ -11,6 +11,7 @@ from infra import network
 from infra.synth import Synthesized, synth
 from infra.table_access import DAX_FUNCTION_ACTIONS
 from shared import profiles, settings
+from shared.flow.priority import Priority, split
 from shared.store import keys
 
 AWS = profiles.PROFILES["aws"]
@@ -104,14 +105,15 @@ def _queue_id(template: Template, name: str) -> str:
 def test_queues_are_encrypted_tls_only_and_redrive_to_the_backstop_then_the_dlq_after_the_receive_budget(
     aws_template: Template, local_template: Template
 ):
-    for name in (settings.QUEUE_NAME, settings.BACKSTOP_NAME, settings.DLQ_NAME):
+    lanes = [level.queue_name(settings.names()) for level in Priority]
+    for name in (*lanes, settings.BACKSTOP_NAME, settings.DLQ_NAME):
         aws_template.has_resource_properties(
             "AWS::SQS::Queue",
             {"QueueName": name, "SqsManagedSseEnabled": True, "MessageRetentionPeriod": 14 * 24 * 3600},
         )
     for template, profile in ((aws_template, AWS), (local_template, LOCAL)):
         for source, target in (
-            (settings.QUEUE_NAME, settings.BACKSTOP_NAME),
+            *((lane, settings.BACKSTOP_NAME) for lane in lanes),
             (settings.BACKSTOP_NAME, settings.DLQ_NAME),
         ):
             redrive = _only(template, "AWS::SQS::Queue", {"QueueName": source})["Properties"]["RedrivePolicy"]
@@ -129,7 +131,7 @@ def test_queues_are_encrypted_tls_only_and_redrive_to_the_backstop_then_the_dlq_
         assert variables["CORRAL_BACKSTOP_ARN"] == {"Fn::GetAtt": [_queue_id(template, settings.BACKSTOP_NAME), "Arn"]}
     assert AWS.receive_budget == LOCAL.receive_budget == settings.MAX_RECEIVE_COUNT
     policies = aws_template.find_resources("AWS::SQS::QueuePolicy")
-    assert len(policies) == 3
+    assert len(policies) == 5  # the three lanes', the backstop's and the DLQ's
     for policy in policies.values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
         deny_conditions = [s.get("Condition") for s in statements if s["Effect"] == "Deny"]
@@ -150,6 +152,10 @@ def _queue_policy_statements(template: Template, queue_logical_prefix: str) -> l
         p
         for p in template.find_resources("AWS::SQS::QueuePolicy").values()
         if p["Properties"]["Queues"][0]["Ref"].startswith(queue_logical_prefix)
+        # "QueueJobs" is the jobs queue's, not the other lanes' (QueueJobsHigh..., QueueJobsLow...)
+        and not p["Properties"]["Queues"][0]["Ref"].startswith(
+            (f"{queue_logical_prefix}High", f"{queue_logical_prefix}Low")
+        )
     ]
     assert len(policies) == 1
     return policies[0]["Properties"]["PolicyDocument"]["Statement"]
@@ -222,6 +228,8 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
         "FunctionResponseTypes": ["ReportBatchItemFailures"],
     }
     jobs_queue = {"Fn::GetAtt": [_queue_id(aws_template, settings.QUEUE_NAME), "Arn"]}
+    # The default lane's share of the worker's most batches (shared/flow/priority.py `split`), in pollers.
+    default_pollers = split(settings.WORKER_MAX_POLLERS * settings.INVOKES_PER_POLLER).default // 10
     aws_template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
@@ -229,7 +237,7 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
             "EventSourceArn": jobs_queue,
             "ProvisionedPollerConfig": {
                 "MinimumPollers": settings.WORKER_MIN_POLLERS,
-                "MaximumPollers": settings.WORKER_MAX_POLLERS,
+                "MaximumPollers": default_pollers,
             },
             "ScalingConfig": Match.absent(),  # AWS rejects MaximumConcurrency together with provisioned mode
         },
@@ -238,7 +246,8 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
         "AWS::Lambda::EventSourceMapping",
         {
             **common,
-            "ScalingConfig": {"MaximumConcurrency": settings.WORKER_MAX_CONCURRENCY},
+            "EventSourceArn": {"Fn::GetAtt": [_queue_id(local_template, settings.QUEUE_NAME), "Arn"]},
+            "ScalingConfig": {"MaximumConcurrency": split(settings.WORKER_MAX_CONCURRENCY).default},
             "ProvisionedPollerConfig": Match.absent(),
         },
     )
@@ -247,6 +256,70 @@ def test_worker_event_source_batches_reports_item_failures_and_scales_by_profile
     )
     assert window == settings.WORKER_BATCHING_WINDOW_SECONDS
     assert 2 <= settings.WORKER_MIN_POLLERS <= 200 and settings.WORKER_MIN_POLLERS <= settings.WORKER_MAX_POLLERS
+
+
+def test_each_priority_lane_is_a_queue_with_an_event_source_bounded_by_its_share(
+    aws_template: Template, local_template: Template
+):
+    """docs/decisions/priorities.md: high and low each a queue like the jobs queue (encrypted, TLS only, the same
+    visibility and retention, dead-lettering to the backstop after the same receive budget), each drained by the
+    worker with a MaximumConcurrency of its share; the lanes together stay within the worker's most batches."""
+    for template, batches in (
+        (aws_template, settings.WORKER_MAX_POLLERS * settings.INVOKES_PER_POLLER),
+        (local_template, settings.WORKER_MAX_CONCURRENCY),
+    ):
+        queues = template.find_resources("AWS::SQS::Queue")
+        jobs = queues[_queue_id(template, settings.QUEUE_NAME)]["Properties"]
+        backstop = _queue_id(template, settings.BACKSTOP_NAME)
+        worker = _only(template, "AWS::Lambda::Function", {"FunctionName": settings.WORKER_FUNCTION})
+        worker_id = next(iter(template.find_resources("AWS::Lambda::Function", worker)))
+        shares = split(batches)
+        for level in (Priority.HIGH, Priority.LOW):
+            lane_id = _queue_id(template, level.queue_name(settings.names()))
+            lane = queues[lane_id]["Properties"]
+            assert {name: value for name, value in lane.items() if name not in ("QueueName", "RedrivePolicy")} == {
+                name: value for name, value in jobs.items() if name not in ("QueueName", "RedrivePolicy")
+            }
+            assert lane["RedrivePolicy"] == {
+                "deadLetterTargetArn": {"Fn::GetAtt": [backstop, "Arn"]},
+                "maxReceiveCount": jobs["RedrivePolicy"]["maxReceiveCount"],
+            }
+            mapping = _only(
+                template, "AWS::Lambda::EventSourceMapping", {"EventSourceArn": {"Fn::GetAtt": [lane_id, "Arn"]}}
+            )["Properties"]
+            assert mapping["FunctionName"] == {"Ref": worker_id}
+            assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+            assert mapping["ScalingConfig"] == {"MaximumConcurrency": shares.of(level)}
+            assert "ProvisionedPollerConfig" not in mapping
+        assert shares.high + shares.default + shares.low <= batches
+
+
+def test_every_lane_queue_denies_senders_other_than_corral_and_redrives_only_into_the_backstop(
+    aws_template: Template,
+):
+    """A message on any lane runs as a tenant's job: each lane's policy names the same senders as the jobs
+    queue's, and the backstop takes SQS's redrive from the three lanes (and no other queue)."""
+    policies = aws_template.find_resources("AWS::SQS::QueuePolicy")
+    statements_by_queue: dict[str, list[dict]] = {}
+    for policy in policies.values():
+        for queue_ref in policy["Properties"]["Queues"]:
+            statements_by_queue.setdefault(queue_ref["Ref"], []).extend(
+                policy["Properties"]["PolicyDocument"]["Statement"]
+            )
+
+    def deny_senders(queue_id: str) -> dict:
+        deny = [s for s in statements_by_queue[queue_id] if s.get("Sid") == "OnlyCorralSends"]
+        assert len(deny) == 1
+        return deny[0]["Condition"]
+
+    jobs_id = _queue_id(aws_template, settings.QUEUE_NAME)
+    for level in (Priority.HIGH, Priority.LOW):
+        assert deny_senders(_queue_id(aws_template, level.queue_name(settings.names()))) == deny_senders(jobs_id)
+    backstop = aws_template.find_resources("AWS::SQS::Queue")[_queue_id(aws_template, settings.BACKSTOP_NAME)]
+    sources = backstop["Properties"]["RedriveAllowPolicy"]["sourceQueueArns"]
+    written = json.dumps(sources)
+    assert len(sources) == 3
+    assert all(f':{level.queue_name(settings.names())}"' in written for level in Priority)
 
 
 def test_the_worker_drains_the_backstop_with_an_event_source_of_its_own(
@@ -570,11 +643,12 @@ def test_a_tenants_dead_jobs_page_nobody_platform_dead_letters_do(aws_template: 
 
 
 def test_the_oldest_message_alarm_outlasts_a_delay_three_long_attempts_and_their_backoffs(aws_template: Template):
-    (age,) = [a for a in _alarms(aws_template).values() if a["MetricName"] == "ApproximateAgeOfOldestMessage"]
+    ages = [a for a in _alarms(aws_template).values() if a["MetricName"] == "ApproximateAgeOfOldestMessage"]
     healthy_worst = (
         settings.MAX_SQS_DELAY_SECONDS + 3 * AWS.job_timeout_ceiling_seconds + 2 * settings.RETRY_BACKOFF_CAP_SECONDS
     )
-    assert age["Threshold"] == AWS.oldest_message_age_alarm_seconds > healthy_worst
+    assert len(ages) == len(Priority)  # one per priority lane: each has pollers of its own
+    assert all(age["Threshold"] == AWS.oldest_message_age_alarm_seconds > healthy_worst for age in ages)
 
 
 def _resolved_arn_pattern(value: object) -> str:
@@ -816,21 +890,29 @@ def test_only_the_workers_and_scheduler_bury_in_the_dlq_only_scheduler_sends_to_
     aws_template: Template,
 ):
     """Scheduler's role may still send to the DLQ: schedules made before the backstop name it as their
-    dead-letter target until they are next updated. Each queue takes SQS's redrive from one queue."""
+    dead-letter target until they are next updated. The DLQ takes SQS's redrive from the backstop alone, the
+    backstop from the three priority lanes' queues."""
     api = _only(aws_template, "AWS::Lambda::Function", {"FunctionName": settings.API_FUNCTION})
     for name, logical_prefix, sid, source, allowed in (
         (
             settings.DLQ_NAME,
             "QueueDeadLetters",
             "OnlyCorralBuries",
-            settings.BACKSTOP_NAME,
+            [settings.BACKSTOP_NAME],
             ("WorkersHandler", "Schedules"),
         ),
-        (settings.BACKSTOP_NAME, "QueueBackstop", "OnlySchedulerFails", settings.QUEUE_NAME, ("Schedules",)),
+        (
+            settings.BACKSTOP_NAME,
+            "QueueBackstop",
+            "OnlySchedulerFails",
+            [level.queue_name(settings.names()) for level in Priority],
+            ("Schedules",),
+        ),
     ):
         allow = _only(aws_template, "AWS::SQS::Queue", {"QueueName": name})["Properties"]["RedriveAllowPolicy"]
         assert allow["redrivePermission"] == "byQueue"
-        assert json.dumps(allow["sourceQueueArns"]).count(f":{source}") == 1, name
+        assert len(allow["sourceQueueArns"]) == len(source), name
+        assert all(json.dumps(allow["sourceQueueArns"]).count(f':{each}"') == 1 for each in source), name
         statements = _queue_policy_statements(aws_template, logical_prefix)
         (deny,) = [s for s in statements if s.get("Sid") == sid]
         assert deny["Effect"] == "Deny" and _actions(deny) == ["sqs:SendMessage"]

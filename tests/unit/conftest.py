@@ -15,6 +15,7 @@ from functions.worker.handler import worker
 from shared import environment, settings
 from shared.aws.clients import client, single_attempt_client
 from shared.environment import FunctionEnv
+from shared.flow.priority import Priority
 from shared.jobs import stats, status
 from shared.store import table_schema
 from shared.store.id_secret import id_secret
@@ -56,9 +57,21 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         dlq_url = sqs.create_queue(QueueName=settings.DLQ_NAME)["QueueUrl"]
         backstop_url = sqs.create_queue(QueueName=settings.BACKSTOP_NAME)["QueueUrl"]
         queue_url = sqs.create_queue(QueueName=settings.QUEUE_NAME)["QueueUrl"]
+        # The priority lanes' queues beside the jobs queue (the default lane's): shared/aws/queue.py `lane_url`.
+        lanes = {
+            level: sqs.create_queue(QueueName=level.queue_name(settings.names()))["QueueUrl"] for level in Priority
+        }
+
+        def arn(url: str) -> str:
+            return sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
         environment.change(
             table=settings.TABLE_NAME,
             queue_url=queue_url,
+            high_queue_url=lanes[Priority.HIGH],
+            low_queue_url=lanes[Priority.LOW],
+            high_queue_arn=arn(lanes[Priority.HIGH]),
+            low_queue_arn=arn(lanes[Priority.LOW]),
             dlq_url=dlq_url,
             backstop_url=backstop_url,
             backstop_arn=sqs.get_queue_attributes(QueueUrl=backstop_url, AttributeNames=["QueueArn"])["Attributes"][
@@ -68,6 +81,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         )
         yield {
             "queue_url": queue_url,
+            "lane_urls": lanes,
             "dlq_url": dlq_url,
             "backstop_url": backstop_url,
             "sqs": sqs,

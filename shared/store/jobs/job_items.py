@@ -149,6 +149,7 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
         trigger=as_str(item, "run_trigger"),
         skip_reason=as_str(item, "skip_reason"),
         request=as_str(item, REQUEST),
+        priority=as_str(item, PRIORITY),
         waiting_for=json.loads(waiting) if (waiting := as_str(item, "waiting_for")) else None,
         queued_waiting_for=json.loads(queued) if (queued := as_str(item, QUEUED_WAITING_FOR)) else None,
         journal="journal" in item,
@@ -158,6 +159,7 @@ def record_from_item(item: dict[str, Any]) -> JobRecord:
 
 # A keyed job's request fingerprint, written by the first message that reaches the record.
 REQUEST = "request_sha"
+PRIORITY = "job_priority"  # a job's lane when not default (JobMessage.priority): a retry from the record keeps it
 # What a job not yet claimed waits for (its throttle, its debounce group): the claim removes it.
 QUEUED_WAITING_FOR = "queued_waiting_for"
 STARTED_BY = "started_by_json"  # a trigger's job: {"trigger", "event"} (JobMessage.started_by)
@@ -206,6 +208,9 @@ def job_fields(message: JobMessage, started_at: float | None) -> tuple[list[str]
     if message.timeout_seconds is not None:
         values[":timeout"] = n(message.timeout_seconds)
         sets.append("timeout_seconds = :timeout")
+    if message.level.carried is not None:
+        values[":priority"] = {"S": message.level.carried}
+        sets.append(f"{PRIORITY} = :priority")
     if message.concurrency is not None:
         values |= {":ckey": {"S": message.concurrency.key}, ":climit": n(message.concurrency.limit)}
         sets += ["concurrency_key = :ckey", "concurrency_limit = :climit"]
@@ -276,6 +281,8 @@ def skipped_item(message: JobMessage, now: float, reason: str, skipped_for: str 
         item["skipped_for"] = {"S": skipped_for}
     if message.timeout_seconds is not None:
         item["timeout_seconds"] = n(message.timeout_seconds)
+    if message.level.carried is not None:
+        item[PRIORITY] = {"S": message.level.carried}
     if message.trigger:
         item["run_trigger"] = {"S": message.trigger}
     if (
@@ -315,6 +322,7 @@ def message_from_item(item: dict[str, Any], enqueued_at: float) -> JobMessage:
         "parent": json.loads(parent) if (parent := as_str(item, "parent_json")) else None,
         "started_by": json.loads(started) if (started := as_str(item, STARTED_BY)) else None,
         "request": as_str(item, REQUEST),
+        "priority": as_str(item, PRIORITY),
     }
     return JobMessage.from_dict(
         {name: value for name, value in fields.items() if value is not None or name == "payload"}  # null: a payload

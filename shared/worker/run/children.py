@@ -18,7 +18,7 @@ from shared import ids
 from shared.aws import queue
 from shared.durable.steps import StepKind
 from shared.errors import CorralError, InvalidRequest
-from shared.jobs.job_types import check_job, with_max_attempts
+from shared.jobs.job_types import check_job, priority_of, with_max_attempts
 from shared.model.lineage import STEP_PARENT
 from shared.model.message import BatchMember, JobMessage
 from shared.model.message_fields import concurrency_problem
@@ -61,6 +61,7 @@ def prepared(
         try:
             check_job(job_spec, tenant=tenant)
             concurrency = _concurrency(spec.get("concurrency"))
+            priority = priority_of(job_spec.type, spec.get("priority"))
         except InvalidRequest as error:
             raise InvalidChild(f"{where}: {error.field} {error.message}") from error
         job_id = (
@@ -77,6 +78,7 @@ def prepared(
                 concurrency=concurrency,
                 batch=BatchMember(batch, index) if batch is not None else None,
                 parent=lineage,
+                priority=priority,
             )
         )
     child_ids = [message.id for message in messages]

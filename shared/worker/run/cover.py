@@ -107,9 +107,11 @@ class HiddenBatch:
     call leaves the batch with the queue's visibility timeout.
     """
 
-    def __init__(self, messages: Sequence[tuple[str, str, int | None]]) -> None:
-        """`messages`: (receipt handle, body, the seconds it waits if it is known to wait) each."""
+    def __init__(self, messages: Sequence[tuple[str, str, int | None]], queue_url: str | None = None) -> None:
+        """`messages`: (receipt handle, body, the seconds it waits if it is known to wait) each, received from
+        `queue_url` (None: the jobs queue; a batch comes from one event source, so one queue: a lane's)."""
         self._messages = messages
+        self._queue_url = queue_url
         self._hiding: Future[None] | None = None
 
     def begin_on(self, threads: Executor, seconds_left: float) -> None:
@@ -128,5 +130,6 @@ class HiddenBatch:
                 [
                     (handle, cover_seconds(planned_timeout(body), seconds_left) if wait is None else wait)
                     for handle, body, wait in self._messages
-                ]
+                ],
+                queue_url=self._queue_url,
             )

@@ -40,4 +40,5 @@ def send(message: JobMessage, resume_at: float, name: str) -> None:
             message.to_json(),
             delete_after_completion=True,
             message_group=queue.message_group(message.tenant),
+            priority=message.level,
         )

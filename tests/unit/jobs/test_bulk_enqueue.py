@@ -37,10 +37,10 @@ def test_enqueue_many_sends_every_valid_job_and_reports_the_invalid_one(aws):
 
 
 def test_batches_hold_at_most_10_entries_and_256_kib():
-    assert [len(chunk) for chunk in queue._chunks([100] * 25)] == [10, 10, 5]
+    assert [len(chunk) for chunk in queue._chunks(list(range(25)), [100] * 25)] == [10, 10, 5]
     big = 60 * 1024
-    assert queue._chunks([big] * 5) == [[0, 1, 2, 3], [4]]
-    assert queue._chunks([queue.BATCH_MAX_BYTES]) == [[0]]
+    assert queue._chunks(list(range(5)), [big] * 5) == [[0, 1, 2, 3], [4]]
+    assert queue._chunks([0], [queue.BATCH_MAX_BYTES]) == [[0]]
 
 
 def test_an_entry_sqs_rejects_fails_only_itself(aws, monkeypatch):

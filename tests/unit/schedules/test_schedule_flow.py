@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shared import settings as corral_settings
+from shared.flow.priority import Priority
 from shared.jobs import payloads
 from shared.model.states import Status
 from shared.schedules import lifecycle, runs
@@ -166,7 +167,8 @@ def test_a_backfill_runs_every_occurrence_without_the_schedules_debounce_or_uniq
     sent = [
         json.loads(message["Body"])
         for message in scheduler_env["sqs"].receive_message(
-            QueueUrl=scheduler_env["queue_url"], MaxNumberOfMessages=10
+            QueueUrl=scheduler_env["lane_urls"][Priority.LOW],
+            MaxNumberOfMessages=10,  # the runs' lane
         )["Messages"]
     ]
     assert len(sent) == len(backfilled) == 3

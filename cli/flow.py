@@ -26,8 +26,8 @@ ThrottleOption = Annotated[
 DebounceOption = Annotated[
     str | None,
     typer.Option(
-        # `\[`: rich reads `[/MAX_WAIT]` as a closing markup tag, and --help fails.
-        help="KEY:SECONDS\\[/MAX_WAIT]: of the jobs with KEY arriving within SECONDS of each other only the last "
+        # No `[/...]` in help: rich reads it as a closing markup tag, and --help fails.
+        help="KEY:SECONDS or KEY:SECONDS/MAX_WAIT: of the jobs with KEY arriving within SECONDS of each other only the last "
         "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
     ),
 ]

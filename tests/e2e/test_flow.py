@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
+
 from tests.e2e.helpers import eventually, one_running
 
 
@@ -39,27 +41,27 @@ def test_until_finished_holds_the_key_while_the_job_runs(api):
     assert api.enqueue_job(_unique_job(key, "finished"))["status"] == "queued"
 
 
-THROTTLE_LIMIT = 2
-THROTTLE_PERIOD_SECONDS = 10
-THROTTLED_JOBS = 6
-
-
-def test_a_throttle_of_two_per_ten_seconds_spreads_six_quick_jobs_over_three_windows(api):
+@pytest.mark.parametrize(
+    ("limit", "period", "count"),
+    [(2, 10, 6), (5, 2, 30)],
+    ids=["two per ten seconds, six jobs", "five per two seconds, thirty jobs"],
+)
+def test_a_throttle_spreads_quick_jobs_over_its_windows_at_most_limit_in_any_window(api, limit, period, count):
     api.wait(api.enqueue("echo", {"warm": True}), timeout=60)
     key = f"partner-{uuid.uuid4().hex[:8]}"  # a start log of its own, whatever earlier runs left behind
-    throttle = {"key": key, "limit": THROTTLE_LIMIT, "period_seconds": THROTTLE_PERIOD_SECONDS}
-    outcomes = api.enqueue_many([{"type": "echo", "payload": n, "throttle": throttle} for n in range(THROTTLED_JOBS)])
+    throttle = {"key": key, "limit": limit, "period_seconds": period}
+    outcomes = api.enqueue_many([{"type": "echo", "payload": n, "throttle": throttle} for n in range(count)])
 
     jobs = [api.wait(outcome.id, timeout=180) for outcome in outcomes]
 
-    assert [job["status"] for job in jobs] == ["succeeded"] * THROTTLED_JOBS
-    assert [job["attempts"] for job in jobs] == [1] * THROTTLED_JOBS  # waiting used no attempt
+    assert [job["status"] for job in jobs] == ["succeeded"] * count
+    assert [job["attempts"] for job in jobs] == [1] * count  # waiting used no attempt
     starts = sorted(job["started_at"] for job in jobs)
     # Any limit + 1 starts span at least the period: no window of it holds more than `limit`.
-    spans = [starts[i + THROTTLE_LIMIT] - starts[i] for i in range(len(starts) - THROTTLE_LIMIT)]
-    assert min(spans) >= THROTTLE_PERIOD_SECONDS, [round(start - starts[0], 2) for start in starts]
-    windows = {int((start - starts[0]) // THROTTLE_PERIOD_SECONDS) for start in starts}
-    assert len(windows) >= 3, [round(start - starts[0], 2) for start in starts]
+    spans = [starts[i + limit] - starts[i] for i in range(len(starts) - limit)]
+    assert min(spans) >= period, [round(start - starts[0], 2) for start in starts]
+    windows = {int((start - starts[0]) // period) for start in starts}
+    assert len(windows) >= count // limit, [round(start - starts[0], 2) for start in starts]
 
 
 def _debounced(key: str, n: int, period: int, max_wait: int | None = None) -> dict:

@@ -27,8 +27,9 @@ DebounceOption = Annotated[
     str | None,
     typer.Option(
         # No `[/...]` in help: rich reads it as a closing markup tag, and --help fails.
-        help="KEY:SECONDS or KEY:SECONDS/MAX_WAIT: of the jobs with KEY arriving within SECONDS of each other only the last "
-        "runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. user-7:30/300)."
+        help="KEY:SECONDS or KEY:SECONDS/MAX_WAIT: of the jobs with KEY arriving within SECONDS of each other only "
+        "the last runs, SECONDS after it (at most MAX_WAIT after the first); the others end skipped (e.g. "
+        "user-7:30/300)."
     ),
 ]
 

@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--high", type=int, default=30, help="high jobs per phase (idle, behind the backlog)")
     parser.add_argument("--gap", type=float, default=0.3, help="seconds between two high jobs")
     parser.add_argument("--drain-timeout", type=float, default=900.0, help="seconds to wait for the jobs to run")
-    parser.add_argument("--port", type=int, default=4580, help="port of the scenario's own emulator")
+    parser.add_argument("--port", type=int, default=4611, help="port of the scenario's own emulator")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the emulator
     with embedded_stack(args.port, STATE / "priorities", sidecars=False, announce=True) as stack:

@@ -48,6 +48,16 @@ def write_json(path: Path, results: dict[str, Any]) -> None:
     path.write_text(json.dumps(results, indent=2, sort_keys=False) + "\n")
 
 
+def keep_and_print(path: Path, result: dict[str, Any]) -> None:
+    """A scenario's result: written to `path` as JSON, and printed a line per figure."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, result)
+    width = max(len(key) for key in result)
+    for key, value in result.items():
+        print(f"{key:<{width}}  {value}")
+    print(f"(also in {path})")
+
+
 def write_jobs_csv(path: Path, rows: dict[str, JobRow], causes: dict[str, str], start_epoch: float) -> None:
     """One line per job that ran: when it was enqueued and started (seconds since the load started), its cause."""
     with path.open("w", newline="") as out:

@@ -25,7 +25,6 @@ Figures go to stdout and .corral/noisy.json.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import socket
 import sys
@@ -34,7 +33,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.lib import measure
+from bench.lib import measure, report
 from bench.lib.load import EnqueueLoad, Sample
 from bench.lib.slo import enqueue_to_run_ms, percentile
 from bench.lib.tuning import limit_worker_concurrency, set_limits
@@ -272,14 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     with embedded_stack(args.port, STATE / "noisy", sidecars=False, announce=True) as stack:
         platform = stack.platform
         limit_worker_concurrency(platform, args.worker_concurrency)
-        report = run(platform, stack.endpoint.api_url, args)
-    result: dict[str, Any] = asdict(report)
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    width = max(len(key) for key in result)
-    for key, value in result.items():
-        print(f"{key:<{width}}  {value}")
-    print(f"(also in {RESULT})")
+        found = run(platform, stack.endpoint.api_url, args)
+    result: dict[str, Any] = asdict(found)
+    report.keep_and_print(RESULT, result)
     return 0
 
 

@@ -18,7 +18,6 @@ Figures go to stdout and .corral/priorities.json.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -26,7 +25,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.lib import measure
+from bench.lib import measure, report
 from bench.lib.slo import enqueue_to_run_ms, percentile
 from bench.lib.tuning import set_limits
 from bench.scenarios.noisy import p90_target_ms
@@ -146,14 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a timeout still stops the emulator
     with embedded_stack(args.port, STATE / "priorities", sidecars=False, announce=True) as stack:
-        report = run(stack.platform, stack.endpoint.api_url, args)
-    result: dict[str, Any] = asdict(report)
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(result, indent=2) + "\n")
-    width = max(len(key) for key in result)
-    for key, value in result.items():
-        print(f"{key:<{width}}  {value}")
-    print(f"(also in {RESULT})")
+        found = run(stack.platform, stack.endpoint.api_url, args)
+    result: dict[str, Any] = asdict(found)
+    report.keep_and_print(RESULT, result)
     return 0
 
 

@@ -192,19 +192,9 @@ class ThreadProfiles:
         merged = pstats.Stats(self.main)
         for profile in self.profiles:
             if profile is not self.main:
-                profile.snapshot_stats()
-                merged.add(_as_stats(profile))
+                merged.add(profile)  # pstats reads a profile's entries as they stand (create_stats)
         merged.dump_stats(path)
         return str(path)
-
-
-def _as_stats(profile: cProfile.Profile) -> pstats.Stats:
-    stats = pstats.Stats.__new__(pstats.Stats)
-    stats.init(None)  # type: ignore[attr-defined]
-    stats.stats = profile.stats  # type: ignore[attr-defined]
-    stats.total_calls = stats.prim_calls = stats.total_tt = 0  # type: ignore[attr-defined]
-    stats.get_top_level_stats()  # type: ignore[attr-defined]
-    return stats
 
 
 # The steps of a plain job's path, each timed on its own thread's CPU clock around the function that is

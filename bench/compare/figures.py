@@ -69,9 +69,9 @@ def drain_figures(
         "cpu_ms_per_job": _round(cpu_seconds * 1000 / len(done), 2) if done else None,
         "jobs_per_cpu_second": _round(len(done) / cpu_seconds) if cpu_seconds > 0 else None,
         "store_requests_per_job": _round(sum(requests.values()) / len(done), 2) if requests and done else None,
-        "store_requests_per_job_by_operation": {
-            operation: round(count / len(done), 2) for operation, count in sorted(requests.items()) if done
-        },
+        "store_requests_per_job_by_operation": (
+            {operation: round(count / len(done), 2) for operation, count in sorted(requests.items())} if done else {}
+        ),
     }
 
 

@@ -106,7 +106,9 @@ def _worker_child(batch: int, jobs: int, profiled: bool) -> None:
             started, began, on_this_thread = time.process_time(), time.perf_counter(), time.thread_time()
             profiles.start()
             timers.active = True
+            timers.begin_invocation()
             worker.handler(event, WorkerContext())
+            timers.end_invocation()
             timers.add(WHOLE["worker"], time.thread_time() - on_this_thread)
             timers.active = False
             profiles.stop()
@@ -118,7 +120,16 @@ def _worker_child(batch: int, jobs: int, profiled: bool) -> None:
             handled += len(got)
     stats = profiles.dump() if profiled else None
     print(
-        json.dumps({"jobs": handled, "cpu_seconds": cpu, "wall_seconds": wall, "stats": stats, "steps": timers.seconds})
+        json.dumps(
+            {
+                "jobs": handled,
+                "cpu_seconds": cpu,
+                "wall_seconds": wall,
+                "stats": stats,
+                "steps": timers.seconds,
+                "to_first": {step: sorted(seconds) for step, seconds in timers.to_first.items()},
+            }
+        )
     )
 
 
@@ -232,6 +243,10 @@ STEPS: dict[str, tuple[str, str]] = {
     "API:   of which the send (SendMessage)": ("shared.aws.queue", "send"),
     "any: botocore's client side of every AWS request": ("botocore.client", "BaseClient._make_api_call"),
 }
+MARKED = {  # step -> what the wall time to its first call in an invocation is called
+    "worker:   of which the claim (a conditional UpdateItem)": "its first claim",
+    "worker:   of which the job's run (its thread, its context, its code)": "its first job's run (the recorded start)",
+}
 WHOLE = {
     "worker": "worker: the invocation, whole (its thread: the handler and its decorators)",
     "api": "API: the handler, whole",
@@ -246,6 +261,18 @@ class StepTimers:
         self.seconds: Counter[str] = Counter()
         self._lock = threading.Lock()
         self.active = False  # counting only inside the handler: not this tool's own receives and deletes
+        # Wall time from an invocation's start to its first claim's call, and to its first job's run (what the
+        # outcome records as the job's start, so enqueue-to-run ends there): what the worker adds before the run.
+        self.invocation_began: float | None = None
+        self.to_first: dict[str, list[float]] = {step: [] for step in MARKED}
+        self._marked: set[str] = set()
+
+    def begin_invocation(self) -> None:
+        self.invocation_began = time.perf_counter()
+
+    def end_invocation(self) -> None:
+        self.invocation_began = None
+        self._marked.clear()
 
     def add(self, step: str, seconds: float) -> None:
         if self.active:
@@ -266,6 +293,11 @@ class StepTimers:
 
     def _timed(self, step: str, function: Any) -> Any:
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if step in MARKED and self.active and self.invocation_began is not None:
+                with self._lock:
+                    if self.invocation_began is not None and step not in self._marked:
+                        self._marked.add(step)
+                        self.to_first[step].append(time.perf_counter() - self.invocation_began)
             began = time.thread_time()
             try:
                 return function(*args, **kwargs)
@@ -341,11 +373,18 @@ def main(argv: list[str] | None = None) -> int:
             for step in STEPS
             if (seconds := plain["steps"].get(step))
         )
+        before_claim = "".join(
+            f"wall ms from the invocation's start to {MARKED[step]}: p50 {seconds[len(seconds) // 2] * 1000:.2f}, "
+            f"p90 {seconds[int(len(seconds) * 0.9)] * 1000:.2f}\n"
+            for step, seconds in (plain.get("to_first") or {}).items()
+            if seconds
+        )
         text = (
             f"{name}: {plain['jobs']} jobs, {cpu_ms:.2f} CPU ms per job in the handler's process, "
             f"{plain['wall_seconds'] * 1000 / jobs:.2f} ms of the handler's time (no profiler); "
             f"{profiled_run['cpu_seconds'] * 1000 / max(1, profiled_run['jobs']):.2f} CPU ms per job profiled\n"
             f"store and queue requests per job (at the sidecars): {per_job}\n"
+            f"{before_claim}"
             f"CPU ms per job by step (thread CPU, timed without the profiler), and its share of the process's:\n"
             f"{steps}\n"
         )

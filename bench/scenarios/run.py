@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from tqdm import tqdm
 
 from bench.lib import faults, measure, report, slo
-from bench.lib.bulk import bulk_rate
+from bench.lib.bulk import BulkResult, bulk_rate, queue_ceiling
 from bench.lib.crons import create_herd, herd_records
 from bench.lib.load import EnqueueLoad, Phases, Sample, rate_of_phases
 from bench.lib.timeline import HERD_FACTOR, Event, Scenario, midnight_herd
@@ -320,7 +320,9 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
     lambda_ = context.aws("lambda")
     lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=False)
     try:
-        bulk = bulk_rate(context.api_url, context.api_key, seconds=5 if args.quick else 10, clients=4)
+        bulk_seconds = 5 if args.quick else 10
+        bulk = bulk_rate(context.api_url, context.api_key, seconds=bulk_seconds, clients=4)
+        ceiling = _queue_ceiling(context, seconds=bulk_seconds, clients=4)
         function_env = FunctionEnv(queue_url=queue_url, table=settings.TABLE_NAME).as_environment()
         enqueue_cost = cost.enqueue_cost(
             context.platform.aws_env, function_env, context.api_key, 200 if args.quick else 600
@@ -329,7 +331,20 @@ def _measure(context: RunContext, args: argparse.Namespace, out: Path) -> dict[s
     finally:
         context.aws("sqs").purge_queue(QueueUrl=queue_url)
         lambda_.update_event_source_mapping(UUID=mapping["UUID"], Enabled=True)
-    return _results(context, args, scenario, run, rows, batches, mapping, ramp, bulk, enqueue_cost, cold, out)
+    return _results(
+        context, args, scenario, run, rows, batches, mapping, ramp, (bulk, ceiling), enqueue_cost, cold, out
+    )
+
+
+def _queue_ceiling(context: RunContext, *, seconds: float, clients: int) -> BulkResult:
+    """The emulator's own SendMessageBatch rate, on a queue of its own made for the purpose (empty, as the jobs
+    queue was when bulk began) and deleted after: what bulk enqueue's figure is a share of on this machine."""
+    sqs = context.aws("sqs")
+    url = sqs.create_queue(QueueName=f"{settings.QUEUE_NAME}-bench-ceiling")["QueueUrl"]
+    try:
+        return queue_ceiling(sqs, url, seconds=seconds, clients=clients)
+    finally:
+        sqs.delete_queue(QueueUrl=url)
 
 
 def _results(
@@ -341,11 +356,12 @@ def _results(
     batches: list[measure.Batch],
     mapping: dict[str, Any],
     ramp: list[dict[str, Any]],
-    bulk: Any,
+    bulk_and_ceiling: tuple[BulkResult, BulkResult],
     enqueue_cost: dict[str, float],
     cold: dict[str, float],
     out: Path,
 ) -> dict[str, Any]:
+    bulk, ceiling = bulk_and_ceiling
     samples: list[Sample] = run["samples"]
     accepted = [s.job_id for s in samples if s.job_id]
     cron = _cron_herd(context)
@@ -413,6 +429,10 @@ def _results(
                 "per_worker_pct": use.per_worker_pct,
             },
             "bulk": asdict(bulk),
+            "bulk_queue_ceiling": asdict(ceiling),
+            "bulk_over_queue_ceiling": _round(bulk.jobs_per_second / ceiling.jobs_per_second)
+            if ceiling.jobs_per_second
+            else None,
             "enqueue_cost": {k: round(v, 3) for k, v in enqueue_cost.items()},
             "cold_start": {k: round(v, 3) for k, v in cold.items()},
             "footprint": footprint,
@@ -520,6 +540,8 @@ def _print_and_plot(
                 ("  during / before", details["enqueue_p99_during_over_before"], "enqueue_p99_during_over_before"),
                 ("enqueues/s accepted, single", results["sustained_enqueue_rps"], "sustained_enqueue_rps"),
                 ("enqueues/s accepted, bulk", results["bulk_enqueue_rps"], "bulk_enqueue_rps"),
+                ("  the queue's own ceiling (jobs/s)", details["bulk_queue_ceiling"]["jobs_per_second"], "report"),
+                ("  bulk / the queue's ceiling", details["bulk_over_queue_ceiling"], "report"),
                 ("worker utilisation (%)", results["worker_utilisation_pct"], "worker_utilisation_pct"),
                 ("  during the herd (%)", details["worker_utilisation"]["herd_pct"], "report"),
                 ("footprint (component kinds)", results["footprint"], "footprint"),

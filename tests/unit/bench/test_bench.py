@@ -500,3 +500,48 @@ def test_the_scenarios_find_the_repository_from_their_folder():
     from bench.scenarios import cost
 
     assert (run.ROOT / "cdk.json").exists() and cost.ROOT == run.ROOT
+
+
+def test_the_queue_ceiling_counts_what_the_queue_took(aws):
+    """Bulk's same-run ceiling: SendMessageBatch calls of 10 straight to a queue, counted by SQS's answers."""
+    import boto3
+
+    from bench.lib.bulk import queue_ceiling
+
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="ceiling-under-test")["QueueUrl"]
+    result = queue_ceiling(sqs, url, seconds=0.3, clients=2)
+    depth = int(
+        sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
+            "ApproximateNumberOfMessages"
+        ]
+    )
+    assert result.errors == 0 and result.rejected == 0
+    assert result.accepted == depth == 10 * result.requests > 0
+    assert result.jobs_per_second == pytest.approx(result.accepted / result.seconds)
+
+
+def test_a_failed_ceiling_call_is_an_error_not_a_crash(aws):
+    import boto3
+
+    from bench.lib.bulk import queue_ceiling
+
+    missing = "https://sqs.us-east-1.amazonaws.com/123456789012/no-such-queue"
+    result = queue_ceiling(boto3.client("sqs"), missing, seconds=0.1, clients=1)
+    assert result.accepted == 0 and result.errors == result.requests > 0
+
+
+def test_the_profile_marks_each_invocations_first_claim_and_first_run_once():
+    from bench.compare.profile import MARKED, StepTimers
+
+    claim, run_step = list(MARKED)
+    timers = StepTimers()
+    timers.active = True
+    claim_call, run_call = timers._timed(claim, lambda: None), timers._timed(run_step, lambda: None)
+    for _ in range(2):  # two invocations, each claiming and running twice
+        timers.begin_invocation()
+        claim_call(), claim_call(), run_call(), run_call()
+        timers.end_invocation()
+    claim_call()  # outside an invocation: not marked
+    assert [len(timers.to_first[claim]), len(timers.to_first[run_step])] == [2, 2]
+    assert all(seconds >= 0 for marks in timers.to_first.values() for seconds in marks)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from functions.api.responses import error_result, no_route_message
+from functions.api.responses import error_result, json_result, no_route
 from shared.tenants import operators, tenants
 from shared.tenants.scopes import Scope, opening, opens
 from shared.tenants.tenants import KeyOwner
@@ -126,6 +126,16 @@ def _matching(method: str, path: str) -> list[_Entry]:
     return [entry for entry in _entries() if entry.method == method and entry.pattern.fullmatch(path)]
 
 
+def allowed_methods(path: str) -> list[str]:
+    """The methods the table has a route for at `path` (none: no such path), for a 405's `Allow`."""
+    return sorted({entry.method for entry in _entries() if entry.pattern.fullmatch(path)})
+
+
+def no_route_result(method: str, path: str) -> dict[str, Any]:
+    """The answer to a request no route of the table matches: 405 if the path has other methods' routes, else 404."""
+    return json_result(*no_route(method, path, allowed_methods(path)))
+
+
 def needed_scope(method: str, path: str) -> Scope | None:
     """The scope the route at (method, path) needs; None if no route of the table matches. Were two
     entries to match with different scopes, only `full` would open the path."""
@@ -141,7 +151,7 @@ def refusal(owner: KeyOwner, method: str, path: str) -> dict[str, Any] | None:
         return None  # every route, and the resolver's own 404 for a path that is none
     needed = needed_scope(method, path)
     if needed is None:
-        return error_result(404, "not_found", no_route_message(method, path))
+        return no_route_result(method, path)
     if opens(owner.scope, needed):
         return None
     scopes = [scope.value for scope in opening(needed)]

@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 
 from functions.api import (
+    auth,
     batches,
     control,
     dashboard_files,
@@ -30,10 +31,9 @@ from functions.api.openapi_docs import TAGS, complete_error_responses, in_readin
 from functions.api.responses import (
     answer_for,
     answered_types,
-    error_response,
     invalid_fields,
     json_response,
-    no_route_message,
+    no_route,
 )
 
 # No job type's code is loaded here: the routes that check a job (schedules) read the declarations
@@ -90,4 +90,6 @@ def internal_error(error: Exception) -> Response:
 
 @app.not_found
 def not_found(error: Exception) -> Response:
-    return error_response(404, "not_found", no_route_message(app.current_event.http_method, app.current_event.path))
+    method, path = app.current_event.http_method, app.current_event.path
+    status, body, headers = no_route(method, path, auth.allowed_methods(path))
+    return Response(status_code=status, content_type="application/json", body=body, headers=headers)

@@ -56,11 +56,21 @@ def no_route_message(method: str, path: str) -> str:
     return f"no route {method} {cut(path, 100)}"
 
 
-def json_result(status: int, body: dict[str, Any]) -> dict[str, Any]:
+def no_route(method: str, path: str, allowed: list[str]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """(status, body, headers) for a request no route answers: 405 with `Allow` when the path has routes for
+    other methods (`allowed`), else 404."""
+    if allowed and method not in allowed:
+        methods = ", ".join(allowed)
+        message = f"{method} is not allowed on {cut(path, 100)}; allowed: {methods}"
+        return 405, error_body("method_not_allowed", message), {"Allow": methods}
+    return 404, error_body("not_found", no_route_message(method, path)), {}
+
+
+def json_result(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
     """A JSON answer as the Lambda's return value (API Gateway payload 2.0), for answers given without the resolver."""
     return {
         "statusCode": status,
-        "headers": {"Content-Type": "application/json"},
+        "headers": {"Content-Type": "application/json"} | (headers or {}),
         "body": json.dumps(body, separators=(",", ":")),
         "isBase64Encoded": False,
     }

@@ -74,3 +74,15 @@ def test_unknown_route_is_404_json(api):
 
     assert response.status_code == 404
     assert response.json()["error"] == "not_found"
+
+
+def test_a_known_path_with_another_method_is_405_json_with_allow(api):
+    """Through API Gateway: the `Allow` header reaches the client, and nothing is enqueued."""
+    response = api.request("DELETE", "/v1/jobs")
+
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "GET, POST"
+    assert response.json() == {
+        "error": "method_not_allowed",
+        "message": "DELETE is not allowed on /v1/jobs; allowed: GET, POST",
+    }

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from functions.api import auth, body, enqueue_routes
+from functions.api import auth, body, enqueue_routes, responses
 from functions.api.handler import handler
 from local.events import FakeLambdaContext, http_api_event
 from shared.aws.clients import client
@@ -144,7 +144,45 @@ def test_Ld_a_narrower_key_on_a_path_with_no_route_is_answered_404_without_the_r
     for key in (read, full):
         status, answer = _call("GET", "/v1/no-such-route", key)
         assert (status, answer) == (404, {"error": "not_found", "message": "no route GET /v1/no-such-route"})
-    assert _call("PUT", "/v1/jobs", read, "{}")[0] == 404
+    assert _call("PUT", "/v1/no-such-route", read, "{}")[0] == 404
+
+
+def _call_with_headers(method: str, path: str, api_key: str) -> tuple[int, dict[str, Any], dict[str, str]]:
+    answer = handler(http_api_event(method, path, api_key=api_key), FakeLambdaContext())
+    headers = {name.lower(): value for name, value in (answer.get("headers") or {}).items()}
+    return answer["statusCode"], json.loads(answer["body"]), headers
+
+
+def test_a_known_path_with_another_method_is_answered_405_naming_the_allowed_ones(aws):
+    """Whichever key asks (a full key reaches the resolver, a narrower one is answered before it), a path that
+    has routes answers another method with 405 and `Allow`; nothing else is done."""
+    read, full = tenants.create_key("acme", scope=Scope.READ), tenants.create_key("acme")
+    for key in (read, full):
+        status, answer, headers = _call_with_headers("PUT", "/v1/jobs", key)
+        assert status == 405
+        assert answer == {
+            "error": "method_not_allowed",
+            "message": "PUT is not allowed on /v1/jobs; allowed: GET, POST",
+        }
+        assert headers["allow"] == "GET, POST"
+        status, answer, headers = _call_with_headers("DELETE", "/v1/jobs/jtanyid", key)
+        assert status == 405 and headers["allow"] == "GET"
+        assert _call("GET", "/v1/no-such-route", key)[0] == 404
+
+
+@given(
+    entry=st.sampled_from(sorted(auth.ROUTE_SCOPES)), method=st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE"])
+)
+def test_every_route_table_path_answers_405_exactly_for_the_methods_it_lacks(entry, method):
+    route = entry[1]
+    path = re.sub(r"<[^>]+>", "x1", route)
+    allowed = auth.allowed_methods(path)
+    assert entry[0] in allowed
+    status, body, headers = responses.no_route(method, path, allowed)
+    if method in allowed:
+        assert (status, body["error"], headers) == (404, "not_found", {})
+    else:
+        assert (status, body["error"], headers["Allow"]) == (405, "method_not_allowed", ", ".join(allowed))
 
 
 def test_Ld_a_key_minted_before_scopes_is_full_and_listed_as_full(aws):

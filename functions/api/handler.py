@@ -22,13 +22,13 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
-from functions.api import auth, body, enqueue_routes
+from functions.api import access_log, auth, body, enqueue_routes
 from functions.api.responses import error_answer_result, error_result
 from shared import settings
 from shared.aws import clients, tracing
 from shared.aws.metrics import metrics
 
-logger = Logger(service="corral-api")
+logger = Logger(service=access_log.SERVICE)
 clients.use_timeouts(
     clients.Timeouts(connect=settings.API_AWS_CONNECT_TIMEOUT_SECONDS, read=settings.API_AWS_READ_TIMEOUT_SECONDS)
 )
@@ -76,7 +76,8 @@ def _respond(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # The request's trace goes with every message it sends, and on its log line (shared/aws/tracing.py).
-    logger.append_keys(trace_id=tracing.trace_id(tracing.begin_request()))
+    trace_id = tracing.trace_id(tracing.begin_request())
+    logger.append_keys(trace_id=trace_id)
     # Every AWS call ends before the function must answer: see shared/aws/clients.py.
     seconds_left = context.get_remaining_time_in_millis() / 1000 - settings.API_ANSWER_MARGIN_SECONDS
     try:
@@ -89,5 +90,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.exception("unhandled error")
         response = error_result(500, "internal_error", "internal error; it has been logged")
     # One line per request: access log, and the emulator returns faster from a Lambda that prints.
-    logger.info("request", extra={"path": event.get("rawPath"), "status": response.get("statusCode")})
+    access_log.write(event, context, response.get("statusCode"), trace_id)
     return response

@@ -4,8 +4,9 @@ files are public (they hold no data; the page sends the key the user typed with 
 
 `ROUTE_SCOPES` is the one table of what each /v1 route needs; a key's scope opens a route or the
 answer is 403 before the route runs (shared/tenants/scopes.py, docs/decisions/api-keys.md). A /v1
-request that matches no route of the table is answered 404 for a key that is not `full`, so a route
-added without its entry stays closed to narrower keys (tests/unit/api/test_key_scopes.py fails on it).
+request that matches no route of the table is answered 404 for a key that is not `full` (405 when the path
+has routes for other methods), so a route added without its entry stays closed to narrower keys
+(tests/unit/api/test_key_scopes.py fails on it).
 """
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def needed_scope(method: str, path: str) -> Scope | None:
 def refusal(owner: KeyOwner, method: str, path: str) -> dict[str, Any] | None:
     """The answer to a tenant request its key's scope does not open (403, or 404 for no route), else None."""
     if owner.scope == Scope.FULL:
-        return None  # every route, and the resolver's own 404 for a path that is none
+        return None  # every route, and the resolver's own 404 or 405 for a path or method that is none
     needed = needed_scope(method, path)
     if needed is None:
         return no_route_result(method, path)

@@ -17,17 +17,14 @@ import time
 from dataclasses import replace
 
 from shared import settings
-from shared.batches import follow_ups
 from shared.flow import debounce as rules
-from shared.flow.debounce import NotDue, Superseded
+from shared.flow.debounce import Debounce, NotDue, Superseded
 from shared.model.message import JobMessage
-from shared.model.states import Status
 from shared.store.flow import debounce_items
-from shared.worker.admit import waiting
+from shared.worker.admit import store_gate, waiting
 from shared.worker.batch import Batch
-from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.delivery import Delivery
-from shared.worker.verdicts import Duplicate, Ended, Verdict
+from shared.worker.verdicts import Verdict
 
 
 def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | None:
@@ -35,8 +32,16 @@ def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | No
     debounce = message.debounce
     if debounce is None:
         return None
-    if batch.breaker.cooling:
-        return delivery.hand_back("the store failed moments ago: its debounce group cannot decide")
+    return store_gate.decided(
+        delivery,
+        batch,
+        lambda: _decide(message, debounce, delivery),
+        cannot="its debounce group cannot decide",
+        doing="deciding its debounce",
+    )
+
+
+def _decide(message: JobMessage, debounce: Debounce, delivery: Delivery) -> Verdict | None:
     now = time.time()
     try:
         seq = message.debounce_seq
@@ -53,15 +58,10 @@ def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | No
             case Superseded(by=by):
                 reason = rules.skip_reason(debounce, by)
                 if debounce_items.record_superseded(message, reason, by, now):
-                    return skipped(message)
+                    return store_gate.skipped(message)
                 return None  # it has a record already: its claim answers what it is
     except debounce_items.DebounceContended as contended:
         return delivery.hand_back(str(contended))
-    except AWS_ERRORS as error:
-        if not is_outage(error):
-            raise
-        batch.breaker.failed()
-        return delivery.hand_back(f"store unavailable deciding its debounce: {error}")
     return None
 
 
@@ -79,11 +79,3 @@ def _arrive(message: JobMessage, delivery: Delivery, now: float) -> Verdict:
     delay = max(1, min(arrived.delay_seconds, settings.MAX_SQS_DELAY_SECONDS))
     wait = waiting.wait(numbered, delivery, waiting.WaitReason.DEBOUNCE, why, delay=delay, shown=shown)
     return replace(wait, resend=True)
-
-
-def skipped(message: JobMessage) -> Duplicate:
-    """The verdict of a job just recorded `skipped`: acknowledged, once what its end sets off is done (a batch's
-    member is counted in its batch, which may complete)."""
-    if follow_ups.has_follow_ups(message):
-        return Duplicate(Ended(message, Status.SKIPPED))
-    return Duplicate()

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import time
 
-from shared.flow.unique import duplicate_reason
+from shared.flow.unique import Unique, duplicate_reason
 from shared.model.message import JobMessage
 from shared.model.states import Status
 from shared.store.flow import unique_locks
 from shared.store.jobs import job_store
-from shared.worker.admit.debounced import skipped
+from shared.worker.admit import store_gate
 from shared.worker.batch import Batch
-from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.delivery import Delivery
 from shared.worker.verdicts import Verdict
 
@@ -37,19 +36,21 @@ def judge(message: JobMessage, delivery: Delivery, batch: Batch) -> Verdict | No
     unique = message.unique
     if unique is None:
         return None
-    if batch.breaker.cooling:
-        return delivery.hand_back("the store failed moments ago: its unique key cannot be taken")
+    return store_gate.decided(
+        delivery,
+        batch,
+        lambda: _take(message, unique),
+        cannot="its unique key cannot be taken",
+        doing="taking its unique key",
+    )
+
+
+def _take(message: JobMessage, unique: Unique) -> Verdict | None:
     now = time.time()
-    try:
-        held = unique_locks.acquire(message.tenant, unique, message.id, now, _status_of, sent=True, single_attempt=True)
-        if isinstance(held, unique_locks.Acquired):
-            return None
-        reason = duplicate_reason(unique.key, held.holder)
-        if job_store.record_skipped(message, reason, held.holder, now, single_attempt=True):
-            return skipped(message)
-    except AWS_ERRORS as error:
-        if not is_outage(error):
-            raise
-        batch.breaker.failed()
-        return delivery.hand_back(f"store unavailable taking its unique key: {error}")
+    held = unique_locks.acquire(message.tenant, unique, message.id, now, _status_of, sent=True, single_attempt=True)
+    if isinstance(held, unique_locks.Acquired):
+        return None
+    reason = duplicate_reason(unique.key, held.holder)
+    if job_store.record_skipped(message, reason, held.holder, now, single_attempt=True):
+        return store_gate.skipped(message)
     return None  # it has a record already: its claim answers what it is

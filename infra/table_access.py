@@ -1,7 +1,7 @@
 """Which function may touch which kind of item in the jobs table, as IAM says it.
 
 One table holds every item kind (shared/store/keys.py). Each function role gets the item actions its
-code calls, no more (no Scan, no Batch*, no stream reads), and a Deny on writes to the item kinds it
+code calls, no more (no Scan, no batch writes, no stream reads), and a Deny on writes to the item kinds it
 never writes, keyed on the item's partition key (`dynamodb:LeadingKeys`). The Deny is what keeps a
 compromised function, or a customer's job package running inside one, from minting a tenant or
 operator key: only the operator's own credentials (the `corral` CLI) write those. The table below is
@@ -27,13 +27,14 @@ from shared.store import keys
 # What the code calls (shared/store/): GetItem, Query (the indexes), PutItem, UpdateItem, DeleteItem,
 # and TransactWriteItems, which IAM authorises as the Put/Update/Delete/ConditionCheck it holds.
 READS = ("dynamodb:GetItem", "dynamodb:Query")
+# The worker alone: an event reads its name's triggers, up to 100 a call (shared/store/flow/trigger_items.py).
+WORKER_READS = ("dynamodb:BatchGetItem",)
 WRITES = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem")
 # pynamodb (schedule records, the API only) reads the table's key schema once per process.
 DESCRIBE = ("dynamodb:DescribeTable",)
-# Actions no function role holds: whole-table reads, batch calls the code never makes, streams.
+# Actions no function role holds: whole-table reads, batch writes, streams (and the API, WORKER_READS).
 NEVER = (
     "dynamodb:Scan",
-    "dynamodb:BatchGetItem",
     "dynamodb:BatchWriteItem",
     "dynamodb:GetRecords",
     "dynamodb:GetShardIterator",
@@ -84,7 +85,7 @@ def _never_written(worker: bool) -> list[str]:
 
 def grant(function: lambda_.IFunction, store: JobStore, *, worker: bool) -> None:
     """The item actions a corral function calls, and a Deny on writing the item kinds it never writes."""
-    actions = [*READS, *WRITES, *([] if worker else DESCRIBE)]
+    actions = [*READS, *WRITES, *(WORKER_READS if worker else DESCRIBE)]
     function.add_to_role_policy(iam.PolicyStatement(actions=actions, resources=_table_resources(store)))
     function.add_to_role_policy(
         iam.PolicyStatement(
@@ -95,7 +96,11 @@ def grant(function: lambda_.IFunction, store: JobStore, *, worker: bool) -> None
         )
     )
     function.add_to_role_policy(
-        iam.PolicyStatement(effect=iam.Effect.DENY, actions=list(NEVER), resources=_table_resources(store))
+        iam.PolicyStatement(
+            effect=iam.Effect.DENY,
+            actions=[*NEVER, *(() if worker else WORKER_READS)],
+            resources=_table_resources(store),
+        )
     )
 
 

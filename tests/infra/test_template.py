@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from aws_cdk.assertions import Match, Template
@@ -13,6 +15,8 @@ from infra.table_access import DAX_FUNCTION_ACTIONS
 from shared import profiles, settings
 from shared.flow.priority import Priority, split
 from shared.store import keys
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository
 
 AWS = profiles.PROFILES["aws"]
 LOCAL = profiles.PROFILES["local"]
@@ -818,13 +822,53 @@ def _leading_key_denials(statements: list[dict]) -> list[str]:
     return found
 
 
-def test_no_function_may_scan_batch_or_read_streams_of_the_table(aws_template: Template, local_template: Template):
+def _denies_outright(statements: list[dict], action: str) -> bool:
+    return any(s.get("Effect") == "Deny" and action in _actions(s) and not s.get("Condition") for s in statements)
+
+
+def test_no_function_may_scan_batch_write_or_read_streams_and_only_the_worker_may_batch_read(
+    aws_template: Template, local_template: Template
+):
     for template in (aws_template, local_template):
-        for name, statements in _function_statements(template).items():
-            for action in ("dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem", "dynamodb:GetRecords"):
+        functions = _function_statements(template)
+        for name, statements in functions.items():
+            for action in ("dynamodb:Scan", "dynamodb:BatchWriteItem", "dynamodb:GetRecords"):
                 assert not _allows(statements, action), (name, action)
-                assert not _allows(statements, "dynamodb:*"), name
+                assert _denies_outright(statements, action), (name, action)
+            assert not _allows(statements, "dynamodb:*"), name
             assert _allows(statements, "dynamodb:UpdateItem") and _allows(statements, "dynamodb:Query"), name
+        # An event's triggers are read in the worker, up to 100 a call (shared/store/flow/trigger_items.py).
+        worker, api = functions[settings.WORKER_FUNCTION], functions[settings.API_FUNCTION]
+        assert _allows(worker, "dynamodb:BatchGetItem") and not _denies_outright(worker, "dynamodb:BatchGetItem")
+        assert not _allows(api, "dynamodb:BatchGetItem") and _denies_outright(api, "dynamodb:BatchGetItem")
+
+
+_TABLE_CALL = re.compile(
+    r"\.(batch_get_item|batch_write_item|get_item|put_item|update_item|delete_item|query|scan|transact_write_items"
+    r"|transact_get_items|execute_statement|execute_transaction|batch_execute_statement)\("
+)
+# IAM authorises a transaction as the item actions in it.
+_AUTHORISED_AS = {
+    "transact_write_items": ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+    "transact_get_items": ("dynamodb:GetItem",),
+}
+
+
+def test_every_table_call_the_code_makes_is_one_a_functions_role_holds(aws_template: Template):
+    """The emulator enforces no IAM: a call every role is denied passes each local test and fails only on AWS."""
+    sources = [*(ROOT / "shared").rglob("*.py"), *(ROOT / "functions").rglob("*.py")]
+    called = {call for path in sources for call in _TABLE_CALL.findall(path.read_text())}
+    assert {"get_item", "update_item", "batch_get_item"} <= called  # the scan found the code's calls
+    functions = _function_statements(aws_template)
+    for call in sorted(called):
+        actions = _AUTHORISED_AS.get(call, ("dynamodb:" + "".join(part.title() for part in call.split("_")),))
+        for action in actions:
+            held = [
+                name
+                for name, statements in functions.items()
+                if _allows(statements, action) and not _denies_outright(statements, action)
+            ]
+            assert held, f"the code calls {call}, but no function's role may {action}"
 
 
 def test_no_function_may_write_api_or_operator_keys_or_tenants(aws_template: Template, local_template: Template):

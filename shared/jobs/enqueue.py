@@ -290,11 +290,15 @@ def _schedule_later(request: JobRequest, message: JobMessage, now: float, delay:
         raise
 
 
-def enqueue(tenant: str, request: JobRequest) -> JobMessage | DuplicateOf:
-    """The job sent; or, where another job holds its unique key, that job (nothing sent)."""
+def enqueue(tenant: str, request: JobRequest, *, counted: bool = False) -> JobMessage | DuplicateOf:
+    """The job sent; or, where another job holds its unique key, that job (nothing sent).
+
+    `counted`: the caller has counted the request against the tenant's rate limit already (an event, which
+    counts the jobs its triggers start with its own: shared/waits/sending.py)."""
     now = time.time()
     message, delay = _prepare(tenant, request, now)
-    rate_limit.check(tenant, request.jobs)  # RateLimited: nothing sent. Its callbacks count as jobs too.
+    if not counted:
+        rate_limit.check(tenant, request.jobs)  # RateLimited: nothing sent. Its callbacks count as jobs too.
     unique = flow_of(request, delay).unique if request.unique is not None or _type_has_flow(request) else None
     if unique is not None and (holder := unique_keys.take(tenant, unique, message.id, now, now + delay)):
         return holder

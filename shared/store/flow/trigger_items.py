@@ -15,7 +15,8 @@ create refused at its quota or for a name taken, or cut short; a delete cut shor
 finds it: it costs that event a key of its BatchGetItem, nothing more.
 
 Cost: a create or a delete, the directory's write and the quota's transaction; an event, one read of its name's
-directory (~100 bytes), and where it names triggers, one BatchGetItem of them (per 100).
+directory (~100 bytes) at the API, which counts its names against the rate limit (`listed`), and one in the worker,
+and where it names triggers, one BatchGetItem of them (per 100).
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ def get(tenant: str, name: str) -> dict[str, Any] | None:
         client("dynamodb").get_item(TableName=table.name(), Key=key_of(tenant, name), ConsistentRead=True).get("Item")
     )
     return _trigger_of(item) if item else None
+
+
+def listed(tenant: str, event: str) -> int:
+    """How many names the directory of `event` lists: at most the jobs an event of that name starts (a name whose
+    trigger is gone counts too). Eventually consistent: what the API charges an event for, not what it starts."""
+    directory = client("dynamodb").get_item(TableName=table.name(), Key=_directory_key(tenant, event)).get("Item")
+    return len((directory or {}).get("names", {}).get("SS", []))
 
 
 def on_event(tenant: str, event: str) -> list[dict[str, Any]]:

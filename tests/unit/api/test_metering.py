@@ -117,3 +117,28 @@ def test_a_bulk_retry_that_finds_no_dead_job_counts_nothing(call):
 
     assert call("POST", "/v1/jobs:retry", {})[0] == 200
     assert call("POST", "/v1/jobs", {"type": "echo"})[0] == 202
+
+
+def test_an_event_counts_one_job_and_one_for_each_trigger_on_its_name(call, scheduler_env):
+    for name in ("a", "b", "c"):
+        assert call("POST", "/v1/triggers", {"name": name, "event": "paid", "job": {"type": "echo"}})[0] == 201
+    quotas.set_limits("acme", enqueue_rate_per_second=1 / 86_400, enqueue_burst=4)
+    sent = _queued(scheduler_env)
+
+    assert call("POST", "/v1/events", {"name": "refunded"})[0] == 202  # no trigger on its name: one unit, 3 left
+    _assert_rate_limited(call("POST", "/v1/events", {"name": "paid"}))  # itself, then 3 more for its triggers' jobs
+    assert _queued(scheduler_env) == sent + 1  # the refused event sent nothing
+
+    assert call("POST", "/v1/jobs:batch", {"jobs": [{"type": "echo"}] * 2})[0] == 202  # what its own unit left
+    _assert_rate_limited(call("POST", "/v1/jobs", {"type": "echo"}))
+
+
+def test_an_event_over_the_limit_reads_no_trigger(call, monkeypatch):
+    from shared.store.flow import trigger_items
+
+    _empty_the_bucket(call)
+    read = []
+    monkeypatch.setattr(trigger_items, "listed", lambda *args: read.append(args) or 0)
+
+    _assert_rate_limited(call("POST", "/v1/events", {"name": "paid"}))
+    assert read == []

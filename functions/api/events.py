@@ -58,7 +58,8 @@ class TokenCompleteIn(BaseModel):
         "`name` is the wait's and its data holds every key and value of the wait's `match`; only this tenant's "
         "jobs. An event sent after the step before the wait started is found by the wait too (a look back of up "
         "to 24 h). It also starts one job for each of the tenant's triggers on its name whose match its data holds "
-        "(POST /v1/triggers), once per event id. Counts one job against the tenant's rate limit, and one more for each of its triggers on the name."
+        "(POST /v1/triggers), once per event id. Counts one job against the tenant's rate limit, and one more for "
+        "each of its triggers on the name."
     ),
     responses=documented({202: answer(EventOut, "Accepted: the waits it matches resume shortly")}, 409, 413, 429),
 )

@@ -187,7 +187,7 @@ def checked(tenant: str, request: JobRequest, now: float, *, field_prefix: str =
         if body is not None
     }
     # The message and the record carry both: together within a payload's limit (shared/model/message.py).
-    size = len(json.dumps(callbacks_to_dict(callbacks), separators=(",", ":")).encode())
+    size = len(json.dumps(callbacks_to_dict(callbacks), separators=(",", ":")).encode()) if callbacks else 0
     if size > settings.MAX_PAYLOAD_BYTES:
         why = (
             f"on_success and on_failure together are {size} bytes serialised; the limit is {settings.MAX_PAYLOAD_BYTES}"

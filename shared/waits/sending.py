@@ -4,7 +4,8 @@ key the event's id makes, so the same id sent twice is one event, resumed once. 
 
 The tenant's rate limit counts the event as a job, and one more for each trigger its name's directory lists:
 each starts a job when the event runs (shared/waits/triggers.py), so an event costs what it can start. The
-event's own unit is taken before the directory is read: a tenant over its limit costs the store no read.
+event's own unit is taken before the directory is read: a tenant over its limit costs the store no read. While
+the store does not answer, the event counts one and is sent: sending needs no store, as an enqueue needs none.
 """
 
 from __future__ import annotations

@@ -25,7 +25,9 @@ import hashlib
 import json
 from typing import Any
 
-from shared.aws.clients import client
+from botocore.exceptions import BotoCoreError, ClientError
+
+from shared.aws.clients import client, single_attempt_client
 from shared.errors import Unavailable
 from shared.store import keys, table
 from shared.store.table_schema import RUNS_INDEX
@@ -99,11 +101,15 @@ def get(tenant: str, name: str) -> dict[str, Any] | None:
     return _trigger_of(item) if item else None
 
 
-def listed(tenant: str, event: str) -> int:
+def listed(tenant: str, event: str) -> int | None:
     """How many names the directory of `event` lists: at most the jobs an event of that name starts (a name whose
-    trigger is gone counts too). Eventually consistent: what the API charges an event for, not what it starts."""
-    directory = client("dynamodb").get_item(TableName=table.name(), Key=_directory_key(tenant, event)).get("Item")
-    return len((directory or {}).get("names", {}).get("SS", []))
+    trigger is gone counts too). Eventually consistent, one attempt: what the API charges an event for, not what
+    it starts. None when the store does not answer."""
+    try:
+        answer = single_attempt_client("dynamodb").get_item(TableName=table.name(), Key=_directory_key(tenant, event))
+    except (ClientError, BotoCoreError):
+        return None
+    return len(answer.get("Item", {}).get("names", {}).get("SS", []))
 
 
 def on_event(tenant: str, event: str) -> list[dict[str, Any]]:

@@ -142,3 +142,25 @@ def test_an_event_over_the_limit_reads_no_trigger(call, monkeypatch):
 
     _assert_rate_limited(call("POST", "/v1/events", {"name": "paid"}))
     assert read == []
+
+
+def test_an_event_is_sent_and_counted_one_while_the_store_does_not_answer_the_directory_read(
+    call, scheduler_env, monkeypatch
+):
+    from botocore.exceptions import EndpointConnectionError
+
+    from shared.store.flow import trigger_items
+
+    assert call("POST", "/v1/triggers", {"name": "a", "event": "paid", "job": {"type": "echo"}})[0] == 201
+    quotas.set_limits("acme", enqueue_rate_per_second=1 / 86_400, enqueue_burst=2)
+    sent = _queued(scheduler_env)
+
+    class Unreachable:
+        def get_item(self, **_: Any) -> dict[str, Any]:
+            raise EndpointConnectionError(endpoint_url="http://dynamodb")
+
+    monkeypatch.setattr(trigger_items, "single_attempt_client", lambda service: Unreachable())
+
+    assert call("POST", "/v1/events", {"name": "paid"})[0] == 202  # sent, as an enqueue is while the store blips
+    assert _queued(scheduler_env) == sent + 1
+    assert call("POST", "/v1/jobs", {"type": "echo"})[0] == 202  # it counted one: one unit left

@@ -25,7 +25,7 @@ from tests.e2e.conftest import TEST_RECEIVE_BUDGET
 from tests.e2e.helpers import dlq_bodies, eventually
 
 HOLDER = "e2e-held-elsewhere"
-# Generous: each receive comes back later (3 s, doubling every 4 receives, up to ~20 s by the 12th).
+# Generous: each receive comes back later (1 s, doubling every 4 receives, up to ~7 s by the 12th).
 WAIT_BOUND_SECONDS = 600
 
 

@@ -9,14 +9,17 @@ speaks only that dialect; see docs/decisions/status-cache.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.model.message import JobMessage
 from shared.model.outcome import OutcomeMessage, Started, result_json
 from shared.model.record import JobRecord
 from shared.model.states import Status
 from shared.store import keys, table
-from shared.store.jobs import job_claims, job_items
+from shared.store.jobs import job_items
+
+if TYPE_CHECKING:  # imported where a dead letter is recorded: the API reads records, never claims (its cold start)
+    from shared.store.jobs import job_claims
 
 
 def get(job_id: str, *, consistent: bool = False, single_attempt: bool = False) -> JobRecord | None:
@@ -179,6 +182,8 @@ def record_dead_lettered(
     over) or an attempt holds a live lease on it (HeldElsewhere: that attempt records its outcome). Written
     where there is no record too, with what the message says of its job (GET, the listing and a retry see
     it as any dead job), and over a `queued` or `failed` one, or a `running` one whose lease has ended."""
+    from shared.store.jobs import job_claims
+
     sets, values = job_items.job_fields(message, None)
     values |= {
         ":dead": {"S": Status.DEAD},

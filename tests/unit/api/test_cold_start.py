@@ -53,6 +53,7 @@ NOT_ON_THE_ENQUEUE_PATH = (
     "shared.targets.http",
     "shared.targets.http_policy",
     "shared.operations.dead_letters",
+    "shared.store.jobs.job_claims",  # the worker's: the API reads records, never claims them
     "pydantic",
     "pynamodb",
     "croniter",

@@ -18,7 +18,6 @@ TARGETS = {
     "worker_utilisation_pct": ("<=", 88.0),
     "footprint": ("<=", 9),
     "bulk_enqueue_rps": (">=", 6000.0),
-    "sustained_enqueue_rps": (">=", 6000.0),
     "handler_over_send_message": ("<=", 1.3),
     "import_over_boto3": ("<=", 1.5),
 }

@@ -539,7 +539,7 @@ def _print_and_plot(
                 ("enqueue p99 during herd (ms)", results["enqueue_p99_ms_during"], "report"),
                 ("  during / before", details["enqueue_p99_during_over_before"], "enqueue_p99_during_over_before"),
                 # The herd's offered load (3R), not a capacity: bulk and the search for R measure that.
-                ("enqueues/s accepted, single (the herd's)", results["sustained_enqueue_rps"], "report"),
+                ("enqueues/s accepted, single (herd)", results["sustained_enqueue_rps"], "report"),
                 ("enqueues/s accepted, bulk", results["bulk_enqueue_rps"], "bulk_enqueue_rps"),
                 ("  the queue's own ceiling (jobs/s)", details["bulk_queue_ceiling"]["jobs_per_second"], "report"),
                 ("  bulk / the queue's ceiling", details["bulk_over_queue_ceiling"], "report"),

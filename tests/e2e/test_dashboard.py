@@ -164,6 +164,9 @@ def test_a_dead_job_is_retried_from_the_ui_and_succeeds(tab, tenant, jobs):
     tenant.wait(jobs["dies"], ("dead",), timeout=60)
     tab.go("/dead")
     page.get_by_test_id(f"retry-{jobs['dies']}").wait_for()
+    error = tenant.get(jobs["dies"])["error"]
+    cell = page.locator(f"tr[data-job-id='{jobs['dies']}'] td.error-cell")
+    assert error and cell.text_content() == cell.get_attribute("title") == error  # why it died, on the list itself
     tab.shot("05-dead")
     page.get_by_test_id(f"retry-{jobs['dies']}").click()
     page.locator(".alert-success").wait_for()

@@ -156,8 +156,9 @@ function JobsTable({ jobs, mode, emptyText, onDone, onError }) {
     "Job",
     "Type",
     "Status",
+    mode === "dead" ? "Error" : null,
     { label: "Attempts", class: "num" },
-    "Enqueued",
+    mode === "dead" ? null : "Enqueued", // a dead job's row shows why it died, and when, instead
     mode === "delayed" ? "Runs" : "Finished",
     mode === "all" ? null : { label: h("span", { class: "sr-only" }, "Actions") },
   ];
@@ -171,8 +172,10 @@ function JobsTable({ jobs, mode, emptyText, onDone, onError }) {
         h("td", { class: "mono" }, h("a", { href: `#/jobs/${encodeURIComponent(job.id)}` }, shortId(job.id))),
         h("td", null, job.type || "—"),
         h("td", null, h(StatusBadge, { status: job.status })),
+        // Why it died, at a glance (the whole message is its title and on the job's page).
+        mode === "dead" ? h("td", { class: "error-cell", title: job.error || "" }, job.error || "—") : null,
         h("td", { class: "num" }, job.max_attempts ? `${job.attempts ?? 0} / ${job.max_attempts}` : formatNumber(job.attempts ?? 0)),
-        h("td", null, h(Time, { value: job.enqueued_at })),
+        mode === "dead" ? null : h("td", null, h(Time, { value: job.enqueued_at })),
         h("td", null, h(Time, { value: mode === "delayed" ? runsAt(job) : job.finished_at })),
         mode === "all" ? null : h("td", { class: "actions" }, h(JobActions, { job, onDone, onError })),
       ),

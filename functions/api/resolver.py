@@ -79,8 +79,7 @@ def invalid_request(error: RequestValidationError) -> Response:
 
 @app.exception_handler(answered_types())
 def domain_error(error: Exception) -> Response:
-    status, body, headers = answer_for(error)
-    return Response(status_code=status, content_type="application/json", body=body, headers=headers)
+    return json_response(*answer_for(error))
 
 
 @app.exception_handler(Exception)
@@ -91,5 +90,4 @@ def internal_error(error: Exception) -> Response:
 @app.not_found
 def not_found(error: Exception) -> Response:
     method, path = app.current_event.http_method, app.current_event.path
-    status, body, headers = no_route(method, path, auth.allowed_methods(path))
-    return Response(status_code=status, content_type="application/json", body=body, headers=headers)
+    return json_response(*no_route(method, path, auth.allowed_methods(path)))

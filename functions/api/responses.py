@@ -24,11 +24,11 @@ MAX_FIELD_CHARS = 100
 MAX_FIELDS = 20
 
 
-def json_response(status: int, body: dict[str, Any]) -> Response[dict[str, Any]]:
+def json_response(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response[dict[str, Any]]:
     # The resolver serialises the dict (and validates it against the route's return type).
     from aws_lambda_powertools.event_handler import Response  # the resolver's routes only: see handler.py
 
-    return Response(status_code=status, content_type="application/json", body=body)
+    return Response(status_code=status, content_type="application/json", body=body, headers=headers)
 
 
 def cut(text: str, limit: int) -> str:

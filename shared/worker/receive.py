@@ -25,7 +25,7 @@ from shared.model.states import Status
 from shared.store.id_secret import id_secret
 from shared.store.jobs import job_claims
 from shared.worker.admit import debounced as debounce_gate
-from shared.worker.admit import unclaimed, unique_runs, waiting
+from shared.worker.admit import store_gate, unclaimed, unique_runs, waiting
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.complete.completer import Settled
@@ -61,14 +61,9 @@ def handle(delivery: Delivery, batch: Batch) -> Settled:
 
 
 def id_secret_for(delivery: Delivery, batch: Batch) -> bytes | HandBack:
-    """The id secret that verifies the delivery's job id; a hand-back while the store cannot give it."""
-    try:
-        return id_secret()
-    except AWS_ERRORS as error:
-        if not is_outage(error):
-            raise
-        batch.breaker.failed()
-        return delivery.hand_back(f"store unavailable reading the id secret: {error}")
+    """The id secret that verifies the delivery's job id; a hand-back while the store cannot give it (no cooling
+    check: once read, the secret is cached, and a cached read never fails)."""
+    return store_gate.asked(delivery, batch, id_secret, doing="reading the id secret")
 
 
 def receive(delivery: Delivery, batch: Batch) -> Verdict:

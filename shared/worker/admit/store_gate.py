@@ -1,11 +1,13 @@
 """What the admission gates that ask the store before a claim share (a debounce group: debounced.py; a schedule run's
 unique key: unique_runs.py): while the store fails, the delivery is handed back, never run unclaimed, since without
 its group or its lock it could run beside the job it defers to; and a job such a gate records `skipped` is
-acknowledged once what its end sets off is done."""
+acknowledged once what its end sets off is done. `asked` is the store guard alone, also for the id secret's read
+before any gate (shared/worker/receive.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from shared.batches import follow_ups
 from shared.model.message import JobMessage
@@ -13,7 +15,21 @@ from shared.model.states import Status
 from shared.worker.batch import Batch
 from shared.worker.breaker import AWS_ERRORS, is_outage
 from shared.worker.delivery import Delivery
-from shared.worker.verdicts import Duplicate, Ended, Verdict
+from shared.worker.verdicts import Duplicate, Ended, HandBack, Verdict
+
+Answer = TypeVar("Answer")
+
+
+def asked(delivery: Delivery, batch: Batch, ask: Callable[[], Answer], *, doing: str) -> Answer | HandBack:
+    """`ask()`'s answer, or, when the store fails at it (`doing`: "reading the id secret"), the delivery handed
+    back and the process's store breaker tripped. An error that is no outage is raised."""
+    try:
+        return ask()
+    except AWS_ERRORS as error:
+        if not is_outage(error):
+            raise
+        batch.breaker.failed()
+        return delivery.hand_back(f"store unavailable {doing}: {error}")
 
 
 def decided(
@@ -24,13 +40,7 @@ def decided(
     at ("deciding its debounce"). An error that is no outage is raised."""
     if batch.breaker.cooling:
         return delivery.hand_back(f"the store failed moments ago: {cannot}")
-    try:
-        return decide()
-    except AWS_ERRORS as error:
-        if not is_outage(error):
-            raise
-        batch.breaker.failed()
-        return delivery.hand_back(f"store unavailable {doing}: {error}")
+    return asked(delivery, batch, decide, doing=doing)
 
 
 def skipped(message: JobMessage) -> Duplicate:
